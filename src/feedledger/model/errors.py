@@ -1,0 +1,83 @@
+"""Error hierarchy. Every error names the source, the payload and the problem where known.
+
+The CLI prints `str(error)` as one line and exits with `error.exit_code`.
+"""
+
+from __future__ import annotations
+
+
+class FeedledgerError(Exception):
+    """Base class: a clear, user-facing problem (never a bug)."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str | None = None,
+        payload: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.payload = payload
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(f"source {self.source!r}")
+        if self.payload is not None:
+            where.append(f"payload {self.payload}")
+        text = (", ".join(where) + ": " if where else "") + self.problem
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class ConfigError(FeedledgerError):
+    """feedledger.toml or a command-line value is invalid."""
+
+    exit_code = 2
+
+
+class NotFoundError(FeedledgerError):
+    """An unknown source, run, payload or key."""
+
+    exit_code = 3
+
+
+class BadPayloadError(FeedledgerError):
+    """The payload cannot be read or violates the source's contract (keys, encoding...)."""
+
+    exit_code = 4
+
+
+class AmbiguousPayloadError(BadPayloadError):
+    """Two different payloads claim the same publisher timestamp for one source."""
+
+
+class MassDeleteError(FeedledgerError):
+    """A snapshot would delete more than the allowed share of live entities."""
+
+    exit_code = 5
+
+
+class StaleWatermarkError(FeedledgerError):
+    """The payload is not after the source's watermark (publisher order would break)."""
+
+    exit_code = 6
+
+
+class LeaseHeldError(FeedledgerError):
+    """Another run holds the source's lease."""
+
+    exit_code = 7
+
+
+class StoreUnavailableError(FeedledgerError):
+    """The store URL cannot be reached or its schema is not at the expected revision."""
+
+    exit_code = 8

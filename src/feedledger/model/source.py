@@ -1,0 +1,95 @@
+"""Source declarations as stored in feedledger.toml, validated with pydantic."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from feedledger.model.timeutil import zone
+from feedledger.model.types import PayloadKind
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_PUBLISHED_FROM_RE = re.compile(r"^(filename|field:[^\s]+|header:[A-Za-z0-9-]+)$")
+
+PayloadFormat = Literal["csv", "jsonl", "json", "parquet"]
+
+
+def validate_cadence(value: str) -> str:
+    """`daily`, `weekdays`, or a 5-field cron expression (croniter)."""
+    if value in ("daily", "weekdays"):
+        return value
+    from croniter import croniter
+
+    if not croniter.is_valid(value) or len(value.split()) != 5:
+        raise ValueError(
+            f"cadence {value!r} is neither 'daily', 'weekdays' nor a 5-field cron "
+            "expression such as '0 6 * * 1-5'"
+        )
+    return value
+
+
+class SourceConfig(BaseModel):
+    """One feed. `key` fields identify an entity; compound keys compare field by field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    key: tuple[str, ...] = Field(min_length=1)
+    format: PayloadFormat = "csv"
+    kind: PayloadKind = PayloadKind.SNAPSHOT
+    timezone: str = "UTC"
+    cadence: str = "daily"
+    revision: str | None = None
+    fetch: str | None = None
+    published_from: str = "filename"
+    mass_delete_threshold: float = Field(default=0.5, gt=0.0, le=1.0)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError(
+                f"source name {value!r} must start with a letter or digit and use only "
+                "letters, digits, '_', '.', '-' (at most 64 characters)"
+            )
+        return value
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = tuple(v.strip() for v in value)
+        if any(not v for v in cleaned):
+            raise ValueError("key fields must be non-empty names")
+        if len(set(cleaned)) != len(cleaned):
+            raise ValueError(f"key fields repeat: {list(cleaned)}")
+        return cleaned
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, value: str) -> str:
+        zone(value)
+        return value
+
+    @field_validator("cadence")
+    @classmethod
+    def _cadence(cls, value: str) -> str:
+        return validate_cadence(value)
+
+    @field_validator("published_from")
+    @classmethod
+    def _published_from(cls, value: str) -> str:
+        if not _PUBLISHED_FROM_RE.match(value):
+            raise ValueError(
+                f"published_from {value!r} must be 'filename', 'field:NAME' or "
+                "'header:Last-Modified'"
+            )
+        return value
+
+    @field_validator("fetch")
+    @classmethod
+    def _fetch(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("fetch location is empty")
+        return value

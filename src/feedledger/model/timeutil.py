@@ -1,0 +1,71 @@
+"""Time parsing and the storage representation of instants.
+
+All instants are stored as integer microseconds since the Unix epoch, UTC
+(`BIGINT` on both backends): exact, sortable, identical on SQLite and PostgreSQL.
+A date without a time means 00:00 in the source's timezone.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from feedledger.model.errors import ConfigError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"unknown timezone {name!r} (use an IANA name such as "
+                          "'America/Denver' or 'UTC')") from exc
+
+
+def parse_instant(text: str, tz: str = "UTC", *, what: str = "timestamp") -> datetime:
+    """Parse `YYYY-MM-DD` (midnight in `tz`) or an ISO-8601 timestamp into aware UTC.
+
+    A timestamp without an offset is read in `tz`.
+    """
+    raw = text.strip()
+    if not raw:
+        raise ConfigError(f"empty {what}; expected YYYY-MM-DD or an ISO-8601 timestamp")
+    try:
+        if _DATE_RE.match(raw):
+            local = datetime.combine(date.fromisoformat(raw), time(0), tzinfo=zone(tz))
+            return local.astimezone(UTC)
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00") if raw.endswith("Z") else raw)
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot parse {what} {text!r}: expected YYYY-MM-DD or an ISO-8601 timestamp "
+            "such as 2026-08-06T14:30:00Z"
+        ) from exc
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=zone(tz))
+    return value.astimezone(UTC)
+
+
+def to_us(value: datetime) -> int:
+    """Aware datetime -> integer microseconds since the epoch (UTC)."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given; all instants must be timezone-aware")
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def iso(value: int | None) -> str | None:
+    """Storage microseconds -> ISO-8601 UTC text (`2026-08-06T06:00:00+00:00`), None kept."""
+    if value is None:
+        return None
+    return from_us(value).isoformat()
+
+
+def now_us() -> int:
+    return to_us(datetime.now(UTC))

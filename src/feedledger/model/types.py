@@ -1,0 +1,50 @@
+"""Enumerations of the vocabulary in DESIGN.md."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class PayloadKind(StrEnum):
+    """`snapshot`: complete, absence means deleted. `changes`: partial, explicit deletes only."""
+
+    SNAPSHOT = "snapshot"
+    CHANGES = "changes"
+
+
+class ChangeKind(StrEnum):
+    ADDED = "added"
+    CHANGED = "changed"
+    DELETED = "deleted"
+
+
+class Outcome(StrEnum):
+    """Per-key verdict of a guarded ingest (and, later, of a destination sync)."""
+
+    ACCEPTED = "accepted"
+    ALREADY_CURRENT = "already_current"
+    SUPERSEDED = "superseded"
+    REJECTED = "rejected"
+    UNRESOLVED = "unresolved"
+
+
+class RunKind(StrEnum):
+    LIVE = "live"
+    BACKFILL = "backfill"
+    REPLAY = "replay"
+    RETRACTION = "retraction"
+    SYNC = "sync"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+    HELD = "held"
+
+
+class AsOfStatus(StrEnum):
+    PRESENT = "present"
+    ABSENT = "absent"
+    NOT_OBSERVED = "not_observed"
