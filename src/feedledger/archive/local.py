@@ -1,0 +1,414 @@
+"""Content-addressed, write-once payload store on a local (or mounted) file system.
+
+Layout under `root`::
+
+    objects/<sha[:2]>/<sha>                                   payload bytes, read-only
+    meta/<source>/<published_at_us:020d>-<payload_id>.json     accepted sidecars
+    rejected/<source>/<published_at_us:020d>-<payload_id>.json refused (ambiguous) sidecars
+    meta/<source>/.lock                                        per-source put lock
+
+Every file is written to a temporary file in its final directory, fsync'd, then
+hard-linked into place only if absent (never overwritten) and the directory fsync'd.
+Several processes may use one archive at once: object creation is atomic
+(`os.link` fails if the name exists) and the sidecar check-and-create for a source
+is serialised by an advisory lock on `meta/<source>/.lock`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import os
+import re
+import secrets
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from feedledger.model.errors import (
+    AmbiguousPayloadError,
+    ConfigError,
+    FeedledgerError,
+    NotFoundError,
+)
+from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.timeutil import iso
+
+SIDECAR_FORMAT = 1
+
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+_SOURCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SIDECAR_RE = re.compile(r"^(?P<ts>\d{20})-(?P<pid>[0-9a-f]+)\.json$")
+_READ_CHUNK = 1 << 20
+
+if sys.platform == "win32":  # pragma: no cover - no advisory locks; os.link still guards
+
+    def _lock_exclusive(fd: int) -> None:
+        return None
+
+else:
+    import fcntl
+
+    def _lock_exclusive(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name != "posix":  # pragma: no cover - directories cannot be opened on Windows
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_source(source: str) -> None:
+    if not _SOURCE_RE.match(source):
+        raise ConfigError(
+            f"source name {source!r} cannot be used in the archive: it must start with a "
+            "letter or digit and use only letters, digits, '_', '.', '-'"
+        )
+
+
+def _check_instant(value: int, what: str, source: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be int microseconds since the epoch, got {value!r}")
+    if value < 0:
+        raise ConfigError(
+            f"{what} {value} is before 1970-01-01; the archive cannot store it", source=source
+        )
+
+
+def _sidecar_name(published_at: int, payload_id: str) -> str:
+    return f"{published_at:020d}-{payload_id}.json"
+
+
+def _sidecar_json(ref: PayloadRef) -> dict[str, Any]:
+    return {
+        "format": SIDECAR_FORMAT,
+        "payload_id": ref.payload_id,
+        "source": ref.source,
+        "sha256": ref.sha256,
+        "published_at": iso(ref.published_at),
+        "published_at_us": ref.published_at,
+        "fetched_at": iso(ref.fetched_at),
+        "fetched_at_us": ref.fetched_at,
+        "size": ref.size,
+        "original_name": ref.original_name,
+        "content_type": ref.content_type,
+    }
+
+
+def _parse_sidecar(path: Path) -> PayloadRef:
+    """Read one sidecar; ValueError (with the reason) if it is not a valid, consistent one."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read it: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError("it is not a JSON object")
+    if raw.get("format") != SIDECAR_FORMAT:
+        raise ValueError(f"unknown sidecar format {raw.get('format')!r}")
+
+    def field(name: str, kind: type[Any], *, optional: bool = False) -> Any:
+        value = raw.get(name)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"field {name!r} is missing or not a {kind.__name__}")
+        return value
+
+    ref = PayloadRef(
+        payload_id=field("payload_id", str),
+        source=field("source", str),
+        sha256=field("sha256", str),
+        published_at=field("published_at_us", int),
+        fetched_at=field("fetched_at_us", int),
+        size=field("size", int),
+        original_name=field("original_name", str, optional=True),
+        content_type=field("content_type", str, optional=True),
+    )
+    if not _SHA_RE.match(ref.sha256):
+        raise ValueError(f"sha256 {ref.sha256!r} is not a sha256 hex digest")
+    expected = payload_id_for(ref.source, ref.published_at, ref.sha256)
+    if ref.payload_id != expected:
+        raise ValueError(
+            f"payload_id {ref.payload_id!r} does not match its source, published_at and "
+            f"sha256 (expected {expected!r})"
+        )
+    if path.name != _sidecar_name(ref.published_at, ref.payload_id):
+        raise ValueError("its file name does not match its published_at and payload_id")
+    if path.parent.name != ref.source:
+        raise ValueError(f"it names source {ref.source!r} but lies under {path.parent.name!r}")
+    return ref
+
+
+class LocalArchive:
+    """Write-once, content-addressed payload store in a directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"LocalArchive({str(self.root)!r})"
+
+    # -- paths -------------------------------------------------------------------------
+
+    def path_of(self, sha256: str) -> Path:
+        """Where the object with this sha256 lives (whether or not it exists)."""
+        if not _SHA_RE.match(sha256):
+            raise NotFoundError(f"{sha256!r} is not a sha256 hex digest (64 lowercase hex digits)")
+        return self.root / "objects" / sha256[:2] / sha256
+
+    def _meta_dir(self, source: str) -> Path:
+        return self.root / "meta" / source
+
+    def _rejected_dir(self, source: str) -> Path:
+        return self.root / "rejected" / source
+
+    # -- writing -----------------------------------------------------------------------
+
+    def put(
+        self,
+        source: str,
+        data: bytes,
+        *,
+        published_at: int,
+        fetched_at: int,
+        original_name: str | None = None,
+        content_type: str | None = None,
+    ) -> tuple[PayloadRef, bool]:
+        """Archive `data` for `source`; returns (ref, created).
+
+        `created` is False when this exact publication (source, published_at, bytes)
+        is already archived; the existing ref (with its original `fetched_at`) is
+        returned. Different bytes claiming the same publisher timestamp are kept under
+        `rejected/` for inspection and refused with AmbiguousPayloadError.
+        """
+        _check_source(source)
+        _check_instant(published_at, "published_at", source)
+        _check_instant(fetched_at, "fetched_at", source)
+        sha = hashlib.sha256(data).hexdigest()
+        payload_id = payload_id_for(source, published_at, sha)
+        ref = PayloadRef(
+            payload_id=payload_id,
+            source=source,
+            sha256=sha,
+            published_at=published_at,
+            fetched_at=fetched_at,
+            size=len(data),
+            original_name=original_name,
+            content_type=content_type,
+        )
+        # Archive first: the bytes are durable before any sidecar names them.
+        self._write_object(sha, data)
+
+        name = _sidecar_name(published_at, payload_id)
+        meta_dir = self._meta_dir(source)
+        self._ensure_dir(meta_dir)
+        with self._source_lock(meta_dir):
+            accepted = meta_dir / name
+            if accepted.exists():
+                return self._existing(accepted, source), False
+            rivals = sorted(
+                p for p in meta_dir.glob(f"{published_at:020d}-*.json") if p.name != name
+            )
+            if rivals:
+                rejected = self._rejected_dir(source) / name
+                self._ensure_dir(rejected.parent)
+                self._write_once(rejected, self._encode(ref))
+                rival_ids = ", ".join(p.name[21:-5] for p in rivals)
+                raise AmbiguousPayloadError(
+                    f"two payloads claim publisher timestamp {iso(published_at)}; refused as "
+                    "ambiguous unless the bytes are identical (archived payload "
+                    f"{rival_ids}, new payload {payload_id}; the new bytes are kept for "
+                    f"inspection, see {rejected})",
+                    source=source,
+                    payload=ref.label,
+                )
+            if not self._write_once(accepted, self._encode(ref)):
+                # Only possible without advisory locks: another process won the race.
+                return self._existing(accepted, source), False
+        return ref, True
+
+    def keep_rejected(
+        self,
+        source: str,
+        data: bytes,
+        *,
+        original_name: str | None = None,
+        reason: str = "",
+    ) -> Path:
+        """Keep bytes that could not be archived as a publication (no usable publisher
+        date, unknown source...) for inspection: the object is stored content-addressed
+        and a note is written under `rejected/_unfiled/`. Never raises for a bad name."""
+        sha = hashlib.sha256(data).hexdigest()
+        self._write_object(sha, data)
+        note_dir = self.root / "rejected" / "_unfiled"
+        self._ensure_dir(note_dir)
+        note = {
+            "format": 1,
+            "source": source,
+            "sha256": sha,
+            "size": len(data),
+            "original_name": original_name,
+            "reason": reason,
+        }
+        path = note_dir / f"{sha[:16]}-{hashlib.sha256(reason.encode()).hexdigest()[:8]}.json"
+        self._write_once(path, (json.dumps(note, indent=2) + "\n").encode("utf-8"))
+        return path
+
+    @staticmethod
+    def _encode(ref: PayloadRef) -> bytes:
+        return (json.dumps(_sidecar_json(ref), indent=2) + "\n").encode("utf-8")
+
+    def _existing(self, path: Path, source: str) -> PayloadRef:
+        try:
+            return _parse_sidecar(path)
+        except ValueError as exc:
+            raise FeedledgerError(
+                f"archive sidecar {path} is damaged: {exc}",
+                source=source,
+                hint="inspect or restore the file; the archive never rewrites it",
+            ) from exc
+
+    def _write_object(self, sha: str, data: bytes) -> bool:
+        final = self.path_of(sha)
+        if final.exists():
+            return False
+        self._ensure_dir(final.parent)
+        return self._write_once(final, data)
+
+    def _write_once(self, final: Path, data: bytes) -> bool:
+        """Atomically create `final` with `data` (read-only) unless it exists. True if created."""
+        directory = final.parent
+        tmp = directory / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o444)
+            try:
+                os.link(tmp, final)
+                created = True
+            except FileExistsError:
+                created = False
+            except OSError:  # pragma: no cover - file systems without hard links
+                if final.exists():
+                    created = False
+                else:
+                    os.rename(tmp, final)
+                    created = True
+        finally:
+            tmp.unlink(missing_ok=True)
+        if created:
+            _fsync_dir(directory)
+        return created
+
+    def _ensure_dir(self, path: Path) -> None:
+        """mkdir -p, fsync'ing the parent of every directory created."""
+        if path.is_dir():
+            return
+        missing: builtins.list[Path] = []
+        probe = path
+        while not probe.is_dir():
+            missing.append(probe)
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+        for directory in reversed(missing):
+            try:
+                directory.mkdir()
+            except FileExistsError:
+                continue
+            _fsync_dir(directory.parent)
+
+    @contextmanager
+    def _source_lock(self, meta_dir: Path) -> Iterator[None]:
+        fd = os.open(meta_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock_exclusive(fd)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    # -- reading -----------------------------------------------------------------------
+
+    def has(self, sha256: str) -> bool:
+        try:
+            return self.path_of(sha256).is_file()
+        except NotFoundError:
+            return False
+
+    def get(self, sha256: str) -> bytes:
+        """The object's bytes, verified against its hash."""
+        path = self.path_of(sha256)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"no archived object with sha256 {sha256}") from exc
+        except OSError as exc:
+            raise FeedledgerError(f"cannot read archived object {path}: {exc}") from exc
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            raise FeedledgerError(
+                f"archived object {path} is corrupt: its bytes hash to {actual}, not {sha256}",
+                hint="restore it from a backup or re-fetch the payload",
+            )
+        return data
+
+    def _sidecars(self, base: Path, source: str | None) -> Iterator[Path]:
+        if source is not None:
+            _check_source(source)
+            dirs = [base / source]
+        else:
+            try:
+                dirs = sorted(p for p in base.iterdir() if p.is_dir())
+            except FileNotFoundError:
+                return
+        for directory in dirs:
+            try:
+                names = sorted(os.listdir(directory))
+            except FileNotFoundError:
+                continue
+            for name in names:
+                if name.endswith(".json") and not name.startswith("."):
+                    yield directory / name
+
+    def _load(
+        self, paths: Iterator[Path], start_us: int | None = None, end_us: int | None = None
+    ) -> builtins.list[PayloadRef]:
+        refs: builtins.list[PayloadRef] = []
+        for path in paths:
+            match = _SIDECAR_RE.match(path.name)
+            if match is None:
+                warnings.warn(
+                    f"skipping archive sidecar {path}: unexpected file name", stacklevel=3
+                )
+                continue
+            ts = int(match["ts"])
+            if (start_us is not None and ts < start_us) or (end_us is not None and ts > end_us):
+                continue
+            try:
+                refs.append(_parse_sidecar(path))
+            except ValueError as exc:
+                warnings.warn(f"skipping archive sidecar {path}: {exc}", stacklevel=3)
+        refs.sort(key=lambda r: (r.published_at, r.payload_id))
+        return refs
+
+    def scan(self, source: str | None = None) -> builtins.list[PayloadRef]:
+        """All accepted payloads (of one source, or all), by (published_at, payload_id)."""
+        return self._load(self._sidecars(self.root / "meta", source))
+
+    def list(
+        self, source: str, start_us: int | None = None, end_us: int | None = None
+    ) -> builtins.list[PayloadRef]:
+        """Accepted payloads of `source` with start_us <= published_at <= end_us, in order."""
+        return self._load(self._sidecars(self.root / "meta", source), start_us, end_us)

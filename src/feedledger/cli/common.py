@@ -1,0 +1,85 @@
+"""Shared CLI plumbing: workspace/context from the global options, JSON and Rich output,
+and turning FeedledgerError into one clear line on stderr with a distinct exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from feedledger.config import Workspace
+from feedledger.model.errors import FeedledgerError
+from feedledger.model.jsonout import RawJSON, dumps
+from feedledger.pipeline.context import Context
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+T = TypeVar("T")
+
+JSON_OPT = typer.Option(False, "--json", help="Print stable JSON on stdout (see README).")
+
+
+def config_path(ctx: typer.Context) -> Path | None:
+    obj = ctx.find_root().obj or {}
+    value = obj.get("config")
+    return Path(value) if value else None
+
+
+def workspace(ctx: typer.Context) -> Workspace:
+    return Workspace.load(config_path(ctx))
+
+
+@contextmanager
+def context(ctx: typer.Context) -> Iterator[Context]:
+    with Context(workspace(ctx)) as c:
+        yield c
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(dumps(value) + "\n")
+    sys.stdout.flush()
+
+
+def show(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, RawJSON):
+        return value.text
+    return str(value)
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*[show(v) for v in r])
+    out.print(t)
+
+
+def fail(error: FeedledgerError) -> None:
+    err.print(f"[bold red]error:[/] {escape(str(error))}", markup=True, highlight=False)
+    raise typer.Exit(error.exit_code)
+
+
+def guarded(fn: Callable[..., T]) -> Callable[..., T]:
+    """Decorator: FeedledgerError -> one line on stderr + exit code."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except FeedledgerError as exc:
+            fail(exc)
+            raise  # unreachable
+
+    return wrapper

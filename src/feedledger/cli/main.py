@@ -1,0 +1,195 @@
+"""`feedledger` command: workspace, sources and the store's schema.
+
+Every query command has `--json`; errors are one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from feedledger.cli import archive_cmds, demo_cmd, ledger_cmds
+from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
+from feedledger.config import Workspace, make_source
+from feedledger.ledger import engine as eng
+from feedledger.model.errors import FeedledgerError
+from feedledger.model.source import SourceConfig
+
+app = typer.Typer(
+    name="feedledger",
+    help=(
+        "Keep an honest, replayable, bitemporal history of external data feeds.\n\n"
+        "Start with `feedledger init`, declare a source with `feedledger source add`, "
+        "then `feedledger ingest SOURCE FILE --published-at DATE`. valid time comes from "
+        "the publisher's date, transaction time from the commit."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+source_app = typer.Typer(help="Declare and list sources (stored in feedledger.toml).",
+                         no_args_is_help=True)
+db_app = typer.Typer(help="The store's schema (Alembic migrations).", no_args_is_help=True)
+app.add_typer(source_app, name="source")
+app.add_typer(db_app, name="db")
+app.add_typer(archive_cmds.app, name="archive")
+ledger_cmds.register(app)
+demo_cmd.register(app)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Path to feedledger.toml (default: ./feedledger.toml "
+        "or $FEEDLEDGER_CONFIG).", envvar="FEEDLEDGER_CONFIG"),
+) -> None:
+    ctx.obj = {"config": str(config) if config else None}
+
+
+@app.command()
+@guarded
+def init(
+    store: str | None = typer.Option(
+        None, "--store", help="Store URL: sqlite:///PATH (default .feedledger/ledger.db) "
+        "or postgresql://user@host:port/db."),
+    archive: str | None = typer.Option(
+        None, "--archive", help="Archive folder (default .feedledger/archive)."),
+    directory: Path = typer.Option(Path("."), "--dir", help="Workspace folder."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Create feedledger.toml, the store (schema via Alembic) and the archive folder."""
+    root = directory.resolve()
+    if store:
+        probe = eng.make_engine(store)
+        eng.check_reachable(probe, store)
+        probe.dispose()
+    ws = Workspace.create(root, store_url=store, archive=archive)
+    try:
+        engine = eng.make_engine(ws.store_url)
+        eng.check_reachable(engine, ws.store_url)
+        before, after = eng.upgrade(engine)
+        engine.dispose()
+    except FeedledgerError:
+        ws.config_path.unlink(missing_ok=True)
+        raise
+    ws.archive_root.mkdir(parents=True, exist_ok=True)
+    result = {"config": str(ws.config_path), "store": eng.redact(ws.store_url),
+              "archive": str(ws.archive_root), "schema": after}
+    if json_out:
+        emit_json(result)
+        return
+    out.print(f"Created {ws.config_path}")
+    out.print(f"  store   {result['store']} (schema {after})")
+    out.print(f"  archive {ws.archive_root}")
+    out.print("Next: feedledger source add NAME --key FIELD [--format csv] ...")
+
+
+@db_app.command("upgrade")
+@guarded
+def db_upgrade(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
+    """Create or upgrade the store's schema to this version's head revision."""
+    ws = workspace(ctx)
+    engine = eng.make_engine(ws.store_url)
+    eng.check_reachable(engine, ws.store_url)
+    before, after = eng.upgrade(engine)
+    engine.dispose()
+    if json_out:
+        emit_json({"store": eng.redact(ws.store_url), "before": before, "after": after})
+    else:
+        out.print(f"schema {before or '(empty)'} -> {after}")
+
+
+@db_app.command("current")
+@guarded
+def db_current(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
+    """Show the schema revision of the store and the one this version needs."""
+    ws = workspace(ctx)
+    engine = eng.make_engine(ws.store_url)
+    eng.check_reachable(engine, ws.store_url)
+    current = eng.current_revision(engine)
+    engine.dispose()
+    data = {"store": eng.redact(ws.store_url), "current": current, "head": eng.head_revision()}
+    if json_out:
+        emit_json(data)
+    else:
+        out.print(f"current {current or '(empty)'}, head {data['head']}")
+
+
+def _source_json(src: SourceConfig) -> dict[str, object]:
+    data = src.model_dump(mode="json")
+    data["key"] = list(src.key)
+    return data
+
+
+@source_app.command("add")
+@guarded
+def source_add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Source name, e.g. larimer."),
+    key: str = typer.Option(..., "--key", help="Key field(s), comma-separated: a,b."),
+    fmt: str = typer.Option("csv", "--format", help="csv | jsonl | json | parquet."),
+    kind: str = typer.Option(
+        "snapshot", "--kind",
+        help="snapshot (complete: absence = deleted) | changes (only explicit delete "
+        "markers `_deleted: true` or `op: \"d\"` delete)."),
+    timezone: str = typer.Option("UTC", "--timezone", help="IANA zone for dates without "
+                                 "a time (00:00 there)."),
+    cadence: str = typer.Option("daily", "--cadence",
+                                help="daily | weekdays | a cron expression \"0 6 * * 1-5\"."),
+    revision: str | None = typer.Option(None, "--revision",
+                                        help="Per-record revision field (newer wins)."),
+    fetch: str | None = typer.Option(None, "--fetch",
+                                     help="Directory or http(s) URL for `feedledger run`."),
+    published_from: str = typer.Option(
+        "filename", "--published-from",
+        help="Where the publisher date comes from: filename | field:NAME | "
+        "header:Last-Modified."),
+    mass_delete: float = typer.Option(
+        0.5, "--mass-delete-threshold",
+        help="Refuse snapshots deleting more than this share of live entities."),
+    replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Declare a source in feedledger.toml (validated; clear errors on bad values)."""
+    ws = workspace(ctx)
+    src = make_source(
+        name, key=tuple(k for k in key.split(",")), format=fmt, kind=kind,
+        timezone=timezone, cadence=cadence, revision=revision, fetch=fetch,
+        published_from=published_from, mass_delete_threshold=mass_delete,
+    )
+    ws.add_source(src, replace=replace)
+    if json_out:
+        emit_json(_source_json(src))
+    else:
+        out.print(f"Declared source {name} (key {', '.join(src.key)}; {src.format}, "
+                  f"{src.kind}) in {ws.config_path}")
+
+
+@source_app.command("list")
+@guarded
+def source_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
+    """List declared sources."""
+    ws = workspace(ctx)
+    items = [_source_json(s) for s in ws.sources.values()]
+    if json_out:
+        emit_json(items)
+        return
+    table("sources", ["name", "key", "format", "kind", "timezone", "cadence", "revision",
+                      "fetch"],
+          [[s["name"], ",".join(s["key"]), s["format"], s["kind"], s["timezone"],  # type: ignore[arg-type]
+            s["cadence"], s["revision"], s["fetch"]] for s in items])
+
+
+@source_app.command("remove")
+@guarded
+def source_remove(ctx: typer.Context, name: str) -> None:
+    """Remove a source's declaration (its history stays in the ledger)."""
+    ws = workspace(ctx)
+    ws.remove_source(name)
+    err.print(f"Removed source {name} from {ws.config_path}; its history is kept.")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,176 @@
+"""Snapshot / change-set diff, columnar (one join, no per-row Python).
+
+Inputs: the payload's observations (idx, key, hash, revision, deleted) and the
+source's current state (key, version_id, hash, revision, deleted) — one row per key
+ever seen, tombstones included, so a delayed older revision cannot resurrect a
+deleted entity.
+
+Rules (see DESIGN.md, Outcome):
+* new key -> added; a key whose current version is a tombstone -> added again
+  (present -> deleted -> present), unless the revision guard says the observation
+  is older (superseded) or equal (unresolved).
+* live key, same content hash -> unchanged (`already_current`).
+* live key, different hash -> changed; with a revision field: newer revision ->
+  changed, older -> `superseded`, equal -> `unresolved` (never applied).
+* `snapshot` payloads: a live key absent from the payload -> deleted (tombstone).
+  `changes` payloads delete only records carrying a delete marker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from feedledger.model.types import ChangeKind, Outcome, PayloadKind
+
+STATE_SCHEMA = {
+    "key": pl.String,
+    "version_id": pl.Int64,
+    "hash": pl.Int64,
+    "revision": pl.String,
+    "deleted": pl.Boolean,
+}
+
+# Columns of DiffResult.versions (one row per change == one new version)
+VERSION_COLUMNS = ["key", "change", "deleted", "hash", "revision", "idx", "prev_version_id"]
+
+
+def empty_state() -> pl.DataFrame:
+    return pl.DataFrame(schema=STATE_SCHEMA)
+
+
+@dataclass
+class DiffResult:
+    versions: pl.DataFrame  # VERSION_COLUMNS
+    outcomes: pl.DataFrame  # key, outcome, revision, current_revision, hash, idx
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_changes(self) -> int:
+        return self.versions.height
+
+
+def _revision_cmp(new: pl.Expr, cur: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(newer, older) comparing revisions numerically when both are integers, else as
+    text (ISO timestamps order correctly as text). A missing current revision makes the
+    observation newer; a missing new revision (a bare delete marker) too."""
+    new_i = new.cast(pl.Int64, strict=False)
+    cur_i = cur.cast(pl.Int64, strict=False)
+    both_int = new_i.is_not_null() & cur_i.is_not_null()
+    unknown = new.is_null() | cur.is_null()
+    newer = pl.when(unknown).then(True).when(both_int).then(new_i > cur_i).otherwise(new > cur)
+    older = pl.when(unknown).then(False).when(both_int).then(new_i < cur_i).otherwise(new < cur)
+    return newer, older
+
+
+def compute(
+    obs: pl.DataFrame,
+    state: pl.DataFrame,
+    *,
+    kind: PayloadKind,
+    use_revision: bool,
+) -> DiffResult:
+    cur = state.rename(
+        {"version_id": "cur_vid", "hash": "cur_hash", "revision": "cur_rev",
+         "deleted": "cur_deleted"}
+    )
+    joined = obs.join(cur, on="key", how="left")
+    exists = pl.col("cur_vid").is_not_null()
+    live = exists & ~pl.col("cur_deleted").fill_null(False)
+    tomb = exists & pl.col("cur_deleted").fill_null(False)
+    same = pl.col("hash") == pl.col("cur_hash")
+    if use_revision:
+        newer, older = _revision_cmp(pl.col("revision"), pl.col("cur_rev"))
+        equal = ~newer & ~older
+    else:
+        newer, older, equal = pl.lit(True), pl.lit(False), pl.lit(False)
+
+    is_del = pl.col("deleted")
+    verdict = (
+        # delete markers (changes payloads)
+        pl.when(is_del & ~live).then(pl.lit(Outcome.ALREADY_CURRENT.value))
+        .when(is_del & live & older).then(pl.lit(Outcome.SUPERSEDED.value))
+        .when(is_del & live).then(pl.lit(ChangeKind.DELETED.value))
+        # upserts
+        .when(~exists).then(pl.lit(ChangeKind.ADDED.value))
+        .when(tomb & older).then(pl.lit(Outcome.SUPERSEDED.value))
+        .when(tomb & equal & pl.lit(use_revision)).then(pl.lit(Outcome.UNRESOLVED.value))
+        .when(tomb).then(pl.lit(ChangeKind.ADDED.value))
+        .when(same).then(pl.lit(Outcome.ALREADY_CURRENT.value))
+        .when(older).then(pl.lit(Outcome.SUPERSEDED.value))
+        .when(equal & pl.lit(use_revision)).then(pl.lit(Outcome.UNRESOLVED.value))
+        .otherwise(pl.lit(ChangeKind.CHANGED.value))
+        .alias("verdict")
+    )
+    judged = joined.with_columns(verdict)
+
+    change_kinds = [c.value for c in ChangeKind]
+    upserts = judged.filter(pl.col("verdict").is_in(change_kinds)).select(
+        pl.col("key"),
+        pl.col("verdict").alias("change"),
+        (pl.col("verdict") == ChangeKind.DELETED.value).alias("deleted"),
+        pl.when(pl.col("verdict") == ChangeKind.DELETED.value)
+        .then(pl.col("cur_hash"))
+        .otherwise(pl.col("hash"))
+        .alias("hash"),
+        pl.when(pl.col("verdict") == ChangeKind.DELETED.value)
+        .then(pl.coalesce(pl.col("revision"), pl.col("cur_rev")))
+        .otherwise(pl.col("revision"))
+        .alias("revision"),
+        pl.when(pl.col("verdict") == ChangeKind.DELETED.value)
+        .then(pl.lit(None, dtype=pl.UInt32))
+        .otherwise(pl.col("idx"))
+        .alias("idx"),
+        pl.col("cur_vid").alias("prev_version_id"),
+    )
+    frames = [upserts]
+    if kind == PayloadKind.SNAPSHOT:
+        absent = state.filter(~pl.col("deleted")).join(obs.select("key"), on="key", how="anti")
+        frames.append(
+            absent.select(
+                pl.col("key"),
+                pl.lit(ChangeKind.DELETED.value).alias("change"),
+                pl.lit(True).alias("deleted"),
+                pl.col("hash"),
+                pl.col("revision"),
+                pl.lit(None, dtype=pl.UInt32).alias("idx"),
+                pl.col("version_id").alias("prev_version_id"),
+            )
+        )
+    versions = pl.concat(frames, how="vertical").sort("key")
+
+    others = [Outcome.SUPERSEDED.value, Outcome.UNRESOLVED.value]
+    outcomes = judged.filter(pl.col("verdict").is_in(others)).select(
+        pl.col("key"),
+        pl.col("verdict").alias("outcome"),
+        pl.col("revision"),
+        pl.col("cur_rev").alias("current_revision"),
+        pl.col("hash"),
+        pl.col("idx"),
+    ).sort("key")
+
+    tally = dict(judged.group_by("verdict").len().iter_rows())
+    live_before = int(state.height - state.get_column("deleted").sum()) if state.height else 0
+    counts = {
+        "observations": obs.height,
+        "live_before": live_before,
+        "added": int(tally.get(ChangeKind.ADDED.value, 0)),
+        "changed": int(tally.get(ChangeKind.CHANGED.value, 0)),
+        "deleted": int(versions.filter(pl.col("deleted")).height),
+        "unchanged": int(tally.get(Outcome.ALREADY_CURRENT.value, 0)),
+        "superseded": int(tally.get(Outcome.SUPERSEDED.value, 0)),
+        "unresolved": int(tally.get(Outcome.UNRESOLVED.value, 0)),
+    }
+    return DiffResult(versions=versions, outcomes=outcomes, counts=counts)
+
+
+def next_state(state: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
+    """State after applying `versions` (which must carry `version_id`)."""
+    new_rows = versions.select(
+        "key", "version_id", "hash", "revision", "deleted"
+    ).cast(STATE_SCHEMA)  # type: ignore[arg-type]
+    if not state.height:
+        return new_rows
+    kept = state.join(new_rows.select("key"), on="key", how="anti")
+    return pl.concat([kept, new_rows], how="vertical")

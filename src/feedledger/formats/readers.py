@@ -1,0 +1,395 @@
+"""Payload readers: bytes -> Observations (columnar), with clear errors for bad input.
+
+CSV takes a vectorised path (polars reads every field as a string, the canonical
+JSON and hash are built as column expressions). JSON, JSON lines and Parquet take a
+generic per-record path that keeps number literals exactly as written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from feedledger.formats.canonical import (
+    RawNumber,
+    array_expr,
+    canonical,
+    hash_expr,
+    object_expr,
+)
+from feedledger.model.errors import BadPayloadError
+from feedledger.model.source import SourceConfig
+from feedledger.model.types import PayloadKind
+
+DELETE_FIELD = "_deleted"
+OP_FIELD = "op"
+_TRUE = {"true", "1", "yes", "y", "t"}
+_MAX_LISTED = 5
+
+# Columns of Observations.frame
+OBS_SCHEMA = {
+    "idx": pl.UInt32,
+    "key": pl.String,
+    "hash": pl.Int64,
+    "revision": pl.String,
+    "deleted": pl.Boolean,
+}
+
+
+@dataclass
+class Observations:
+    """One payload's records: `frame` has idx (0-based), key, hash, revision, deleted.
+
+    Attribute texts are built on demand (`attributes`) so that a daily ingest only
+    materialises the JSON of the rows that actually changed.
+    """
+
+    frame: pl.DataFrame
+    raw: pl.DataFrame
+    attrs_expr: pl.Expr
+    published_values: list[str] | None = None
+
+    @property
+    def height(self) -> int:
+        return self.frame.height
+
+    def attributes(self, idx: pl.Series) -> pl.Series:
+        """Canonical attribute JSON for the given 0-based record indexes, in that order."""
+        rows = self.raw[idx] if idx.len() else self.raw.clear()
+        return rows.select(self.attrs_expr.alias("attributes")).get_column("attributes")
+
+
+def _rows(idx: Iterable[int]) -> str:
+    items = sorted(set(idx))
+    listed = ", ".join(str(i + 1) for i in items[:_MAX_LISTED])
+    more = f" and {len(items) - _MAX_LISTED} more" if len(items) > _MAX_LISTED else ""
+    return f"row{'s' if len(items) > 1 else ''} {listed}{more}"
+
+
+def _fail(src: SourceConfig, label: str, problem: str) -> BadPayloadError:
+    return BadPayloadError(problem, source=src.name, payload=label)
+
+
+def _check_utf8(data: bytes, src: SourceConfig, label: str) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise _fail(src, label, f"invalid UTF-8 at byte {exc.start} (line {line})") from None
+
+
+def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observations:
+    """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input."""
+    if not data or not data.strip():
+        raise _fail(src, label, "payload is empty (0 bytes of data)")
+    if src.format == "csv":
+        obs = _read_csv(data, src, label)
+    elif src.format == "parquet":
+        obs = _read_generic(_parquet_records(data, src, label), src, label)
+    else:
+        _check_utf8(data, src, label)
+        records = _json_records(data, src, label)
+        obs = _read_generic(records, src, label)
+    _check_keys(obs, src, label)
+    return obs
+
+
+# -- CSV (vectorised) ------------------------------------------------------------------
+
+
+def _csv_header(data: bytes, src: SourceConfig, label: str) -> list[str]:
+    first = data.split(b"\n", 1)[0]
+    try:
+        text = first.decode("utf-8")
+    except UnicodeDecodeError:
+        _check_utf8(data, src, label)
+        raise
+    return next(csv.reader([text.rstrip("\r")]), [])
+
+
+def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    header = _csv_header(data, src, label)
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise _fail(src, label, f"duplicate column name(s) in the CSV header: {dupes}")
+    if any(not h.strip() for h in header):
+        raise _fail(src, label, "the CSV header has an empty column name")
+    try:
+        raw = pl.read_csv(
+            io.BytesIO(data),
+            infer_schema=False,
+            empty_string_is_null=False,
+            raise_if_empty=True,
+        )
+    except pl.exceptions.ComputeError as exc:
+        if "utf-8" in str(exc).lower() or "utf8" in str(exc).lower():
+            _check_utf8(data, src, label)
+        first = str(exc).strip().splitlines()[0]
+        raise _fail(src, label, f"cannot parse CSV: {first}") from None
+    except (pl.exceptions.NoDataError, pl.exceptions.PolarsError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _fail(src, label, f"cannot parse CSV: {first}") from None
+    # A null cell can only come from a line with fewer fields than the header.
+    if raw.height and raw.null_count().sum_horizontal().item():
+        short = raw.with_row_index("i").filter(pl.any_horizontal(pl.all().is_null()))["i"]
+        raise _fail(src, label, f"{_rows(short.to_list())}: fewer fields than the header")
+    _require_columns(list(raw.columns), src, label)
+
+    columns = list(raw.columns)
+    deleted_expr: pl.Expr = pl.lit(False)
+    attr_columns = columns
+    if src.kind == PayloadKind.CHANGES:
+        markers = []
+        if DELETE_FIELD in columns:
+            markers.append(pl.col(DELETE_FIELD).str.to_lowercase().is_in(list(_TRUE)))
+        if OP_FIELD in columns:
+            markers.append(pl.col(OP_FIELD).str.to_lowercase() == "d")
+        if markers:
+            deleted_expr = pl.any_horizontal(markers)
+        attr_columns = [c for c in columns if c not in (DELETE_FIELD, OP_FIELD)]
+
+    attrs = object_expr(attr_columns, raw)
+    revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
+    frame = raw.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
+        array_expr(list(src.key), raw).alias("key"),
+        hash_expr(attrs).alias("hash"),
+        revision.alias("revision"),
+        deleted_expr.alias("deleted"),
+    )
+    published = _published_field(src)
+    values = (
+        raw.get_column(published).unique().sort().to_list()
+        if published and published in columns
+        else None
+    )
+    return Observations(frame=frame, raw=raw, attrs_expr=attrs, published_values=values)
+
+
+# -- generic (JSON, JSON lines, Parquet) ----------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str) -> Any:
+    return json.loads(
+        text, parse_float=RawNumber, parse_int=RawNumber, parse_constant=_reject_constant
+    )
+
+
+def _json_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, Any]]:
+    text = data.decode("utf-8").lstrip("\ufeff")
+    records: list[Any]
+    if src.format == "jsonl":
+        records = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(_loads(line))
+            except ValueError as exc:
+                raise _fail(src, label, f"line {lineno}: invalid JSON ({exc})") from None
+    else:
+        try:
+            doc = _loads(text)
+        except ValueError as exc:
+            raise _fail(src, label, f"invalid JSON ({exc})") from None
+        if isinstance(doc, dict):
+            lists = [v for v in doc.values() if isinstance(v, list)]
+            if len(lists) != 1:
+                raise _fail(
+                    src, label,
+                    "a JSON payload must be an array of records, or an object holding "
+                    "exactly one array of records",
+                )
+            doc = lists[0]
+        if not isinstance(doc, list):
+            raise _fail(src, label, "a JSON payload must be an array of records")
+        records = doc
+    bad = [i for i, r in enumerate(records) if not isinstance(r, dict)]
+    if bad:
+        raise _fail(src, label, f"{_rows(bad)}: not a JSON object")
+    return records
+
+
+def _py_value(value: Any) -> Any:
+    """Parquet/Arrow Python values -> JSON values (numbers as literal text)."""
+    import base64
+    import datetime as dt
+    import decimal
+    import math
+
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return RawNumber(str(value))
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return RawNumber(json.dumps(str(value)))
+        return RawNumber(repr(value))
+    if isinstance(value, decimal.Decimal):
+        return RawNumber(str(value))
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): _py_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_py_value(v) for v in value]
+    return str(value)
+
+
+def _parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise _fail(src, label, f"cannot parse Parquet: {exc}") from None
+    return [{k: _py_value(v) for k, v in rec.items()} for rec in table.to_pylist()]
+
+
+def _is_delete(record: dict[str, Any]) -> bool:
+    marker = record.get(DELETE_FIELD)
+    if marker is True or (isinstance(marker, str) and marker.lower() in _TRUE):
+        return True
+    op = record.get(OP_FIELD)
+    return isinstance(op, str) and op.lower() == "d"
+
+
+def _scalar_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str.__str__(value)
+    return canonical(value)
+
+
+def _read_generic(
+    records: list[dict[str, Any]], src: SourceConfig, label: str
+) -> Observations:
+    columns: dict[str, None] = {}
+    for rec in records[:1000]:
+        columns.update(dict.fromkeys(rec))
+    missing_key = [k for k in src.key if not any(k in r for r in records)] if records else []
+    if missing_key:
+        raise _fail(src, label, f"missing key field(s) {missing_key}; fields present: "
+                    f"{sorted(columns)[:20]}")
+    changes = src.kind == PayloadKind.CHANGES
+    keys: list[str | None] = []
+    attrs: list[str] = []
+    revisions: list[str | None] = []
+    deleted: list[bool] = []
+    empty_key: list[int] = []
+    for i, rec in enumerate(records):
+        key_values = [rec.get(k) for k in src.key]
+        if any(v is None or v == "" for v in key_values):
+            empty_key.append(i)
+            keys.append(None)
+        else:
+            keys.append("[" + ",".join(canonical(v) for v in key_values) + "]")
+        is_del = changes and _is_delete(rec)
+        deleted.append(is_del)
+        body = (
+            {k: v for k, v in rec.items() if k not in (DELETE_FIELD, OP_FIELD)}
+            if changes
+            else rec
+        )
+        attrs.append(canonical(body))
+        revisions.append(_scalar_text(rec.get(src.revision)) if src.revision else None)
+    if empty_key:
+        raise _fail(src, label, f"{_rows(empty_key)}: null or empty key {list(src.key)}")
+    raw = pl.DataFrame({"attributes": attrs}, schema={"attributes": pl.String})
+    frame = pl.DataFrame(
+        {
+            "idx": pl.int_range(len(records), dtype=pl.UInt32, eager=True),
+            "key": keys,
+            "hash": raw.select(hash_expr(pl.col("attributes"))).get_column("attributes"),
+            "revision": revisions,
+            "deleted": deleted,
+        },
+        schema=OBS_SCHEMA,
+    )
+    published = _published_field(src)
+    values = (
+        sorted({t for r in records if (t := _scalar_text(r.get(published))) is not None})
+        if published
+        else None
+    )
+    return Observations(
+        frame=frame, raw=raw, attrs_expr=pl.col("attributes"), published_values=values
+    )
+
+
+# -- validation shared by both paths ---------------------------------------------------
+
+
+def _published_field(src: SourceConfig) -> str | None:
+    if src.published_from.startswith("field:"):
+        return src.published_from.split(":", 1)[1]
+    return None
+
+
+def _require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
+    missing = [k for k in src.key if k not in columns]
+    if missing:
+        raise _fail(src, label, f"missing key column(s) {missing}; columns present: "
+                    f"{columns[:20]}")
+    if src.revision and src.revision not in columns:
+        raise _fail(src, label, f"missing revision column {src.revision!r}; columns "
+                    f"present: {columns[:20]}")
+
+
+def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
+    frame = obs.frame
+    if not frame.height:
+        return
+    if src.format == "csv":
+        # key text of an empty field is `""`; one per key field position
+        empty = obs.raw.select(
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("i"),
+            pl.any_horizontal([pl.col(k) == "" for k in src.key]).alias("e"),
+        ).filter(pl.col("e"))
+        if empty.height:
+            raise _fail(src, label, f"{_rows(empty['i'].to_list())}: null or empty key "
+                        f"{list(src.key)}")
+    dup = frame.filter(pl.col("key").is_duplicated())
+    if dup.height:
+        first = dup.sort("idx").row(0, named=True)["key"]
+        rows = dup.filter(pl.col("key") == first)["idx"].to_list()
+        raise _fail(
+            src, label,
+            f"duplicate key {first} at {_rows(rows)} "
+            f"({dup.get_column('key').n_unique()} duplicated key(s) in all)",
+        )
+    if src.revision:
+        missing_rev = frame.filter(pl.col("revision").is_null() & ~pl.col("deleted"))
+        if missing_rev.height:
+            raise _fail(src, label, f"{_rows(missing_rev['idx'].to_list())}: no value for "
+                        f"revision field {src.revision!r}")
+
+
+def published_from_field(obs: Observations, src: SourceConfig, label: str,
+                         parse: Callable[[str], int]) -> int:
+    """The publisher timestamp stated by the payload's `field:NAME` (it must be one value)."""
+    field = _published_field(src)
+    values = obs.published_values or []
+    if not field or not values:
+        raise _fail(src, label, f"no publisher date: field {field!r} is missing or empty")
+    if len(values) > 1:
+        shown = ", ".join(values[:3])
+        raise _fail(src, label, f"field {field!r} states {len(values)} different publisher "
+                    f"dates ({shown}...); a payload must have one")
+    return parse(values[0])

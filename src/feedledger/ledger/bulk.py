@@ -1,0 +1,138 @@
+"""Bulk reads and writes, per backend: executemany on SQLite, COPY on PostgreSQL.
+
+These run on the DBAPI connection underneath an open SQLAlchemy transaction, so they
+commit or roll back with it. Everything is driven from Polars frames: no per-row
+Python on the PostgreSQL path and only the driver's own loop on SQLite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from sqlalchemy import Connection
+
+from feedledger.diff import STATE_SCHEMA
+
+
+def _dbapi(conn: Connection) -> Any:
+    return conn.connection.driver_connection
+
+
+def _is_sqlite(conn: Connection) -> bool:
+    return conn.dialect.name == "sqlite"
+
+
+def _copy_in(conn: Connection, table: str, columns: list[str], frame: pl.DataFrame) -> None:
+    data = frame.select(columns).write_csv(include_header=False, null_value="")
+    cols = ", ".join(columns)
+    with _dbapi(conn).cursor() as cur, cur.copy(
+        f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)"
+    ) as copy:
+        copy.write(data)
+
+
+def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
+    """INSERT every row of `frame` (column names = table columns)."""
+    if frame.is_empty():
+        return
+    columns = list(frame.columns)
+    if _is_sqlite(conn):
+        marks = ", ".join("?" for _ in columns)
+        cur = _dbapi(conn).cursor()
+        try:
+            cur.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+                frame.iter_rows(),
+            )
+        finally:
+            cur.close()
+    else:
+        _copy_in(conn, table, columns, frame)
+
+
+_STATE_COLS = ["source", "key", "version_id", "content_hash", "revision", "deleted"]
+_STATE_UPDATE = (
+    "version_id = excluded.version_id, content_hash = excluded.content_hash, "
+    "revision = excluded.revision, deleted = excluded.deleted"
+)
+
+
+def upsert_state(conn: Connection, frame: pl.DataFrame, *, empty_before: bool) -> None:
+    """Upsert current_state rows (`_STATE_COLS`)."""
+    if frame.is_empty():
+        return
+    frame = frame.select(_STATE_COLS)
+    if empty_before:
+        insert_frame(conn, "current_state", frame)
+        return
+    if _is_sqlite(conn):
+        cur = _dbapi(conn).cursor()
+        try:
+            cur.executemany(
+                f"INSERT INTO current_state ({', '.join(_STATE_COLS)}) VALUES "
+                f"(?, ?, ?, ?, ?, ?) ON CONFLICT (source, key) DO UPDATE SET {_STATE_UPDATE}",
+                frame.iter_rows(),
+            )
+        finally:
+            cur.close()
+        return
+    with _dbapi(conn).cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS current_state_stage "
+            "(LIKE current_state INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+    _copy_in(conn, "current_state_stage", _STATE_COLS, frame)
+    with _dbapi(conn).cursor() as cur:
+        cur.execute(
+            f"INSERT INTO current_state ({', '.join(_STATE_COLS)}) "
+            f"SELECT {', '.join(_STATE_COLS)} FROM current_state_stage "
+            f"ON CONFLICT (source, key) DO UPDATE SET {_STATE_UPDATE}"
+        )
+        cur.execute("DELETE FROM current_state_stage")
+
+
+def read_state(conn: Connection, source: str) -> pl.DataFrame:
+    """current_state of one source as a STATE_SCHEMA frame, in one columnar read."""
+    query = (
+        "SELECT key, version_id, content_hash, revision, deleted FROM current_state "
+        "WHERE source = {}"
+    )
+    if _is_sqlite(conn):
+        cur = _dbapi(conn).cursor()
+        try:
+            rows = cur.execute(query.format("?"), (source,)).fetchall()
+        finally:
+            cur.close()
+        frame = pl.DataFrame(
+            rows,
+            schema={"key": pl.String, "version_id": pl.Int64, "hash": pl.Int64,
+                    "revision": pl.String, "deleted": pl.Int8},
+            orient="row",
+        )
+        return frame.with_columns(pl.col("deleted").cast(pl.Boolean))
+    from psycopg import sql
+
+    stmt = sql.SQL("COPY ({}) TO STDOUT WITH (FORMAT csv)").format(
+        sql.SQL(query).format(sql.Literal(source))
+    )
+    chunks: list[bytes] = []
+    with _dbapi(conn).cursor() as cur, cur.copy(stmt) as copy:
+        for chunk in copy:
+            chunks.append(bytes(chunk))
+    data = b"".join(chunks)
+    if not data:
+        return pl.DataFrame(schema=STATE_SCHEMA)
+    frame = pl.read_csv(
+        data,
+        has_header=False,
+        new_columns=["key", "version_id", "hash", "revision", "deleted"],
+        schema_overrides={"key": pl.String, "version_id": pl.Int64, "hash": pl.Int64,
+                          "revision": pl.String, "deleted": pl.String},
+        infer_schema=False,
+    )
+    return frame.with_columns(
+        pl.col("version_id").cast(pl.Int64),
+        pl.col("hash").cast(pl.Int64),
+        (pl.col("deleted") == "t").alias("deleted"),
+    )

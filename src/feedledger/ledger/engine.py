@@ -1,0 +1,114 @@
+"""Engine creation for both backends, schema checks and Alembic upgrades."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+
+from feedledger.model.errors import StoreUnavailableError
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by ***."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def normalise_url(url: str) -> str:
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (IMMEDIATE)
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA busy_timeout=60000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    # Take the write lock at BEGIN: no lock upgrades, no SQLITE_BUSY deadlocks.
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    real = normalise_url(url)
+    if real.startswith("sqlite"):
+        path = real.split("sqlite:///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(real, connect_args={"timeout": 60})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    if real.startswith("postgresql"):
+        return create_engine(real, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+    raise StoreUnavailableError(
+        f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
+    )
+
+
+def _config(connection: Any) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine) -> tuple[str | None, str]:
+    """Upgrade the schema to head. Returns (before, after)."""
+    before = current_revision(engine)
+    with engine.begin() as conn:
+        command.upgrade(_config(conn), "head")
+    return before, head_revision()
+
+
+def check_reachable(engine: Engine, url: str) -> None:
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except (OperationalError, DBAPIError, ProgrammingError) as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise StoreUnavailableError(
+            f"cannot reach the store at {redact(url)}: {reason}",
+            hint="check the URL in feedledger.toml [store] (or FEEDLEDGER_STORE)",
+        ) from None
+
+
+def check_schema(engine: Engine, url: str) -> None:
+    check_reachable(engine, url)
+    current = current_revision(engine)
+    head = head_revision()
+    if current != head:
+        state = "has no feedledger schema" if current is None else f"is at revision {current}"
+        raise StoreUnavailableError(
+            f"the store at {redact(url)} {state}; this feedledger needs {head}",
+            hint="run `feedledger db upgrade`",
+        )

@@ -1,0 +1,101 @@
+"""Per-source leases stored in the ledger (Invariant 7: at most one run per source).
+
+A lease row names its holder (`host:pid:token`), the run and an expiry. It is taken
+in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: SELECT ... FOR UPDATE),
+checked again inside every payload transaction (a fencing check: a holder that lost
+its lease cannot commit), and released at the end. A lease whose expiry has passed,
+or whose holder is a dead process on this same host, may be taken over; the runs it
+left `running` are marked `abandoned`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, insert, select, update
+
+from feedledger.ledger.schema import leases
+from feedledger.model.errors import LeaseHeldError
+from feedledger.model.timeutil import iso, now_us
+
+if TYPE_CHECKING:
+    from feedledger.ledger.store import Store
+
+DEFAULT_TTL_S = 600
+
+
+def new_holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _holder_dead(holder: str) -> bool:
+    """True when the holder is a process on this host that no longer exists."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def acquire(store: Store, source: str, holder: str, run_id: str,
+            ttl_s: int = DEFAULT_TTL_S) -> None:
+    now = now_us()
+    with store.begin() as conn:
+        if store.dialect == "postgresql":
+            conn.exec_driver_sql(
+                "INSERT INTO leases (source) VALUES (%(s)s) ON CONFLICT DO NOTHING",
+                {"s": source},
+            )
+        stmt = select(leases).where(leases.c.source == source)
+        row = conn.execute(store._for_update(stmt)).first()
+        if row is None:
+            conn.execute(insert(leases).values(source=source))
+        elif row.holder and row.holder != holder:
+            expired = row.expires_at is not None and row.expires_at < now
+            if not expired and not _holder_dead(row.holder):
+                raise LeaseHeldError(
+                    f"another run ({row.run_id}) holds this source's lease "
+                    f"(holder {row.holder}, until {iso(row.expires_at)})",
+                    source=source,
+                    hint="one run per source at a time; wait for it to finish",
+                )
+            store.abandon_runs(conn, source, row.holder)
+        conn.execute(
+            update(leases).where(leases.c.source == source).values(
+                holder=holder, run_id=run_id, acquired_at=now,
+                expires_at=now + ttl_s * 1_000_000,
+            )
+        )
+
+
+def check_held(conn: Connection, source: str, holder: str, run_id: str,
+               ttl_s: int = DEFAULT_TTL_S) -> None:
+    """Fencing check inside a payload transaction; also extends the lease."""
+    row = conn.execute(select(leases).where(leases.c.source == source)).first()
+    if row is None or row.holder != holder or row.run_id != run_id:
+        raise LeaseHeldError(
+            "this run no longer holds the source's lease; nothing was written",
+            source=source,
+        )
+    conn.execute(
+        update(leases).where(leases.c.source == source).values(
+            expires_at=now_us() + ttl_s * 1_000_000)
+    )
+
+
+def release(store: Store, source: str, holder: str) -> None:
+    with store.begin() as conn:
+        conn.execute(
+            update(leases)
+            .where(leases.c.source == source, leases.c.holder == holder)
+            .values(holder=None, run_id=None, expires_at=None)
+        )

@@ -1,0 +1,116 @@
+"""Row types returned by the ledger (frozen; JSON-ready via `to_json`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from feedledger.model.jsonout import RawJSON
+from feedledger.model.timeutil import iso
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    source: str
+    published_at: int | None
+    payload_id: str | None
+    txn_seq: int
+    recorded_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "published_at": iso(self.published_at),
+            "payload_id": self.payload_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    version_id: int
+    key: str
+    valid_from: int
+    valid_to: int | None
+    recorded_at: int
+    txn_seq: int
+    retracted_at: int | None
+    run_id: str
+    payload_id: str
+    backfill: bool
+    deleted: bool
+    change: str
+    revision: str | None
+    attributes: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": RawJSON(self.key),
+            "valid_from": iso(self.valid_from),
+            "valid_to": iso(self.valid_to),
+            "recorded_at": iso(self.recorded_at),
+            "retracted_at": iso(self.retracted_at),
+            "run_id": self.run_id,
+            "payload_id": self.payload_id,
+            "backfill": self.backfill,
+            "deleted": self.deleted,
+            "attributes": RawJSON(self.attributes) if self.attributes is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    run_id: str
+    source: str
+    kind: str
+    status: str
+    started_at: int
+    finished_at: int | None
+    payloads: int
+    changes: int
+    holder: str
+    parent_run_id: str | None
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "source": self.source,
+            "kind": self.kind,
+            "status": self.status,
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "payloads": self.payloads,
+            "changes": self.changes,
+            "parent_run_id": self.parent_run_id,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    key: str
+    change: str
+    valid_from: int
+    before: str | None
+    after: str | None
+    payload_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": RawJSON(self.key),
+            "change": self.change,
+            "valid_from": iso(self.valid_from),
+            "before": RawJSON(self.before) if self.before is not None else None,
+            "after": RawJSON(self.after) if self.after is not None else None,
+            "payload_id": self.payload_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    payload_id: str
+    run_id: str
+    txn_seq: int
+    recorded_at: int
+    published_at: int
+    changes: int

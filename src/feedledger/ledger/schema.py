@@ -1,0 +1,180 @@
+"""Ledger tables (SQLAlchemy Core). Created and upgraded only by Alembic migrations.
+
+Instants are BIGINT microseconds since the epoch, UTC. Booleans are SMALLINT-free
+`Boolean` (INTEGER 0/1 on SQLite, boolean on PostgreSQL).
+
+History (`versions`) is append-only: the only column ever updated is `retracted_at`
+(and `retracted_by`). `valid_to` is not stored: it is derived at query time as the
+next non-retracted version's `valid_from` for the same key, as known at the query's
+transaction time. `current_state` and `watermarks` are derived indexes written in
+the same transaction as the versions they summarise.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+payloads = Table(
+    "payloads",
+    metadata,
+    Column("payload_id", String(32), primary_key=True),
+    Column("source", String(64), nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("published_at", BigInteger, nullable=False),
+    Column("fetched_at", BigInteger, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("original_name", Text),
+    Column("content_type", String(200)),
+    Column("indexed_at", BigInteger, nullable=False),
+    UniqueConstraint("source", "published_at", name="uq_payloads_source_published"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("source", String(64), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger),
+    Column("holder", String(200), nullable=False),
+    Column("parent_run_id", String(40)),
+    Column("payloads", Integer, nullable=False, server_default="0"),
+    Column("changes", BigInteger, nullable=False, server_default="0"),
+    Column("error", Text),
+    Index("ix_runs_source_started", "source", "started_at"),
+)
+
+# One row per application of a payload (written in the payload's own transaction).
+applications = Table(
+    "applications",
+    metadata,
+    Column("payload_id", String(32), nullable=False),
+    Column("run_id", String(40), nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("txn_seq", BigInteger, nullable=False),
+    Column("recorded_at", BigInteger, nullable=False),
+    Column("published_at", BigInteger, nullable=False),
+    Column("changes", BigInteger, nullable=False),
+    Column("counts", Text, nullable=False),
+    Column("prev_payload_id", String(32)),
+    Column("prev_published_at", BigInteger),
+    Column("retracted_at", BigInteger),
+    Column("retracted_by", String(40)),
+    Index("ix_applications_payload", "payload_id"),
+    Index("ix_applications_run", "run_id"),
+    Index("ix_applications_source_seq", "source", "txn_seq"),
+)
+
+versions = Table(
+    "versions",
+    metadata,
+    Column("version_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("source", String(64), nullable=False),
+    Column("key", Text, nullable=False),
+    Column("valid_from", BigInteger, nullable=False),
+    Column("recorded_at", BigInteger, nullable=False),
+    Column("txn_seq", BigInteger, nullable=False),
+    Column("retracted_at", BigInteger),
+    Column("retracted_by", String(40)),
+    Column("run_id", String(40), nullable=False),
+    Column("payload_id", String(32), nullable=False),
+    Column("backfill", Boolean, nullable=False),
+    Column("deleted", Boolean, nullable=False),
+    Column("change", String(8), nullable=False),
+    Column("prev_version_id", BigInteger),
+    Column("content_hash", BigInteger, nullable=False),
+    Column("revision", Text),
+    Column("attributes", Text),
+    Index("ix_versions_source_key", "source", "key", "valid_from"),
+    Index("ix_versions_run", "run_id"),
+)
+
+# Derived index: the latest non-retracted version per (source, key), tombstones included.
+current_state = Table(
+    "current_state",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("version_id", BigInteger, nullable=False),
+    Column("content_hash", BigInteger, nullable=False),
+    Column("revision", Text),
+    Column("deleted", Boolean, nullable=False),
+)
+
+watermarks = Table(
+    "watermarks",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("published_at", BigInteger),
+    Column("payload_id", String(32)),
+    Column("txn_seq", BigInteger, nullable=False),
+    Column("recorded_at", BigInteger, nullable=False),
+)
+
+# Per-key verdicts that did not become versions (superseded, unresolved).
+outcomes = Table(
+    "outcomes",
+    metadata,
+    Column("run_id", String(40), nullable=False),
+    Column("payload_id", String(32), nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("key", Text, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("revision", Text),
+    Column("current_revision", Text),
+    Column("content_hash", BigInteger),
+    Column("attributes", Text),
+    Column("recorded_at", BigInteger, nullable=False),
+    Index("ix_outcomes_run", "run_id"),
+)
+
+# Transactional outbox: one row per applied payload with changes (the announcement of
+# that payload's change set), written in the payload's own transaction.
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("outbox_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("source", String(64), nullable=False),
+    Column("run_id", String(40), nullable=False),
+    Column("payload_id", String(32), nullable=False),
+    Column("topic", String(32), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("idempotency_key", String(200), nullable=False, unique=True),
+    Column("changes", BigInteger, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_outbox_status", "status", "outbox_id"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("holder", String(200)),
+    Column("run_id", String(40)),
+    Column("acquired_at", BigInteger),
+    Column("expires_at", BigInteger),
+)
+
+counters = Table(
+    "counters",
+    metadata,
+    Column("name", String(32), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)

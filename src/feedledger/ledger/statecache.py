@@ -1,0 +1,71 @@
+"""Local cache of a source's diff state (key, version id, content hash, revision,
+deleted), so a daily ingest loads it in one memory-mapped columnar read.
+
+The cache is derived and disposable. Its file name carries the store id and the
+watermark's commit sequence it was taken at; it is used only when both match the
+store, so a crash between commit and cache write, another worker's run, a
+retraction or a different store all simply fall back to one columnar read of
+`current_state` (which is itself written in the payload's transaction).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from feedledger.diff import STATE_SCHEMA, empty_state
+
+if TYPE_CHECKING:
+    from feedledger.ledger.store import Store
+
+
+class StateCache:
+    def __init__(self, directory: Path, store: Store) -> None:
+        self.directory = directory
+        self.store = store
+        self._store_id: int | None = None
+
+    @property
+    def store_id(self) -> int:
+        if self._store_id is None:
+            self._store_id = self.store.store_id()
+        return self._store_id
+
+    def _path(self, source: str, seq: int) -> Path:
+        return self.directory / f"{source}.{self.store_id}.{seq}.arrow"
+
+    def load(self, source: str) -> tuple[pl.DataFrame, int]:
+        wm = self.store.watermark(source)
+        seq = wm.txn_seq if wm else 0
+        if seq == 0:
+            return empty_state(), 0
+        path = self._path(source, seq)
+        if path.exists():
+            try:
+                frame = pl.read_ipc(path)
+                if dict(frame.schema) == STATE_SCHEMA:
+                    return frame, seq
+            except (OSError, pl.exceptions.PolarsError):
+                pass
+        frame, seq = self.store.read_state(source)
+        self.save(source, frame, seq)
+        return frame, seq
+
+    def save(self, source: str, frame: pl.DataFrame, seq: int) -> None:
+        """Best effort: a failure here only costs a slower next load."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = self._path(source, seq)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            frame.write_ipc(tmp, compression="uncompressed")
+            os.replace(tmp, path)
+            for old in self.directory.glob(f"{source}.*.arrow"):
+                if old != path and old.name.count(".") == 3:
+                    with contextlib.suppress(OSError):
+                        old.unlink()
+        except OSError:
+            pass

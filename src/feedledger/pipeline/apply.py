@@ -1,0 +1,100 @@
+"""Applying one archived payload to the ledger: diff against current state, guard,
+then ONE transaction (versions, state, outcomes, outbox, application, watermark)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from feedledger.diff import compute, next_state
+from feedledger.formats import Observations
+from feedledger.ledger.store import Store
+from feedledger.model.errors import MassDeleteError, StaleWatermarkError
+from feedledger.model.payload import PayloadRef
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import iso
+from feedledger.pipeline.context import Context
+
+
+@dataclass
+class Applied:
+    payload: PayloadRef
+    run_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    changes: int = 0
+    txn_seq: int = 0
+    recorded_at: int = 0
+
+
+def stale_error(src: SourceConfig, ref: PayloadRef, wm_at: int | None,
+                wm_payload: str | None) -> StaleWatermarkError:
+    return StaleWatermarkError(
+        f"published at {iso(ref.published_at)}, which is not after the source's watermark "
+        f"{iso(wm_at)} (payload {wm_payload}); applying it would put older data over newer "
+        "state, so it was refused and nothing changed",
+        source=src.name, payload=ref.label,
+        hint="the payload is archived; to fold in a late or restated payload, replay the "
+        "source from that date (`feedledger replay`), or use `feedledger backfill` for a gap",
+    )
+
+
+def _with_attributes(frame: pl.DataFrame, obs: Observations) -> pl.DataFrame:
+    """Add the canonical attribute text of each row's observation (null for deletes)."""
+    if frame.is_empty():
+        return frame.with_columns(pl.lit(None, dtype=pl.String).alias("attributes"))
+    frame = frame.with_row_index("_pos")
+    present = frame.filter(pl.col("idx").is_not_null())
+    attrs = present.select("_pos").with_columns(obs.attributes(present["idx"]))
+    return frame.join(attrs, on="_pos", how="left").sort("_pos").drop("_pos")
+
+
+def apply_observations(
+    ctx: Context,
+    src: SourceConfig,
+    ref: PayloadRef,
+    obs: Observations,
+    *,
+    run_id: str,
+    holder: str,
+    backfill: bool = False,
+    allow_mass_delete: bool = False,
+    outbox_status: str = "pending",
+) -> Applied:
+    store: Store = ctx.store
+    state, seq = ctx.cache.load(src.name)
+    wm = store.watermark(src.name)
+    if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
+        raise stale_error(src, ref, wm.published_at, wm.payload_id)
+
+    diff = compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
+    counts = diff.counts
+    live = counts["live_before"]
+    if live and not allow_mass_delete:
+        share = counts["deleted"] / live
+        if share > src.mass_delete_threshold:
+            raise MassDeleteError(
+                f"would delete {counts['deleted']:,} of {live:,} live entities "
+                f"({share:.0%}), more than the allowed {src.mass_delete_threshold:.0%}; "
+                "an empty or truncated export is the usual cause. Nothing was changed",
+                source=src.name, payload=ref.label,
+                hint="if the deletions are real, run again with --allow-mass-delete",
+            )
+
+    n = diff.versions.height
+    first_id = store.allocate_version_ids(n)
+    versions = _with_attributes(
+        diff.versions.with_columns(
+            (pl.int_range(n, dtype=pl.Int64) + first_id).alias("version_id")
+        ),
+        obs,
+    )
+    outcomes = _with_attributes(diff.outcomes, obs)
+    txn_seq, recorded_at = store.apply_payload(
+        ref=ref, run_id=run_id, holder=holder, backfill=backfill,
+        versions_frame=versions, outcomes_frame=outcomes, counts=counts,
+        expected_seq=seq, outbox_status=outbox_status, state_was_empty=state.is_empty(),
+    )
+    ctx.cache.save(src.name, next_state(state, versions), txn_seq)
+    return Applied(payload=ref, run_id=run_id, counts=counts, changes=n, txn_seq=txn_seq,
+                   recorded_at=recorded_at)

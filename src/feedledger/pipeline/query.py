@@ -1,0 +1,106 @@
+"""Read-side pipeline functions used by the CLI (resolving keys, as-of status...)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from feedledger.formats.canonical import RawNumber, canonical
+from feedledger.ledger import queries
+from feedledger.ledger.records import Version
+from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.jsonout import RawJSON
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import parse_instant, to_us
+from feedledger.model.types import AsOfStatus
+from feedledger.pipeline.context import Context
+
+
+def key_candidates(src: SourceConfig, key: str) -> list[str]:
+    """Canonical key texts a user-typed KEY may mean.
+
+    A single-field key is typed as its value (`0714-22-1`); a compound key as a JSON
+    array in key-field order (`'["08","0714"]'`). A value that is also a JSON number
+    may match a numeric key from a JSON source.
+    """
+    text = key.strip()
+    if text.startswith("["):
+        try:
+            values = json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
+        except ValueError as exc:
+            raise ConfigError(f"KEY {key!r} is not a JSON array: {exc}",
+                              source=src.name) from None
+        if not isinstance(values, list) or len(values) != len(src.key):
+            raise ConfigError(
+                f"KEY must list {len(src.key)} value(s), one per key field {list(src.key)}",
+                source=src.name,
+            )
+        as_text = "[" + ",".join(canonical(str(v)) for v in values) + "]"
+        return list(dict.fromkeys([canonical(values), as_text]))
+    if len(src.key) != 1:
+        raise ConfigError(
+            f"this source has a compound key {list(src.key)}: give KEY as a JSON array, "
+            f"e.g. '{json.dumps(['v' + str(i + 1) for i in range(len(src.key))])}'",
+            source=src.name,
+        )
+    out = [canonical([key])]
+    try:
+        parsed = json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
+        if isinstance(parsed, RawNumber):
+            out.append(canonical([parsed]))
+    except ValueError:
+        pass
+    return out
+
+
+def resolve_key(ctx: Context, src: SourceConfig, key: str) -> str:
+    candidates = key_candidates(src, key)
+    for cand in candidates:
+        if queries.key_exists(ctx.store, src.name, cand):
+            return cand
+    raise NotFoundError(f"no entity with key {key!r} has ever been recorded",
+                        source=src.name)
+
+
+def instant(src: SourceConfig, text: str | None, what: str) -> int | None:
+    if text is None:
+        return None
+    return to_us(parse_instant(text, src.timezone, what=what))
+
+
+def history(ctx: Context, source: str, key: str, *, include_retracted: bool,
+            known_at: str | None) -> list[Version]:
+    src = ctx.workspace.source(source)
+    k = instant(src, known_at, "--known-at")
+    return queries.history(ctx.store, src.name, resolve_key(ctx, src, key),
+                           include_retracted=include_retracted, known_at=k)
+
+
+def asof(ctx: Context, source: str, key: str, *, valid: str,
+         known_at: str | None) -> dict[str, Any]:
+    src = ctx.workspace.source(source)
+    valid_us = instant(src, valid, "--valid")
+    assert valid_us is not None
+    k = instant(src, known_at, "--known-at")
+    try:
+        canon = resolve_key(ctx, src, key)
+    except NotFoundError:
+        return {"status": AsOfStatus.ABSENT.value, "version": None}
+    version = queries.asof(ctx.store, src.name, canon, valid_us, k)
+    if version is None:
+        return {"status": AsOfStatus.ABSENT.value, "version": None}
+    status = AsOfStatus.ABSENT if version.deleted else AsOfStatus.PRESENT
+    return {"status": status.value, "version": version}
+
+
+def snapshot_rows(ctx: Context, source: str, *, valid: str,
+                  known_at: str | None) -> Iterator[tuple[str, str]]:
+    src = ctx.workspace.source(source)
+    valid_us = instant(src, valid, "--valid")
+    assert valid_us is not None
+    return queries.snapshot(ctx.store, src.name, valid_us, instant(src, known_at, "--known-at"))
+
+
+def raw(text: str | None) -> RawJSON | None:
+    return None if text is None else RawJSON(text)

@@ -1,0 +1,120 @@
+"""Fetch the newest dated file from a local (or mounted) directory."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from pathlib import Path
+
+from feedledger.model.errors import (
+    BadPayloadError,
+    ConfigError,
+    FeedledgerError,
+    NotFoundError,
+)
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import iso
+from feedledger.sources.dated import Fetched, date_in_name
+
+# Names of files that are still being written or are not payloads.
+_PARTIAL_SUFFIXES = (".tmp", ".temp", ".part", ".partial", ".crdownload", ".download", ".swp")
+_SHOWN_NAMES = 5
+
+
+def _is_candidate(name: str) -> bool:
+    lower = name.lower()
+    return not (
+        name.startswith((".", "~")) or name.endswith("~") or lower.endswith(_PARTIAL_SUFFIXES)
+    )
+
+
+def _listing(path: Path, tz: str, source: str | None) -> tuple[list[tuple[int, Path]], list[str]]:
+    """(dated files sorted by (instant, name), names of undated candidate files)."""
+    if not path.exists():
+        raise NotFoundError(f"fetch directory {path} does not exist", source=source)
+    if not path.is_dir():
+        raise ConfigError(f"fetch location {path} is not a directory", source=source)
+    dated: list[tuple[int, Path]] = []
+    undated: list[str] = []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if not _is_candidate(entry.name) or not entry.is_file():
+                    continue
+                instant = date_in_name(entry.name, tz)
+                if instant is None:
+                    undated.append(entry.name)
+                else:
+                    dated.append((instant, path / entry.name))
+    except PermissionError as exc:
+        raise ConfigError(
+            f"cannot read fetch directory {path}: permission denied", source=source
+        ) from exc
+    except OSError as exc:
+        raise FeedledgerError(f"cannot read fetch directory {path}: {exc}", source=source) from exc
+    dated.sort(key=lambda item: (item[0], item[1].name))
+    undated.sort()
+    return dated, undated
+
+
+def list_dated(path: Path | str, tz: str, *, source: str | None = None) -> list[tuple[int, Path]]:
+    """Every dated payload file in `path` (not recursive), ascending by (instant, name).
+
+    Hidden files and partial downloads (*.tmp, *.part, ...) are skipped; so are files
+    whose name carries no date.
+    """
+    dated, _ = _listing(Path(path).expanduser(), tz, source)
+    return dated
+
+
+def fetch_directory(src: SourceConfig) -> Fetched:
+    """Read the file whose name carries the newest date."""
+    if src.fetch is None:
+        raise ConfigError("source has no fetch location", source=src.name)
+    if src.published_from.startswith("header:"):
+        raise ConfigError(
+            f"published_from {src.published_from!r} needs an HTTP source, but fetch is the "
+            f"directory {src.fetch}",
+            source=src.name,
+            hint="use 'filename' or 'field:NAME'",
+        )
+    path = Path(src.fetch).expanduser()
+    dated, undated = _listing(path, src.timezone, src.name)
+    if not dated:
+        if undated:
+            shown = ", ".join(undated[:_SHOWN_NAMES])
+            more = len(undated) - _SHOWN_NAMES
+            if more > 0:
+                shown += f" and {more} more"
+            problem = f"no file in {path} has a date in its name (saw: {shown})"
+        else:
+            problem = f"fetch directory {path} has no payload files"
+        raise NotFoundError(
+            problem,
+            source=src.name,
+            hint="name files with a date such as parcels_2026-08-06.csv or parcels_20260806.csv",
+        )
+    newest = dated[-1][0]
+    winners = [p for instant, p in dated if instant == newest]
+    if len(winners) > 1:
+        names = ", ".join(p.name for p in winners)
+        raise BadPayloadError(
+            f"{len(winners)} files claim the newest date {iso(newest)}: {names}; "
+            "refused as ambiguous",
+            source=src.name,
+            hint="remove or rename all but one",
+        )
+    chosen = winners[0]
+    try:
+        data = chosen.read_bytes()
+    except PermissionError as exc:
+        raise ConfigError(f"cannot read {chosen}: permission denied", source=src.name) from exc
+    except OSError as exc:
+        raise FeedledgerError(f"cannot read {chosen}: {exc}", source=src.name) from exc
+    content_type, _ = mimetypes.guess_type(chosen.name)
+    return Fetched(
+        data=data,
+        published_at=newest if src.published_from == "filename" else None,
+        original_name=chosen.name,
+        content_type=content_type,
+    )
