@@ -29,7 +29,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -181,25 +181,31 @@ _LAST_NAMES = (
 )
 FIRST_NAMES = _FIRST_NAMES.split()
 LAST_NAMES = _LAST_NAMES.split()
-# Owner text forms; index 3 carries double quotes so the feed exercises CSV quoting and
-# JSON escaping (as real county rolls occasionally do).
+# Owner text forms (below) and their weights; form 3 carries double quotes so the feed
+# exercises CSV quoting and JSON escaping (as real county rolls occasionally do).
 OWNER_FORMS_W = [70, 12, 12, 1, 5]
 
 
+OWNER_FORMS = [
+    "{last}, {first}",
+    "{last} FAMILY TRUST",
+    "{last} HOLDINGS LLC",
+    '{last}, {first} "TRUSTEE"',
+    "{last} ET AL C/O {first}",
+]
+# Every (form, last, first) owner text, indexed by (form * len(LAST) + last) * len(FIRST) +
+# first: rendering owners is then one gather instead of five string concatenations.
+OWNER_TEXTS = [
+    form.format(last=last, first=first)
+    for form in OWNER_FORMS
+    for last in LAST_NAMES
+    for first in FIRST_NAMES
+]
+
+
 def _owner_expr(first: pl.Expr, last: pl.Expr, form: pl.Expr) -> pl.Expr:
-    f = _lookup(first, FIRST_NAMES)
-    la = _lookup(last, LAST_NAMES)
-    return (
-        pl.when(form == 0)
-        .then(pl.concat_str([la, pl.lit(", "), f]))
-        .when(form == 1)
-        .then(pl.concat_str([la, pl.lit(" FAMILY TRUST")]))
-        .when(form == 2)
-        .then(pl.concat_str([la, pl.lit(" HOLDINGS LLC")]))
-        .when(form == 3)
-        .then(pl.concat_str([la, pl.lit(", "), f, pl.lit(' "TRUSTEE"')]))
-        .otherwise(pl.concat_str([la, pl.lit(" ET AL C/O "), f]))
-    )
+    index = (form * len(LAST_NAMES) + last) * len(FIRST_NAMES) + first
+    return _lookup(index, OWNER_TEXTS)
 
 
 # Attributes a daily change can touch, with their relative frequency.
@@ -250,8 +256,9 @@ class Rand:
         return pl.Series(cum[:-1], dtype=pl.Int64).search_sorted(draw, side="right").cast(pl.Int64)
 
 
-def _lookup(code: pl.Expr, values: list[str]) -> pl.Expr:
-    return code.replace_strict(list(range(len(values))), values, return_dtype=pl.String)
+def _lookup(code: pl.Expr, values: list[str] | list[int]) -> pl.Expr:
+    """``values[code]`` for every row."""
+    return pl.lit(pl.Series(values)).gather(code)
 
 
 def _gather(values: list[int], codes: pl.Series) -> pl.Series:
@@ -405,9 +412,7 @@ def render(live: pl.DataFrame) -> pl.DataFrame:
             ]
         ).alias("address"),
         _lookup(pl.col("city"), [c[0] for c in CITIES]).alias("city"),
-        (pl.col("city").replace_strict(list(range(len(zip_base))), zip_base) + pl.col("zip_off"))
-        .cast(pl.String)
-        .alias("zip"),
+        (_lookup(pl.col("city"), zip_base) + pl.col("zip_off")).cast(pl.String).alias("zip"),
         _lookup(pl.col("zoning"), ZONING).alias("zoning"),
         _lookup(pl.col("land_use"), LAND_USE).alias("land_use"),
         pl.concat_str(
@@ -556,11 +561,20 @@ def main(argv: list[str] | None = None) -> int:
         help="output directory (default: cache under bench/.work/ keyed by n and seed)",
     )
     p.add_argument("--force", action="store_true", help="regenerate even if cached")
+    p.add_argument(
+        "--json", action="store_true", help="print the day files as one JSON object on stdout"
+    )
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     files = generate(args.n, args.days, args.seed, args.out, force=args.force)
-    for f in files:
-        print(f.path)
+    if args.json:
+        days = [{**asdict(f), "path": str(f.path.resolve())} for f in files]
+        print(
+            json.dumps({"gen_version": GEN_VERSION, "n": args.n, "seed": args.seed, "days": days})
+        )
+    else:
+        for f in files:
+            print(f.path)
     print(f"gen_parcels: done in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     return 0
 

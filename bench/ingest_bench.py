@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -38,13 +39,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+# This process must stay small: on Linux a child's ru_maxrss can never be lower than the
+# high-water RSS of the parent that spawned it (exec records the pre-exec mm's peak, and
+# with vfork that mm is ours). So the data is generated in a child process, and neither
+# polars nor the data is ever loaded here; the harness's own peak RSS is recorded too.
 BENCH_DIR = Path(__file__).resolve().parent
-if str(BENCH_DIR) not in sys.path:
-    sys.path.insert(0, str(BENCH_DIR))
-
-import gen_parcels  # noqa: E402
-
+GEN_SCRIPT = BENCH_DIR / "gen_parcels.py"
 FLOOR_SCRIPT = BENCH_DIR / "floor.py"
+DEFAULT_SEED = 20260801  # gen_parcels.DEFAULT_SEED
 RESULTS_DIR = BENCH_DIR / "results"
 RUNS_DIR = BENCH_DIR / ".work" / "runs"
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -325,6 +327,8 @@ def machine_info() -> dict[str, Any]:
         "sqlite": sqlite3.sqlite_version,
         "packages": versions,
         "git_revision": _git_revision(),
+        # Other work on the machine skews every number: recorded at start (and end).
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -346,7 +350,31 @@ class Config:
     timeout: float
 
 
-def measure_floor(cfg: Config, files: list[gen_parcels.DayFile]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DayFile:
+    """One generated snapshot and the counts an ingest of it must report."""
+
+    day: int
+    published_at: str
+    path: Path
+    added: int
+    changed: int
+    deleted: int
+    rows: int
+
+
+def generate(cfg: Config, n: int) -> tuple[list[DayFile], dict[str, Any]]:
+    """Generate (or reuse) the feed for ``n`` parcels in a child process (see top)."""
+    argv = [sys.executable, GEN_SCRIPT, "--n", n, "--days", cfg.days, "--seed", cfg.seed]
+    proc = run_measured([*argv, "--json"], BENCH_DIR, cfg.timeout)
+    out = parse_json_output(proc.stdout)
+    files = [DayFile(**{**d, "path": Path(d["path"])}) for d in out["days"]]
+    for line in proc.stderr.splitlines():
+        log("   " + line)
+    return files, {**proc.summary(), "gen_version": out["gen_version"], "seed": out["seed"]}
+
+
+def measure_floor(cfg: Config, files: list[DayFile]) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     for rep in range(cfg.repeat):
         for f in files:
@@ -368,7 +396,7 @@ def measure_floor(cfg: Config, files: list[gen_parcels.DayFile]) -> dict[str, An
 def run_backend_once(
     cfg: Config,
     backend: str,
-    files: list[gen_parcels.DayFile],
+    files: list[DayFile],
     rep: int,
     pg: Postgres | None,
 ) -> dict[str, Any]:
@@ -472,7 +500,8 @@ def markdown(results: list[dict[str, Any]], machine: dict[str, Any], cfg: Config
         + (f", PostgreSQL {machine['postgresql']}" if machine.get("postgresql") else "")
         + f"; feedledger {pk['feedledger']} ({machine['git_revision']})",
         f"Days: {cfg.days} (1 first load + {cfg.days - 1} daily), repeat: {cfg.repeat}. "
-        "Wall and peak RSS are per whole process.",
+        "Wall and peak RSS are per whole process. Load average (1/5/15 min) at start "
+        f"{machine['loadavg_start']}, at end {machine.get('loadavg_end')}.",
         "",
         "| backend | N | first load s | first load RSS MiB | daily median s | daily min s "
         "| daily max s | peak RSS MiB | floor median s | daily / floor | counts | targets |",
@@ -541,9 +570,9 @@ def run(cfg: Config) -> int:
             "runs_dir": str(cfg.runs_dir),
             "results_dir": str(cfg.results_dir),
             "postgres_url": cfg.postgres_url if "postgresql" in cfg.backends else None,
-            "generator_version": gen_parcels.GEN_VERSION,
             "targets": TARGETS,
         },
+        "data": {},
         "floors": {},
         "results": [],
     }
@@ -552,9 +581,9 @@ def run(cfg: Config) -> int:
             machine["postgresql"] = pg.server_version
         for n in cfg.sizes:
             log(f"== N = {n:,}: generating {cfg.days} day(s)")
-            t0 = time.perf_counter()
-            files = gen_parcels.generate(n, cfg.days, cfg.seed)
-            log(f"   data ready in {time.perf_counter() - t0:.1f}s ({files[0].path.parent})")
+            files, gen = generate(cfg, n)
+            payload["data"][str(n)] = gen
+            log(f"   data ready in {gen['wall_s']:.1f}s ({files[0].path.parent})")
             log(f"== N = {n:,}: floor")
             floor = measure_floor(cfg, files)
             payload["floors"][str(n)] = floor
@@ -571,6 +600,8 @@ def run(cfg: Config) -> int:
                     }
                 )
     payload["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    payload["harness_maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     table = markdown(payload["results"], machine, cfg)
     payload["markdown"] = table
     path = write_results(cfg, payload)
@@ -627,7 +658,7 @@ def parse_args(argv: list[str] | None) -> Config:
         default=1,
         help="fresh-workspace runs per backend and N, and floor runs per file (1)",
     )
-    p.add_argument("--seed", type=int, default=gen_parcels.DEFAULT_SEED, help="generator seed")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="generator seed")
     p.add_argument(
         "--feedledger",
         type=Path,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from feedledger.model.hashing import with_key_hash
 from feedledger.model.types import ChangeKind, Outcome, PayloadKind
 
 STATE_SCHEMA = {
@@ -71,11 +72,22 @@ def compute(
     kind: PayloadKind,
     use_revision: bool,
 ) -> DiffResult:
+    obs = with_key_hash(obs)
+    state = with_key_hash(state)
     cur = state.rename(
-        {"version_id": "cur_vid", "hash": "cur_hash", "revision": "cur_rev",
+        {"key": "cur_key", "version_id": "cur_vid", "hash": "cur_hash", "revision": "cur_rev",
          "deleted": "cur_deleted"}
     )
-    joined = obs.join(cur, on="key", how="left")
+    # Join on the 64-bit key hash (fast); any collision is detected and the join redone
+    # on the key text, so a collision can cost time but never correctness.
+    joined = obs.join(cur, on="kh", how="left")
+    by_text = joined.height != obs.height or bool(
+        joined.select((pl.col("cur_key").is_not_null() & (pl.col("cur_key") != pl.col("key")))
+                      .any()).item()
+    )
+    if by_text:
+        joined = obs.join(cur.drop("kh"), left_on="key", right_on="cur_key", how="left",
+                          coalesce=False)
     exists = pl.col("cur_vid").is_not_null()
     live = exists & ~pl.col("cur_deleted").fill_null(False)
     tomb = exists & pl.col("cur_deleted").fill_null(False)
@@ -126,7 +138,8 @@ def compute(
     )
     frames = [upserts]
     if kind == PayloadKind.SNAPSHOT:
-        absent = state.filter(~pl.col("deleted")).join(obs.select("key"), on="key", how="anti")
+        on = "key" if by_text else "kh"
+        absent = state.filter(~pl.col("deleted")).join(obs.select(on), on=on, how="anti")
         frames.append(
             absent.select(
                 pl.col("key"),
@@ -172,5 +185,5 @@ def next_state(state: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
     ).cast(STATE_SCHEMA)  # type: ignore[arg-type]
     if not state.height:
         return new_rows
-    kept = state.join(new_rows.select("key"), on="key", how="anti")
+    kept = state.select(list(STATE_SCHEMA)).join(new_rows.select("key"), on="key", how="anti")
     return pl.concat([kept, new_rows], how="vertical")

@@ -23,7 +23,8 @@ import json
 from typing import Any
 
 import polars as pl
-import polars_hash  # noqa: F401  (registers the `nchash` namespace)
+
+from feedledger.model.hashing import hash_expr
 
 _SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
@@ -62,12 +63,28 @@ def canonical(value: Any) -> str:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
-def escape_expr(name: str, frame: pl.DataFrame) -> pl.Expr:
+_SPECIAL = ['"', "\\", *[chr(i) for i in range(0x20)]]
+
+
+def columns_needing_escape(frame: pl.DataFrame) -> set[str]:
+    """Names of string columns holding a character JSON must escape (one parallel scan)."""
+    if not frame.width or not frame.height:
+        return set()
+    flags = frame.select(
+        [pl.col(c).str.contains_any(_SPECIAL).any().alias(c) for c in frame.columns]
+    ).row(0, named=True)
+    return {c for c, flag in flags.items() if flag}
+
+
+def escape_expr(name: str, frame: pl.DataFrame, special: set[str] | None = None) -> pl.Expr:
     """JSON-escape a string column, vectorised; columns without special characters are
     passed through untouched (the common case costs one scan)."""
     expr = pl.col(name)
     series = frame.get_column(name)
-    if not bool(series.str.contains(_NEEDS_ESCAPE).any()):
+    if special is not None:
+        if name not in special:
+            return expr
+    elif not bool(series.str.contains(_NEEDS_ESCAPE).any()):
         return expr
     expr = expr.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
         '"', '\\"', literal=True
@@ -80,9 +97,9 @@ def escape_expr(name: str, frame: pl.DataFrame) -> pl.Expr:
     return expr
 
 
-def quoted(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
+def quoted(name: str, frame: pl.DataFrame, special: set[str] | None = None) -> list[pl.Expr]:
     """Pieces for `"<escaped value>"`, or `null` for a null cell."""
-    inner = escape_expr(name, frame)
+    inner = escape_expr(name, frame, special)
     if frame.get_column(name).null_count():
         return [
             pl.when(pl.col(name).is_null())
@@ -92,31 +109,32 @@ def quoted(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
     return [pl.lit('"'), inner, pl.lit('"')]
 
 
-def object_expr(columns: list[str], frame: pl.DataFrame) -> pl.Expr:
+def object_expr(
+    columns: list[str], frame: pl.DataFrame, special: set[str] | None = None
+) -> pl.Expr:
     """Canonical JSON object of string columns (CSV path), as one concat_str expression."""
     if not columns:
         return pl.lit("{}")
     pieces: list[pl.Expr] = []
     for i, name in enumerate(sorted(columns)):
         pieces.append(pl.lit(("{" if i == 0 else ",") + json_string(name) + ":"))
-        pieces.extend(quoted(name, frame))
+        pieces.extend(quoted(name, frame, special))
     pieces.append(pl.lit("}"))
     return pl.concat_str(pieces)
 
 
-def array_expr(columns: list[str], frame: pl.DataFrame) -> pl.Expr:
+def array_expr(
+    columns: list[str], frame: pl.DataFrame, special: set[str] | None = None
+) -> pl.Expr:
     """Canonical JSON array of string columns in the given order (CSV key path)."""
     pieces: list[pl.Expr] = []
     for i, name in enumerate(columns):
         pieces.append(pl.lit("[" if i == 0 else ","))
-        pieces.extend(quoted(name, frame))
+        pieces.extend(quoted(name, frame, special))
     pieces.append(pl.lit("]"))
     return pl.concat_str(pieces)
 
 
-def hash_expr(text: pl.Expr) -> pl.Expr:
-    """The content hash: XXH3-64 of the UTF-8 text, as a signed 64-bit integer."""
-    return text.nchash.xxh3_64().reinterpret(signed=True)
 
 
 def content_hash(text: str) -> int:

@@ -20,9 +20,10 @@ from feedledger.formats.canonical import (
     RawNumber,
     array_expr,
     canonical,
-    hash_expr,
+    columns_needing_escape,
     object_expr,
 )
+from feedledger.model.hashing import hash_expr
 from feedledger.model.errors import BadPayloadError
 from feedledger.model.source import SourceConfig
 from feedledger.model.types import PayloadKind
@@ -40,6 +41,7 @@ OBS_SCHEMA = {
     "revision": pl.String,
     "deleted": pl.Boolean,
 }
+# plus "kh": XXH3-64 of the key text, used as the join key (collisions are detected)
 
 
 @dataclass
@@ -156,15 +158,16 @@ def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
             deleted_expr = pl.any_horizontal(markers)
         attr_columns = [c for c in columns if c not in (DELETE_FIELD, OP_FIELD)]
 
-    attrs = object_expr(attr_columns, raw)
+    special = columns_needing_escape(raw)
+    attrs = object_expr(attr_columns, raw, special)
     revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
     frame = raw.select(
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
-        array_expr(list(src.key), raw).alias("key"),
+        array_expr(list(src.key), raw, special).alias("key"),
         hash_expr(attrs).alias("hash"),
         revision.alias("revision"),
         deleted_expr.alias("deleted"),
-    )
+    ).with_columns(hash_expr(pl.col("key")).alias("kh"))
     published = _published_field(src)
     values = (
         raw.get_column(published).unique().sort().to_list()
@@ -321,7 +324,7 @@ def _read_generic(
             "deleted": deleted,
         },
         schema=OBS_SCHEMA,
-    )
+    ).with_columns(hash_expr(pl.col("key")).alias("kh"))
     published = _published_field(src)
     values = (
         sorted({t for r in records if (t := _scalar_text(r.get(published))) is not None})
@@ -365,7 +368,10 @@ def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
         if empty.height:
             raise _fail(src, label, f"{_rows(empty['i'].to_list())}: null or empty key "
                         f"{list(src.key)}")
-    dup = frame.filter(pl.col("key").is_duplicated())
+    if frame.get_column("kh").n_unique() == frame.height:
+        dup = frame.clear()  # distinct key hashes imply distinct keys (cheap check first)
+    else:
+        dup = frame.filter(pl.col("key").is_duplicated())
     if dup.height:
         first = dup.sort("idx").row(0, named=True)["key"]
         rows = dup.filter(pl.col("key") == first)["idx"].to_list()

@@ -6,16 +6,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from feedledger.model.errors import StoreUnavailableError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# The newest migration. Kept here so ordinary commands need not import Alembic
+# (a test checks it equals Alembic's own head).
+HEAD = "0001"
 
 
 def redact(url: str) -> str:
@@ -62,7 +61,9 @@ def make_engine(url: str) -> Engine:
     )
 
 
-def _config(connection: Any) -> Config:
+def _config(connection: Any) -> Any:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = connection
@@ -70,6 +71,10 @@ def _config(connection: Any) -> Config:
 
 
 def head_revision() -> str:
+    """Alembic's own view of the head (imports Alembic; use HEAD on hot paths)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     head = ScriptDirectory.from_config(cfg).get_current_head()
@@ -78,12 +83,19 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
+    """The store's schema revision, read from alembic_version (None if absent)."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        try:
+            rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+        except (OperationalError, ProgrammingError):
+            return None
+    return str(rows[0][0]) if rows else None
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:
     """Upgrade the schema to head. Returns (before, after)."""
+    from alembic import command
+
     before = current_revision(engine)
     with engine.begin() as conn:
         command.upgrade(_config(conn), "head")
@@ -105,7 +117,7 @@ def check_reachable(engine: Engine, url: str) -> None:
 def check_schema(engine: Engine, url: str) -> None:
     check_reachable(engine, url)
     current = current_revision(engine)
-    head = head_revision()
+    head = HEAD
     if current != head:
         state = "has no feedledger schema" if current is None else f"is at revision {current}"
         raise StoreUnavailableError(

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import IngestResult, ingest
-from feedledger.sources import FetchState, fetch
+
+if TYPE_CHECKING:
+    from feedledger.sources import FetchState
 
 
 def _state_path(ctx: Context, source: str) -> Path:
@@ -19,6 +22,8 @@ def _state_path(ctx: Context, source: str) -> Path:
 
 
 def _load_state(path: Path) -> FetchState | None:
+    from feedledger.sources import FetchState
+
     try:
         return FetchState(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
@@ -33,6 +38,8 @@ def run_source(ctx: Context, source: str, *, allow_mass_delete: bool = False
         raise ConfigError("this source has no fetch location", source=source,
                           hint="declare one with `feedledger source add ... --fetch DIR_OR_URL "
                           "--replace`, or use `feedledger ingest SOURCE FILE`")
+    from feedledger.sources import FetchState, fetch
+
     path = _state_path(ctx, source)
     fetched_at = now_us()
     got = fetch(src, previous=_load_state(path))

@@ -1,0 +1,3 @@
+from feedledger.cli.main import main
+
+main()
