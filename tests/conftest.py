@@ -23,7 +23,9 @@ from feedledger.ledger import engine as eng
 from feedledger.model.jsonout import dumps  # noqa: F401  (re-exported for tests)
 
 PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
-PG_SKIP = f"PostgreSQL backend not tested: set {PG_ENV} (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+PG_SKIP = (
+    f"PostgreSQL backend not tested: set {PG_ENV} (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+)
 BACKENDS = ["sqlite", "postgresql"]
 
 
@@ -85,12 +87,17 @@ class Cli:
 
         return json.loads(self(*args, "--json").stdout)
 
-    def proc(self, *args: str, env: dict[str, str] | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def proc(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, **(env or {})}
         return subprocess.run(
             [sys.executable, "-m", "feedledger", "--config", str(self.ws.config_path), *args],
-            capture_output=True, text=True, env=full_env, timeout=timeout, check=False,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            check=False,
         )
 
 

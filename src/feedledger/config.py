@@ -38,15 +38,16 @@ def make_source(name: str, **values: Any) -> SourceConfig:
     try:
         return SourceConfig(name=name, **values)
     except ValidationError as exc:
-        raise ConfigError(f"invalid source declaration: {_pydantic_message(exc)}",
-                          source=name) from exc
+        raise ConfigError(
+            f"invalid source declaration: {_pydantic_message(exc)}", source=name
+        ) from exc
 
 
 def resolve_store_url(url: str, root: Path) -> str:
     """Make a relative SQLite path absolute against the workspace root."""
     prefix = "sqlite:///"
     if url.startswith(prefix) and not url.startswith("sqlite:////"):
-        rel = url[len(prefix):]
+        rel = url[len(prefix) :]
         if rel and rel != ":memory:" and not rel.startswith("/"):
             return prefix + str((root / rel).resolve())
     return url
@@ -72,7 +73,8 @@ class Workspace:
         except KeyError:
             known = ", ".join(sorted(self.sources)) or "none declared yet"
             raise NotFoundError(
-                "unknown source", source=name,
+                "unknown source",
+                source=name,
                 hint=f"known sources: {known}; declare one with `feedledger source add`",
             ) from None
 
@@ -92,8 +94,7 @@ class Workspace:
         if not path.exists():
             raise ConfigError(
                 f"no {CONFIG_NAME} at {path}",
-                hint="run `feedledger init` in this folder, or pass --config / set "
-                f"{ENV_CONFIG}",
+                hint=f"run `feedledger init` in this folder, or pass --config / set {ENV_CONFIG}",
             )
         try:
             doc = tomlkit.parse(path.read_text(encoding="utf-8"))
@@ -124,8 +125,12 @@ class Workspace:
         if path.exists():
             raise ConfigError(f"{path} already exists; this folder is already a workspace")
         doc = tomlkit.document()
-        doc.add(tomlkit.comment("feedledger workspace. Edit with `feedledger source add` "
-                                "or by hand; validated on every command."))
+        doc.add(
+            tomlkit.comment(
+                "feedledger workspace. Edit with `feedledger source add` "
+                "or by hand; validated on every command."
+            )
+        )
         store_tbl = tomlkit.table()
         store_tbl.add("url", store_url or DEFAULT_STORE)
         doc.add("store", store_tbl)
@@ -139,8 +144,11 @@ class Workspace:
 
     def add_source(self, src: SourceConfig, *, replace: bool = False) -> None:
         if src.name in self.sources and not replace:
-            raise ConfigError("source already declared", source=src.name,
-                              hint="use --replace to change its declaration")
+            raise ConfigError(
+                "source already declared",
+                source=src.name,
+                hint="use --replace to change its declaration",
+            )
         doc = self._doc
         if "sources" not in doc:
             doc.add("sources", tomlkit.table(is_super_table=True))

@@ -22,7 +22,7 @@ def point(name: str) -> None:
     spec = os.environ.get(ENV)
     if not spec:
         return
-    target, _, action = spec.partition(":kill")
+    target, _, _action = spec.partition(":kill")
     if target != name:
         return
     if spec.endswith(":kill"):

@@ -22,7 +22,8 @@ def add(
     source: str = typer.Argument(...),
     file: Path = typer.Argument(...),
     published_at: str | None = typer.Option(
-        None, "--published-at", help="Publisher date (YYYY-MM-DD or ISO timestamp)."),
+        None, "--published-at", help="Publisher date (YYYY-MM-DD or ISO timestamp)."
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Archive FILE (write-once, sha256-addressed, fsynced, with a sidecar) without
@@ -32,14 +33,17 @@ def add(
     except OSError as exc:
         raise NotFoundError(f"cannot read {file}: {exc.strerror}") from None
     with context(ctx) as c:
-        ref, created = archive_add(c, source, data, published_at=published_at,
-                                   original_name=file.name)
+        ref, created = archive_add(
+            c, source, data, published_at=published_at, original_name=file.name
+        )
     if json_out:
         emit_json({**ref.to_json(), "created": created})
     else:
         verb = "archived" if created else "already archived (no-op)"
-        out.print(f"{source}: {verb} {ref.payload_id} sha256 {ref.sha256[:12]}… "
-                  f"published {iso(ref.published_at)}")
+        out.print(
+            f"{source}: {verb} {ref.payload_id} sha256 {ref.sha256[:12]}… "
+            f"published {iso(ref.published_at)}"
+        )
 
 
 @app.command("list")
@@ -60,10 +64,14 @@ def list_(
     if json_out:
         emit_json(refs)
         return
-    table(f"archive of {source}", ["published_at", "payload_id", "size", "original_name",
-                                   "fetched_at"],
-          [[iso(r.published_at), r.payload_id, f"{r.size:,}", r.original_name,
-            iso(r.fetched_at)] for r in refs])
+    table(
+        f"archive of {source}",
+        ["published_at", "payload_id", "size", "original_name", "fetched_at"],
+        [
+            [iso(r.published_at), r.payload_id, f"{r.size:,}", r.original_name, iso(r.fetched_at)]
+            for r in refs
+        ],
+    )
 
 
 @app.command("reindex")
@@ -75,5 +83,7 @@ def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     if json_out:
         emit_json(result)
     else:
-        out.print(f"scanned {result.scanned} sidecars: {result.added} added, "
-                  f"{result.present} already indexed, {len(result.ambiguous)} ambiguous")
+        out.print(
+            f"scanned {result.scanned} sidecars: {result.added} added, "
+            f"{result.present} already indexed, {len(result.ambiguous)} ambiguous"
+        )

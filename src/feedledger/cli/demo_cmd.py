@@ -18,26 +18,46 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     @guarded
     def demo(
-        directory: Path = typer.Option(Path("demo-workspace"), "--dir",
-                                       help="Folder for the demo workspace (recreated)."),
+        directory: Path = typer.Option(
+            Path("demo-workspace"), "--dir", help="Folder for the demo workspace (recreated)."
+        ),
         store: str | None = typer.Option(None, "--store", help="Store URL (default SQLite)."),
     ) -> None:
         """Build a demo workspace with a synthetic county feed, ingest it and show a
         parcel's bitemporal history and as-of answers."""
         result = build_demo(directory, store_url=store)
-        table("ingested payloads (one live run each)",
-              ["file", "published_at", "added", "changed", "deleted", "run_id"],
-              [[f.name, iso(r.payload.published_at), r.counts.get("added"),
-                r.counts.get("changed"), r.counts.get("deleted"), r.run_id[:8] if r.run_id
-                else ""] for f, r in zip(result.files, result.results, strict=True)])
+        table(
+            "ingested payloads (one live run each)",
+            ["file", "published_at", "added", "changed", "deleted", "run_id"],
+            [
+                [
+                    f.name,
+                    iso(r.payload.published_at),
+                    r.counts.get("added"),
+                    r.counts.get("changed"),
+                    r.counts.get("deleted"),
+                    r.run_id[:8] if r.run_id else "",
+                ]
+                for f, r in zip(result.files, result.results, strict=True)
+            ],
+        )
         with Context(Workspace.load(result.workspace / "feedledger.toml")) as ctx:
-            versions = query.history(ctx, SOURCE, PARCEL, include_retracted=False,
-                                     known_at=None)
-            table(f"history of parcel {PARCEL}: valid time from the publisher, "
-                  "recorded_at from the commit",
-                  ["valid_from", "valid_to", "recorded_at", "change", "zoning"],
-                  [[iso(v.valid_from), iso(v.valid_to), iso(v.recorded_at), v.change,
-                    _zoning(v.attributes)] for v in versions])
+            versions = query.history(ctx, SOURCE, PARCEL, include_retracted=False, known_at=None)
+            table(
+                f"history of parcel {PARCEL}: valid time from the publisher, "
+                "recorded_at from the commit",
+                ["valid_from", "valid_to", "recorded_at", "change", "zoning"],
+                [
+                    [
+                        iso(v.valid_from),
+                        iso(v.valid_to),
+                        iso(v.recorded_at),
+                        v.change,
+                        _zoning(v.attributes),
+                    ]
+                    for v in versions
+                ],
+            )
             rows = []
             for day in ("2026-08-04", "2026-08-08", "2026-08-14", "2026-08-20"):
                 ans = query.asof(ctx, SOURCE, PARCEL, valid=day, known_at=None)
@@ -45,18 +65,25 @@ def register(app: typer.Typer) -> None:
                 rows.append([day, ans["status"], _zoning(v.attributes if v else None)])
             for day in ("2026-08-01", "2026-08-12", "2026-08-20"):
                 ans = query.asof(ctx, SOURCE, "0902-33-4", valid=day, known_at=None)
-                rows.append([f"{day} (0902-33-4)", ans["status"],
-                             _zoning(ans["version"].attributes if ans["version"] else None)])
+                rows.append(
+                    [
+                        f"{day} (0902-33-4)",
+                        ans["status"],
+                        _zoning(ans["version"].attributes if ans["version"] else None),
+                    ]
+                )
             table("as-of answers", ["valid date", "status", "zoning"], rows)
         ws = result.workspace
-        out.print(f"\nDemo workspace: {ws}\nTry next:\n"
-                  f"  cd {ws}\n"
-                  f"  feedledger history {SOURCE} {PARCEL} --json\n"
-                  f"  feedledger asof {SOURCE} {PARCEL} --valid 2026-08-08\n"
-                  f"  feedledger runs {SOURCE}\n"
-                  f"  feedledger snapshot {SOURCE} --valid 2026-08-12\n"
-                  f"  feedledger archive list {SOURCE}\n"
-                  f"  feedledger verify {SOURCE}")
+        out.print(
+            f"\nDemo workspace: {ws}\nTry next:\n"
+            f"  cd {ws}\n"
+            f"  feedledger history {SOURCE} {PARCEL} --json\n"
+            f"  feedledger asof {SOURCE} {PARCEL} --valid 2026-08-08\n"
+            f"  feedledger runs {SOURCE}\n"
+            f"  feedledger snapshot {SOURCE} --valid 2026-08-12\n"
+            f"  feedledger archive list {SOURCE}\n"
+            f"  feedledger verify {SOURCE}"
+        )
 
 
 def _zoning(attrs: str | None) -> str:

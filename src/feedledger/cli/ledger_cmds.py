@@ -22,8 +22,10 @@ from feedledger.pipeline.run import run_source
 from feedledger.pipeline.verify import verify
 
 MASS_OPT = typer.Option(
-    False, "--allow-mass-delete",
-    help="Apply a snapshot even if it deletes more than the source's threshold of entities.")
+    False,
+    "--allow-mass-delete",
+    help="Apply a snapshot even if it deletes more than the source's threshold of entities.",
+)
 
 
 def _read_file(path: Path) -> bytes:
@@ -38,9 +40,11 @@ def _render_ingest(result: IngestResult, json_out: bool) -> None:
         emit_json(result)
         return
     if result.status == "already_applied":
-        out.print(f"{result.source}: payload {result.payload.payload_id} "
-                  f"(published {iso(result.payload.published_at)}) was already applied by run "
-                  f"{result.applied_by}; nothing changed.")
+        out.print(
+            f"{result.source}: payload {result.payload.payload_id} "
+            f"(published {iso(result.payload.published_at)}) was already applied by run "
+            f"{result.applied_by}; nothing changed."
+        )
         return
     c = result.counts
     out.print(
@@ -49,12 +53,15 @@ def _render_ingest(result: IngestResult, json_out: bool) -> None:
         f"  added {c.get('added', 0):,}  changed {c.get('changed', 0):,}  "
         f"deleted {c.get('deleted', 0):,}  unchanged {c.get('unchanged', 0):,}"
         + (f"  superseded {c['superseded']:,}" if c.get("superseded") else "")
-        + (f"  unresolved {c['unresolved']:,} (held, see `feedledger changes --run`)"
-           if c.get("unresolved") else "")
+        + (
+            f"  unresolved {c['unresolved']:,} (held, see `feedledger changes --run`)"
+            if c.get("unresolved")
+            else ""
+        )
     )
 
 
-def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the commands
+def register(app: typer.Typer) -> None:
     @app.command("ingest")
     @guarded
     def ingest_cmd(
@@ -62,9 +69,11 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
         source: str = typer.Argument(..., help="Source name."),
         file: Path = typer.Argument(..., help="Payload file."),
         published_at: str | None = typer.Option(
-            None, "--published-at",
+            None,
+            "--published-at",
             help="Publisher date: YYYY-MM-DD (00:00 in the source's timezone) or an ISO "
-            "timestamp. Default: the date in the file name (if the source says so)."),
+            "timestamp. Default: the date in the file name (if the source says so).",
+        ),
         allow_mass_delete: bool = MASS_OPT,
         json_out: bool = JSON_OPT,
     ) -> None:
@@ -72,8 +81,14 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
         outbox rows and the watermark advance)."""
         data = _read_file(file)
         with context(ctx) as c:
-            result = ingest(c, source, data, published_at=published_at,
-                            original_name=file.name, allow_mass_delete=allow_mass_delete)
+            result = ingest(
+                c,
+                source,
+                data,
+                published_at=published_at,
+                original_name=file.name,
+                allow_mass_delete=allow_mass_delete,
+            )
         _render_ingest(result, json_out)
 
     @app.command("run")
@@ -102,22 +117,43 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
         source: str = typer.Argument(...),
         key: str = typer.Argument(..., help="Key value; compound keys as a JSON array."),
         all_: bool = typer.Option(False, "--all", help="Include retracted versions."),
-        known_at: str | None = typer.Option(None, "--known-at",
-                                            help="As the ledger believed at this time."),
+        known_at: str | None = typer.Option(
+            None, "--known-at", help="As the ledger believed at this time."
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
         """Versions of one entity in valid-time order (valid_to derived)."""
         with context(ctx) as c:
-            versions = query.history(c, source, key, include_retracted=all_,
-                                     known_at=known_at)
+            versions = query.history(c, source, key, include_retracted=all_, known_at=known_at)
         if json_out:
             emit_json(versions)
             return
-        table(f"{source} {key}", ["valid_from", "valid_to", "recorded_at", "change",
-                                  "attributes", "run_id", "backfill", "retracted_at"],
-              [[iso(v.valid_from), iso(v.valid_to), iso(v.recorded_at),
-                v.change, v.attributes or "(deleted)", v.run_id[:8], v.backfill,
-                iso(v.retracted_at)] for v in versions])
+        table(
+            f"{source} {key}",
+            [
+                "valid_from",
+                "valid_to",
+                "recorded_at",
+                "change",
+                "attributes",
+                "run_id",
+                "backfill",
+                "retracted_at",
+            ],
+            [
+                [
+                    iso(v.valid_from),
+                    iso(v.valid_to),
+                    iso(v.recorded_at),
+                    v.change,
+                    v.attributes or "(deleted)",
+                    v.run_id[:8],
+                    v.backfill,
+                    iso(v.retracted_at),
+                ]
+                for v in versions
+            ],
+        )
 
     @app.command("asof")
     @guarded
@@ -126,8 +162,9 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
         source: str = typer.Argument(...),
         key: str = typer.Argument(...),
         valid: str = typer.Option(..., "--valid", help="Valid time: what was true then?"),
-        known_at: str | None = typer.Option(None, "--known-at",
-                                            help="Transaction time: as believed then."),
+        known_at: str | None = typer.Option(
+            None, "--known-at", help="Transaction time: as believed then."
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
         """What was KEY at valid time D (optionally as known at TS)? present|absent|not_observed."""
@@ -137,14 +174,21 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
             emit_json(answer)
             return
         v = answer["version"]
-        detail = (f" since {iso(v.valid_from)} (recorded {iso(v.recorded_at)}): "
-                  f"{v.attributes or '(deleted)'}") if v else ""
+        detail = (
+            (
+                f" since {iso(v.valid_from)} (recorded {iso(v.recorded_at)}): "
+                f"{v.attributes or '(deleted)'}"
+            )
+            if v
+            else ""
+        )
         out.print(f"{source} {key} at {valid}: {answer['status']}{detail}")
 
     @app.command("runs")
     @guarded
-    def runs_cmd(ctx: typer.Context, source: str = typer.Argument(...),
-                 json_out: bool = JSON_OPT) -> None:
+    def runs_cmd(
+        ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
+    ) -> None:
         """Runs of a source, oldest first."""
         with context(ctx) as c:
             c.workspace.source(source)
@@ -152,43 +196,75 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
         if json_out:
             emit_json(items)
             return
-        table(f"runs of {source}", ["run_id", "kind", "status", "started_at", "finished_at",
-                                    "payloads", "changes", "error"],
-              [[r.run_id, r.kind, r.status, iso(r.started_at), iso(r.finished_at),
-                r.payloads, r.changes, r.error] for r in items])
+        table(
+            f"runs of {source}",
+            [
+                "run_id",
+                "kind",
+                "status",
+                "started_at",
+                "finished_at",
+                "payloads",
+                "changes",
+                "error",
+            ],
+            [
+                [
+                    r.run_id,
+                    r.kind,
+                    r.status,
+                    iso(r.started_at),
+                    iso(r.finished_at),
+                    r.payloads,
+                    r.changes,
+                    r.error,
+                ]
+                for r in items
+            ],
+        )
 
     @app.command("changes")
     @guarded
-    def changes_cmd(ctx: typer.Context,
-                    run: str = typer.Option(..., "--run", help="Run id."),
-                    json_out: bool = JSON_OPT) -> None:
+    def changes_cmd(
+        ctx: typer.Context,
+        run: str = typer.Option(..., "--run", help="Run id."),
+        json_out: bool = JSON_OPT,
+    ) -> None:
         """What one run changed: added / changed / deleted, before and after."""
         with context(ctx) as c:
             if not queries.run_exists(c.store, run):
-                raise NotFoundError(f"unknown run id {run!r}",
-                                    hint="list runs with `feedledger runs SOURCE`")
+                raise NotFoundError(
+                    f"unknown run id {run!r}", hint="list runs with `feedledger runs SOURCE`"
+                )
             items = queries.changes(c.store, run)
         if json_out:
             emit_json(items)
             return
-        table(f"changes of run {run}", ["key", "change", "valid_from", "before", "after"],
-              [[ch.key, ch.change, iso(ch.valid_from), ch.before, ch.after] for ch in items])
+        table(
+            f"changes of run {run}",
+            ["key", "change", "valid_from", "before", "after"],
+            [[ch.key, ch.change, iso(ch.valid_from), ch.before, ch.after] for ch in items],
+        )
 
     @app.command("watermark")
     @guarded
-    def watermark_cmd(ctx: typer.Context, source: str = typer.Argument(...),
-                      json_out: bool = JSON_OPT) -> None:
+    def watermark_cmd(
+        ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
+    ) -> None:
         """The last applied payload of a source (publisher date and payload id)."""
         with context(ctx) as c:
             c.workspace.source(source)
             wm = c.store.watermark(source)
-        data: dict[str, Any] = (wm.to_json() if wm else
-                                {"source": source, "published_at": None, "payload_id": None})
+        data: dict[str, Any] = (
+            wm.to_json() if wm else {"source": source, "published_at": None, "payload_id": None}
+        )
         if json_out:
             emit_json(data)
         else:
-            out.print(f"{source}: {data['published_at'] or 'nothing applied yet'}"
-                      + (f" (payload {data['payload_id']})" if data["payload_id"] else ""))
+            out.print(
+                f"{source}: {data['published_at'] or 'nothing applied yet'}"
+                + (f" (payload {data['payload_id']})" if data["payload_id"] else "")
+            )
 
     @app.command("snapshot")
     @guarded
@@ -198,8 +274,9 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
         valid: str = typer.Option(..., "--valid", help="Valid time of the snapshot."),
         known_at: str | None = typer.Option(None, "--known-at"),
         fmt: str = typer.Option("csv", "--format", help="csv | jsonl"),
-        output: Path | None = typer.Option(None, "--output", "-o",
-                                           help="Write here instead of stdout."),
+        output: Path | None = typer.Option(
+            None, "--output", "-o", help="Write here instead of stdout."
+        ),
     ) -> None:
         """Write the whole source as it stood at --valid (streaming)."""
         if fmt not in ("csv", "jsonl"):
@@ -217,8 +294,9 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
 
     @app.command("verify")
     @guarded
-    def verify_cmd(ctx: typer.Context, source: str = typer.Argument(...),
-                   json_out: bool = JSON_OPT) -> None:
+    def verify_cmd(
+        ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
+    ) -> None:
         """Prove the diff state (current_state table and local cache) equals the state
         recomputed from history. Exit 1 if not."""
         with context(ctx) as c:
@@ -227,9 +305,11 @@ def register(app: typer.Typer) -> None:  # noqa: C901 - one place that lists the
             emit_json(report)
         else:
             for chk in report["checks"]:
-                out.print(f"{chk['name']}: {'ok' if chk['ok'] else 'MISMATCH'} "
-                          f"({chk['rows']:,} rows; missing {len(chk['missing'])}, extra "
-                          f"{len(chk['extra'])}, different {len(chk['different'])})")
+                out.print(
+                    f"{chk['name']}: {'ok' if chk['ok'] else 'MISMATCH'} "
+                    f"({chk['rows']:,} rows; missing {len(chk['missing'])}, extra "
+                    f"{len(chk['extra'])}, different {len(chk['different'])})"
+                )
         if not report["ok"]:
             raise typer.Exit(1)
 

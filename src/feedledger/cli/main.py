@@ -28,8 +28,9 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-source_app = typer.Typer(help="Declare and list sources (stored in feedledger.toml).",
-                         no_args_is_help=True)
+source_app = typer.Typer(
+    help="Declare and list sources (stored in feedledger.toml).", no_args_is_help=True
+)
 db_app = typer.Typer(help="The store's schema (Alembic migrations).", no_args_is_help=True)
 app.add_typer(source_app, name="source")
 app.add_typer(db_app, name="db")
@@ -42,8 +43,12 @@ demo_cmd.register(app)
 def _root(
     ctx: typer.Context,
     config: Path | None = typer.Option(
-        None, "--config", "-c", help="Path to feedledger.toml (default: ./feedledger.toml "
-        "or $FEEDLEDGER_CONFIG).", envvar="FEEDLEDGER_CONFIG"),
+        None,
+        "--config",
+        "-c",
+        help="Path to feedledger.toml (default: ./feedledger.toml or $FEEDLEDGER_CONFIG).",
+        envvar="FEEDLEDGER_CONFIG",
+    ),
 ) -> None:
     ctx.obj = {"config": str(config) if config else None}
 
@@ -52,10 +57,14 @@ def _root(
 @guarded
 def init(
     store: str | None = typer.Option(
-        None, "--store", help="Store URL: sqlite:///PATH (default .feedledger/ledger.db) "
-        "or postgresql://user@host:port/db."),
+        None,
+        "--store",
+        help="Store URL: sqlite:///PATH (default .feedledger/ledger.db) "
+        "or postgresql://user@host:port/db.",
+    ),
     archive: str | None = typer.Option(
-        None, "--archive", help="Archive folder (default .feedledger/archive)."),
+        None, "--archive", help="Archive folder (default .feedledger/archive)."
+    ),
     directory: Path = typer.Option(Path("."), "--dir", help="Workspace folder."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -69,14 +78,18 @@ def init(
     try:
         engine = eng.make_engine(ws.store_url)
         eng.check_reachable(engine, ws.store_url)
-        before, after = eng.upgrade(engine)
+        _before, after = eng.upgrade(engine)
         engine.dispose()
     except FeedledgerError:
         ws.config_path.unlink(missing_ok=True)
         raise
     ws.archive_root.mkdir(parents=True, exist_ok=True)
-    result = {"config": str(ws.config_path), "store": eng.redact(ws.store_url),
-              "archive": str(ws.archive_root), "schema": after}
+    result = {
+        "config": str(ws.config_path),
+        "store": eng.redact(ws.store_url),
+        "archive": str(ws.archive_root),
+        "schema": after,
+    }
     if json_out:
         emit_json(result)
         return
@@ -131,40 +144,58 @@ def source_add(
     key: str = typer.Option(..., "--key", help="Key field(s), comma-separated: a,b."),
     fmt: str = typer.Option("csv", "--format", help="csv | jsonl | json | parquet."),
     kind: str = typer.Option(
-        "snapshot", "--kind",
+        "snapshot",
+        "--kind",
         help="snapshot (complete: absence = deleted) | changes (only explicit delete "
-        "markers `_deleted: true` or `op: \"d\"` delete)."),
-    timezone: str = typer.Option("UTC", "--timezone", help="IANA zone for dates without "
-                                 "a time (00:00 there)."),
-    cadence: str = typer.Option("daily", "--cadence",
-                                help="daily | weekdays | a cron expression \"0 6 * * 1-5\"."),
-    revision: str | None = typer.Option(None, "--revision",
-                                        help="Per-record revision field (newer wins)."),
-    fetch: str | None = typer.Option(None, "--fetch",
-                                     help="Directory or http(s) URL for `feedledger run`."),
+        'markers `_deleted: true` or `op: "d"` delete).',
+    ),
+    timezone: str = typer.Option(
+        "UTC", "--timezone", help="IANA zone for dates without a time (00:00 there)."
+    ),
+    cadence: str = typer.Option(
+        "daily", "--cadence", help='daily | weekdays | a cron expression "0 6 * * 1-5".'
+    ),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Per-record revision field (newer wins)."
+    ),
+    fetch: str | None = typer.Option(
+        None, "--fetch", help="Directory or http(s) URL for `feedledger run`."
+    ),
     published_from: str = typer.Option(
-        "filename", "--published-from",
-        help="Where the publisher date comes from: filename | field:NAME | "
-        "header:Last-Modified."),
+        "filename",
+        "--published-from",
+        help="Where the publisher date comes from: filename | field:NAME | header:Last-Modified.",
+    ),
     mass_delete: float = typer.Option(
-        0.5, "--mass-delete-threshold",
-        help="Refuse snapshots deleting more than this share of live entities."),
+        0.5,
+        "--mass-delete-threshold",
+        help="Refuse snapshots deleting more than this share of live entities.",
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Declare a source in feedledger.toml (validated; clear errors on bad values)."""
     ws = workspace(ctx)
     src = make_source(
-        name, key=tuple(k for k in key.split(",")), format=fmt, kind=kind,
-        timezone=timezone, cadence=cadence, revision=revision, fetch=fetch,
-        published_from=published_from, mass_delete_threshold=mass_delete,
+        name,
+        key=tuple(k for k in key.split(",")),
+        format=fmt,
+        kind=kind,
+        timezone=timezone,
+        cadence=cadence,
+        revision=revision,
+        fetch=fetch,
+        published_from=published_from,
+        mass_delete_threshold=mass_delete,
     )
     ws.add_source(src, replace=replace)
     if json_out:
         emit_json(_source_json(src))
     else:
-        out.print(f"Declared source {name} (key {', '.join(src.key)}; {src.format}, "
-                  f"{src.kind}) in {ws.config_path}")
+        out.print(
+            f"Declared source {name} (key {', '.join(src.key)}; {src.format}, "
+            f"{src.kind}) in {ws.config_path}"
+        )
 
 
 @source_app.command("list")
@@ -176,10 +207,23 @@ def source_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     if json_out:
         emit_json(items)
         return
-    table("sources", ["name", "key", "format", "kind", "timezone", "cadence", "revision",
-                      "fetch"],
-          [[s["name"], ",".join(s["key"]), s["format"], s["kind"], s["timezone"],  # type: ignore[arg-type]
-            s["cadence"], s["revision"], s["fetch"]] for s in items])
+    table(
+        "sources",
+        ["name", "key", "format", "kind", "timezone", "cadence", "revision", "fetch"],
+        [
+            [
+                s["name"],
+                ",".join(s["key"]),  # type: ignore[arg-type]
+                s["format"],
+                s["kind"],
+                s["timezone"],
+                s["cadence"],
+                s["revision"],
+                s["fetch"],
+            ]
+            for s in items
+        ],
+    )
 
 
 @source_app.command("remove")

@@ -25,13 +25,15 @@ import polars as pl
 from feedledger.model.hashing import with_key_hash
 from feedledger.model.types import ChangeKind, Outcome, PayloadKind
 
-STATE_SCHEMA = {
-    "key": pl.String,
-    "version_id": pl.Int64,
-    "hash": pl.Int64,
-    "revision": pl.String,
-    "deleted": pl.Boolean,
-}
+STATE_SCHEMA = pl.Schema(
+    {
+        "key": pl.String(),
+        "version_id": pl.Int64(),
+        "hash": pl.Int64(),
+        "revision": pl.String(),
+        "deleted": pl.Boolean(),
+    }
+)
 
 # Columns of DiffResult.versions (one row per change == one new version)
 VERSION_COLUMNS = ["key", "change", "deleted", "hash", "revision", "idx", "prev_version_id"]
@@ -75,19 +77,26 @@ def compute(
     obs = with_key_hash(obs)
     state = with_key_hash(state)
     cur = state.rename(
-        {"key": "cur_key", "version_id": "cur_vid", "hash": "cur_hash", "revision": "cur_rev",
-         "deleted": "cur_deleted"}
+        {
+            "key": "cur_key",
+            "version_id": "cur_vid",
+            "hash": "cur_hash",
+            "revision": "cur_rev",
+            "deleted": "cur_deleted",
+        }
     )
     # Join on the 64-bit key hash (fast); any collision is detected and the join redone
     # on the key text, so a collision can cost time but never correctness.
     joined = obs.join(cur, on="kh", how="left")
     by_text = joined.height != obs.height or bool(
-        joined.select((pl.col("cur_key").is_not_null() & (pl.col("cur_key") != pl.col("key")))
-                      .any()).item()
+        joined.select(
+            (pl.col("cur_key").is_not_null() & (pl.col("cur_key") != pl.col("key"))).any()
+        ).item()
     )
     if by_text:
-        joined = obs.join(cur.drop("kh"), left_on="key", right_on="cur_key", how="left",
-                          coalesce=False)
+        joined = obs.join(
+            cur.drop("kh"), left_on="key", right_on="cur_key", how="left", coalesce=False
+        )
     exists = pl.col("cur_vid").is_not_null()
     live = exists & ~pl.col("cur_deleted").fill_null(False)
     tomb = exists & pl.col("cur_deleted").fill_null(False)
@@ -101,17 +110,27 @@ def compute(
     is_del = pl.col("deleted")
     verdict = (
         # delete markers (changes payloads)
-        pl.when(is_del & ~live).then(pl.lit(Outcome.ALREADY_CURRENT.value))
-        .when(is_del & live & older).then(pl.lit(Outcome.SUPERSEDED.value))
-        .when(is_del & live).then(pl.lit(ChangeKind.DELETED.value))
+        pl.when(is_del & ~live)
+        .then(pl.lit(Outcome.ALREADY_CURRENT.value))
+        .when(is_del & live & older)
+        .then(pl.lit(Outcome.SUPERSEDED.value))
+        .when(is_del & live)
+        .then(pl.lit(ChangeKind.DELETED.value))
         # upserts
-        .when(~exists).then(pl.lit(ChangeKind.ADDED.value))
-        .when(tomb & older).then(pl.lit(Outcome.SUPERSEDED.value))
-        .when(tomb & equal & pl.lit(use_revision)).then(pl.lit(Outcome.UNRESOLVED.value))
-        .when(tomb).then(pl.lit(ChangeKind.ADDED.value))
-        .when(same).then(pl.lit(Outcome.ALREADY_CURRENT.value))
-        .when(older).then(pl.lit(Outcome.SUPERSEDED.value))
-        .when(equal & pl.lit(use_revision)).then(pl.lit(Outcome.UNRESOLVED.value))
+        .when(~exists)
+        .then(pl.lit(ChangeKind.ADDED.value))
+        .when(tomb & older)
+        .then(pl.lit(Outcome.SUPERSEDED.value))
+        .when(tomb & equal & pl.lit(use_revision))
+        .then(pl.lit(Outcome.UNRESOLVED.value))
+        .when(tomb)
+        .then(pl.lit(ChangeKind.ADDED.value))
+        .when(same)
+        .then(pl.lit(Outcome.ALREADY_CURRENT.value))
+        .when(older)
+        .then(pl.lit(Outcome.SUPERSEDED.value))
+        .when(equal & pl.lit(use_revision))
+        .then(pl.lit(Outcome.UNRESOLVED.value))
         .otherwise(pl.lit(ChangeKind.CHANGED.value))
         .alias("verdict")
     )
@@ -154,14 +173,18 @@ def compute(
     versions = pl.concat(frames, how="vertical").sort("key")
 
     others = [Outcome.SUPERSEDED.value, Outcome.UNRESOLVED.value]
-    outcomes = judged.filter(pl.col("verdict").is_in(others)).select(
-        pl.col("key"),
-        pl.col("verdict").alias("outcome"),
-        pl.col("revision"),
-        pl.col("cur_rev").alias("current_revision"),
-        pl.col("hash"),
-        pl.col("idx"),
-    ).sort("key")
+    outcomes = (
+        judged.filter(pl.col("verdict").is_in(others))
+        .select(
+            pl.col("key"),
+            pl.col("verdict").alias("outcome"),
+            pl.col("revision"),
+            pl.col("cur_rev").alias("current_revision"),
+            pl.col("hash"),
+            pl.col("idx"),
+        )
+        .sort("key")
+    )
 
     tally = dict(judged.group_by("verdict").len().iter_rows())
     live_before = int(state.height - state.get_column("deleted").sum()) if state.height else 0
@@ -180,9 +203,9 @@ def compute(
 
 def next_state(state: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
     """State after applying `versions` (which must carry `version_id`)."""
-    new_rows = versions.select(
-        "key", "version_id", "hash", "revision", "deleted"
-    ).cast(STATE_SCHEMA)  # type: ignore[arg-type]
+    new_rows = versions.select("key", "version_id", "hash", "revision", "deleted").cast(
+        STATE_SCHEMA
+    )
     if not state.height:
         return new_rows
     kept = state.select(list(STATE_SCHEMA)).join(new_rows.select("key"), on="key", how="anti")

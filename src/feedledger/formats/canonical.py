@@ -54,9 +54,7 @@ def canonical(value: Any) -> str:
         return json_string(value)
     if isinstance(value, dict):
         return (
-            "{"
-            + ",".join(json_string(k) + ":" + canonical(value[k]) for k in sorted(value))
-            + "}"
+            "{" + ",".join(json_string(k) + ":" + canonical(value[k]) for k in sorted(value)) + "}"
         )
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(canonical(v) for v in value) + "]"
@@ -123,9 +121,7 @@ def object_expr(
     return pl.concat_str(pieces)
 
 
-def array_expr(
-    columns: list[str], frame: pl.DataFrame, special: set[str] | None = None
-) -> pl.Expr:
+def array_expr(columns: list[str], frame: pl.DataFrame, special: set[str] | None = None) -> pl.Expr:
     """Canonical JSON array of string columns in the given order (CSV key path)."""
     pieces: list[pl.Expr] = []
     for i, name in enumerate(columns):
@@ -133,8 +129,6 @@ def array_expr(
         pieces.extend(quoted(name, frame, special))
     pieces.append(pl.lit("]"))
     return pl.concat_str(pieces)
-
-
 
 
 def content_hash(text: str) -> int:

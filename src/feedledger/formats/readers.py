@@ -23,8 +23,8 @@ from feedledger.formats.canonical import (
     columns_needing_escape,
     object_expr,
 )
-from feedledger.model.hashing import hash_expr
 from feedledger.model.errors import BadPayloadError
+from feedledger.model.hashing import hash_expr
 from feedledger.model.source import SourceConfig
 from feedledger.model.types import PayloadKind
 
@@ -211,7 +211,8 @@ def _json_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, 
             lists = [v for v in doc.values() if isinstance(v, list)]
             if len(lists) != 1:
                 raise _fail(
-                    src, label,
+                    src,
+                    label,
                     "a JSON payload must be an array of records, or an object holding "
                     "exactly one array of records",
                 )
@@ -280,16 +281,17 @@ def _scalar_text(value: Any) -> str | None:
     return canonical(value)
 
 
-def _read_generic(
-    records: list[dict[str, Any]], src: SourceConfig, label: str
-) -> Observations:
+def _read_generic(records: list[dict[str, Any]], src: SourceConfig, label: str) -> Observations:
     columns: dict[str, None] = {}
     for rec in records[:1000]:
         columns.update(dict.fromkeys(rec))
     missing_key = [k for k in src.key if not any(k in r for r in records)] if records else []
     if missing_key:
-        raise _fail(src, label, f"missing key field(s) {missing_key}; fields present: "
-                    f"{sorted(columns)[:20]}")
+        raise _fail(
+            src,
+            label,
+            f"missing key field(s) {missing_key}; fields present: {sorted(columns)[:20]}",
+        )
     changes = src.kind == PayloadKind.CHANGES
     keys: list[str | None] = []
     attrs: list[str] = []
@@ -306,9 +308,7 @@ def _read_generic(
         is_del = changes and _is_delete(rec)
         deleted.append(is_del)
         body = (
-            {k: v for k, v in rec.items() if k not in (DELETE_FIELD, OP_FIELD)}
-            if changes
-            else rec
+            {k: v for k, v in rec.items() if k not in (DELETE_FIELD, OP_FIELD)} if changes else rec
         )
         attrs.append(canonical(body))
         revisions.append(_scalar_text(rec.get(src.revision)) if src.revision else None)
@@ -348,11 +348,11 @@ def _published_field(src: SourceConfig) -> str | None:
 def _require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
     missing = [k for k in src.key if k not in columns]
     if missing:
-        raise _fail(src, label, f"missing key column(s) {missing}; columns present: "
-                    f"{columns[:20]}")
+        raise _fail(src, label, f"missing key column(s) {missing}; columns present: {columns[:20]}")
     if src.revision and src.revision not in columns:
-        raise _fail(src, label, f"missing revision column {src.revision!r}; columns "
-                    f"present: {columns[:20]}")
+        raise _fail(
+            src, label, f"missing revision column {src.revision!r}; columns present: {columns[:20]}"
+        )
 
 
 def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
@@ -366,8 +366,9 @@ def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
             pl.any_horizontal([pl.col(k) == "" for k in src.key]).alias("e"),
         ).filter(pl.col("e"))
         if empty.height:
-            raise _fail(src, label, f"{_rows(empty['i'].to_list())}: null or empty key "
-                        f"{list(src.key)}")
+            raise _fail(
+                src, label, f"{_rows(empty['i'].to_list())}: null or empty key {list(src.key)}"
+            )
     if frame.get_column("kh").n_unique() == frame.height:
         dup = frame.clear()  # distinct key hashes imply distinct keys (cheap check first)
     else:
@@ -376,19 +377,25 @@ def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
         first = dup.sort("idx").row(0, named=True)["key"]
         rows = dup.filter(pl.col("key") == first)["idx"].to_list()
         raise _fail(
-            src, label,
+            src,
+            label,
             f"duplicate key {first} at {_rows(rows)} "
             f"({dup.get_column('key').n_unique()} duplicated key(s) in all)",
         )
     if src.revision:
         missing_rev = frame.filter(pl.col("revision").is_null() & ~pl.col("deleted"))
         if missing_rev.height:
-            raise _fail(src, label, f"{_rows(missing_rev['idx'].to_list())}: no value for "
-                        f"revision field {src.revision!r}")
+            raise _fail(
+                src,
+                label,
+                f"{_rows(missing_rev['idx'].to_list())}: no value for "
+                f"revision field {src.revision!r}",
+            )
 
 
-def published_from_field(obs: Observations, src: SourceConfig, label: str,
-                         parse: Callable[[str], int]) -> int:
+def published_from_field(
+    obs: Observations, src: SourceConfig, label: str, parse: Callable[[str], int]
+) -> int:
     """The publisher timestamp stated by the payload's `field:NAME` (it must be one value)."""
     field = _published_field(src)
     values = obs.published_values or []
@@ -396,6 +403,10 @@ def published_from_field(obs: Observations, src: SourceConfig, label: str,
         raise _fail(src, label, f"no publisher date: field {field!r} is missing or empty")
     if len(values) > 1:
         shown = ", ".join(values[:3])
-        raise _fail(src, label, f"field {field!r} states {len(values)} different publisher "
-                    f"dates ({shown}...); a payload must have one")
+        raise _fail(
+            src,
+            label,
+            f"field {field!r} states {len(values)} different publisher "
+            f"dates ({shown}...); a payload must have one",
+        )
     return parse(values[0])

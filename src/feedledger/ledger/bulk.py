@@ -26,9 +26,10 @@ def _is_sqlite(conn: Connection) -> bool:
 def _copy_in(conn: Connection, table: str, columns: list[str], frame: pl.DataFrame) -> None:
     data = frame.select(columns).write_csv(include_header=False, null_value="")
     cols = ", ".join(columns)
-    with _dbapi(conn).cursor() as cur, cur.copy(
-        f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)"
-    ) as copy:
+    with (
+        _dbapi(conn).cursor() as cur,
+        cur.copy(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)") as copy,
+    ):
         copy.write(data)
 
 
@@ -106,8 +107,13 @@ def read_state(conn: Connection, source: str) -> pl.DataFrame:
             cur.close()
         frame = pl.DataFrame(
             rows,
-            schema={"key": pl.String, "version_id": pl.Int64, "hash": pl.Int64,
-                    "revision": pl.String, "deleted": pl.Int8},
+            schema={
+                "key": pl.String,
+                "version_id": pl.Int64,
+                "hash": pl.Int64,
+                "revision": pl.String,
+                "deleted": pl.Int8,
+            },
             orient="row",
         )
         return frame.with_columns(pl.col("deleted").cast(pl.Boolean))
@@ -127,8 +133,13 @@ def read_state(conn: Connection, source: str) -> pl.DataFrame:
         data,
         has_header=False,
         new_columns=["key", "version_id", "hash", "revision", "deleted"],
-        schema_overrides={"key": pl.String, "version_id": pl.Int64, "hash": pl.Int64,
-                          "revision": pl.String, "deleted": pl.String},
+        schema_overrides={
+            "key": pl.String,
+            "version_id": pl.Int64,
+            "hash": pl.Int64,
+            "revision": pl.String,
+            "deleted": pl.String,
+        },
         infer_schema=False,
     )
     return frame.with_columns(

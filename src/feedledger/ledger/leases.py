@@ -46,8 +46,9 @@ def _holder_dead(holder: str) -> bool:
     return False
 
 
-def acquire(store: Store, source: str, holder: str, run_id: str,
-            ttl_s: int = DEFAULT_TTL_S) -> None:
+def acquire(
+    store: Store, source: str, holder: str, run_id: str, ttl_s: int = DEFAULT_TTL_S
+) -> None:
     now = now_us()
     with store.begin() as conn:
         if store.dialect == "postgresql":
@@ -70,15 +71,20 @@ def acquire(store: Store, source: str, holder: str, run_id: str,
                 )
             store.abandon_runs(conn, source, row.holder)
         conn.execute(
-            update(leases).where(leases.c.source == source).values(
-                holder=holder, run_id=run_id, acquired_at=now,
+            update(leases)
+            .where(leases.c.source == source)
+            .values(
+                holder=holder,
+                run_id=run_id,
+                acquired_at=now,
                 expires_at=now + ttl_s * 1_000_000,
             )
         )
 
 
-def check_held(conn: Connection, source: str, holder: str, run_id: str,
-               ttl_s: int = DEFAULT_TTL_S) -> None:
+def check_held(
+    conn: Connection, source: str, holder: str, run_id: str, ttl_s: int = DEFAULT_TTL_S
+) -> None:
     """Fencing check inside a payload transaction; also extends the lease."""
     row = conn.execute(select(leases).where(leases.c.source == source)).first()
     if row is None or row.holder != holder or row.run_id != run_id:
@@ -87,8 +93,9 @@ def check_held(conn: Connection, source: str, holder: str, run_id: str,
             source=source,
         )
     conn.execute(
-        update(leases).where(leases.c.source == source).values(
-            expires_at=now_us() + ttl_s * 1_000_000)
+        update(leases)
+        .where(leases.c.source == source)
+        .values(expires_at=now_us() + ttl_s * 1_000_000)
     )
 
 

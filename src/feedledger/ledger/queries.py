@@ -30,16 +30,31 @@ def _visible(known_at: int | None) -> Any:
 
 def _version(row: Any, valid_to: int | None) -> Version:
     return Version(
-        version_id=row.version_id, key=row.key, valid_from=row.valid_from, valid_to=valid_to,
-        recorded_at=row.recorded_at, txn_seq=row.txn_seq, retracted_at=row.retracted_at,
-        run_id=row.run_id, payload_id=row.payload_id, backfill=bool(row.backfill),
-        deleted=bool(row.deleted), change=row.change, revision=row.revision,
+        version_id=row.version_id,
+        key=row.key,
+        valid_from=row.valid_from,
+        valid_to=valid_to,
+        recorded_at=row.recorded_at,
+        txn_seq=row.txn_seq,
+        retracted_at=row.retracted_at,
+        run_id=row.run_id,
+        payload_id=row.payload_id,
+        backfill=bool(row.backfill),
+        deleted=bool(row.deleted),
+        change=row.change,
+        revision=row.revision,
         attributes=row.attributes,
     )
 
 
-def history(store: Store, source: str, key: str, *, include_retracted: bool = False,
-            known_at: int | None = None) -> list[Version]:
+def history(
+    store: Store,
+    source: str,
+    key: str,
+    *,
+    include_retracted: bool = False,
+    known_at: int | None = None,
+) -> list[Version]:
     stmt = select(versions).where(versions.c.source == source, versions.c.key == key)
     if known_at is not None:
         stmt = stmt.where(versions.c.recorded_at <= known_at)
@@ -61,19 +76,20 @@ def history(store: Store, source: str, key: str, *, include_retracted: bool = Fa
     return [_version(r, valid_to.get(r.version_id)) for r in shown]
 
 
-def asof(store: Store, source: str, key: str, valid_at: int,
-         known_at: int | None = None) -> Version | None:
+def asof(
+    store: Store, source: str, key: str, valid_at: int, known_at: int | None = None
+) -> Version | None:
     """The version in force at valid time `valid_at`, as known at `known_at`."""
-    chain = [v for v in history(store, source, key, known_at=known_at)
-             if v.valid_from <= valid_at]
+    chain = [v for v in history(store, source, key, known_at=known_at) if v.valid_from <= valid_at]
     return chain[-1] if chain else None
 
 
 def key_exists(store: Store, source: str, key: str) -> bool:
     with store.engine.connect() as conn:
         row = conn.execute(
-            select(versions.c.version_id).where(
-                versions.c.source == source, versions.c.key == key).limit(1)
+            select(versions.c.version_id)
+            .where(versions.c.source == source, versions.c.key == key)
+            .limit(1)
         ).first()
     return row is not None
 
@@ -82,18 +98,28 @@ def list_runs(store: Store, source: str) -> list[Run]:
     stmt = select(runs).where(runs.c.source == source).order_by(runs.c.started_at)
     with store.engine.connect() as conn:
         return [
-            Run(run_id=r.run_id, source=r.source, kind=r.kind, status=r.status,
-                started_at=r.started_at, finished_at=r.finished_at, payloads=r.payloads,
-                changes=r.changes, holder=r.holder, parent_run_id=r.parent_run_id,
-                error=r.error)
+            Run(
+                run_id=r.run_id,
+                source=r.source,
+                kind=r.kind,
+                status=r.status,
+                started_at=r.started_at,
+                finished_at=r.finished_at,
+                payloads=r.payloads,
+                changes=r.changes,
+                holder=r.holder,
+                parent_run_id=r.parent_run_id,
+                error=r.error,
+            )
             for r in conn.execute(stmt)
         ]
 
 
 def run_exists(store: Store, run_id: str) -> bool:
     with store.engine.connect() as conn:
-        return conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() \
-            is not None
+        return (
+            conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is not None
+        )
 
 
 def changes(store: Store, run_id: str) -> list[Change]:
@@ -103,8 +129,14 @@ def changes(store: Store, run_id: str) -> list[Change]:
     )
     with store.engine.connect() as conn:
         return [
-            Change(key=r.key, change=r.change, valid_from=r.valid_from, before=r.before,
-                   after=r.after, payload_id=r.payload_id)
+            Change(
+                key=r.key,
+                change=r.change,
+                valid_from=r.valid_from,
+                before=r.before,
+                after=r.after,
+                payload_id=r.payload_id,
+            )
             for r in conn.execute(sql, {"run": run_id})
         ]
 
@@ -122,8 +154,9 @@ def _snapshot_sql(known_at: int | None) -> str:
     )
 
 
-def snapshot(store: Store, source: str, valid_at: int, known_at: int | None = None,
-             batch: int = 20_000) -> Iterator[tuple[str, str]]:
+def snapshot(
+    store: Store, source: str, valid_at: int, known_at: int | None = None, batch: int = 20_000
+) -> Iterator[tuple[str, str]]:
     """Stream (key, attributes JSON) of every entity present at `valid_at`."""
     params: dict[str, Any] = {"source": source, "valid": valid_at}
     if known_at is not None:
@@ -147,7 +180,12 @@ def recompute_state(conn: Connection, source: str) -> pl.DataFrame:
     rows = conn.execute(sql, {"source": source}).all()
     return pl.DataFrame(
         [tuple(r) for r in rows],
-        schema={"key": pl.String, "version_id": pl.Int64, "hash": pl.Int64,
-                "revision": pl.String, "deleted": pl.Boolean},
+        schema={
+            "key": pl.String,
+            "version_id": pl.Int64,
+            "hash": pl.Int64,
+            "revision": pl.String,
+            "deleted": pl.Boolean,
+        },
         orient="row",
     )

@@ -148,8 +148,12 @@ outcomes = Table(
 outbox = Table(
     "outbox",
     metadata,
-    Column("outbox_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
-           autoincrement=True),
+    Column(
+        "outbox_id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
     Column("source", String(64), nullable=False),
     Column("run_id", String(40), nullable=False),
     Column("payload_id", String(32), nullable=False),

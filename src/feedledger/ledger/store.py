@@ -17,13 +17,13 @@ from sqlalchemy import Connection, Engine, and_, func, insert, select, update
 
 from feedledger import faults
 from feedledger.diff import STATE_SCHEMA
-from feedledger.ledger import bulk, engine as eng
+from feedledger.ledger import bulk
+from feedledger.ledger import engine as eng
 from feedledger.ledger.records import Application, Watermark
 from feedledger.ledger.schema import (
     applications,
     counters,
     outbox,
-    outcomes,
     payloads,
     runs,
     watermarks,
@@ -83,16 +83,24 @@ class Store:
                 raise AmbiguousPayloadError(
                     f"payload {row.payload_id} already claims publisher timestamp "
                     f"{iso(ref.published_at)} with different bytes; refused as ambiguous",
-                    source=ref.source, payload=ref.label,
+                    source=ref.source,
+                    payload=ref.label,
                     hint="two payloads of one source may share a publisher timestamp only "
                     "if their bytes are identical",
                 )
-            conn.execute(insert(payloads).values(
-                payload_id=ref.payload_id, source=ref.source, sha256=ref.sha256,
-                published_at=ref.published_at, fetched_at=ref.fetched_at, size=ref.size,
-                original_name=ref.original_name, content_type=ref.content_type,
-                indexed_at=now_us(),
-            ))
+            conn.execute(
+                insert(payloads).values(
+                    payload_id=ref.payload_id,
+                    source=ref.source,
+                    sha256=ref.sha256,
+                    published_at=ref.published_at,
+                    fetched_at=ref.fetched_at,
+                    size=ref.size,
+                    original_name=ref.original_name,
+                    content_type=ref.content_type,
+                    indexed_at=now_us(),
+                )
+            )
             return True
 
     def list_payloads(
@@ -107,9 +115,14 @@ class Store:
         with self.engine.connect() as conn:
             return [
                 PayloadRef(
-                    payload_id=r.payload_id, source=r.source, sha256=r.sha256,
-                    published_at=r.published_at, fetched_at=r.fetched_at, size=r.size,
-                    original_name=r.original_name, content_type=r.content_type,
+                    payload_id=r.payload_id,
+                    source=r.source,
+                    sha256=r.sha256,
+                    published_at=r.published_at,
+                    fetched_at=r.fetched_at,
+                    size=r.size,
+                    original_name=r.original_name,
+                    content_type=r.content_type,
                 )
                 for r in conn.execute(stmt)
             ]
@@ -124,9 +137,13 @@ class Store:
             row = conn.execute(self._for_update(stmt)).first()
         if row is None:
             return None
-        return Watermark(source=row.source, published_at=row.published_at,
-                         payload_id=row.payload_id, txn_seq=row.txn_seq,
-                         recorded_at=row.recorded_at)
+        return Watermark(
+            source=row.source,
+            published_at=row.published_at,
+            payload_id=row.payload_id,
+            txn_seq=row.txn_seq,
+            recorded_at=row.recorded_at,
+        )
 
     def application_of(self, payload_id: str) -> Application | None:
         stmt = select(applications).where(
@@ -136,9 +153,14 @@ class Store:
             row = conn.execute(stmt).first()
         if row is None:
             return None
-        return Application(payload_id=row.payload_id, run_id=row.run_id, txn_seq=row.txn_seq,
-                           recorded_at=row.recorded_at, published_at=row.published_at,
-                           changes=row.changes)
+        return Application(
+            payload_id=row.payload_id,
+            run_id=row.run_id,
+            txn_seq=row.txn_seq,
+            recorded_at=row.recorded_at,
+            published_at=row.published_at,
+            changes=row.changes,
+        )
 
     # -- state --------------------------------------------------------------------------
     def read_state(self, source: str) -> tuple[pl.DataFrame, int]:
@@ -147,7 +169,7 @@ class Store:
             wm = self.watermark(source, conn)
             seq = wm.txn_seq if wm else 0
             frame = bulk.read_state(conn, source)
-        return frame.cast(STATE_SCHEMA), seq  # type: ignore[arg-type]
+        return frame.cast(STATE_SCHEMA), seq
 
     def allocate_version_ids(self, n: int) -> int:
         """Reserve `n` version ids in a short transaction of its own; returns the first.
@@ -195,7 +217,9 @@ class Store:
                 raise ConcurrentApplyError(
                     "the source changed while this payload was being diffed "
                     f"(commit sequence {expected_seq} -> {seq}); nothing was written",
-                    source=source, payload=ref.label, hint="run the command again",
+                    source=source,
+                    payload=ref.label,
+                    hint="run the command again",
                 )
             txn_seq = seq + 1
             recorded_at = max(now_us(), (wm.recorded_at + 1) if wm else 0)
@@ -222,9 +246,7 @@ class Store:
                 faults.point("mid_transaction")
                 bulk.upsert_state(
                     conn,
-                    vf.select(
-                        "source", "key", "version_id", "content_hash", "revision", "deleted"
-                    ),
+                    vf.select("source", "key", "version_id", "content_hash", "revision", "deleted"),
                     empty_before=state_was_empty,
                 )
             if outcomes_frame.height:
@@ -242,20 +264,39 @@ class Store:
                 )
                 bulk.insert_frame(conn, "outcomes", of)
             if n:
-                conn.execute(insert(outbox).values(
-                    source=source, run_id=run_id, payload_id=ref.payload_id, topic="changes",
-                    status=outbox_status, idempotency_key=f"{source}:{ref.payload_id}:changes",
-                    changes=n, body=json.dumps({"counts": counts}), created_at=recorded_at,
-                ))
-            conn.execute(insert(applications).values(
-                payload_id=ref.payload_id, run_id=run_id, source=source, txn_seq=txn_seq,
-                recorded_at=recorded_at, published_at=ref.published_at, changes=n,
-                counts=json.dumps(counts, sort_keys=True),
-                prev_payload_id=wm.payload_id if wm else None,
-                prev_published_at=wm.published_at if wm else None,
-            ))
-            values = dict(published_at=ref.published_at, payload_id=ref.payload_id,
-                          txn_seq=txn_seq, recorded_at=recorded_at)
+                conn.execute(
+                    insert(outbox).values(
+                        source=source,
+                        run_id=run_id,
+                        payload_id=ref.payload_id,
+                        topic="changes",
+                        status=outbox_status,
+                        idempotency_key=f"{source}:{ref.payload_id}:changes",
+                        changes=n,
+                        body=json.dumps({"counts": counts}),
+                        created_at=recorded_at,
+                    )
+                )
+            conn.execute(
+                insert(applications).values(
+                    payload_id=ref.payload_id,
+                    run_id=run_id,
+                    source=source,
+                    txn_seq=txn_seq,
+                    recorded_at=recorded_at,
+                    published_at=ref.published_at,
+                    changes=n,
+                    counts=json.dumps(counts, sort_keys=True),
+                    prev_payload_id=wm.payload_id if wm else None,
+                    prev_published_at=wm.published_at if wm else None,
+                )
+            )
+            values = dict(
+                published_at=ref.published_at,
+                payload_id=ref.payload_id,
+                txn_seq=txn_seq,
+                recorded_at=recorded_at,
+            )
             if wm is None:
                 conn.execute(insert(watermarks).values(source=source, **values))
             else:
@@ -263,37 +304,51 @@ class Store:
                     update(watermarks).where(watermarks.c.source == source).values(**values)
                 )
             conn.execute(
-                update(runs).where(runs.c.run_id == run_id).values(
-                    payloads=runs.c.payloads + 1, changes=runs.c.changes + n
-                )
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(payloads=runs.c.payloads + 1, changes=runs.c.changes + n)
             )
             faults.point("before_commit")
         faults.point("after_commit")
         return txn_seq, recorded_at
 
     # -- runs ---------------------------------------------------------------------------
-    def start_run(self, source: str, kind: str, holder: str, run_id: str,
-                  parent_run_id: str | None = None) -> None:
+    def start_run(
+        self, source: str, kind: str, holder: str, run_id: str, parent_run_id: str | None = None
+    ) -> None:
         with self.begin() as conn:
-            conn.execute(insert(runs).values(
-                run_id=run_id, source=source, kind=kind, status="running",
-                started_at=now_us(), holder=holder, parent_run_id=parent_run_id,
-                payloads=0, changes=0,
-            ))
+            conn.execute(
+                insert(runs).values(
+                    run_id=run_id,
+                    source=source,
+                    kind=kind,
+                    status="running",
+                    started_at=now_us(),
+                    holder=holder,
+                    parent_run_id=parent_run_id,
+                    payloads=0,
+                    changes=0,
+                )
+            )
 
     def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.begin() as conn:
-            conn.execute(update(runs).where(runs.c.run_id == run_id).values(
-                status=status, finished_at=now_us(), error=error))
+            conn.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status=status, finished_at=now_us(), error=error)
+            )
 
     def abandon_runs(self, conn: Connection, source: str, holder: str) -> None:
         """Mark runs left `running` by a dead lease holder as abandoned."""
         conn.execute(
             update(runs)
-            .where(and_(runs.c.source == source, runs.c.holder == holder,
-                        runs.c.status == "running"))
-            .values(status="abandoned", finished_at=now_us(),
-                    error="the process holding the lease died")
+            .where(
+                and_(runs.c.source == source, runs.c.holder == holder, runs.c.status == "running")
+            )
+            .values(
+                status="abandoned", finished_at=now_us(), error="the process holding the lease died"
+            )
         )
 
     def run_source(self, run_id: str) -> str:

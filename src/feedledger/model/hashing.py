@@ -11,7 +11,8 @@ import polars_hash  # noqa: F401  (registers the `nchash` namespace)
 
 
 def hash_expr(text: pl.Expr) -> pl.Expr:
-    return text.nchash.xxh3_64().reinterpret(signed=True)
+    hashed: pl.Expr = text.nchash.xxh3_64()  # type: ignore[attr-defined]
+    return hashed.reinterpret(signed=True)
 
 
 def with_key_hash(frame: pl.DataFrame) -> pl.DataFrame:

@@ -21,8 +21,9 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ConfigError(f"unknown timezone {name!r} (use an IANA name such as "
-                          "'America/Denver' or 'UTC')") from exc
+        raise ConfigError(
+            f"unknown timezone {name!r} (use an IANA name such as 'America/Denver' or 'UTC')"
+        ) from exc
 
 
 def parse_instant(text: str, tz: str = "UTC", *, what: str = "timestamp") -> datetime:

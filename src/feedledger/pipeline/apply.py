@@ -14,6 +14,7 @@ from feedledger.model.errors import MassDeleteError, StaleWatermarkError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
+from feedledger.model.types import PayloadKind
 from feedledger.pipeline.context import Context
 
 
@@ -27,13 +28,15 @@ class Applied:
     recorded_at: int = 0
 
 
-def stale_error(src: SourceConfig, ref: PayloadRef, wm_at: int | None,
-                wm_payload: str | None) -> StaleWatermarkError:
+def stale_error(
+    src: SourceConfig, ref: PayloadRef, wm_at: int | None, wm_payload: str | None
+) -> StaleWatermarkError:
     return StaleWatermarkError(
         f"published at {iso(ref.published_at)}, which is not after the source's watermark "
         f"{iso(wm_at)} (payload {wm_payload}); applying it would put older data over newer "
         "state, so it was refused and nothing changed",
-        source=src.name, payload=ref.label,
+        source=src.name,
+        payload=ref.label,
         hint="the payload is archived; to fold in a late or restated payload, replay the "
         "source from that date (`feedledger replay`), or use `feedledger backfill` for a gap",
     )
@@ -70,14 +73,15 @@ def apply_observations(
     diff = compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
     counts = diff.counts
     live = counts["live_before"]
-    if live and not allow_mass_delete:
+    if live and not allow_mass_delete and src.kind == PayloadKind.SNAPSHOT:
         share = counts["deleted"] / live
         if share > src.mass_delete_threshold:
             raise MassDeleteError(
                 f"would delete {counts['deleted']:,} of {live:,} live entities "
                 f"({share:.0%}), more than the allowed {src.mass_delete_threshold:.0%}; "
                 "an empty or truncated export is the usual cause. Nothing was changed",
-                source=src.name, payload=ref.label,
+                source=src.name,
+                payload=ref.label,
                 hint="if the deletions are real, run again with --allow-mass-delete",
             )
 
@@ -91,10 +95,23 @@ def apply_observations(
     )
     outcomes = _with_attributes(diff.outcomes, obs)
     txn_seq, recorded_at = store.apply_payload(
-        ref=ref, run_id=run_id, holder=holder, backfill=backfill,
-        versions_frame=versions, outcomes_frame=outcomes, counts=counts,
-        expected_seq=seq, outbox_status=outbox_status, state_was_empty=state.is_empty(),
+        ref=ref,
+        run_id=run_id,
+        holder=holder,
+        backfill=backfill,
+        versions_frame=versions,
+        outcomes_frame=outcomes,
+        counts=counts,
+        expected_seq=seq,
+        outbox_status=outbox_status,
+        state_was_empty=state.is_empty(),
     )
     ctx.cache.save(src.name, next_state(state, versions), txn_seq)
-    return Applied(payload=ref, run_id=run_id, counts=counts, changes=n, txn_seq=txn_seq,
-                   recorded_at=recorded_at)
+    return Applied(
+        payload=ref,
+        run_id=run_id,
+        counts=counts,
+        changes=n,
+        txn_seq=txn_seq,
+        recorded_at=recorded_at,
+    )

@@ -14,8 +14,13 @@ from feedledger.pipeline.ingest import _keep_rejected, resolve_published_at
 
 
 def archive_add(
-    ctx: Context, source: str, data: bytes, *, published_at: str | None,
-    original_name: str | None, content_type: str | None = None,
+    ctx: Context,
+    source: str,
+    data: bytes,
+    *,
+    published_at: str | None,
+    original_name: str | None,
+    content_type: str | None = None,
 ) -> tuple[PayloadRef, bool]:
     """Archive bytes (write-once, fsynced) and index them. Returns (ref, created)."""
     src = ctx.workspace.source(source)
@@ -26,10 +31,17 @@ def archive_add(
         raise ConfigError(exc.problem, source=source, payload=original_name) from None
     if when is None:
         _keep_rejected(ctx, source, data, original_name, "no publisher date")
-        raise ConfigError("no publisher date: pass --published-at DATE", source=source,
-                          payload=original_name)
-    ref, created = ctx.archive.put(src.name, data, published_at=when, fetched_at=now_us(),
-                                   original_name=original_name, content_type=content_type)
+        raise ConfigError(
+            "no publisher date: pass --published-at DATE", source=source, payload=original_name
+        )
+    ref, created = ctx.archive.put(
+        src.name,
+        data,
+        published_at=when,
+        fetched_at=now_us(),
+        original_name=original_name,
+        content_type=content_type,
+    )
     faults.point("after_archive")
     ctx.store.register_payload(ref)
     return ref, created
@@ -43,8 +55,12 @@ class ReindexResult:
     ambiguous: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"scanned": self.scanned, "added": self.added, "present": self.present,
-                "ambiguous": self.ambiguous}
+        return {
+            "scanned": self.scanned,
+            "added": self.added,
+            "present": self.present,
+            "ambiguous": self.ambiguous,
+        }
 
 
 def reindex(ctx: Context) -> ReindexResult:
@@ -58,6 +74,7 @@ def reindex(ctx: Context) -> ReindexResult:
             else:
                 result.present += 1
         except AmbiguousPayloadError as exc:
-            result.ambiguous.append({"payload_id": ref.payload_id, "source": ref.source,
-                                     "problem": str(exc)})
+            result.ambiguous.append(
+                {"payload_id": ref.payload_id, "source": ref.source, "problem": str(exc)}
+            )
     return result

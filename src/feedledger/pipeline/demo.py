@@ -77,9 +77,17 @@ def build_demo(directory: Path, *, store_url: str | None = None) -> DemoResult:
     engine = eng.make_engine(ws.store_url)
     eng.upgrade(engine)
     engine.dispose()
-    ws.add_source(make_source(SOURCE, key=("parcel_id",), format="csv", kind="snapshot",
-                              timezone="America/Denver", cadence="daily",
-                              fetch=str(directory / "feed")))
+    ws.add_source(
+        make_source(
+            SOURCE,
+            key=("parcel_id",),
+            format="csv",
+            kind="snapshot",
+            timezone="America/Denver",
+            cadence="daily",
+            fetch=str(directory / "feed"),
+        )
+    )
     feed = directory / "feed"
     feed.mkdir(exist_ok=True)
     out = DemoResult(workspace=directory)
@@ -90,7 +98,12 @@ def build_demo(directory: Path, *, store_url: str | None = None) -> DemoResult:
             path.write_bytes(_csv(_day(n)))
             out.files.append(path)
             out.results.append(
-                ingest(ctx, SOURCE, path.read_bytes(), published_at=day.isoformat(),
-                       original_name=path.name)
+                ingest(
+                    ctx,
+                    SOURCE,
+                    path.read_bytes(),
+                    published_at=day.isoformat(),
+                    original_name=path.name,
+                )
             )
     return out

@@ -62,8 +62,7 @@ def new_run_id() -> str:
     return str(uuid.uuid4())
 
 
-def _keep_rejected(ctx: Context, source: str, data: bytes, name: str | None,
-                   reason: str) -> None:
+def _keep_rejected(ctx: Context, source: str, data: bytes, name: str | None, reason: str) -> None:
     """Bad input is still archived for inspection, even without a usable date/source."""
     ctx.archive.keep_rejected(source, data, original_name=name, reason=reason)
 
@@ -110,13 +109,17 @@ def ingest(
             _keep_rejected(ctx, source, data, original_name, "no publisher date")
             raise ConfigError(
                 "no publisher date: pass --published-at DATE (the publisher's date, never "
-                "today's by default)", source=source, payload=original_name,
+                "today's by default)",
+                source=source,
+                payload=original_name,
             )
         label = original_name or "payload"
         try:
             obs = read_observations(data, src, label=label)
             when = published_from_field(
-                obs, src, label,
+                obs,
+                src,
+                label,
                 lambda t: to_us(parse_instant(t, src.timezone, what="publisher date")),
             )
         except (BadPayloadError, ConfigError) as exc:
@@ -124,15 +127,20 @@ def ingest(
             raise
 
     ref, created = ctx.archive.put(
-        src.name, data, published_at=when, fetched_at=fetched_at or now_us(),
-        original_name=original_name, content_type=content_type,
+        src.name,
+        data,
+        published_at=when,
+        fetched_at=fetched_at or now_us(),
+        original_name=original_name,
+        content_type=content_type,
     )
     faults.point("after_archive")
     store = ctx.store
     store.register_payload(ref)
     faults.point("after_register")
-    return apply_archived(ctx, src, ref, data, created=created, obs=obs,
-                          allow_mass_delete=allow_mass_delete)
+    return apply_archived(
+        ctx, src, ref, data, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+    )
 
 
 def apply_archived(
@@ -149,8 +157,13 @@ def apply_archived(
     done = store.application_of(ref.payload_id)
     if done is not None:
         return IngestResult(
-            source=src.name, payload=ref, status="already_applied", archived=created,
-            run_id=None, applied_by=done.run_id, recorded_at=done.recorded_at,
+            source=src.name,
+            payload=ref,
+            status="already_applied",
+            archived=created,
+            run_id=None,
+            applied_by=done.run_id,
+            recorded_at=done.recorded_at,
         )
     wm = store.watermark(src.name)
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
@@ -165,7 +178,12 @@ def apply_archived(
         store.start_run(src.name, RunKind.LIVE.value, holder, run_id)
         try:
             applied: Applied = apply_observations(
-                ctx, src, ref, obs, run_id=run_id, holder=holder,
+                ctx,
+                src,
+                ref,
+                obs,
+                run_id=run_id,
+                holder=holder,
                 allow_mass_delete=allow_mass_delete,
             )
         except BaseException as exc:
@@ -175,6 +193,12 @@ def apply_archived(
     finally:
         leases.release(store, src.name, holder)
     return IngestResult(
-        source=src.name, payload=ref, status="applied", archived=created, run_id=run_id,
-        counts=applied.counts, changes=applied.changes, recorded_at=applied.recorded_at,
+        source=src.name,
+        payload=ref,
+        status="applied",
+        archived=created,
+        run_id=run_id,
+        counts=applied.counts,
+        changes=applied.changes,
+        recorded_at=applied.recorded_at,
     )

@@ -29,8 +29,7 @@ def key_candidates(src: SourceConfig, key: str) -> list[str]:
         try:
             values = json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
         except ValueError as exc:
-            raise ConfigError(f"KEY {key!r} is not a JSON array: {exc}",
-                              source=src.name) from None
+            raise ConfigError(f"KEY {key!r} is not a JSON array: {exc}", source=src.name) from None
         if not isinstance(values, list) or len(values) != len(src.key):
             raise ConfigError(
                 f"KEY must list {len(src.key)} value(s), one per key field {list(src.key)}",
@@ -59,8 +58,7 @@ def resolve_key(ctx: Context, src: SourceConfig, key: str) -> str:
     for cand in candidates:
         if queries.key_exists(ctx.store, src.name, cand):
             return cand
-    raise NotFoundError(f"no entity with key {key!r} has ever been recorded",
-                        source=src.name)
+    raise NotFoundError(f"no entity with key {key!r} has ever been recorded", source=src.name)
 
 
 def instant(src: SourceConfig, text: str | None, what: str) -> int | None:
@@ -69,16 +67,23 @@ def instant(src: SourceConfig, text: str | None, what: str) -> int | None:
     return to_us(parse_instant(text, src.timezone, what=what))
 
 
-def history(ctx: Context, source: str, key: str, *, include_retracted: bool,
-            known_at: str | None) -> list[Version]:
+def history(
+    ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | None
+) -> list[Version]:
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
-    return queries.history(ctx.store, src.name, resolve_key(ctx, src, key),
-                           include_retracted=include_retracted, known_at=k)
+    return queries.history(
+        ctx.store,
+        src.name,
+        resolve_key(ctx, src, key),
+        include_retracted=include_retracted,
+        known_at=k,
+    )
 
 
-def asof(ctx: Context, source: str, key: str, *, valid: str,
-         known_at: str | None) -> dict[str, Any]:
+def asof(
+    ctx: Context, source: str, key: str, *, valid: str, known_at: str | None
+) -> dict[str, Any]:
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None
@@ -94,8 +99,9 @@ def asof(ctx: Context, source: str, key: str, *, valid: str,
     return {"status": status.value, "version": version}
 
 
-def snapshot_rows(ctx: Context, source: str, *, valid: str,
-                  known_at: str | None) -> Iterator[tuple[str, str]]:
+def snapshot_rows(
+    ctx: Context, source: str, *, valid: str, known_at: str | None
+) -> Iterator[tuple[str, str]]:
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None

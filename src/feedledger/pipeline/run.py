@@ -30,14 +30,18 @@ def _load_state(path: Path) -> FetchState | None:
         return None
 
 
-def run_source(ctx: Context, source: str, *, allow_mass_delete: bool = False
-               ) -> IngestResult | None:
+def run_source(
+    ctx: Context, source: str, *, allow_mass_delete: bool = False
+) -> IngestResult | None:
     """Fetch and ingest. Returns None when the publisher has nothing new (HTTP 304)."""
     src = ctx.workspace.source(source)
     if not src.fetch:
-        raise ConfigError("this source has no fetch location", source=source,
-                          hint="declare one with `feedledger source add ... --fetch DIR_OR_URL "
-                          "--replace`, or use `feedledger ingest SOURCE FILE`")
+        raise ConfigError(
+            "this source has no fetch location",
+            source=source,
+            hint="declare one with `feedledger source add ... --fetch DIR_OR_URL "
+            "--replace`, or use `feedledger ingest SOURCE FILE`",
+        )
     from feedledger.sources import FetchState, fetch
 
     path = _state_path(ctx, source)
@@ -46,9 +50,14 @@ def run_source(ctx: Context, source: str, *, allow_mass_delete: bool = False
     if got.data is None:
         return None
     result = ingest(
-        ctx, source, got.data, published_at=got.published_at,
-        original_name=got.original_name, content_type=got.content_type,
-        allow_mass_delete=allow_mass_delete, fetched_at=fetched_at,
+        ctx,
+        source,
+        got.data,
+        published_at=got.published_at,
+        original_name=got.original_name,
+        content_type=got.content_type,
+        allow_mass_delete=allow_mass_delete,
+        fetched_at=fetched_at,
     )
     if got.etag or got.last_modified:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,9 +21,14 @@ def _compare(name: str, expected: pl.DataFrame, found: pl.DataFrame) -> dict[str
     differ = both.filter(
         pl.any_horizontal([~pl.col(c).eq_missing(pl.col(f"{c}_found")) for c in cols[1:]])
     )["key"].to_list()
-    return {"name": name, "rows": b.height, "missing": missing[:20], "extra": extra[:20],
-            "different": differ[:20],
-            "ok": not (missing or extra or differ)}
+    return {
+        "name": name,
+        "rows": b.height,
+        "missing": missing[:20],
+        "extra": extra[:20],
+        "different": differ[:20],
+        "ok": not (missing or extra or differ),
+    }
 
 
 def verify(ctx: Context, source: str) -> dict[str, Any]:
@@ -32,8 +37,13 @@ def verify(ctx: Context, source: str) -> dict[str, Any]:
     with store.begin() as conn:
         truth = recompute_state(conn, src.name)
     table, seq = store.read_state(src.name)
-    cache, cache_seq = ctx.cache.load(src.name)
+    cache, _cache_seq = ctx.cache.load(src.name)
     checks = [_compare("current_state", truth, table), _compare("cache", truth, cache)]
-    return {"source": src.name, "entities": truth.height,
-            "live": int(truth.height - truth["deleted"].sum()) if truth.height else 0,
-            "commit_seq": seq, "ok": all(c["ok"] for c in checks), "checks": checks}
+    return {
+        "source": src.name,
+        "entities": truth.height,
+        "live": int(truth.height - truth["deleted"].sum()) if truth.height else 0,
+        "commit_seq": seq,
+        "ok": all(c["ok"] for c in checks),
+        "checks": checks,
+    }

@@ -124,8 +124,12 @@ def upgrade() -> None:
     op.create_index("ix_outcomes_run", "outcomes", ["run_id"])
     op.create_table(
         "outbox",
-        sa.Column("outbox_id", B().with_variant(sa.Integer, "sqlite"), primary_key=True,
-                  autoincrement=True),
+        sa.Column(
+            "outbox_id",
+            B().with_variant(sa.Integer, "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
         sa.Column("source", S(64), nullable=False),
         sa.Column("run_id", S(40), nullable=False),
         sa.Column("payload_id", S(32), nullable=False),
@@ -169,6 +173,16 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP VIEW changes")
-    for name in ("counters", "leases", "outbox", "outcomes", "watermarks", "current_state",
-                 "versions", "applications", "runs", "payloads"):
+    for name in (
+        "counters",
+        "leases",
+        "outbox",
+        "outcomes",
+        "watermarks",
+        "current_state",
+        "versions",
+        "applications",
+        "runs",
+        "payloads",
+    ):
         op.drop_table(name)

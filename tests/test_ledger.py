@@ -1,0 +1,318 @@
+"""Bitemporal ledger behaviour through the pipeline and CLI, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import Cli, write_csv
+from feedledger.config import Workspace
+from feedledger.ledger import engine as eng
+from feedledger.ledger import queries
+from feedledger.ledger.schema import outbox, versions
+from feedledger.pipeline.context import Context
+from feedledger.pipeline.ingest import ingest
+
+HEADER = ["parcel_id", "zoning", "owner"]
+
+
+def add_source(cli: Cli, *extra: str) -> None:
+    cli("source", "add", "larimer", "--key", "parcel_id", "--timezone", "America/Denver", *extra)
+
+
+def feed(tmp_path: Path, day: str, rows: list[list[str]], header: list[str] = HEADER) -> Path:
+    return write_csv(tmp_path / f"larimer_{day}.csv", header, rows)
+
+
+def test_head_constant_matches_alembic() -> None:
+    assert eng.head_revision() == eng.HEAD
+
+
+def test_intermediate_states_kept_with_publisher_dates(cli: Cli, tmp_path: Path) -> None:
+    add_source(cli)
+    for day, code in (("2026-08-04", "R-1"), ("2026-08-06", "MU-2"), ("2026-08-09", "MU-3")):
+        cli(
+            "ingest",
+            "larimer",
+            str(feed(tmp_path, day, [["0714-22-1", code, "A"]])),
+            "--published-at",
+            day,
+        )
+    hist = cli.json("history", "larimer", "0714-22-1")
+    assert [json.loads(json.dumps(h["attributes"]))["zoning"] for h in hist] == [
+        "R-1",
+        "MU-2",
+        "MU-3",
+    ]
+    # valid time from the payload (00:00 America/Denver = 06:00Z), never the clock
+    assert [h["valid_from"] for h in hist] == [
+        "2026-08-04T06:00:00+00:00",
+        "2026-08-06T06:00:00+00:00",
+        "2026-08-09T06:00:00+00:00",
+    ]
+    assert [h["valid_to"] for h in hist] == [hist[1]["valid_from"], hist[2]["valid_from"], None]
+    # transaction time from the commit: strictly increasing, and today (not August)
+    recorded = [h["recorded_at"] for h in hist]
+    assert recorded == sorted(recorded) and len(set(recorded)) == 3
+    assert all(r > "2026-11" for r in recorded)
+    assert all(h["valid_to"] is None or h["valid_to"] > h["valid_from"] for h in hist)
+
+    asof = cli.json("asof", "larimer", "0714-22-1", "--valid", "2026-08-07")
+    assert asof["status"] == "present" and asof["version"]["attributes"]["zoning"] == "MU-2"
+    before = cli.json("asof", "larimer", "0714-22-1", "--valid", "2026-08-03")
+    assert before == {"status": "absent", "version": None}
+    # as known before the third payload was recorded, the 9th still looked like MU-2
+    known = cli.json(
+        "asof",
+        "larimer",
+        "0714-22-1",
+        "--valid",
+        "2026-08-10",
+        "--known-at",
+        hist[1]["recorded_at"],
+    )
+    assert known["version"]["attributes"]["zoning"] == "MU-2"
+
+
+def test_deleted_then_republished(cli: Cli, tmp_path: Path) -> None:
+    add_source(cli)
+    rows = [["a", "R-1", "x"], ["b", "R-1", "y"], ["c", "R-1", "z"]]
+    cli(
+        "ingest", "larimer", str(feed(tmp_path, "2026-08-01", rows)), "--published-at", "2026-08-01"
+    )
+    cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-02", rows[:2])),
+        "--published-at",
+        "2026-08-02",
+    )
+    out = cli.json(
+        "ingest", "larimer", str(feed(tmp_path, "2026-08-03", rows)), "--published-at", "2026-08-03"
+    )
+    assert out["added"] == 1 and out["deleted"] == 0
+    hist = cli.json("history", "larimer", "c")
+    assert [h["deleted"] for h in hist] == [False, True, False]
+    assert cli.json("asof", "larimer", "c", "--valid", "2026-08-02T12:00:00")["status"] == "absent"
+    assert cli.json("asof", "larimer", "c", "--valid", "2026-08-03")["status"] == "present"
+    changes = cli.json("changes", "--run", out["run_id"])
+    assert [(c["key"], c["change"], c["before"]) for c in changes] == [(["c"], "added", None)]
+
+
+def test_compound_keys_compare_field_by_field(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "s", "--key", "a,b")
+    path = write_csv(tmp_path / "s.csv", ["a", "b", "v"], [["a", "bc", "1"], ["ab", "c", "2"]])
+    out = cli.json("ingest", "s", str(path), "--published-at", "2026-08-01")
+    assert out["added"] == 2
+    assert cli.json("history", "s", '["a","bc"]')[0]["attributes"]["v"] == "1"
+    assert cli.json("history", "s", '["ab","c"]')[0]["attributes"]["v"] == "2"
+
+
+def test_values_kept_as_stated(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "j", "--key", "id", "--format", "jsonl")
+    path = tmp_path / "j.jsonl"
+    path.write_text(
+        '{"id": "p1", "acres": 2.10, "big": 12345678901234567890, "when": "08/06/2026"}\n'
+    )
+    cli("ingest", "j", str(path), "--published-at", "2026-08-01")
+    text = cli("history", "j", "p1", "--json").stdout
+    assert '"acres":2.10' in text and '"big":12345678901234567890' in text
+    assert '"when":"08/06/2026"' in text
+
+
+def test_same_payload_twice_changes_nothing(cli: Cli, tmp_path: Path) -> None:
+    add_source(cli)
+    path = feed(tmp_path, "2026-08-01", [["a", "R-1", "x"]])
+    first = cli.json("ingest", "larimer", str(path), "--published-at", "2026-08-01")
+    again = cli.json("ingest", "larimer", str(path), "--published-at", "2026-08-01")
+    assert first["status"] == "applied" and again["status"] == "already_applied"
+    assert again["applied_by_run"] == first["run_id"] and again["changes"] == 0
+    assert len(cli.json("history", "larimer", "a")) == 1
+    assert len(cli.json("runs", "larimer")) == 1
+
+
+def test_commit_sequence_orders_same_microsecond(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedledger.config import make_source
+    from feedledger.ledger import store as store_mod
+
+    workspace.add_source(make_source("s", key=("id",)))
+    frozen = 1_790_000_000_000_000
+    monkeypatch.setattr(store_mod, "now_us", lambda: frozen)
+    with Context(workspace) as ctx:
+        ingest(ctx, "s", b"id,v\n1,a\n", published_at="2026-08-01")
+        ingest(ctx, "s", b"id,v\n1,b\n", published_at="2026-08-02")
+        hist = queries.history(ctx.store, "s", '["1"]')
+    assert hist[0].recorded_at < hist[1].recorded_at  # distinct even with a frozen clock
+    assert hist[0].txn_seq < hist[1].txn_seq
+
+
+def test_outbox_rows_written_with_changes(workspace: Workspace) -> None:
+    from feedledger.config import make_source
+
+    workspace.add_source(make_source("s", key=("id",)))
+    with Context(workspace) as ctx:
+        r1 = ingest(ctx, "s", b"id,v\n1,a\n2,b\n", published_at="2026-08-01")
+        ingest(ctx, "s", b"id,v\n1,a\n2,b\n", published_at="2026-08-02")  # no change
+        with ctx.store.engine.connect() as conn:
+            rows = conn.execute(outbox.select()).all()
+            n_versions = conn.execute(versions.select()).all()
+    assert len(rows) == 1 and rows[0].changes == 2 and rows[0].status == "pending"
+    assert rows[0].payload_id == r1.payload.payload_id and len(n_versions) == 2
+
+
+def test_revision_guard_outcomes(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "sup", "--key", "id", "--revision", "rev", "--kind", "changes")
+
+    def day(d: str, rows: list[list[str]]) -> Path:
+        return write_csv(tmp_path / f"sup_{d}.csv", ["id", "rev", "name"], rows)
+
+    cli(
+        "ingest",
+        "sup",
+        str(day("2026-08-01", [["V-404", "8", "new"]])),
+        "--published-at",
+        "2026-08-01",
+    )
+    out = cli.json(
+        "ingest",
+        "sup",
+        str(
+            day(
+                "2026-08-02",
+                [
+                    ["V-404", "7", "old"],  # older revision -> superseded
+                ],
+            )
+        ),
+        "--published-at",
+        "2026-08-02",
+    )
+    assert out["superseded"] == 1 and out["changed"] == 0
+    out = cli.json(
+        "ingest",
+        "sup",
+        str(day("2026-08-03", [["V-404", "8", "new"]])),
+        "--published-at",
+        "2026-08-03",
+    )
+    assert out["unchanged"] == 1  # equal revision, same content: already current
+    out = cli.json(
+        "ingest",
+        "sup",
+        str(day("2026-08-04", [["V-404", "8", "different"]])),
+        "--published-at",
+        "2026-08-04",
+    )
+    assert out["unresolved"] == 1 and out["changed"] == 0  # held, never applied
+    out = cli.json(
+        "ingest",
+        "sup",
+        str(day("2026-08-05", [["V-404", "10", "newer"]])),
+        "--published-at",
+        "2026-08-05",
+    )
+    assert out["changed"] == 1  # numeric compare: 10 > 8
+    hist = cli.json("history", "sup", "V-404")
+    assert [h["attributes"]["name"] for h in hist] == ["new", "newer"]
+
+
+def test_changes_kind_deletes_only_marked(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "c", "--key", "id", "--kind", "changes", "--format", "jsonl")
+    p1 = tmp_path / "c1.jsonl"
+    p1.write_text('{"id":"a","v":1}\n{"id":"b","v":1}\n')
+    cli("ingest", "c", str(p1), "--published-at", "2026-08-01")
+    p2 = tmp_path / "c2.jsonl"
+    p2.write_text('{"id":"a","_deleted":true}\n')
+    out = cli.json("ingest", "c", str(p2), "--published-at", "2026-08-02")
+    assert out["deleted"] == 1 and out["added"] == 0
+    p3 = tmp_path / "c3.jsonl"
+    p3.write_text('{"id":"c","v":1}\n{"id":"b","op":"d"}\n')
+    out = cli.json("ingest", "c", str(p3), "--published-at", "2026-08-03")
+    assert out["added"] == 1 and out["deleted"] == 1
+    assert cli.json("asof", "c", "a", "--valid", "2026-08-03")["status"] == "absent"
+    assert cli.json("asof", "c", "c", "--valid", "2026-08-03")["status"] == "present"
+
+
+def test_snapshot_query_streams_state_as_of(cli: Cli, tmp_path: Path) -> None:
+    add_source(cli)
+    cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-01", [["a", "R-1", "x"], ["b", "R-2", "y"]])),
+        "--published-at",
+        "2026-08-01",
+    )
+    cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-05", [["a", "MU-2", "x"]])),
+        "--published-at",
+        "2026-08-05",
+    )
+    csv_out = cli("snapshot", "larimer", "--valid", "2026-08-03").stdout
+    assert csv_out.splitlines() == ["owner,parcel_id,zoning", "x,a,R-1", "y,b,R-2"]
+    jl = cli("snapshot", "larimer", "--valid", "2026-08-06", "--format", "jsonl").stdout
+    assert [json.loads(x)["zoning"] for x in jl.splitlines()] == ["MU-2"]
+
+
+def test_verify_state_consistent_and_cache_rebuilt(
+    cli: Cli, tmp_path: Path, workspace: Workspace
+) -> None:
+    add_source(cli)
+    cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-01", [["a", "R-1", "x"], ["b", "R-1", "y"]])),
+        "--published-at",
+        "2026-08-01",
+    )
+    for f in (workspace.state_dir / "state").glob("*.arrow"):
+        f.unlink()  # a lost cache falls back to the store
+    cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-02", [["a", "R-2", "x"], ["b", "R-1", "y"]])),
+        "--published-at",
+        "2026-08-02",
+    )
+    report = cli.json("verify", "larimer")
+    assert report["ok"] and report["entities"] == 2
+
+
+def test_watermark_and_runs_json(cli: Cli, tmp_path: Path) -> None:
+    add_source(cli)
+    assert cli.json("watermark", "larimer") == {
+        "source": "larimer",
+        "published_at": None,
+        "payload_id": None,
+    }
+    out = cli.json(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-01", [["a", "R", "x"]])),
+        "--published-at",
+        "2026-08-01",
+    )
+    wm = cli.json("watermark", "larimer")
+    assert wm == {
+        "source": "larimer",
+        "published_at": "2026-08-01T06:00:00+00:00",
+        "payload_id": out["payload_id"],
+    }
+    runs = cli.json("runs", "larimer")
+    assert runs[0]["run_id"] == out["run_id"] and runs[0]["kind"] == "live"
+    assert runs[0]["status"] == "succeeded" and runs[0]["changes"] == 1
+    assert set(runs[0]) >= {
+        "run_id",
+        "source",
+        "kind",
+        "status",
+        "started_at",
+        "finished_at",
+        "payloads",
+        "changes",
+    }

@@ -1,0 +1,146 @@
+"""Property tests: random payload sequences (snapshot and changes), with random
+interruption points, end with exactly the history a naive model predicts and the same
+history as one uninterrupted run. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import PG_ENV, PG_SKIP, _pg_schema_url
+from feedledger import faults
+from feedledger.config import Workspace, make_source
+from feedledger.ledger import engine as eng
+from feedledger.ledger import queries
+from feedledger.pipeline.context import Context
+from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.verify import verify
+
+KEYS = ["a", "b", "ab", "c", "d"]
+Payload = dict[str, str]  # key -> value ("" allowed)
+
+payloads = st.lists(
+    st.dictionaries(
+        st.sampled_from(KEYS), st.sampled_from(["1", "2", "", "x,y", 'q"']), max_size=len(KEYS)
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@contextmanager
+def fresh_workspace(backend: str) -> Iterator[Workspace]:
+    with tempfile.TemporaryDirectory() as tmp:
+        schema = None
+        if backend == "sqlite":
+            url = f"sqlite:///{tmp}/l.db"
+        else:
+            base = os.environ.get(PG_ENV)
+            if not base:
+                pytest.skip(PG_SKIP)
+            import psycopg
+
+            schema = f"p_{uuid.uuid4().hex[:12]}"
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute(f"CREATE SCHEMA {schema}")
+            url = _pg_schema_url(base, schema)
+        try:
+            ws = Workspace.create(Path(tmp) / "ws", store_url=url, archive=None)
+            engine = eng.make_engine(ws.store_url)
+            eng.upgrade(engine)
+            engine.dispose()
+            ws.add_source(make_source("s", key=("id",), mass_delete_threshold=1.0))
+            yield ws
+        finally:
+            if schema:
+                import psycopg
+
+                with psycopg.connect(os.environ[PG_ENV], autocommit=True) as conn:
+                    conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def csv_bytes(p: Payload) -> bytes:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "v"])
+    for k in sorted(p):
+        w.writerow([k, p[k]])
+    return buf.getvalue().encode()
+
+
+def expected_history(seq: list[Payload]) -> dict[str, list[tuple[int, str | None]]]:
+    """Naive model: per key, (payload index, value or None for deleted) at each change."""
+    hist: dict[str, list[tuple[int, str | None]]] = {}
+    state: dict[str, str] = {}
+    for i, p in enumerate(seq):
+        for k in set(state) | set(p):
+            before, after = state.get(k), p.get(k)
+            if before != after:
+                hist.setdefault(k, []).append((i, after))
+        state = dict(p)
+    return hist
+
+
+def ledger_history(ws: Workspace, seq_len: int) -> dict[str, list[tuple[int, str | None]]]:
+    import json
+
+    day0 = 1_785_542_400_000_000  # 2026-08-01T00:00Z
+    out: dict[str, list[tuple[int, str | None]]] = {}
+    with Context(ws) as ctx:
+        for k in KEYS:
+            for v in queries.history(ctx.store, "s", json.dumps([k])):
+                idx = (v.valid_from - day0) // 86_400_000_000
+                value = None if v.deleted else json.loads(v.attributes or "{}")["v"]
+                out.setdefault(k, []).append((idx, value))
+        assert verify(ctx, "s")["ok"]
+    return out
+
+
+def day(i: int) -> str:
+    return f"2026-08-{i + 1:02d}"
+
+
+def run_sequence(ws: Workspace, seq: list[Payload], fail_at: tuple[int, str] | None) -> None:
+    for i, p in enumerate(seq):
+        if fail_at and fail_at[0] == i:
+            os.environ[faults.ENV] = fail_at[1]
+            try:
+                with Context(ws) as ctx, pytest.raises(faults.InjectedFailure):
+                    ingest(ctx, "s", csv_bytes(p), published_at=day(i))
+            finally:
+                del os.environ[faults.ENV]
+        with Context(ws) as ctx:  # the rerun (or the normal run)
+            ingest(ctx, "s", csv_bytes(p), published_at=day(i))
+
+
+POINTS = ["after_archive", "after_register", "mid_transaction", "before_commit", "after_commit"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(seq=payloads, data=st.data())
+def test_random_sequences_with_interruptions_match_model(
+    backend: str, seq: list[Payload], data: st.DataObject
+) -> None:
+    fail_at = None
+    if data.draw(st.booleans()):
+        fail_at = (data.draw(st.integers(0, len(seq) - 1)), data.draw(st.sampled_from(POINTS)))
+    with fresh_workspace(backend) as ws:
+        run_sequence(ws, seq, fail_at)
+        got = ledger_history(ws, len(seq))
+    assert got == expected_history(seq)
