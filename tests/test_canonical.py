@@ -10,25 +10,46 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedledger.config import make_source
-from feedledger.formats import content_hash, read_observations
-from feedledger.formats.canonical import array_expr, object_expr
+from feedledger.formats import read_observations, record_hash
+from feedledger.formats.canonical import array_expr, object_expr, string_record_hash_expr
 
 
 def _ref_json(d: dict[str, str]) -> str:
     return json.dumps(d, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def _ref_hash(text: str) -> int:
-    value = xxhash.xxh3_64_intdigest(text.encode("utf-8"))
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _xxh(text: str) -> int:
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8"))
+
+
+def _ref_hash(record: dict[str, object]) -> int:
+    """Independent implementation of the documented fold (formats/canonical.py)."""
+    h = 0x243F6A8885A308D3
+    mask = (1 << 64) - 1
+
+    def mix(h: int, x: int) -> int:
+        return ((h ^ x) * 0x9E3779B97F4A7C15) & mask
+
+    for name in sorted(record):
+        value = record[name]
+        if value is None:
+            tag, vh = 1, 0
+        elif isinstance(value, str):
+            tag, vh = 2, _xxh(value)
+        else:
+            tag, vh = 3, _xxh(json.dumps(value, separators=(",", ":")))
+        h = mix(mix(mix(h, _xxh(name)), tag), vh)
+    return h - (1 << 64) if h >= 1 << 63 else h
 
 
 def test_golden_hash_values_are_pinned() -> None:
     # If these change, every stored content hash changes: that needs a migration.
-    assert content_hash('{"a":"1"}') == _ref_hash('{"a":"1"}')
-    assert content_hash("") == _ref_hash("")
-    assert content_hash('{"zoning":"R-1"}') == _ref_hash('{"zoning":"R-1"}')
-    assert content_hash("abc") == 8696274497037089104
+    assert record_hash({"id": "1", "v": "a"}) == -960127989487283977
+    assert record_hash({"id": "2", "v": ""}) == -5035511491414885470
+    assert record_hash({"a": "1"}) == _ref_hash({"a": "1"})
+    assert record_hash({"a": None}) == _ref_hash({"a": None})
+    assert record_hash({}) != record_hash({"a": None})
+    assert record_hash({"n": 1}) == _ref_hash({"n": 1}) != record_hash({"n": "1"})
 
 
 text_values = st.text(
@@ -56,6 +77,8 @@ def test_vectorised_csv_encoding_equals_json_dumps(rows: list[dict[str, str]]) -
     )
     got = frame.select(object_expr(cols, frame).alias("j"))["j"].to_list()
     assert got == [_ref_json(r) for r in rows]
+    csv_hashes = frame.select(string_record_hash_expr(cols).alias("h"))["h"].to_list()
+    assert csv_hashes == [_ref_hash(dict(r)) for r in rows] == [record_hash(r) for r in rows]
     keys = frame.select(array_expr(["a", "b"], frame).alias("k"))["k"].to_list()
     assert keys == [
         json.dumps([r["a"], r["b"]], ensure_ascii=False, separators=(",", ":")) for r in rows
@@ -69,7 +92,7 @@ def test_hash_matches_reference_implementation_on_real_payload() -> None:
     attrs = obs.attributes(obs.frame["idx"]).to_list()
     assert attrs[1] == '{"id":"2","n":"2.10","name":"say \\"hi\\"\\nthere"}'
     assert attrs[2] == '{"id":"3","n":"","name":"Ωmega"}'
-    assert obs.frame["hash"].to_list() == [_ref_hash(a) for a in attrs]
+    assert obs.frame["hash"].to_list() == [_ref_hash(json.loads(a)) for a in attrs]
 
 
 def test_compound_keys_are_field_by_field() -> None:
@@ -86,3 +109,12 @@ def test_json_numbers_kept_as_stated() -> None:
         '{"d":"2026-08-06","id":1,"v":1.10,"w":1e5}'
     ]
     assert obs.frame["key"].to_list() == ["[1]"]
+
+
+def test_csv_and_json_paths_hash_alike() -> None:
+    csv_src = make_source("s", key=("id",))
+    json_src = make_source("j", key=("id",), format="jsonl")
+    a = read_observations(b'id,v,w\n1,"x,y",\n', csv_src, label="p")
+    b = read_observations(b'{"w": "", "id": "1", "v": "x,y"}\n', json_src, label="p")
+    assert a.frame["hash"].to_list() == b.frame["hash"].to_list()
+    assert a.attributes(a.frame["idx"]).to_list() == b.attributes(b.frame["idx"]).to_list()

@@ -297,7 +297,7 @@ def register(app: typer.Typer) -> None:
     def verify_cmd(
         ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
     ) -> None:
-        """Prove the diff state (current_state table and local cache) equals the state
+        """Prove the diff state (local cache and store read) equals the state
         recomputed from history. Exit 1 if not."""
         with context(ctx) as c:
             report = verify(c, source)

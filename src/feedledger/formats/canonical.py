@@ -11,10 +11,24 @@ This is a storage contract; changing it changes every stored hash. It is:
 * **key**: the key fields, in declared order, as a JSON array of their canonical
   values (`["a","bc"]`), so compound keys compare field by field: `("a","bc")` and
   `("ab","c")` are different entities.
-* **content hash**: XXH3-64 (seed 0) of the UTF-8 bytes of the attributes text,
-  stored as a signed 64-bit integer (the unsigned value reinterpreted). XXH3 is a
-  specified, platform-independent algorithm; the tests pin golden values and check
-  them against the reference `xxhash` implementation.
+* **content hash**: a fold over the record's fields in code-point order of their
+  names, computed column by column (no per-row JSON is built on the hot path)::
+
+      h = 0x243F6A8885A308D3
+      for each field (name, value), sorted by name:
+          h = mix(h, xxh3_64(name))
+          h = mix(h, tag)          # 1 null, 2 string, 3 any other JSON value
+          h = mix(h, xxh3_64(text))  # string: the string itself; other: its
+                                     # canonical JSON text (e.g. `1.10`); null: 0
+      mix(h, x) = ((h XOR x) * 0x9E3779B97F4A7C15) mod 2**64
+
+  stored as a signed 64-bit integer (the unsigned value reinterpreted). xxh3_64 is
+  XXH3 64-bit with seed 0 over UTF-8 bytes, a specified, platform-independent
+  algorithm; the tests pin golden values and check the fold against an independent
+  implementation on the reference `xxhash` package. A field that is absent is not
+  folded at all, so `{}` and `{"a": null}` differ.
+* **key hash** (`kh`, the diff's join key): xxh3_64 of the key text; collisions are
+  detected and fall back to comparing the key texts.
 """
 
 from __future__ import annotations
@@ -24,7 +38,10 @@ from typing import Any
 
 import polars as pl
 
-from feedledger.model.hashing import hash_expr
+SEED = 0x243F6A8885A308D3
+PRIME = 0x9E3779B97F4A7C15
+TAG_NULL, TAG_STRING, TAG_JSON = 1, 2, 3
+_U64 = pl.UInt64
 
 _SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
@@ -50,6 +67,10 @@ def canonical(value: Any) -> str:
         return "false"
     if isinstance(value, RawNumber):
         return str.__str__(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return json.dumps(value)
     if isinstance(value, str):
         return json_string(value)
     if isinstance(value, dict):
@@ -131,7 +152,69 @@ def array_expr(columns: list[str], frame: pl.DataFrame, special: set[str] | None
     return pl.concat_str(pieces)
 
 
-def content_hash(text: str) -> int:
-    """Scalar form of `hash_expr` (for tests and small paths)."""
-    frame = pl.DataFrame({"t": [text]})
-    return int(frame.select(hash_expr(pl.col("t"))).item())
+def _lit(value: int) -> pl.Expr:
+    return pl.lit(value, dtype=_U64)
+
+
+def _mix(h: pl.Expr, x: pl.Expr) -> pl.Expr:
+    return (h ^ x) * _lit(PRIME)
+
+
+def _xxh(text: pl.Expr) -> pl.Expr:
+    hashed: pl.Expr = text.nchash.xxh3_64()  # type: ignore[attr-defined]
+    return hashed
+
+
+_NAME_HASHES: dict[str, int] = {}
+
+
+def name_hash(name: str) -> int:
+    value = _NAME_HASHES.get(name)
+    if value is None:
+        frame = pl.DataFrame({"n": [name]}, schema={"n": pl.String})
+        value = int(frame.select(_xxh(pl.col("n"))).item())
+        _NAME_HASHES[name] = value
+    return value
+
+
+def fold_hash_expr(fields: list[tuple[str, pl.Expr | None, pl.Expr]]) -> pl.Expr:
+    """The content hash from per-field (name, tag expr or None for "always string",
+    text expr). A tag of 0 means the field is absent from that record (not folded)."""
+    h = _lit(SEED)
+    for name, tag, text in sorted(fields, key=lambda f: f[0]):
+        value_hash = _xxh(text).fill_null(0)
+        if tag is None:
+            h = _mix(_mix(_mix(h, _lit(name_hash(name))), _lit(TAG_STRING)), value_hash)
+            continue
+        folded = _mix(_mix(_mix(h, _lit(name_hash(name))), tag.cast(_U64)), value_hash)
+        h = pl.when(tag == 0).then(h).otherwise(folded)
+    return h.reinterpret(signed=True)
+
+
+def string_record_hash_expr(columns: list[str]) -> pl.Expr:
+    """Content hash of records whose fields are all non-null strings (the CSV path)."""
+    return fold_hash_expr([(c, None, pl.col(c)) for c in columns])
+
+
+def field_tag_text(value: Any) -> tuple[int, str | None]:
+    """(tag, text) of one parsed JSON value for the hash fold."""
+    if value is None:
+        return TAG_NULL, None
+    if isinstance(value, str) and not isinstance(value, RawNumber):
+        return TAG_STRING, str.__str__(value)
+    return TAG_JSON, canonical(value)
+
+
+def record_hash(record: dict[str, Any]) -> int:
+    """Scalar content hash of one parsed record (tests and small paths)."""
+    data: dict[str, list[Any]] = {}
+    fields: list[tuple[str, pl.Expr | None, pl.Expr]] = []
+    for i, name in enumerate(record):
+        tag, text = field_tag_text(record[name])
+        data[f"t{i}"] = [tag]
+        data[f"x{i}"] = [text]
+        fields.append((name, pl.col(f"t{i}"), pl.col(f"x{i}")))
+    schema = {k: (pl.UInt8 if k.startswith("t") else pl.String) for k in data}
+    frame = pl.DataFrame(data, schema=schema) if data else pl.DataFrame({"_": [0]})
+    return int(frame.select(fold_hash_expr(fields).alias("h")).item())
+

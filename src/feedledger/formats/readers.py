@@ -21,7 +21,10 @@ from feedledger.formats.canonical import (
     array_expr,
     canonical,
     columns_needing_escape,
+    field_tag_text,
+    fold_hash_expr,
     object_expr,
+    string_record_hash_expr,
 )
 from feedledger.model.errors import BadPayloadError
 from feedledger.model.hashing import hash_expr
@@ -54,7 +57,7 @@ class Observations:
 
     frame: pl.DataFrame
     raw: pl.DataFrame
-    attrs_expr: pl.Expr
+    attr_columns: list[str] | None  # CSV: string columns; None: raw has "attributes"
     published_values: list[str] | None = None
 
     @property
@@ -64,7 +67,11 @@ class Observations:
     def attributes(self, idx: pl.Series) -> pl.Series:
         """Canonical attribute JSON for the given 0-based record indexes, in that order."""
         rows = self.raw[idx] if idx.len() else self.raw.clear()
-        return rows.select(self.attrs_expr.alias("attributes")).get_column("attributes")
+        if self.attr_columns is None:
+            return rows.get_column("attributes")
+        special = columns_needing_escape(rows.select(self.attr_columns))
+        expr = object_expr(self.attr_columns, rows, special)
+        return rows.select(expr.alias("attributes")).get_column("attributes")
 
 
 def _rows(idx: Iterable[int]) -> str:
@@ -158,13 +165,12 @@ def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
             deleted_expr = pl.any_horizontal(markers)
         attr_columns = [c for c in columns if c not in (DELETE_FIELD, OP_FIELD)]
 
-    special = columns_needing_escape(raw)
-    attrs = object_expr(attr_columns, raw, special)
+    key_special = columns_needing_escape(raw.select(list(src.key)))
     revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
     frame = raw.select(
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
-        array_expr(list(src.key), raw, special).alias("key"),
-        hash_expr(attrs).alias("hash"),
+        array_expr(list(src.key), raw, key_special).alias("key"),
+        string_record_hash_expr(attr_columns).alias("hash"),
         revision.alias("revision"),
         deleted_expr.alias("deleted"),
     ).with_columns(hash_expr(pl.col("key")).alias("kh"))
@@ -174,7 +180,8 @@ def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
         if published and published in columns
         else None
     )
-    return Observations(frame=frame, raw=raw, attrs_expr=attrs, published_values=values)
+    return Observations(frame=frame, raw=raw, attr_columns=attr_columns,
+                        published_values=values)
 
 
 # -- generic (JSON, JSON lines, Parquet) ----------------------------------------------
@@ -298,6 +305,8 @@ def _read_generic(records: list[dict[str, Any]], src: SourceConfig, label: str) 
     revisions: list[str | None] = []
     deleted: list[bool] = []
     empty_key: list[int] = []
+    names: dict[str, None] = {}
+    bodies: list[dict[str, Any]] = []
     for i, rec in enumerate(records):
         key_values = [rec.get(k) for k in src.key]
         if any(v is None or v == "" for v in key_values):
@@ -311,6 +320,8 @@ def _read_generic(records: list[dict[str, Any]], src: SourceConfig, label: str) 
             {k: v for k, v in rec.items() if k not in (DELETE_FIELD, OP_FIELD)} if changes else rec
         )
         attrs.append(canonical(body))
+        bodies.append(body)
+        names.update(dict.fromkeys(body))
         revisions.append(_scalar_text(rec.get(src.revision)) if src.revision else None)
     if empty_key:
         raise _fail(src, label, f"{_rows(empty_key)}: null or empty key {list(src.key)}")
@@ -319,7 +330,7 @@ def _read_generic(records: list[dict[str, Any]], src: SourceConfig, label: str) 
         {
             "idx": pl.int_range(len(records), dtype=pl.UInt32, eager=True),
             "key": keys,
-            "hash": raw.select(hash_expr(pl.col("attributes"))).get_column("attributes"),
+            "hash": _generic_hashes(bodies, list(names)),
             "revision": revisions,
             "deleted": deleted,
         },
@@ -331,9 +342,32 @@ def _read_generic(records: list[dict[str, Any]], src: SourceConfig, label: str) 
         if published
         else None
     )
-    return Observations(
-        frame=frame, raw=raw, attrs_expr=pl.col("attributes"), published_values=values
-    )
+    return Observations(frame=frame, raw=raw, attr_columns=None, published_values=values)
+
+
+def _generic_hashes(bodies: list[dict[str, Any]], names: list[str]) -> pl.Series:
+    """Content hashes of parsed records: a wide frame of (tag, text) per field, then the
+    same column-wise fold as the CSV path (tag 0 = field absent from that record)."""
+    data: dict[str, list[Any]] = {}
+    fields: list[tuple[str, pl.Expr | None, pl.Expr]] = []
+    for j, name in enumerate(names):
+        tags: list[int] = []
+        texts: list[str | None] = []
+        for body in bodies:
+            if name in body:
+                tag, text = field_tag_text(body[name])
+            else:
+                tag, text = 0, None
+            tags.append(tag)
+            texts.append(text)
+        data[f"t{j}"] = tags
+        data[f"x{j}"] = texts
+        fields.append((name, pl.col(f"t{j}"), pl.col(f"x{j}")))
+    schema = {k: (pl.UInt8 if k.startswith("t") else pl.String) for k in data}
+    if not bodies:
+        return pl.Series("hash", [], dtype=pl.Int64)
+    wide = pl.DataFrame(data, schema=schema) if data else pl.DataFrame({"_": [0] * len(bodies)})
+    return wide.select(fold_hash_expr(fields).alias("hash")).get_column("hash")
 
 
 # -- validation shared by both paths ---------------------------------------------------

@@ -52,57 +52,26 @@ def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
         _copy_in(conn, table, columns, frame)
 
 
-_STATE_COLS = ["source", "key", "version_id", "content_hash", "revision", "deleted"]
-_STATE_UPDATE = (
-    "version_id = excluded.version_id, content_hash = excluded.content_hash, "
-    "revision = excluded.revision, deleted = excluded.deleted"
+_LATEST_SQLITE = (
+    "SELECT key, version_id, content_hash, revision, deleted FROM ("
+    " SELECT key, version_id, content_hash, revision, deleted, ROW_NUMBER() OVER ("
+    "  PARTITION BY key ORDER BY valid_from DESC, txn_seq DESC) AS rn"
+    " FROM versions WHERE source = ? AND retracted_at IS NULL) v WHERE rn = 1"
+)
+_LATEST_PG = (
+    "SELECT DISTINCT ON (key) key, version_id, content_hash, revision, deleted "
+    "FROM versions WHERE source = {} AND retracted_at IS NULL "
+    "ORDER BY key, valid_from DESC, txn_seq DESC"
 )
 
 
-def upsert_state(conn: Connection, frame: pl.DataFrame, *, empty_before: bool) -> None:
-    """Upsert current_state rows (`_STATE_COLS`)."""
-    if frame.is_empty():
-        return
-    frame = frame.select(_STATE_COLS)
-    if empty_before:
-        insert_frame(conn, "current_state", frame)
-        return
-    if _is_sqlite(conn):
-        cur = _dbapi(conn).cursor()
-        try:
-            cur.executemany(
-                f"INSERT INTO current_state ({', '.join(_STATE_COLS)}) VALUES "
-                f"(?, ?, ?, ?, ?, ?) ON CONFLICT (source, key) DO UPDATE SET {_STATE_UPDATE}",
-                frame.iter_rows(),
-            )
-        finally:
-            cur.close()
-        return
-    with _dbapi(conn).cursor() as cur:
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS current_state_stage "
-            "(LIKE current_state INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-        )
-    _copy_in(conn, "current_state_stage", _STATE_COLS, frame)
-    with _dbapi(conn).cursor() as cur:
-        cur.execute(
-            f"INSERT INTO current_state ({', '.join(_STATE_COLS)}) "
-            f"SELECT {', '.join(_STATE_COLS)} FROM current_state_stage "
-            f"ON CONFLICT (source, key) DO UPDATE SET {_STATE_UPDATE}"
-        )
-        cur.execute("DELETE FROM current_state_stage")
-
-
 def read_state(conn: Connection, source: str) -> pl.DataFrame:
-    """current_state of one source as a STATE_SCHEMA frame, in one columnar read."""
-    query = (
-        "SELECT key, version_id, content_hash, revision, deleted FROM current_state "
-        "WHERE source = {}"
-    )
+    """The diff state of one source (latest non-retracted version per key, tombstones
+    included), recomputed from history in one columnar read."""
     if _is_sqlite(conn):
         cur = _dbapi(conn).cursor()
         try:
-            rows = cur.execute(query.format("?"), (source,)).fetchall()
+            rows = cur.execute(_LATEST_SQLITE, (source,)).fetchall()
         finally:
             cur.close()
         frame = pl.DataFrame(
@@ -120,7 +89,7 @@ def read_state(conn: Connection, source: str) -> pl.DataFrame:
     from psycopg import sql
 
     stmt = sql.SQL("COPY ({}) TO STDOUT WITH (FORMAT csv)").format(
-        sql.SQL(query).format(sql.Literal(source))
+        sql.SQL(_LATEST_PG).format(sql.Literal(source))
     )
     chunks: list[bytes] = []
     with _dbapi(conn).cursor() as cur, cur.copy(stmt) as copy:
@@ -133,13 +102,6 @@ def read_state(conn: Connection, source: str) -> pl.DataFrame:
         data,
         has_header=False,
         new_columns=["key", "version_id", "hash", "revision", "deleted"],
-        schema_overrides={
-            "key": pl.String,
-            "version_id": pl.Int64,
-            "hash": pl.Int64,
-            "revision": pl.String,
-            "deleted": pl.String,
-        },
         infer_schema=False,
     )
     return frame.with_columns(

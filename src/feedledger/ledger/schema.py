@@ -6,8 +6,10 @@ Instants are BIGINT microseconds since the epoch, UTC. Booleans are SMALLINT-fre
 History (`versions`) is append-only: the only column ever updated is `retracted_at`
 (and `retracted_by`). `valid_to` is not stored: it is derived at query time as the
 next non-retracted version's `valid_from` for the same key, as known at the query's
-transaction time. `current_state` and `watermarks` are derived indexes written in
-the same transaction as the versions they summarise.
+transaction time. `watermarks` is a derived index written in the same transaction as
+the versions it summarises. The diff's working state (key, content hash per entity)
+is not a table: it is recomputed from `versions` when needed and cached locally as an
+Arrow file (see ledger/statecache.py).
 """
 
 from __future__ import annotations
@@ -102,18 +104,6 @@ versions = Table(
     Column("attributes", Text),
     Index("ix_versions_source_key", "source", "key", "valid_from"),
     Index("ix_versions_run", "run_id"),
-)
-
-# Derived index: the latest non-retracted version per (source, key), tombstones included.
-current_state = Table(
-    "current_state",
-    metadata,
-    Column("source", String(64), primary_key=True),
-    Column("key", Text, primary_key=True),
-    Column("version_id", BigInteger, nullable=False),
-    Column("content_hash", BigInteger, nullable=False),
-    Column("revision", Text),
-    Column("deleted", Boolean, nullable=False),
 )
 
 watermarks = Table(

@@ -4,8 +4,8 @@ deleted), so a daily ingest loads it in one memory-mapped columnar read.
 The cache is derived and disposable. Its file name carries the store id and the
 watermark's commit sequence it was taken at; it is used only when both match the
 store, so a crash between commit and cache write, another worker's run, a
-retraction or a different store all simply fall back to one columnar read of
-`current_state` (which is itself written in the payload's transaction).
+retraction or a different store all simply fall back to recomputing the state from
+`versions` (the latest non-retracted version per key) in one columnar read.
 """
 
 from __future__ import annotations

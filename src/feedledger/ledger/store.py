@@ -164,7 +164,7 @@ class Store:
 
     # -- state --------------------------------------------------------------------------
     def read_state(self, source: str) -> tuple[pl.DataFrame, int]:
-        """(current_state frame, the watermark txn_seq it corresponds to)."""
+        """(diff state recomputed from history, the watermark txn_seq it reflects)."""
         with self.begin() as conn:
             wm = self.watermark(source, conn)
             seq = wm.txn_seq if wm else 0
@@ -198,7 +198,6 @@ class Store:
         counts: dict[str, int],
         expected_seq: int,
         outbox_status: str,
-        state_was_empty: bool,
     ) -> tuple[int, int]:
         """Apply one payload atomically. Returns (txn_seq, recorded_at).
 
@@ -243,12 +242,7 @@ class Store:
                     pl.col("attributes"),
                 )
                 bulk.insert_frame(conn, "versions", vf)
-                faults.point("mid_transaction")
-                bulk.upsert_state(
-                    conn,
-                    vf.select("source", "key", "version_id", "content_hash", "revision", "deleted"),
-                    empty_before=state_was_empty,
-                )
+            faults.point("mid_transaction")
             if outcomes_frame.height:
                 of = outcomes_frame.select(
                     pl.lit(run_id).alias("run_id"),

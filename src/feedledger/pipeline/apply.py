@@ -16,6 +16,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import PayloadKind
 from feedledger.pipeline.context import Context
+from feedledger.timing import stage
 
 
 @dataclass
@@ -65,12 +66,14 @@ def apply_observations(
     outbox_status: str = "pending",
 ) -> Applied:
     store: Store = ctx.store
-    state, seq = ctx.cache.load(src.name)
+    with stage("state_load"):
+        state, seq = ctx.cache.load(src.name)
     wm = store.watermark(src.name)
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
 
-    diff = compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
+    with stage("diff"):
+        diff = compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
     counts = diff.counts
     live = counts["live_before"]
     if live and not allow_mass_delete and src.kind == PayloadKind.SNAPSHOT:
@@ -87,26 +90,26 @@ def apply_observations(
 
     n = diff.versions.height
     first_id = store.allocate_version_ids(n)
-    versions = _with_attributes(
-        diff.versions.with_columns(
+    with stage("attributes"):
+        numbered = diff.versions.with_columns(
             (pl.int_range(n, dtype=pl.Int64) + first_id).alias("version_id")
-        ),
-        obs,
-    )
-    outcomes = _with_attributes(diff.outcomes, obs)
-    txn_seq, recorded_at = store.apply_payload(
-        ref=ref,
-        run_id=run_id,
-        holder=holder,
-        backfill=backfill,
-        versions_frame=versions,
-        outcomes_frame=outcomes,
-        counts=counts,
-        expected_seq=seq,
-        outbox_status=outbox_status,
-        state_was_empty=state.is_empty(),
-    )
-    ctx.cache.save(src.name, next_state(state, versions), txn_seq)
+        )
+        versions = _with_attributes(numbered, obs)
+        outcomes = _with_attributes(diff.outcomes, obs)
+    with stage("transaction"):
+        txn_seq, recorded_at = store.apply_payload(
+            ref=ref,
+            run_id=run_id,
+            holder=holder,
+            backfill=backfill,
+            versions_frame=versions,
+            outcomes_frame=outcomes,
+            counts=counts,
+            expected_seq=seq,
+            outbox_status=outbox_status,
+        )
+    with stage("cache_save"):
+        ctx.cache.save(src.name, next_state(state, versions), txn_seq)
     return Applied(
         payload=ref,
         run_id=run_id,

@@ -28,6 +28,7 @@ from feedledger.model.timeutil import iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import Applied, apply_observations, stale_error
 from feedledger.pipeline.context import Context
+from feedledger.timing import stage
 
 
 @dataclass
@@ -126,14 +127,15 @@ def ingest(
             _keep_rejected(ctx, source, data, original_name, str(exc))
             raise
 
-    ref, created = ctx.archive.put(
-        src.name,
-        data,
-        published_at=when,
-        fetched_at=fetched_at or now_us(),
-        original_name=original_name,
-        content_type=content_type,
-    )
+    with stage("archive"):
+        ref, created = ctx.archive.put(
+            src.name,
+            data,
+            published_at=when,
+            fetched_at=fetched_at or now_us(),
+            original_name=original_name,
+            content_type=content_type,
+        )
     faults.point("after_archive")
     store = ctx.store
     store.register_payload(ref)
@@ -169,7 +171,8 @@ def apply_archived(
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
     if obs is None:
-        obs = read_observations(data, src, label=ref.label)
+        with stage("read"):
+            obs = read_observations(data, src, label=ref.label)
 
     run_id = new_run_id()
     holder = leases.new_holder()

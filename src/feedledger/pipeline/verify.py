@@ -1,5 +1,6 @@
-"""Prove the diff state consistent with the ledger: `current_state` (and the local
-cache) must equal the latest non-retracted version per key recomputed from history."""
+"""Prove the diff state consistent with the ledger: the local cache the diff loads, and
+the store's columnar state read, must both equal the latest non-retracted version per
+key recomputed from history by a separate query."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def verify(ctx: Context, source: str) -> dict[str, Any]:
         truth = recompute_state(conn, src.name)
     table, seq = store.read_state(src.name)
     cache, _cache_seq = ctx.cache.load(src.name)
-    checks = [_compare("current_state", truth, table), _compare("cache", truth, cache)]
+    checks = [_compare("store_state", truth, table), _compare("cache", truth, cache)]
     return {
         "source": src.name,
         "entities": truth.height,

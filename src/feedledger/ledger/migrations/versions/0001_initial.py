@@ -1,5 +1,5 @@
-"""Initial ledger schema: payloads, runs, applications, versions, current_state,
-watermarks, outcomes, outbox, leases, counters.
+"""Initial ledger schema: payloads, runs, applications, versions, watermarks,
+outcomes, outbox, leases, counters.
 
 Revision ID: 0001
 Revises:
@@ -92,15 +92,6 @@ def upgrade() -> None:
     op.create_index("ix_versions_source_key", "versions", ["source", "key", "valid_from"])
     op.create_index("ix_versions_run", "versions", ["run_id"])
     op.create_table(
-        "current_state",
-        sa.Column("source", S(64), primary_key=True),
-        sa.Column("key", T, primary_key=True),
-        sa.Column("version_id", B, nullable=False),
-        sa.Column("content_hash", B, nullable=False),
-        sa.Column("revision", T),
-        sa.Column("deleted", sa.Boolean, nullable=False),
-    )
-    op.create_table(
         "watermarks",
         sa.Column("source", S(64), primary_key=True),
         sa.Column("published_at", B),
@@ -179,7 +170,6 @@ def downgrade() -> None:
         "outbox",
         "outcomes",
         "watermarks",
-        "current_state",
         "versions",
         "applications",
         "runs",

@@ -1,0 +1,39 @@
+"""Optional stage timings (`FEEDLEDGER_TIMINGS=1` prints them to stderr at exit).
+
+Used by the benchmarks to show where the time of a run goes; off by default.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+ENABLED = os.environ.get("FEEDLEDGER_TIMINGS") == "1"
+_T0 = time.perf_counter()
+_stages: list[tuple[str, float]] = []
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    if not ENABLED:
+        yield
+        return
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        _stages.append((name, time.perf_counter() - start))
+
+
+def _report() -> None:
+    total = time.perf_counter() - _T0
+    parts = " ".join(f"{n}={t:.3f}" for n, t in _stages)
+    sys.stderr.write(f"timings: since-import={total:.3f} {parts}\n")
+
+
+if ENABLED:
+    atexit.register(_report)
