@@ -316,3 +316,28 @@ def test_watermark_and_runs_json(cli: Cli, tmp_path: Path) -> None:
         "payloads",
         "changes",
     }
+
+
+def test_staged_bulk_path_equals_direct_path(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large payloads on SQLite go through an ADBC scratch file; force it on small data
+    and check the ledger is identical to the direct path (and nothing is left behind)."""
+    from feedledger.config import make_source
+    from feedledger.ledger import bulk
+
+    workspace.add_source(make_source("s", key=("id",)))
+    monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1)
+    with Context(workspace) as ctx:
+        ingest(ctx, "s", b"id,v\n1,a\n2,b\n", published_at="2026-08-01")
+        ingest(ctx, "s", b"id,v\n1,A\n3,c\n", published_at="2026-08-02")
+        hist = {k: queries.history(ctx.store, "s", k) for k in ('["1"]', '["2"]', '["3"]')}
+    assert [(v.change, v.deleted, v.attributes) for v in hist['["1"]']] == [
+        ("added", False, '{"id":"1","v":"a"}'),
+        ("changed", False, '{"id":"1","v":"A"}'),
+    ]
+    assert [v.change for v in hist['["2"]']] == ["added", "deleted"]
+    assert hist['["3"]'][0].valid_from > hist['["1"]'][0].valid_from
+    assert all(isinstance(v.deleted, bool) for vs in hist.values() for v in vs)
+    leftovers = [p for p in workspace.root.rglob("*stage-*")]
+    assert leftovers == []

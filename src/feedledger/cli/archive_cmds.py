@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from feedledger.cli.common import JSON_OPT, context, emit_json, guarded, out, table
-from feedledger.model.errors import NotFoundError
+from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
 from feedledger.pipeline import query
 from feedledger.pipeline.archiving import archive_add, reindex
@@ -59,7 +59,11 @@ def list_(
     with context(ctx) as c:
         src = c.workspace.source(source)
         lo = query.instant(src, start, "--from")
-        hi = query.instant(src, end, "--to")
+        if lo is not None and end is not None:
+            hi_check = query.instant_end(src, end, "--to")
+            if hi_check is not None and hi_check < lo:
+                raise ConfigError(f"--from {start} is after --to {end}", source=source)
+        hi = query.instant_end(src, end, "--to")
         refs = c.store.list_payloads(source, lo, hi)
     if json_out:
         emit_json(refs)

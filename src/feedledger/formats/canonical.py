@@ -217,4 +217,3 @@ def record_hash(record: dict[str, Any]) -> int:
     schema = {k: (pl.UInt8 if k.startswith("t") else pl.String) for k in data}
     frame = pl.DataFrame(data, schema=schema) if data else pl.DataFrame({"_": [0]})
     return int(frame.select(fold_hash_expr(fields).alias("h")).item())
-

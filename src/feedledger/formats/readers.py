@@ -180,8 +180,7 @@ def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
         if published and published in columns
         else None
     )
-    return Observations(frame=frame, raw=raw, attr_columns=attr_columns,
-                        published_values=values)
+    return Observations(frame=frame, raw=raw, attr_columns=attr_columns, published_values=values)
 
 
 # -- generic (JSON, JSON lines, Parquet) ----------------------------------------------

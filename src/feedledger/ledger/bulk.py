@@ -7,6 +7,7 @@ Python on the PostgreSQL path and only the driver's own loop on SQLite.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -50,6 +51,71 @@ def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
             cur.close()
     else:
         _copy_in(conn, table, columns, frame)
+
+
+# Large frames on SQLite are staged through ADBC (Arrow -> SQLite bulk binding in C,
+# ~2-3x faster than the sqlite3 module's executemany) into a scratch database file,
+# then copied by ONE `INSERT ... SELECT` inside the payload's transaction. The scratch
+# file is attached before the transaction begins and deleted afterwards; atomicity is
+# the main database's, as the scratch file is only ever a source.
+STAGE_MIN_ROWS = 50_000
+VERSION_VARYING = [
+    "version_id",
+    "key",
+    "deleted",
+    "change",
+    "prev_version_id",
+    "content_hash",
+    "revision",
+    "attributes",
+]
+VERSION_CONSTANT = [
+    "source",
+    "valid_from",
+    "recorded_at",
+    "txn_seq",
+    "run_id",
+    "payload_id",
+    "backfill",
+]
+
+
+def stage_sqlite(path: Path, frame: pl.DataFrame) -> None:
+    """Write `frame` into table `batch` of a fresh scratch SQLite file."""
+    import adbc_driver_sqlite.dbapi as adbc
+
+    path.unlink(missing_ok=True)
+    conn = adbc.connect(str(path))
+    try:
+        cur = conn.cursor()
+        cur.adbc_ingest("batch", frame.to_arrow(), mode="create")
+        cur.close()
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def insert_versions(
+    conn: Connection, frame: pl.DataFrame, constants: dict[str, Any], *, staged: bool
+) -> None:
+    """Insert version rows: the varying columns from `frame` (or from the attached
+    scratch table `stage.batch` when `staged`), the per-payload constants bound once."""
+    if staged:
+        cols = VERSION_VARYING + VERSION_CONSTANT
+        select = ", ".join(VERSION_VARYING + ["?"] * len(VERSION_CONSTANT))
+        cur = _dbapi(conn).cursor()
+        try:
+            cur.execute(
+                f"INSERT INTO versions ({', '.join(cols)}) SELECT {select} FROM stage.batch",
+                tuple(constants[c] for c in VERSION_CONSTANT),
+            )
+        finally:
+            cur.close()
+        return
+    full = frame.select(VERSION_VARYING).with_columns(
+        [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
+    )
+    insert_frame(conn, "versions", full)
 
 
 _LATEST_SQLITE = (

@@ -8,8 +8,11 @@ commit together or not at all (Invariant 2).
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -205,105 +208,159 @@ class Store:
         prev_version_id. `outcomes_frame`: key, outcome, revision, current_revision, hash,
         attributes.
         """
+        versions_frame = versions_frame.rename({"hash": "content_hash"})
+        stage = self._stage_path() if versions_frame.height >= bulk.STAGE_MIN_ROWS else None
+        if stage is not None:
+            bulk.stage_sqlite(stage, versions_frame.select(bulk.VERSION_VARYING))
+        try:
+            with self._begin_attached(stage) as conn:
+                result = self._apply_in_txn(
+                    conn,
+                    ref=ref,
+                    run_id=run_id,
+                    holder=holder,
+                    backfill=backfill,
+                    versions_frame=versions_frame,
+                    outcomes_frame=outcomes_frame,
+                    counts=counts,
+                    expected_seq=expected_seq,
+                    outbox_status=outbox_status,
+                    staged=stage is not None,
+                )
+        finally:
+            if stage is not None:
+                stage.unlink(missing_ok=True)
+        faults.point("after_commit")
+        return result
+
+    def _stage_path(self) -> Path | None:
+        """A scratch file beside the SQLite database (None for PostgreSQL/:memory:)."""
+        if self.dialect != "sqlite":
+            return None
+        db = self.engine.url.database
+        if not db or db == ":memory:":
+            return None
+        path = Path(db)
+        return path.with_name(f".{path.name}.stage-{os.getpid()}-{secrets.token_hex(4)}")
+
+    @contextmanager
+    def _begin_attached(self, stage: Path | None) -> Iterator[Connection]:
+        if stage is None:
+            with self.begin() as conn:
+                yield conn
+            return
+        with self.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            raw.execute("ATTACH DATABASE ? AS stage", (str(stage),))
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                raw.execute("DETACH DATABASE stage")
+
+    def _apply_in_txn(
+        self,
+        conn: Connection,
+        *,
+        ref: PayloadRef,
+        run_id: str,
+        holder: str,
+        backfill: bool,
+        versions_frame: pl.DataFrame,
+        outcomes_frame: pl.DataFrame,
+        counts: dict[str, int],
+        expected_seq: int,
+        outbox_status: str,
+        staged: bool,
+    ) -> tuple[int, int]:
         from feedledger.ledger.leases import check_held
 
         source = ref.source
-        with self.begin() as conn:
-            wm = self.watermark(source, conn)
-            check_held(conn, source, holder, run_id)
-            seq = wm.txn_seq if wm else 0
-            if seq != expected_seq:
-                raise ConcurrentApplyError(
-                    "the source changed while this payload was being diffed "
-                    f"(commit sequence {expected_seq} -> {seq}); nothing was written",
-                    source=source,
-                    payload=ref.label,
-                    hint="run the command again",
-                )
-            txn_seq = seq + 1
-            recorded_at = max(now_us(), (wm.recorded_at + 1) if wm else 0)
-            n = versions_frame.height
-            if n:
-                vf = versions_frame.select(
-                    pl.col("version_id"),
-                    pl.lit(source).alias("source"),
-                    pl.col("key"),
-                    pl.lit(ref.published_at, dtype=pl.Int64).alias("valid_from"),
-                    pl.lit(recorded_at, dtype=pl.Int64).alias("recorded_at"),
-                    pl.lit(txn_seq, dtype=pl.Int64).alias("txn_seq"),
-                    pl.lit(run_id).alias("run_id"),
-                    pl.lit(ref.payload_id).alias("payload_id"),
-                    pl.lit(backfill).alias("backfill"),
-                    pl.col("deleted"),
-                    pl.col("change"),
-                    pl.col("prev_version_id"),
-                    pl.col("hash").alias("content_hash"),
-                    pl.col("revision"),
-                    pl.col("attributes"),
-                )
-                bulk.insert_frame(conn, "versions", vf)
-            faults.point("mid_transaction")
-            if outcomes_frame.height:
-                of = outcomes_frame.select(
-                    pl.lit(run_id).alias("run_id"),
-                    pl.lit(ref.payload_id).alias("payload_id"),
-                    pl.lit(source).alias("source"),
-                    pl.col("key"),
-                    pl.col("outcome"),
-                    pl.col("revision"),
-                    pl.col("current_revision"),
-                    pl.col("hash").alias("content_hash"),
-                    pl.col("attributes"),
-                    pl.lit(recorded_at, dtype=pl.Int64).alias("recorded_at"),
-                )
-                bulk.insert_frame(conn, "outcomes", of)
-            if n:
-                conn.execute(
-                    insert(outbox).values(
-                        source=source,
-                        run_id=run_id,
-                        payload_id=ref.payload_id,
-                        topic="changes",
-                        status=outbox_status,
-                        idempotency_key=f"{source}:{ref.payload_id}:changes",
-                        changes=n,
-                        body=json.dumps({"counts": counts}),
-                        created_at=recorded_at,
-                    )
-                )
+        wm = self.watermark(source, conn)
+        check_held(conn, source, holder, run_id)
+        seq = wm.txn_seq if wm else 0
+        if seq != expected_seq:
+            raise ConcurrentApplyError(
+                "the source changed while this payload was being diffed "
+                f"(commit sequence {expected_seq} -> {seq}); nothing was written",
+                source=source,
+                payload=ref.label,
+                hint="run the command again",
+            )
+        txn_seq = seq + 1
+        recorded_at = max(now_us(), (wm.recorded_at + 1) if wm else 0)
+        n = versions_frame.height
+        if n:
+            constants = {
+                "source": source,
+                "valid_from": ref.published_at,
+                "recorded_at": recorded_at,
+                "txn_seq": txn_seq,
+                "run_id": run_id,
+                "payload_id": ref.payload_id,
+                "backfill": backfill,
+            }
+            bulk.insert_versions(conn, versions_frame, constants, staged=staged)
+        faults.point("mid_transaction")
+        if outcomes_frame.height:
+            of = outcomes_frame.select(
+                pl.lit(run_id).alias("run_id"),
+                pl.lit(ref.payload_id).alias("payload_id"),
+                pl.lit(source).alias("source"),
+                pl.col("key"),
+                pl.col("outcome"),
+                pl.col("revision"),
+                pl.col("current_revision"),
+                pl.col("hash").alias("content_hash"),
+                pl.col("attributes"),
+                pl.lit(recorded_at, dtype=pl.Int64).alias("recorded_at"),
+            )
+            bulk.insert_frame(conn, "outcomes", of)
+        if n:
             conn.execute(
-                insert(applications).values(
-                    payload_id=ref.payload_id,
-                    run_id=run_id,
+                insert(outbox).values(
                     source=source,
-                    txn_seq=txn_seq,
-                    recorded_at=recorded_at,
-                    published_at=ref.published_at,
+                    run_id=run_id,
+                    payload_id=ref.payload_id,
+                    topic="changes",
+                    status=outbox_status,
+                    idempotency_key=f"{source}:{ref.payload_id}:changes",
                     changes=n,
-                    counts=json.dumps(counts, sort_keys=True),
-                    prev_payload_id=wm.payload_id if wm else None,
-                    prev_published_at=wm.published_at if wm else None,
+                    body=json.dumps({"counts": counts}),
+                    created_at=recorded_at,
                 )
             )
-            values = dict(
-                published_at=ref.published_at,
+        conn.execute(
+            insert(applications).values(
                 payload_id=ref.payload_id,
+                run_id=run_id,
+                source=source,
                 txn_seq=txn_seq,
                 recorded_at=recorded_at,
+                published_at=ref.published_at,
+                changes=n,
+                counts=json.dumps(counts, sort_keys=True),
+                prev_payload_id=wm.payload_id if wm else None,
+                prev_published_at=wm.published_at if wm else None,
             )
-            if wm is None:
-                conn.execute(insert(watermarks).values(source=source, **values))
-            else:
-                conn.execute(
-                    update(watermarks).where(watermarks.c.source == source).values(**values)
-                )
-            conn.execute(
-                update(runs)
-                .where(runs.c.run_id == run_id)
-                .values(payloads=runs.c.payloads + 1, changes=runs.c.changes + n)
-            )
-            faults.point("before_commit")
-        faults.point("after_commit")
+        )
+        values = dict(
+            published_at=ref.published_at,
+            payload_id=ref.payload_id,
+            txn_seq=txn_seq,
+            recorded_at=recorded_at,
+        )
+        if wm is None:
+            conn.execute(insert(watermarks).values(source=source, **values))
+        else:
+            conn.execute(update(watermarks).where(watermarks.c.source == source).values(**values))
+        conn.execute(
+            update(runs)
+            .where(runs.c.run_id == run_id)
+            .values(payloads=runs.c.payloads + 1, changes=runs.c.changes + n)
+        )
+        faults.point("before_commit")
         return txn_seq, recorded_at
 
     # -- runs ---------------------------------------------------------------------------

@@ -47,10 +47,13 @@ def _with_attributes(frame: pl.DataFrame, obs: Observations) -> pl.DataFrame:
     """Add the canonical attribute text of each row's observation (null for deletes)."""
     if frame.is_empty():
         return frame.with_columns(pl.lit(None, dtype=pl.String).alias("attributes"))
-    frame = frame.with_row_index("_pos")
-    present = frame.filter(pl.col("idx").is_not_null())
-    attrs = present.select("_pos").with_columns(obs.attributes(present["idx"]))
-    return frame.join(attrs, on="_pos", how="left").sort("_pos").drop("_pos")
+    present = frame.get_column("idx").is_not_null()
+    positions = present.arg_true()
+    texts = obs.attributes(frame.get_column("idx").filter(present))
+    column = pl.Series("attributes", [None] * frame.height, dtype=pl.String)
+    if positions.len():
+        column = column.scatter(positions, texts)
+    return frame.with_columns(column)
 
 
 def apply_observations(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 from feedledger.formats.canonical import RawNumber, canonical
@@ -12,7 +13,7 @@ from feedledger.ledger.records import Version
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.jsonout import RawJSON
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import parse_instant, to_us
+from feedledger.model.timeutil import from_us, parse_instant, to_us, zone
 from feedledger.model.types import AsOfStatus
 from feedledger.pipeline.context import Context
 
@@ -65,6 +66,16 @@ def instant(src: SourceConfig, text: str | None, what: str) -> int | None:
     if text is None:
         return None
     return to_us(parse_instant(text, src.timezone, what=what))
+
+
+def instant_end(src: SourceConfig, text: str | None, what: str) -> int | None:
+    """Like `instant`, but a bare date means the END of that day (inclusive bound)."""
+    value = instant(src, text, what)
+    if value is None or text is None or len(text.strip()) != 10:
+        return value
+    start = from_us(value).astimezone(zone(src.timezone))
+    nxt = (start + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return to_us(nxt) - 1
 
 
 def history(
