@@ -14,6 +14,8 @@ payload applied (nothing repeated) or applies it whole (nothing lost).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,22 +129,41 @@ def ingest(
             _keep_rejected(ctx, source, data, original_name, str(exc))
             raise
 
-    with stage("archive"):
-        ref, created = ctx.archive.put(
-            src.name,
+    # Parse on a second core while the bytes are archived and indexed: parsing is not
+    # the ledger seeing the payload, and nothing is applied before both are done.
+    pool = ThreadPoolExecutor(max_workers=1) if obs is None else None
+    parsing = pool.submit(_timed_read, data, src, original_name or "payload") if pool else None
+    try:
+        with stage("archive"):
+            ref, created = ctx.archive.put(
+                src.name,
+                data,
+                published_at=when,
+                fetched_at=fetched_at or now_us(),
+                original_name=original_name,
+                content_type=content_type,
+            )
+        faults.point("after_archive")
+        store = ctx.store
+        store.register_payload(ref)
+        faults.point("after_register")
+        return apply_archived(
+            ctx,
+            src,
+            ref,
             data,
-            published_at=when,
-            fetched_at=fetched_at or now_us(),
-            original_name=original_name,
-            content_type=content_type,
+            created=created,
+            obs=obs if parsing is None else parsing.result,
+            allow_mass_delete=allow_mass_delete,
         )
-    faults.point("after_archive")
-    store = ctx.store
-    store.register_payload(ref)
-    faults.point("after_register")
-    return apply_archived(
-        ctx, src, ref, data, created=created, obs=obs, allow_mass_delete=allow_mass_delete
-    )
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _timed_read(data: bytes, src: SourceConfig, label: str) -> Observations:
+    with stage("read"):
+        return read_observations(data, src, label=label)
 
 
 def apply_archived(
@@ -152,7 +173,7 @@ def apply_archived(
     data: bytes,
     *,
     created: bool,
-    obs: Observations | None = None,
+    obs: Observations | Callable[[], Observations] | None = None,
     allow_mass_delete: bool = False,
 ) -> IngestResult:
     store = ctx.store
@@ -173,6 +194,13 @@ def apply_archived(
     if obs is None:
         with stage("read"):
             obs = read_observations(data, src, label=ref.label)
+    elif not isinstance(obs, Observations):
+        try:
+            obs = obs()  # the parse running beside archiving; re-raises its error here
+        except BadPayloadError as exc:  # name the payload by its id too
+            raise type(exc)(
+                exc.problem, source=src.name, payload=ref.label, hint=exc.hint
+            ) from None
 
     run_id = new_run_id()
     holder = leases.new_holder()
