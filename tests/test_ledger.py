@@ -341,3 +341,61 @@ def test_staged_bulk_path_equals_direct_path(
     assert all(isinstance(v.deleted, bool) for vs in hist.values() for v in vs)
     leftovers = [p for p in workspace.root.rglob("*stage-*")]
     assert leftovers == []
+
+
+def test_one_run_per_source_lease(cli: Cli, tmp_path: Path, workspace: Workspace) -> None:
+    """A live lease held by another (alive) holder refuses a second run of that source;
+    other sources are unaffected; an expired lease is taken over."""
+    from feedledger.ledger import leases
+    from feedledger.ledger.schema import leases as leases_t
+    from feedledger.ledger.store import Store
+
+    add_source(cli)
+    cli("source", "add", "other", "--key", "id")
+    store = Store(workspace.store_url)
+    leases.acquire(store, "larimer", "otherhost:1:abcd", "run-x")
+    refused = cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-01", [["a", "R", "x"]])),
+        "--published-at",
+        "2026-08-01",
+        expect=7,
+    )
+    assert "holds this source's lease" in refused.stderr and "run-x" in refused.stderr
+    other = write_csv(tmp_path / "o.csv", ["id"], [["1"]])
+    cli("ingest", "other", str(other), "--published-at", "2026-08-01")
+    with store.begin() as conn:
+        conn.execute(leases_t.update().where(leases_t.c.source == "larimer").values(expires_at=1))
+    cli(
+        "ingest",
+        "larimer",
+        str(feed(tmp_path, "2026-08-01", [["a", "R", "x"]])),
+        "--published-at",
+        "2026-08-01",
+    )
+    store.close()
+
+
+def test_published_at_from_payload_field(cli: Cli, tmp_path: Path) -> None:
+    cli(
+        "source",
+        "add",
+        "f",
+        "--key",
+        "id",
+        "--published-from",
+        "field:as_of",
+        "--timezone",
+        "America/Denver",
+    )
+    ok = write_csv(
+        tmp_path / "export.csv", ["id", "as_of"], [["1", "2026-08-06"], ["2", "2026-08-06"]]
+    )
+    out = cli.json("ingest", "f", str(ok))
+    assert out["published_at"] == "2026-08-06T06:00:00+00:00"
+    mixed = write_csv(
+        tmp_path / "mixed.csv", ["id", "as_of"], [["1", "2026-08-07"], ["2", "2026-08-08"]]
+    )
+    bad = cli("ingest", "f", str(mixed), expect=4)
+    assert "2 different publisher dates" in bad.stderr
