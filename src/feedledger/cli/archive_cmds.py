@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from feedledger.cli.common import JSON_OPT, context, emit_json, guarded, out, table
+from feedledger.cli.common import JSON_OPT, context, emit_json, guarded, out, table, when
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
 from feedledger.pipeline import query
@@ -72,7 +72,7 @@ def list_(
         f"archive of {source}",
         ["published_at", "payload_id", "size", "original_name", "fetched_at"],
         [
-            [iso(r.published_at), r.payload_id, f"{r.size:,}", r.original_name, iso(r.fetched_at)]
+            [when(r.published_at), r.payload_id, f"{r.size:,}", r.original_name, when(r.fetched_at)]
             for r in refs
         ],
     )

@@ -3,6 +3,7 @@ and turning FeedledgerError into one clear line on stderr with a distinct exit c
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,8 @@ from feedledger.model.jsonout import RawJSON, dumps
 from feedledger.pipeline.context import Context
 
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal and "COLUMNS" not in os.environ:
+    out.width = 160  # piped output: do not squeeze tables into 80 columns
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 T = TypeVar("T")
@@ -63,6 +66,16 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     for r in rows:
         t.add_row(*[show(v) for v in r])
     out.print(t)
+
+
+def when(value: int | None) -> str:
+    """Compact UTC time for tables (JSON output keeps full ISO-8601)."""
+    if value is None:
+        return ""
+    from feedledger.model.timeutil import from_us
+
+    text = from_us(value).strftime("%Y-%m-%d %H:%M:%S")
+    return text.removesuffix(" 00:00:00") + "Z" if text.endswith(" 00:00:00") else text + "Z"
 
 
 def fail(error: FeedledgerError) -> None:

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import typer
 
-from feedledger.cli.common import guarded, out, table
+from feedledger.cli.common import guarded, out, table, when
 from feedledger.config import Workspace
-from feedledger.model.timeutil import iso
 from feedledger.pipeline import query
 from feedledger.pipeline.context import Context
 from feedledger.pipeline.demo import PARCEL, SOURCE, build_demo
@@ -32,7 +31,7 @@ def register(app: typer.Typer) -> None:
             [
                 [
                     f.name,
-                    iso(r.payload.published_at),
+                    when(r.payload.published_at),
                     r.counts.get("added"),
                     r.counts.get("changed"),
                     r.counts.get("deleted"),
@@ -49,9 +48,9 @@ def register(app: typer.Typer) -> None:
                 ["valid_from", "valid_to", "recorded_at", "change", "zoning"],
                 [
                     [
-                        iso(v.valid_from),
-                        iso(v.valid_to),
-                        iso(v.recorded_at),
+                        when(v.valid_from),
+                        when(v.valid_to),
+                        when(v.recorded_at),
                         v.change,
                         _zoning(v.attributes),
                     ]

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table
+from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, when
 from feedledger.formats.canonical import RawNumber
 from feedledger.ledger import queries
 from feedledger.model.errors import ConfigError, NotFoundError
@@ -142,14 +142,14 @@ def register(app: typer.Typer) -> None:
             ],
             [
                 [
-                    iso(v.valid_from),
-                    iso(v.valid_to),
-                    iso(v.recorded_at),
+                    when(v.valid_from),
+                    when(v.valid_to),
+                    when(v.recorded_at),
                     v.change,
                     v.attributes or "(deleted)",
                     v.run_id[:8],
                     v.backfill,
-                    iso(v.retracted_at),
+                    when(v.retracted_at),
                 ]
                 for v in versions
             ],
@@ -213,8 +213,8 @@ def register(app: typer.Typer) -> None:
                     r.run_id,
                     r.kind,
                     r.status,
-                    iso(r.started_at),
-                    iso(r.finished_at),
+                    when(r.started_at),
+                    when(r.finished_at),
                     r.payloads,
                     r.changes,
                     r.error,
@@ -243,7 +243,7 @@ def register(app: typer.Typer) -> None:
         table(
             f"changes of run {run}",
             ["key", "change", "valid_from", "before", "after"],
-            [[ch.key, ch.change, iso(ch.valid_from), ch.before, ch.after] for ch in items],
+            [[ch.key, ch.change, when(ch.valid_from), ch.before, ch.after] for ch in items],
         )
 
     @app.command("watermark")
