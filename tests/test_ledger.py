@@ -328,6 +328,7 @@ def test_staged_bulk_path_equals_direct_path(
 
     workspace.add_source(make_source("s", key=("id",)))
     monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1)
+    monkeypatch.setattr(bulk, "CHUNK_ROWS", 1)  # several slices (ADBC append, COPY parts)
     with Context(workspace) as ctx:
         ingest(ctx, "s", b"id,v\n1,a\n2,b\n", published_at="2026-08-01")
         ingest(ctx, "s", b"id,v\n1,A\n3,c\n", published_at="2026-08-02")

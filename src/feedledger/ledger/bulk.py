@@ -24,14 +24,19 @@ def _is_sqlite(conn: Connection) -> bool:
     return conn.dialect.name == "sqlite"
 
 
+CHUNK_ROWS = 200_000  # bounded memory: large frames are encoded and sent in slices
+
+
 def _copy_in(conn: Connection, table: str, columns: list[str], frame: pl.DataFrame) -> None:
-    data = frame.select(columns).write_csv(include_header=False, null_value="")
     cols = ", ".join(columns)
+    selected = frame.select(columns)
     with (
         _dbapi(conn).cursor() as cur,
         cur.copy(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)") as copy,
     ):
-        copy.write(data)
+        for start in range(0, selected.height, CHUNK_ROWS):
+            part = selected.slice(start, CHUNK_ROWS)
+            copy.write(part.write_csv(include_header=False, null_value=""))
 
 
 def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
@@ -88,7 +93,9 @@ def stage_sqlite(path: Path, frame: pl.DataFrame) -> None:
     conn = adbc.connect(str(path))
     try:
         cur = conn.cursor()
-        cur.adbc_ingest("batch", frame.to_arrow(), mode="create")
+        for start in range(0, frame.height, CHUNK_ROWS):
+            part = frame.slice(start, CHUNK_ROWS).to_arrow()
+            cur.adbc_ingest("batch", part, mode="create" if start == 0 else "append")
         cur.close()
         conn.commit()
     finally:
