@@ -3,12 +3,13 @@
     python bench/floor.py FILE
 
 No ingest can be faster than merely reading its payload and computing one content hash
-per row, so this is the yardstick daily ingests are compared with. It does exactly that:
+per row, so this is the yardstick daily ingests are compared with. It does exactly that,
+with the same libraries and the same hash as `feedledger ingest`:
 
 1. ``polars.read_csv(FILE, infer_schema=False, empty_string_is_null=False)`` (all text);
-2. for every row, the canonical JSON text of the row -- keys sorted, compact,
-   ``{"col":"value",...}``, values JSON-escaped -- built with ``pl.concat_str``;
-3. one ``xxh3_64`` per row through ``polars_hash`` (``pl.col(...).nchash.xxh3_64()``).
+2. one content hash per row: XXH3-64 of every field through ``polars_hash``, folded per
+   row in column-name order exactly as ``feedledger.formats.canonical`` documents (inlined
+   here so only polars and polars-hash are imported), plus the key hash of one column.
 
 It is meant to run as a whole process (the benchmark measures its wall time and peak RSS
 from outside), so interpreter start-up and imports count, as they do for ``feedledger``.
@@ -25,43 +26,32 @@ import json  # noqa: E402
 import sys  # noqa: E402
 
 import polars as pl  # noqa: E402
-import polars_hash  # noqa: E402, F401  (registers the ``nchash`` expression namespace)
+import polars_hash  # noqa: E402, F401  (registers the ``nchash`` namespace)
 
-# Characters that need a JSON escape (RFC 8259: quotation mark, reverse solidus, controls).
-# Columns are checked all at once, in one parallel pass; a column holding none of them (the
-# common case) is used as is, so its only cost is that scan.
-_SPECIAL = ['"', "\\"] + [chr(i) for i in range(0x20)]
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# The content-hash fold of feedledger.formats.canonical, inlined so that the floor imports
+# nothing but polars and polars-hash (the same algorithm, constants and libraries).
+SEED, PRIME, TAG_STRING = 0x243F6A8885A308D3, 0x9E3779B97F4A7C15, 2
 
 
-def _escaped(df: pl.DataFrame, col: str) -> pl.Expr:
-    expr = pl.col(col).str.replace_all("\\", "\\\\", literal=True)
-    expr = expr.str.replace_all('"', '\\"', literal=True)
-    s = df.get_column(col)
-    if not s.str.contains_any(_SPECIAL[2:]).any():
-        return expr
-    if s.str.contains_any([c for c in _SPECIAL[2:] if c not in _SHORT_ESCAPES]).any():
-        # Rare enough not to matter for speed: let the json module do it, dropping quotes.
-        return pl.col(col).map_elements(
-            lambda v: json.dumps(v, ensure_ascii=False)[1:-1], return_dtype=pl.String
-        )
-    for ch, esc in _SHORT_ESCAPES.items():
-        expr = expr.str.replace_all(ch, esc, literal=True)
-    return expr
+def _u64(value: int) -> pl.Expr:
+    return pl.lit(value, dtype=pl.UInt64)
 
 
-def canonical_json_expr(df: pl.DataFrame) -> pl.Expr:
-    """``{"a":"...","b":"..."}`` per row, keys sorted, as one string expression."""
-    cols = sorted(df.columns)
-    flags = df.select(pl.col(c).str.contains_any(_SPECIAL).any() for c in cols).row(0)
-    parts: list[pl.Expr] = []
-    for i, (col, special) in enumerate(zip(cols, flags, strict=True)):
-        key = json.dumps(col, ensure_ascii=False)
-        parts.append(pl.lit(("{" if i == 0 else ",") + key + ':"'))
-        parts.append(_escaped(df, col) if special else pl.col(col))
-        parts.append(pl.lit('"'))
-    parts.append(pl.lit("}"))
-    return pl.concat_str(parts)
+def _xxh(text: pl.Expr) -> pl.Expr:
+    return text.nchash.xxh3_64()  # type: ignore[attr-defined,no-any-return]
+
+
+def string_record_hash_expr(columns: list[str]) -> pl.Expr:
+    names = pl.DataFrame({"n": sorted(columns)}).select(_xxh(pl.col("n")))["n"].to_list()
+    h = _u64(SEED)
+    for name, name_h in zip(sorted(columns), names, strict=True):
+        for x in (_u64(name_h), _u64(TAG_STRING), _xxh(pl.col(name))):
+            h = (h ^ x) * _u64(PRIME)
+    return h.reinterpret(signed=True)
+
+
+def hash_expr(text: pl.Expr) -> pl.Expr:
+    return _xxh(text).reinterpret(signed=True)
 
 
 def main(argv: list[str]) -> int:
@@ -72,7 +62,11 @@ def main(argv: list[str]) -> int:
     t_imported = time.perf_counter()
     df = pl.read_csv(path, infer_schema=False, empty_string_is_null=False)
     t_read = time.perf_counter()
-    hashes = df.select(canonical_json_expr(df).nchash.xxh3_64().alias("row_hash"))["row_hash"]
+    out = df.select(
+        string_record_hash_expr(list(df.columns)).alias("row_hash"),
+        hash_expr(pl.col(df.columns[0])).alias("key_hash"),
+    )
+    hashes = out["row_hash"]
     t_hashed = time.perf_counter()
     if hashes.null_count():
         raise SystemExit("floor.py: null row hash (a null field?)")
