@@ -400,3 +400,16 @@ def test_published_at_from_payload_field(cli: Cli, tmp_path: Path) -> None:
     )
     bad = cli("ingest", "f", str(mixed), expect=4)
     assert "2 different publisher dates" in bad.stderr
+
+
+def test_unreadable_payload_does_not_claim_its_date(cli: Cli, tmp_path: Path) -> None:
+    """A payload that cannot be read keeps its bytes (rejected/) but not its publication
+    slot: the corrected file for the same date applies."""
+    add_source(cli)
+    bad = tmp_path / "larimer_2026-08-06.csv"
+    bad.write_bytes(b"parcel_id,zoning\n1,R-1\n1,R-2\n")  # duplicate key
+    cli("ingest", "larimer", str(bad), "--published-at", "2026-08-06", expect=4)
+    good = feed(tmp_path, "2026-08-06-fixed", [["1", "R-1", "x"]])
+    out = cli.json("ingest", "larimer", str(good), "--published-at", "2026-08-06")
+    assert out["status"] == "applied" and out["added"] == 1
+    assert len(cli.json("archive", "list", "larimer")) == 1

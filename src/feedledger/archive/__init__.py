@@ -26,7 +26,10 @@ class Archive(Protocol):
         fetched_at: int,
         original_name: str | None = None,
         content_type: str | None = None,
+        sha256: str | None = None,
     ) -> tuple[PayloadRef, bool]: ...
+
+    def put_object(self, data: bytes) -> str: ...
 
     def get(self, sha256: str) -> bytes: ...
 

@@ -182,8 +182,10 @@ class LocalArchive:
         fetched_at: int,
         original_name: str | None = None,
         content_type: str | None = None,
+        sha256: str | None = None,
     ) -> tuple[PayloadRef, bool]:
-        """Archive `data` for `source`; returns (ref, created).
+        """Archive `data` for `source`; returns (ref, created). `sha256` may be given when
+        the caller already stored the bytes with `put_object` (it is trusted).
 
         `created` is False when this exact publication (source, published_at, bytes)
         is already archived; the existing ref (with its original `fetched_at`) is
@@ -193,7 +195,7 @@ class LocalArchive:
         _check_source(source)
         _check_instant(published_at, "published_at", source)
         _check_instant(fetched_at, "fetched_at", source)
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256 or hashlib.sha256(data).hexdigest()
         payload_id = payload_id_for(source, published_at, sha)
         ref = PayloadRef(
             payload_id=payload_id,
@@ -235,6 +237,13 @@ class LocalArchive:
                 # Only possible without advisory locks: another process won the race.
                 return self._existing(accepted, source), False
         return ref, True
+
+    def put_object(self, data: bytes) -> str:
+        """Store the bytes alone (content-addressed, fsynced); returns their sha256.
+        Naming them as a publication is `put`'s job, once they are known to be usable."""
+        sha = hashlib.sha256(data).hexdigest()
+        self._write_object(sha, data)
+        return sha
 
     def keep_rejected(
         self,

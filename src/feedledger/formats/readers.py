@@ -96,7 +96,7 @@ def _check_utf8(data: bytes, src: SourceConfig, label: str) -> None:
 def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observations:
     """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input."""
     if not data or not data.strip():
-        raise _fail(src, label, "payload is empty (0 bytes of data)")
+        raise _fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
     if src.format == "csv":
         obs = _read_csv(data, src, label)
     elif src.format == "parquet":
@@ -122,6 +122,53 @@ def _csv_header(data: bytes, src: SourceConfig, label: str) -> list[str]:
     return next(csv.reader([text.rstrip("\r")]), [])
 
 
+def _field_count_error(
+    src: SourceConfig, label: str, row: int, found: int, expected: int
+) -> BadPayloadError:
+    return _fail(
+        src,
+        label,
+        f"cannot parse CSV: row {row} (line {row + 1}) has {found} field(s), "
+        f"{'fewer' if found < expected else 'more'} fields than the header's {expected}",
+    )
+
+
+def _check_field_counts(data: bytes, expected: int, src: SourceConfig, label: str) -> None:
+    """Slow path (errors only, or quoted line breaks): find the first row whose field
+    count differs from the header's, with the csv module."""
+    text = data.decode("utf-8", errors="replace")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next(reader, None)
+    for row_no, fields in enumerate(reader, start=1):
+        if fields and len(fields) != expected:
+            raise _fail(
+                src,
+                label,
+                f"cannot parse CSV: row {row_no} (line {reader.line_num}) has "
+                f"{len(fields)} field(s), {'fewer' if len(fields) < expected else 'more'} "
+                f"fields than the header's {expected}",
+            )
+
+
+def _check_short_rows(
+    data: bytes, height: int, expected: int, suspects: list[int], src: SourceConfig, label: str
+) -> None:
+    """Rows holding a null have an unquoted empty field or too few fields: tell them
+    apart by re-reading just those lines (all of them if quoted line breaks shift the
+    row/line mapping)."""
+    lines = data.split(b"\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if len(lines) - 1 != height:
+        _check_field_counts(data, expected, src, label)
+        return
+    for i in suspects:
+        line = lines[i + 1].rstrip(b"\r").decode("utf-8", errors="replace")
+        fields = next(csv.reader([line]), [])
+        if len(fields) != expected:
+            raise _field_count_error(src, label, i + 1, len(fields), expected)
+
+
 def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -132,24 +179,27 @@ def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
     if any(not h.strip() for h in header):
         raise _fail(src, label, "the CSV header has an empty column name")
     try:
+        # Unquoted empty fields AND missing trailing fields both read as null here;
+        # quoted "" stays "". Rows with a null are checked against their line below.
         raw = pl.read_csv(
             io.BytesIO(data),
             infer_schema=False,
-            empty_string_is_null=False,
+            empty_string_is_null=True,
             raise_if_empty=True,
         )
     except pl.exceptions.ComputeError as exc:
         if "utf-8" in str(exc).lower() or "utf8" in str(exc).lower():
             _check_utf8(data, src, label)
+        _check_field_counts(data, len(header), src, label)
         first = str(exc).strip().splitlines()[0]
         raise _fail(src, label, f"cannot parse CSV: {first}") from None
     except (pl.exceptions.NoDataError, pl.exceptions.PolarsError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _fail(src, label, f"cannot parse CSV: {first}") from None
-    # A null cell can only come from a line with fewer fields than the header.
     if raw.height and raw.null_count().sum_horizontal().item():
-        short = raw.with_row_index("i").filter(pl.any_horizontal(pl.all().is_null()))["i"]
-        raise _fail(src, label, f"{_rows(short.to_list())}: fewer fields than the header")
+        suspects = raw.with_row_index("i").filter(pl.any_horizontal(pl.all().is_null()))["i"]
+        _check_short_rows(data, raw.height, len(header), suspects.to_list(), src, label)
+        raw = raw.with_columns(pl.all().fill_null(""))
     _require_columns(list(raw.columns), src, label)
 
     columns = list(raw.columns)

@@ -49,7 +49,14 @@ def make_engine(url: str) -> Engine:
     if real.startswith("sqlite"):
         path = real.split("sqlite:///", 1)[-1]
         if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailableError(
+                    f"cannot reach the store at {redact(url)}: cannot create "
+                    f"{Path(path).parent}: {exc.strerror}",
+                    hint="check the URL in feedledger.toml [store] (or FEEDLEDGER_STORE)",
+                ) from None
         engine = create_engine(real, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)

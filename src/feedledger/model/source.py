@@ -69,7 +69,12 @@ class SourceConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _tz(cls, value: str) -> str:
-        zone(value)
+        from feedledger.model.errors import ConfigError
+
+        try:
+            zone(value)
+        except ConfigError as exc:
+            raise ValueError(exc.problem) from None
         return value
 
     @field_validator("cadence")

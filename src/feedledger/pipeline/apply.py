@@ -38,8 +38,8 @@ def stale_error(
         "state, so it was refused and nothing changed",
         source=src.name,
         payload=ref.label,
-        hint="the payload is archived; to fold in a late or restated payload, replay the "
-        "source from that date (`feedledger replay`), or use `feedledger backfill` for a gap",
+        hint="the payload is archived, so a late or restated publication can be folded in "
+        "later by a replay of the source from that date (backfill/replay)",
     )
 
 

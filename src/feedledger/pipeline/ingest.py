@@ -14,7 +14,6 @@ payload applied (nothing repeated) or applies it whole (nothing lost).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,14 @@ from typing import Any
 from feedledger import faults
 from feedledger.formats import Observations, published_from_field, read_observations
 from feedledger.ledger import leases
-from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
+from feedledger.ledger.store import Store
+from feedledger.model.errors import (
+    BadPayloadError,
+    ConfigError,
+    FeedledgerError,
+    NotFoundError,
+    StoreUnavailableError,
+)
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us, parse_instant, to_us
@@ -96,74 +102,81 @@ def ingest(
     allow_mass_delete: bool = False,
     fetched_at: int | None = None,
 ) -> IngestResult:
+    """Archive `data` as a publication of `source` and apply it as a live run.
+
+    The bytes are stored (content-addressed, fsynced) first, while a second core parses
+    them. A payload that cannot be read keeps its bytes plus a note under `rejected/`
+    but never claims its publication slot, so a corrected file for the same date can
+    follow. A readable one gets its sidecar and index row, then is applied."""
+    fetched_at = fetched_at or now_us()
     try:
         src = ctx.workspace.source(source)
     except FeedledgerError as exc:
         _keep_rejected(ctx, source, data, original_name, str(exc))
-        raise
+        raise NotFoundError(
+            exc.problem, source=source, payload=original_name, hint=exc.hint
+        ) from None
     try:
         when = resolve_published_at(src, published_at, original_name)
     except ConfigError as exc:
         _keep_rejected(ctx, source, data, original_name, str(exc))
         raise ConfigError(exc.problem, source=source, payload=original_name) from None
-    obs: Observations | None = None
-    if when is None:
-        if not src.published_from.startswith("field:"):
-            _keep_rejected(ctx, source, data, original_name, "no publisher date")
-            raise ConfigError(
-                "no publisher date: pass --published-at DATE (the publisher's date, never "
-                "today's by default)",
-                source=source,
-                payload=original_name,
-            )
-        label = original_name or "payload"
+    if when is None and not src.published_from.startswith("field:"):
+        _keep_rejected(ctx, source, data, original_name, "no publisher date")
+        raise ConfigError(
+            "no publisher date: pass --published-at DATE (the publisher's date, never "
+            "today's by default)",
+            source=source,
+            payload=original_name,
+        )
+    label = original_name or "payload"
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        storing = pool.submit(ctx.archive.put_object, data)
         try:
-            obs = read_observations(data, src, label=label)
-            when = published_from_field(
-                obs,
-                src,
-                label,
-                lambda t: to_us(parse_instant(t, src.timezone, what="publisher date")),
-            )
+            with stage("read"):
+                obs = read_observations(data, src, label=label)
+            if when is None:
+                when = published_from_field(
+                    obs,
+                    src,
+                    label,
+                    lambda t: to_us(parse_instant(t, src.timezone, what="publisher date")),
+                )
         except (BadPayloadError, ConfigError) as exc:
+            storing.result()
             _keep_rejected(ctx, source, data, original_name, str(exc))
             raise
-
-    # Parse on a second core while the bytes are archived and indexed: parsing is not
-    # the ledger seeing the payload, and nothing is applied before both are done.
-    pool = ThreadPoolExecutor(max_workers=1) if obs is None else None
-    parsing = pool.submit(_timed_read, data, src, original_name or "payload") if pool else None
-    try:
-        with stage("archive"):
-            ref, created = ctx.archive.put(
-                src.name,
-                data,
-                published_at=when,
-                fetched_at=fetched_at or now_us(),
-                original_name=original_name,
-                content_type=content_type,
-            )
-        faults.point("after_archive")
-        store = ctx.store
-        store.register_payload(ref)
-        faults.point("after_register")
-        return apply_archived(
-            ctx,
-            src,
-            ref,
+        sha = storing.result()
+    with stage("archive"):
+        ref, created = ctx.archive.put(
+            src.name,
             data,
-            created=created,
-            obs=obs if parsing is None else parsing.result,
-            allow_mass_delete=allow_mass_delete,
+            published_at=when,
+            fetched_at=fetched_at,
+            original_name=original_name,
+            content_type=content_type,
+            sha256=sha,
         )
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
+    faults.point("after_archive")
+    store = _open_store(ctx, src.name, ref.label)
+    store.register_payload(ref)
+    faults.point("after_register")
+    return apply_archived(
+        ctx, src, ref, data, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+    )
 
 
-def _timed_read(data: bytes, src: SourceConfig, label: str) -> Observations:
-    with stage("read"):
-        return read_observations(data, src, label=label)
+def _open_store(ctx: Context, source: str, label: str) -> Store:
+    """The store, with an unreachable one named for the source and payload at hand."""
+    try:
+        return ctx.store
+    except StoreUnavailableError as exc:
+        raise StoreUnavailableError(
+            exc.problem + " (the payload is archived and will apply once the store is back)",
+            source=source,
+            payload=label,
+            hint=exc.hint,
+        ) from None
 
 
 def apply_archived(
@@ -173,7 +186,7 @@ def apply_archived(
     data: bytes,
     *,
     created: bool,
-    obs: Observations | Callable[[], Observations] | None = None,
+    obs: Observations | None = None,
     allow_mass_delete: bool = False,
 ) -> IngestResult:
     store = ctx.store
@@ -194,13 +207,6 @@ def apply_archived(
     if obs is None:
         with stage("read"):
             obs = read_observations(data, src, label=ref.label)
-    elif not isinstance(obs, Observations):
-        try:
-            obs = obs()  # the parse running beside archiving; re-raises its error here
-        except BadPayloadError as exc:  # name the payload by its id too
-            raise type(exc)(
-                exc.problem, source=src.name, payload=ref.label, hint=exc.hint
-            ) from None
 
     run_id = new_run_id()
     holder = leases.new_holder()
