@@ -35,6 +35,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=FULL")
     cur.execute("PRAGMA busy_timeout=60000")
+    cur.execute("PRAGMA cache_size=-65536")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert, select, update
 
-from feedledger.ledger.schema import leases
+from feedledger.ledger.schema import leases, runs
 from feedledger.model.errors import LeaseHeldError
 from feedledger.model.timeutil import iso, now_us
 
@@ -47,8 +47,16 @@ def _holder_dead(holder: str) -> bool:
 
 
 def acquire(
-    store: Store, source: str, holder: str, run_id: str, ttl_s: int = DEFAULT_TTL_S
+    store: Store,
+    source: str,
+    holder: str,
+    run_id: str,
+    ttl_s: int = DEFAULT_TTL_S,
+    *,
+    run_kind: str | None = None,
+    parent_run_id: str | None = None,
 ) -> None:
+    """Take the source's lease; with `run_kind`, also start the run (same transaction)."""
     now = now_us()
     with store.begin() as conn:
         if store.dialect == "postgresql":
@@ -80,6 +88,20 @@ def acquire(
                 expires_at=now + ttl_s * 1_000_000,
             )
         )
+        if run_kind is not None:
+            conn.execute(
+                insert(runs).values(
+                    run_id=run_id,
+                    source=source,
+                    kind=run_kind,
+                    status="running",
+                    started_at=now,
+                    holder=holder,
+                    parent_run_id=parent_run_id,
+                    payloads=0,
+                    changes=0,
+                )
+            )
 
 
 def check_held(
@@ -99,8 +121,23 @@ def check_held(
     )
 
 
-def release(store: Store, source: str, holder: str) -> None:
+def release(
+    store: Store,
+    source: str,
+    holder: str,
+    *,
+    run_id: str | None = None,
+    status: str | None = None,
+    error: str | None = None,
+) -> None:
+    """Release the lease; with `run_id` and `status`, also finish the run (same txn)."""
     with store.begin() as conn:
+        if run_id is not None and status is not None:
+            conn.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status=status, finished_at=now_us(), error=error)
+            )
         conn.execute(
             update(leases)
             .where(leases.c.source == source, leases.c.holder == holder)

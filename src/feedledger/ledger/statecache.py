@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,11 @@ class StateCache:
         self.save(source, frame, seq)
         return frame, seq
 
+    def prepare(self, source: str, frame: pl.DataFrame, seq: int) -> PendingCache:
+        """Start writing the state the transaction at `seq` will commit, on another core;
+        it becomes visible only by `PendingCache.publish()` after that commit."""
+        return PendingCache(self, source, frame, seq)
+
     def save(self, source: str, frame: pl.DataFrame, seq: int) -> None:
         """Best effort: a failure here only costs a slower next load."""
         try:
@@ -69,3 +75,47 @@ class StateCache:
                         old.unlink()
         except OSError:
             pass
+
+
+class PendingCache:
+    """A cache file written to a temporary name while the payload's transaction runs."""
+
+    def __init__(self, cache: StateCache, source: str, frame: pl.DataFrame, seq: int) -> None:
+        self.cache = cache
+        self.source = source
+        self.seq = seq
+        self.path = cache._path(source, seq)
+        self.tmp = self.path.with_suffix(f".pending{os.getpid()}")
+        self._thread = threading.Thread(target=self._write, args=(frame,), daemon=True)
+        self._ok = False
+        self._thread.start()
+
+    def _write(self, frame: pl.DataFrame) -> None:
+        try:
+            self.cache.directory.mkdir(parents=True, exist_ok=True)
+            frame.write_ipc(self.tmp, compression="uncompressed")
+            self._ok = True
+        except (OSError, pl.exceptions.PolarsError):
+            self._ok = False
+
+    def publish(self) -> None:
+        """After commit: make the file the cache for `seq` (best effort)."""
+        self._thread.join()
+        if not self._ok:
+            self.discard()
+            return
+        try:
+            os.replace(self.tmp, self.path)
+        except OSError:
+            self.discard()
+            return
+        for old in self.cache.directory.glob(f"{self.source}.*.arrow"):
+            if old != self.path and old.name.count(".") == 3:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+
+    def discard(self) -> None:
+        """The transaction did not commit: the file must never be used."""
+        self._thread.join()
+        with contextlib.suppress(OSError):
+            self.tmp.unlink()

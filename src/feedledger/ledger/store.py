@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, Engine, and_, func, insert, select, update
 
-from feedledger import faults
+from feedledger import faults, timing
 from feedledger.diff import STATE_SCHEMA
 from feedledger.ledger import bulk
 from feedledger.ledger import engine as eng
@@ -213,7 +213,7 @@ class Store:
         if stage is not None:
             bulk.stage_sqlite(stage, versions_frame.select(bulk.VERSION_VARYING))
         try:
-            with self._begin_attached(stage) as conn:
+            with self._begin_attached(stage) as conn, timing.stage("txn_body"):
                 result = self._apply_in_txn(
                     conn,
                     ref=ref,

@@ -99,20 +99,30 @@ def apply_observations(
         )
         versions = _with_attributes(numbered, obs)
         outcomes = _with_attributes(diff.outcomes, obs)
-    with stage("transaction"):
-        txn_seq, recorded_at = store.apply_payload(
-            ref=ref,
-            run_id=run_id,
-            holder=holder,
-            backfill=backfill,
-            versions_frame=versions,
-            outcomes_frame=outcomes,
-            counts=counts,
-            expected_seq=seq,
-            outbox_status=outbox_status,
-        )
-    with stage("cache_save"):
-        ctx.cache.save(src.name, next_state(state, versions), txn_seq)
+    # The state after this payload is known now; write it beside the transaction and
+    # publish it only once the transaction committed (its commit sequence is seq + 1).
+    pending = ctx.cache.prepare(src.name, next_state(state, versions), seq + 1)
+    try:
+        with stage("transaction"):
+            txn_seq, recorded_at = store.apply_payload(
+                ref=ref,
+                run_id=run_id,
+                holder=holder,
+                backfill=backfill,
+                versions_frame=versions,
+                outcomes_frame=outcomes,
+                counts=counts,
+                expected_seq=seq,
+                outbox_status=outbox_status,
+            )
+    except BaseException:
+        pending.discard()
+        raise
+    with stage("cache_publish"):
+        if txn_seq == seq + 1:
+            pending.publish()
+        else:  # pragma: no cover - apply_payload guarantees seq + 1
+            pending.discard()
     return Applied(
         payload=ref,
         run_id=run_id,

@@ -210,25 +210,24 @@ def apply_archived(
 
     run_id = new_run_id()
     holder = leases.new_holder()
-    leases.acquire(store, src.name, holder, run_id)
+    leases.acquire(store, src.name, holder, run_id, run_kind=RunKind.LIVE.value)
+    status, error = "failed", None
     try:
-        store.start_run(src.name, RunKind.LIVE.value, holder, run_id)
-        try:
-            applied: Applied = apply_observations(
-                ctx,
-                src,
-                ref,
-                obs,
-                run_id=run_id,
-                holder=holder,
-                allow_mass_delete=allow_mass_delete,
-            )
-        except BaseException as exc:
-            store.finish_run(run_id, "failed", error=str(exc) or type(exc).__name__)
-            raise
-        store.finish_run(run_id, "succeeded")
+        applied: Applied = apply_observations(
+            ctx,
+            src,
+            ref,
+            obs,
+            run_id=run_id,
+            holder=holder,
+            allow_mass_delete=allow_mass_delete,
+        )
+        status = "succeeded"
+    except BaseException as exc:
+        error = str(exc) or type(exc).__name__
+        raise
     finally:
-        leases.release(store, src.name, holder)
+        leases.release(store, src.name, holder, run_id=run_id, status=status, error=error)
     return IngestResult(
         source=src.name,
         payload=ref,
