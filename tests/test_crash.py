@@ -85,6 +85,7 @@ VOLATILE = {
     "run_id",
     "version_id",
     "prev_version_id",
+    "first_version_id",
     "txn_seq",
     "outbox_id",
     "created_at",

@@ -65,8 +65,24 @@ class Observations:
         return self.frame.height
 
     def attributes(self, idx: pl.Series) -> pl.Series:
-        """Canonical attribute JSON for the given 0-based record indexes, in that order."""
-        rows = self.raw[idx] if idx.len() else self.raw.clear()
+        """Canonical attribute JSON for the given 0-based record indexes, in that order
+        (a null index gives a null text)."""
+        if idx.len() > self.raw.height // 4:
+            # most rows are wanted (a first load): encode the frame once, in its own order,
+            # and gather one column instead of gathering every input column
+            return self._all_attributes().gather(idx).alias("attributes")
+        wanted = idx.drop_nulls()
+        texts = self._encode(self.raw[wanted] if wanted.len() else self.raw.clear())
+        if wanted.len() == idx.len():
+            return texts
+        position = (idx.is_not_null().cast(pl.Int64).cum_sum() - 1).alias("p")
+        slots = pl.select(pl.when(idx.is_not_null()).then(position)).to_series()
+        return texts.gather(slots).alias("attributes")
+
+    def _all_attributes(self) -> pl.Series:
+        return self._encode(self.raw)
+
+    def _encode(self, rows: pl.DataFrame) -> pl.Series:
         if self.attr_columns is None:
             return rows.get_column("attributes")
         special = columns_needing_escape(rows.select(self.attr_columns))

@@ -123,9 +123,15 @@ def run_exists(store: Store, run_id: str) -> bool:
 
 
 def changes(store: Store, run_id: str) -> list[Change]:
+    # A payload's versions have contiguous ids (recorded on its application row), so a
+    # run's changes are primary-key ranges: no index on run_id is needed.
     sql = text(
-        "SELECT key, change, valid_from, before, after, payload_id FROM changes "
-        "WHERE run_id = :run ORDER BY valid_from, key"
+        "SELECT v.key, v.change, v.valid_from, p.attributes AS before, "
+        "v.attributes AS after, v.payload_id "
+        "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
+        "AND v.version_id < a.first_version_id + a.changes "
+        "LEFT JOIN versions p ON p.version_id = v.prev_version_id "
+        "WHERE a.run_id = :run AND a.changes > 0 ORDER BY v.valid_from, v.key"
     )
     with store.engine.connect() as conn:
         return [

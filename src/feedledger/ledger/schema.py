@@ -72,6 +72,8 @@ applications = Table(
     Column("recorded_at", BigInteger, nullable=False),
     Column("published_at", BigInteger, nullable=False),
     Column("changes", BigInteger, nullable=False),
+    # the payload's versions have ids first_version_id .. first_version_id + changes - 1
+    Column("first_version_id", BigInteger),
     Column("counts", Text, nullable=False),
     Column("prev_payload_id", String(32)),
     Column("prev_published_at", BigInteger),
@@ -103,7 +105,6 @@ versions = Table(
     Column("revision", Text),
     Column("attributes", Text),
     Index("ix_versions_source_key", "source", "key", "valid_from"),
-    Index("ix_versions_run", "run_id"),
 )
 
 watermarks = Table(

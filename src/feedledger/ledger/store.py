@@ -340,6 +340,7 @@ class Store:
                 recorded_at=recorded_at,
                 published_at=ref.published_at,
                 changes=n,
+                first_version_id=int(versions_frame["version_id"].min()) if n else None,  # type: ignore[arg-type]
                 counts=json.dumps(counts, sort_keys=True),
                 prev_payload_id=wm.payload_id if wm else None,
                 prev_published_at=wm.published_at if wm else None,

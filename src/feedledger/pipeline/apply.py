@@ -47,13 +47,7 @@ def _with_attributes(frame: pl.DataFrame, obs: Observations) -> pl.DataFrame:
     """Add the canonical attribute text of each row's observation (null for deletes)."""
     if frame.is_empty():
         return frame.with_columns(pl.lit(None, dtype=pl.String).alias("attributes"))
-    present = frame.get_column("idx").is_not_null()
-    positions = present.arg_true()
-    texts = obs.attributes(frame.get_column("idx").filter(present))
-    column = pl.Series("attributes", [None] * frame.height, dtype=pl.String)
-    if positions.len():
-        column = column.scatter(positions, texts)
-    return frame.with_columns(column)
+    return frame.with_columns(obs.attributes(frame.get_column("idx")).alias("attributes"))
 
 
 def apply_observations(

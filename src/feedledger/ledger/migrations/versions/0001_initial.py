@@ -60,6 +60,7 @@ def upgrade() -> None:
         sa.Column("recorded_at", B, nullable=False),
         sa.Column("published_at", B, nullable=False),
         sa.Column("changes", B, nullable=False),
+        sa.Column("first_version_id", B),
         sa.Column("counts", T, nullable=False),
         sa.Column("prev_payload_id", S(32)),
         sa.Column("prev_published_at", B),
@@ -90,7 +91,6 @@ def upgrade() -> None:
         sa.Column("attributes", T),
     )
     op.create_index("ix_versions_source_key", "versions", ["source", "key", "valid_from"])
-    op.create_index("ix_versions_run", "versions", ["run_id"])
     op.create_table(
         "watermarks",
         sa.Column("source", S(64), primary_key=True),
