@@ -105,13 +105,14 @@ def escape_expr(name: str, frame: pl.DataFrame, special: set[str] | None = None)
             return expr
     elif not bool(series.str.contains(_NEEDS_ESCAPE).any()):
         return expr
-    expr = expr.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
-        '"', '\\"', literal=True
-    )
-    for code in range(0x20):
-        ch = chr(code)
-        if not bool(series.str.contains(ch, literal=True).any()):
-            continue
+    # one scan says which of the special characters occur at all; only those are replaced
+    present = series.str.extract_all(_NEEDS_ESCAPE).explode().drop_nulls().unique().to_list()
+    if "\\" in present:
+        expr = expr.str.replace_all("\\", "\\\\", literal=True)
+    if '"' in present:
+        expr = expr.str.replace_all('"', '\\"', literal=True)
+    for ch in sorted(c for c in present if c not in ("\\", '"')):
+        code = ord(ch)
         expr = expr.str.replace_all(ch, _SHORT_ESCAPES.get(ch, f"\\u{code:04x}"), literal=True)
     return expr
 
