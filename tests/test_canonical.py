@@ -118,3 +118,20 @@ def test_csv_and_json_paths_hash_alike() -> None:
     b = read_observations(b'{"w": "", "id": "1", "v": "x,y"}\n', json_src, label="p")
     assert a.frame["hash"].to_list() == b.frame["hash"].to_list()
     assert a.attributes(a.frame["idx"]).to_list() == b.attributes(b.frame["idx"]).to_list()
+
+
+def test_csv_empty_fields_versus_missing_fields() -> None:
+    import pytest
+
+    from feedledger.model.errors import BadPayloadError
+
+    src = make_source("s", key=("id",))
+    ok = read_observations(b'id,a,b\n1,,x\n2,"",\n3,y,\n', src, label="p")
+    assert ok.attributes(ok.frame["idx"]).to_list() == [
+        '{"a":"","b":"x","id":"1"}',
+        '{"a":"","b":"","id":"2"}',
+        '{"a":"y","b":"","id":"3"}',
+    ]
+    for bad, row in ((b"id,a,b\n1,x,y\n2,\n", 2), (b'id,a,b\n1,x,y\n2,"q"\n', 2)):
+        with pytest.raises(BadPayloadError, match=rf"row {row} \(line {row + 1}\).*fewer"):
+            read_observations(bad, src, label="p")

@@ -178,8 +178,15 @@ def _check_short_rows(
     if len(lines) - 1 != height:
         _check_field_counts(data, expected, src, label)
         return
-    for i in suspects:
-        line = lines[i + 1].rstrip(b"\r").decode("utf-8", errors="replace")
+    texts = [lines[i + 1].rstrip(b"\r").decode("utf-8", errors="replace") for i in suspects]
+    # lines without quotes: fields = separators + 1, counted in one vectorised pass
+    frame = pl.DataFrame({"i": suspects, "line": texts}, schema={"i": pl.Int64, "line": pl.String})
+    plain = frame.filter(~pl.col("line").str.contains('"', literal=True))
+    short = plain.filter(pl.col("line").str.count_matches(",", literal=True) + 1 != expected)
+    if short.height:
+        i, line = short.row(0)
+        raise _field_count_error(src, label, i + 1, line.count(",") + 1, expected)
+    for i, line in frame.filter(pl.col("line").str.contains('"', literal=True)).iter_rows():
         fields = next(csv.reader([line]), [])
         if len(fields) != expected:
             raise _field_count_error(src, label, i + 1, len(fields), expected)
@@ -212,10 +219,16 @@ def _read_csv(data: bytes, src: SourceConfig, label: str) -> Observations:
     except (pl.exceptions.NoDataError, pl.exceptions.PolarsError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _fail(src, label, f"cannot parse CSV: {first}") from None
-    if raw.height and raw.null_count().sum_horizontal().item():
-        suspects = raw.with_row_index("i").filter(pl.any_horizontal(pl.all().is_null()))["i"]
-        _check_short_rows(data, raw.height, len(header), suspects.to_list(), src, label)
-        raw = raw.with_columns(pl.all().fill_null(""))
+    nulls = raw.null_count().row(0, named=True) if raw.height else {}
+    with_nulls = [c for c, n in nulls.items() if n]
+    if with_nulls:
+        # A line with too few fields leaves its LAST column(s) null; only those rows can
+        # be short (a null elsewhere is an unquoted empty field).
+        last = raw.columns[-1]
+        if nulls[last]:
+            suspects = raw.with_row_index("i").filter(pl.col(last).is_null())["i"]
+            _check_short_rows(data, raw.height, len(header), suspects.to_list(), src, label)
+        raw = raw.with_columns([pl.col(c).fill_null("") for c in with_nulls])
     _require_columns(list(raw.columns), src, label)
 
     columns = list(raw.columns)
