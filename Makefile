@@ -37,7 +37,7 @@ unit: $(DEVSTAMP)
 
 ## bench: 1,000,000-parcel ingest benchmark on SQLite and PostgreSQL (see bench/README.md)
 bench: $(DEVSTAMP)
-	$(BIN)/python bench/ingest_bench.py
+	$(BIN)/python bench/ingest_bench.py --repeat 2
 
 clean:
 	rm -rf $(VENV) demo-workspace .pytest_cache .mypy_cache .ruff_cache
