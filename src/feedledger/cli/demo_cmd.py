@@ -64,25 +64,38 @@ def register(app: typer.Typer) -> None:
                 rows.append([day, ans["status"], _zoning(v.attributes if v else None)])
             for day in ("2026-08-01", "2026-08-12", "2026-08-20"):
                 ans = query.asof(ctx, SOURCE, "0902-33-4", valid=day, known_at=None)
+                version = ans["version"]
                 rows.append(
                     [
                         f"{day} (0902-33-4)",
                         ans["status"],
-                        _zoning(ans["version"].attributes if ans["version"] else None),
+                        _zoning(version.attributes) if version else "(not yet published)",
                     ]
                 )
             table("as-of answers", ["valid date", "status", "zoning"], rows)
         ws = result.workspace
+        exe = _exe()
         out.print(
             f"\nDemo workspace: {ws}\nTry next:\n"
             f"  cd {ws}\n"
-            f"  feedledger history {SOURCE} {PARCEL} --json\n"
-            f"  feedledger asof {SOURCE} {PARCEL} --valid 2026-08-08\n"
-            f"  feedledger runs {SOURCE}\n"
-            f"  feedledger snapshot {SOURCE} --valid 2026-08-12\n"
-            f"  feedledger archive list {SOURCE}\n"
-            f"  feedledger verify {SOURCE}"
+            f"  {exe} history {SOURCE} {PARCEL} --json\n"
+            f"  {exe} asof {SOURCE} {PARCEL} --valid 2026-08-08 --known-at 2026-08-01\n"
+            f"  {exe} runs {SOURCE}\n"
+            f"  {exe} snapshot {SOURCE} --valid 2026-08-12\n"
+            f"  {exe} archive list {SOURCE}\n"
+            f"  {exe} verify {SOURCE}"
         )
+
+
+def _exe() -> str:
+    """`feedledger` if it is on PATH, else the full path of this installation's script."""
+    import shutil
+    import sys
+
+    if shutil.which("feedledger"):
+        return "feedledger"
+    candidate = Path(sys.executable).parent / "feedledger"
+    return str(candidate) if candidate.exists() else "feedledger"
 
 
 def _zoning(attrs: str | None) -> str:
