@@ -37,7 +37,10 @@ def config_path(ctx: typer.Context) -> Path | None:
 
 
 def workspace(ctx: typer.Context) -> Workspace:
-    return Workspace.load(config_path(ctx))
+    from feedledger.timing import stage
+
+    with stage("config"):
+        return Workspace.load(config_path(ctx))
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from feedledger.archive import LocalArchive, open_archive
 from feedledger.config import Workspace
 from feedledger.ledger.statecache import StateCache
 from feedledger.ledger.store import Store
+from feedledger.timing import stage
 
 
 @dataclass
@@ -37,7 +38,8 @@ class Context:
 
     def close(self) -> None:
         if self._store is not None:
-            self._store.close()
+            with stage("store_close"):
+                self._store.close()
             self._store = None
 
     def __enter__(self) -> Context:

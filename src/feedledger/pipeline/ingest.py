@@ -146,7 +146,8 @@ def ingest(
             storing.result()
             _keep_rejected(ctx, source, data, original_name, str(exc))
             raise
-        sha = storing.result()
+        with stage("archive_wait"):
+            sha = storing.result()
     with stage("archive"):
         ref, created = ctx.archive.put(
             src.name,
@@ -158,8 +159,10 @@ def ingest(
             sha256=sha,
         )
     faults.point("after_archive")
-    store = _open_store(ctx, src.name, ref.label)
-    store.register_payload(ref)
+    with stage("store_open"):
+        store = _open_store(ctx, src.name, ref.label)
+    with stage("register"):
+        store.register_payload(ref)
     faults.point("after_register")
     return apply_archived(
         ctx, src, ref, data, created=created, obs=obs, allow_mass_delete=allow_mass_delete
@@ -210,7 +213,8 @@ def apply_archived(
 
     run_id = new_run_id()
     holder = leases.new_holder()
-    leases.acquire(store, src.name, holder, run_id, run_kind=RunKind.LIVE.value)
+    with stage("lease"):
+        leases.acquire(store, src.name, holder, run_id, run_kind=RunKind.LIVE.value)
     status, error = "failed", None
     try:
         applied: Applied = apply_observations(
@@ -227,7 +231,8 @@ def apply_archived(
         error = str(exc) or type(exc).__name__
         raise
     finally:
-        leases.release(store, src.name, holder, run_id=run_id, status=status, error=error)
+        with stage("release"):
+            leases.release(store, src.name, holder, run_id=run_id, status=status, error=error)
     return IngestResult(
         source=src.name,
         payload=ref,
