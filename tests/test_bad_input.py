@@ -32,7 +32,7 @@ NEXT = "2026-08-02"
 # Exit codes (model/errors.py)
 CONFIG, NOT_FOUND, BAD_PAYLOAD, MASS_DELETE, STALE, STORE_UNAVAILABLE = 2, 3, 4, 5, 6, 8
 
-LEDGER_TABLES = ("versions", "current_state", "watermarks", "applications", "outbox", "outcomes")
+LEDGER_TABLES = ("versions", "watermarks", "applications", "outbox", "outcomes")
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:
@@ -55,15 +55,13 @@ GOOD: dict[str, bytes] = {
 
 
 def ledger_dump(ws: Workspace) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of the ledger tables, ordered by all columns (tables the schema has)."""
+    """Every row of the ledger tables, ordered by all columns."""
     store = Store(ws.store_url)
     try:
         with store.engine.connect() as conn:
             dump = {}
             for name in LEDGER_TABLES:
-                table = metadata.tables.get(name)
-                if table is None:  # current_state may be gone from the schema
-                    continue
+                table = metadata.tables[name]
                 stmt = select(table).order_by(*table.c)
                 dump[name] = [tuple(row) for row in conn.execute(stmt)]
             return dump
