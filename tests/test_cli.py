@@ -79,6 +79,7 @@ def test_archive_add_list_reindex(cli: Cli, tmp_path: Path, workspace: Workspace
     first = cli.json("archive", "add", "larimer", str(f), "--published-at", "2026-08-06")
     again = cli.json("archive", "add", "larimer", str(f), "--published-at", "2026-08-06")
     assert first["created"] is True and again["created"] is False
+    assert first["content_type"] == "text/csv" and first["original_name"] == f.name
     assert first["payload_id"] == again["payload_id"]
     g = write_csv(tmp_path / "larimer_2026-08-07.csv", ["parcel_id", "z"], [["1", "R-2"]])
     cli("archive", "add", "larimer", str(g))  # date from the file name

@@ -6,7 +6,16 @@ from pathlib import Path
 
 import typer
 
-from feedledger.cli.common import JSON_OPT, context, emit_json, guarded, out, table, when
+from feedledger.cli.common import (
+    JSON_OPT,
+    context,
+    emit_json,
+    guarded,
+    guess_type,
+    out,
+    table,
+    when,
+)
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
 from feedledger.pipeline import query
@@ -34,7 +43,12 @@ def add(
         raise NotFoundError(f"cannot read {file}: {exc.strerror}") from None
     with context(ctx) as c:
         ref, created = archive_add(
-            c, source, data, published_at=published_at, original_name=file.name
+            c,
+            source,
+            data,
+            published_at=published_at,
+            original_name=file.name,
+            content_type=guess_type(file),
         )
     if json_out:
         emit_json({**ref.to_json(), "created": created})

@@ -49,6 +49,14 @@ def context(ctx: typer.Context) -> Iterator[Context]:
         yield c
 
 
+def guess_type(path: Path) -> str | None:
+    """Content type recorded in the archive sidecar for a local file (by its name)."""
+    import mimetypes
+
+    known = {".jsonl": "application/x-ndjson", ".parquet": "application/vnd.apache.parquet"}
+    return known.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0]
+
+
 def emit_json(value: Any) -> None:
     sys.stdout.write(dumps(value) + "\n")
     sys.stdout.flush()

@@ -11,7 +11,17 @@ from typing import Any
 
 import typer
 
-from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, when
+from feedledger.cli.common import (
+    JSON_OPT,
+    context,
+    emit_json,
+    err,
+    guarded,
+    guess_type,
+    out,
+    table,
+    when,
+)
 from feedledger.formats.canonical import RawNumber
 from feedledger.ledger import queries
 from feedledger.model.errors import ConfigError, NotFoundError
@@ -87,6 +97,7 @@ def register(app: typer.Typer) -> None:
                 data,
                 published_at=published_at,
                 original_name=file.name,
+                content_type=guess_type(file),
                 allow_mass_delete=allow_mass_delete,
             )
         _render_ingest(result, json_out)

@@ -104,6 +104,7 @@ def build_demo(directory: Path, *, store_url: str | None = None) -> DemoResult:
                     path.read_bytes(),
                     published_at=day.isoformat(),
                     original_name=path.name,
+                    content_type="text/csv",
                 )
             )
     return out
