@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedledger.config import Workspace
-from feedledger.model.errors import FeedledgerError
+from feedledger.model.errors import FeedledgerError, StoreUnavailableError
 from feedledger.model.jsonout import RawJSON, dumps
 from feedledger.pipeline.context import Context
 
@@ -100,10 +100,24 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
+        from sqlalchemy.exc import DBAPIError
+
         try:
             return fn(*args, **kwargs)
         except FeedledgerError as exc:
             fail(exc)
+            raise  # unreachable
+        except DBAPIError as exc:
+            if os.environ.get("FEEDLEDGER_DEBUG"):
+                raise
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            fail(
+                StoreUnavailableError(
+                    f"the store refused a statement: {reason}",
+                    hint="is its schema from this feedledger version? `feedledger db current`; "
+                    "set FEEDLEDGER_DEBUG=1 for the traceback",
+                )
+            )
             raise  # unreachable
 
     return wrapper
