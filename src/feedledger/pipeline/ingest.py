@@ -130,8 +130,11 @@ def ingest(
             payload=original_name,
         )
     label = original_name or "payload"
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         storing = pool.submit(ctx.archive.put_object, data)
+        # opening the store (driver import, connection, schema check) also overlaps the
+        # parse; its errors surface below, after the bytes are archived
+        opening = pool.submit(_warm_store, ctx)
         try:
             with stage("read"):
                 obs = read_observations(data, src, label=label)
@@ -148,6 +151,7 @@ def ingest(
             raise
         with stage("archive_wait"):
             sha = storing.result()
+            opened = opening.result()
     with stage("archive"):
         ref, created = ctx.archive.put(
             src.name,
@@ -160,6 +164,8 @@ def ingest(
         )
     faults.point("after_archive")
     with stage("store_open"):
+        if opened is not None:
+            raise _unreachable(opened, src.name, ref.label)
         store = _open_store(ctx, src.name, ref.label)
     with stage("register"):
         store.register_payload(ref)
@@ -169,17 +175,30 @@ def ingest(
     )
 
 
+def _warm_store(ctx: Context) -> StoreUnavailableError | None:
+    """Open the store ahead of need; an unreachable store is returned, not raised."""
+    try:
+        ctx.store  # noqa: B018 - opening it is the point
+    except StoreUnavailableError as exc:
+        return exc
+    return None
+
+
+def _unreachable(exc: StoreUnavailableError, source: str, label: str) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        exc.problem + " (the payload is archived and will apply once the store is back)",
+        source=source,
+        payload=label,
+        hint=exc.hint,
+    )
+
+
 def _open_store(ctx: Context, source: str, label: str) -> Store:
     """The store, with an unreachable one named for the source and payload at hand."""
     try:
         return ctx.store
     except StoreUnavailableError as exc:
-        raise StoreUnavailableError(
-            exc.problem + " (the payload is archived and will apply once the store is back)",
-            source=source,
-            payload=label,
-            hint=exc.hint,
-        ) from None
+        raise _unreachable(exc, source, label) from None
 
 
 def apply_archived(
