@@ -413,3 +413,21 @@ def test_unreadable_payload_does_not_claim_its_date(cli: Cli, tmp_path: Path) ->
     out = cli.json("ingest", "larimer", str(good), "--published-at", "2026-08-06")
     assert out["status"] == "applied" and out["added"] == 1
     assert len(cli.json("archive", "list", "larimer")) == 1
+
+
+def test_state_cache_files_are_pruned_per_source(workspace: Workspace) -> None:
+    """Old cache files and pending files of killed processes are removed; a source whose
+    name has dots never touches another source's files."""
+    from feedledger.config import make_source
+
+    workspace.add_source(make_source("a", key=("id",)))
+    workspace.add_source(make_source("a.b", key=("id",)))
+    cache_dir = workspace.state_dir / "state"
+    with Context(workspace) as ctx:
+        ingest(ctx, "a.b", b"id,v\n1,x\n", published_at="2026-08-01")
+        ingest(ctx, "a", b"id,v\n1,x\n", published_at="2026-08-01")
+        store_id = ctx.cache.store_id
+        (cache_dir / f"a.{store_id}.9.pending4242").write_bytes(b"left by a killed run")
+        ingest(ctx, "a", b"id,v\n1,y\n", published_at="2026-08-02")
+    names = sorted(p.name for p in cache_dir.iterdir())
+    assert names == sorted([f"a.b.{store_id}.1.arrow", f"a.{store_id}.2.arrow"])

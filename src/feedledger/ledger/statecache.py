@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +57,15 @@ class StateCache:
         self.save(source, frame, seq)
         return frame, seq
 
+    def _prune(self, source: str, keep: Path) -> None:
+        """Remove this source's older cache files and pending files left by killed
+        processes (the caller holds the source's lease, so no other writer is active)."""
+        own = re.compile(re.escape(source) + r"\.\d+\.\d+\.(arrow|pending\d+|tmp\d+)$")
+        for old in self.directory.glob(f"{source}.*"):
+            if old != keep and own.match(old.name):
+                with contextlib.suppress(OSError):
+                    old.unlink()
+
     def prepare(self, source: str, frame: pl.DataFrame, seq: int) -> PendingCache:
         """Start writing the state the transaction at `seq` will commit, on another core;
         it becomes visible only by `PendingCache.publish()` after that commit."""
@@ -69,10 +79,7 @@ class StateCache:
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             frame.write_ipc(tmp, compression="uncompressed")
             os.replace(tmp, path)
-            for old in self.directory.glob(f"{source}.*.arrow"):
-                if old != path and old.name.count(".") == 3:
-                    with contextlib.suppress(OSError):
-                        old.unlink()
+            self._prune(source, keep=path)
         except OSError:
             pass
 
@@ -109,10 +116,7 @@ class PendingCache:
         except OSError:
             self.discard()
             return
-        for old in self.cache.directory.glob(f"{self.source}.*.arrow"):
-            if old != self.path and old.name.count(".") == 3:
-                with contextlib.suppress(OSError):
-                    old.unlink()
+        self.cache._prune(self.source, keep=self.path)
 
     def discard(self) -> None:
         """The transaction did not commit: the file must never be used."""
