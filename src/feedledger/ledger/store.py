@@ -1,24 +1,18 @@
 """The ledger store: one interface over SQLite and PostgreSQL (SQLAlchemy Core).
 
-Writes happen in `apply_payload`, ONE transaction per payload: versions, current
-state, outcomes, the outbox row, the application record and the watermark advance
-commit together or not at all (Invariant 2).
+Engines, the payload index, watermarks, applications and run bookkeeping. The payload
+transaction itself is in ledger/payload_txn.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, Engine, and_, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, insert, select, update
 
-from feedledger import faults, timing
 from feedledger.diff import STATE_SCHEMA
 from feedledger.ledger import bulk
 from feedledger.ledger import engine as eng
@@ -26,23 +20,16 @@ from feedledger.ledger.records import Application, Watermark
 from feedledger.ledger.schema import (
     applications,
     counters,
-    outbox,
     payloads,
     runs,
     watermarks,
 )
 from feedledger.model.errors import (
     AmbiguousPayloadError,
-    FeedledgerError,
     LeaseHeldError,
-    NotFoundError,
 )
 from feedledger.model.payload import PayloadRef
 from feedledger.model.timeutil import iso, now_us
-
-
-class ConcurrentApplyError(FeedledgerError):
-    """The source's watermark moved while this payload was being diffed."""
 
 
 class Store:
@@ -203,209 +190,7 @@ class Store:
             ).scalar_one()
         return int(row) - n + 1
 
-    # -- the payload transaction --------------------------------------------------------
-    def apply_payload(
-        self,
-        *,
-        ref: PayloadRef,
-        run_id: str,
-        holder: str,
-        backfill: bool,
-        versions_frame: pl.DataFrame,
-        outcomes_frame: pl.DataFrame,
-        counts: dict[str, int],
-        expected_seq: int,
-        outbox_status: str,
-    ) -> tuple[int, int]:
-        """Apply one payload atomically. Returns (txn_seq, recorded_at).
-
-        `versions_frame`: version_id, key, change, deleted, hash, revision, attributes,
-        prev_version_id. `outcomes_frame`: key, outcome, revision, current_revision, hash,
-        attributes.
-        """
-        versions_frame = versions_frame.rename({"hash": "content_hash"})
-        stage = self._stage_path() if versions_frame.height >= bulk.STAGE_MIN_ROWS else None
-        if stage is not None:
-            bulk.stage_sqlite(stage, versions_frame.select(bulk.VERSION_VARYING))
-        try:
-            with self._begin_attached(stage) as conn, timing.stage("txn_body"):
-                result = self._apply_in_txn(
-                    conn,
-                    ref=ref,
-                    run_id=run_id,
-                    holder=holder,
-                    backfill=backfill,
-                    versions_frame=versions_frame,
-                    outcomes_frame=outcomes_frame,
-                    counts=counts,
-                    expected_seq=expected_seq,
-                    outbox_status=outbox_status,
-                    staged=stage is not None,
-                )
-        finally:
-            if stage is not None:
-                stage.unlink(missing_ok=True)
-        faults.point("after_commit")
-        return result
-
-    def _stage_path(self) -> Path | None:
-        """A scratch file beside the SQLite database (None for PostgreSQL/:memory:)."""
-        if self.dialect != "sqlite":
-            return None
-        db = self.engine.url.database
-        if not db or db == ":memory:":
-            return None
-        path = Path(db)
-        return path.with_name(f".{path.name}.stage-{os.getpid()}-{secrets.token_hex(4)}")
-
-    @contextmanager
-    def _begin_attached(self, stage: Path | None) -> Iterator[Connection]:
-        if stage is None:
-            with self.begin() as conn:
-                yield conn
-            return
-        with self.engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            raw.execute("ATTACH DATABASE ? AS stage", (str(stage),))
-            try:
-                with conn.begin():
-                    yield conn
-            finally:
-                raw.execute("DETACH DATABASE stage")
-
-    def _apply_in_txn(
-        self,
-        conn: Connection,
-        *,
-        ref: PayloadRef,
-        run_id: str,
-        holder: str,
-        backfill: bool,
-        versions_frame: pl.DataFrame,
-        outcomes_frame: pl.DataFrame,
-        counts: dict[str, int],
-        expected_seq: int,
-        outbox_status: str,
-        staged: bool,
-    ) -> tuple[int, int]:
-        from feedledger.ledger.leases import check_held
-
-        source = ref.source
-        wm = self.watermark(source, conn)
-        check_held(conn, source, holder, run_id)
-        seq = wm.txn_seq if wm else 0
-        if seq != expected_seq:
-            raise ConcurrentApplyError(
-                "the source changed while this payload was being diffed "
-                f"(commit sequence {expected_seq} -> {seq}); nothing was written",
-                source=source,
-                payload=ref.label,
-                hint="run the command again",
-            )
-        txn_seq = seq + 1
-        recorded_at = max(now_us(), (wm.recorded_at + 1) if wm else 0)
-        n = versions_frame.height
-        if n:
-            constants = {
-                "source": source,
-                "valid_from": ref.published_at,
-                "recorded_at": recorded_at,
-                "txn_seq": txn_seq,
-                "run_id": run_id,
-                "payload_id": ref.payload_id,
-                "backfill": backfill,
-            }
-            bulk.insert_versions(conn, versions_frame, constants, staged=staged)
-        faults.point("mid_transaction")
-        if outcomes_frame.height:
-            of = outcomes_frame.select(
-                pl.lit(run_id).alias("run_id"),
-                pl.lit(ref.payload_id).alias("payload_id"),
-                pl.lit(source).alias("source"),
-                pl.col("key"),
-                pl.col("outcome"),
-                pl.col("revision"),
-                pl.col("current_revision"),
-                pl.col("hash").alias("content_hash"),
-                pl.col("attributes"),
-                pl.lit(recorded_at, dtype=pl.Int64).alias("recorded_at"),
-            )
-            bulk.insert_frame(conn, "outcomes", of)
-        if n:
-            conn.execute(
-                insert(outbox).values(
-                    source=source,
-                    run_id=run_id,
-                    payload_id=ref.payload_id,
-                    topic="changes",
-                    status=outbox_status,
-                    idempotency_key=f"{source}:{ref.payload_id}:changes",
-                    changes=n,
-                    body=json.dumps({"counts": counts}),
-                    created_at=recorded_at,
-                )
-            )
-        conn.execute(
-            insert(applications).values(
-                payload_id=ref.payload_id,
-                run_id=run_id,
-                source=source,
-                txn_seq=txn_seq,
-                recorded_at=recorded_at,
-                published_at=ref.published_at,
-                changes=n,
-                first_version_id=int(versions_frame["version_id"].min()) if n else None,  # type: ignore[arg-type]
-                counts=json.dumps(counts, sort_keys=True),
-                prev_payload_id=wm.payload_id if wm else None,
-                prev_published_at=wm.published_at if wm else None,
-            )
-        )
-        values = dict(
-            published_at=ref.published_at,
-            payload_id=ref.payload_id,
-            txn_seq=txn_seq,
-            recorded_at=recorded_at,
-        )
-        if wm is None:
-            conn.execute(insert(watermarks).values(source=source, **values))
-        else:
-            conn.execute(update(watermarks).where(watermarks.c.source == source).values(**values))
-        conn.execute(
-            update(runs)
-            .where(runs.c.run_id == run_id)
-            .values(payloads=runs.c.payloads + 1, changes=runs.c.changes + n)
-        )
-        faults.point("before_commit")
-        return txn_seq, recorded_at
-
     # -- runs ---------------------------------------------------------------------------
-    def start_run(
-        self, source: str, kind: str, holder: str, run_id: str, parent_run_id: str | None = None
-    ) -> None:
-        with self.begin() as conn:
-            conn.execute(
-                insert(runs).values(
-                    run_id=run_id,
-                    source=source,
-                    kind=kind,
-                    status="running",
-                    started_at=now_us(),
-                    holder=holder,
-                    parent_run_id=parent_run_id,
-                    payloads=0,
-                    changes=0,
-                )
-            )
-
-    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
-        with self.begin() as conn:
-            conn.execute(
-                update(runs)
-                .where(runs.c.run_id == run_id)
-                .values(status=status, finished_at=now_us(), error=error)
-            )
-
     def abandon_runs(self, conn: Connection, source: str, holder: str) -> None:
         """Mark runs left `running` by a dead lease holder as abandoned."""
         conn.execute(
@@ -418,19 +203,5 @@ class Store:
             )
         )
 
-    def run_source(self, run_id: str) -> str:
-        with self.engine.connect() as conn:
-            src = conn.execute(select(runs.c.source).where(runs.c.run_id == run_id)).scalar()
-        if src is None:
-            raise NotFoundError(f"unknown run id {run_id!r}")
-        return str(src)
 
-    def count(self, table: Any, **where: Any) -> int:
-        stmt = select(func.count()).select_from(table)
-        for col, value in where.items():
-            stmt = stmt.where(table.c[col] == value)
-        with self.engine.connect() as conn:
-            return int(conn.execute(stmt).scalar_one())
-
-
-__all__ = ["ConcurrentApplyError", "LeaseHeldError", "Store"]
+__all__ = ["LeaseHeldError", "Store"]

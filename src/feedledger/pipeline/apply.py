@@ -9,6 +9,7 @@ import polars as pl
 
 from feedledger.diff import compute, next_state
 from feedledger.formats import Observations
+from feedledger.ledger.payload_txn import PayloadWrite, apply_payload
 from feedledger.ledger.store import Store
 from feedledger.model.errors import MassDeleteError, StaleWatermarkError
 from feedledger.model.payload import PayloadRef
@@ -98,16 +99,19 @@ def apply_observations(
     pending = ctx.cache.prepare(src.name, next_state(state, versions), seq + 1)
     try:
         with stage("transaction"):
-            txn_seq, recorded_at = store.apply_payload(
-                ref=ref,
-                run_id=run_id,
-                holder=holder,
-                backfill=backfill,
-                versions_frame=versions,
-                outcomes_frame=outcomes,
-                counts=counts,
-                expected_seq=seq,
-                outbox_status=outbox_status,
+            txn_seq, recorded_at = apply_payload(
+                store,
+                PayloadWrite(
+                    ref=ref,
+                    run_id=run_id,
+                    holder=holder,
+                    backfill=backfill,
+                    versions=versions,
+                    outcomes=outcomes,
+                    counts=counts,
+                    expected_seq=seq,
+                    outbox_status=outbox_status,
+                ),
             )
     except BaseException:
         pending.discard()

@@ -1,0 +1,100 @@
+"""The archive's sidecar format (one JSON file per publication) and the checks on the
+names it is built from. Shared by every archive backend, so that `archive reindex` reads
+any of them the same way."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from feedledger.model.errors import ConfigError
+from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.timeutil import iso
+
+SIDECAR_FORMAT = 1
+SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+SOURCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SIDECAR_RE = re.compile(r"^(?P<ts>\d{20})-(?P<pid>[0-9a-f]+)\.json$")
+
+
+def check_source(source: str) -> None:
+    if not SOURCE_RE.match(source):
+        raise ConfigError(
+            f"source name {source!r} cannot be used in the archive: it must start with a "
+            "letter or digit and use only letters, digits, '_', '.', '-'"
+        )
+
+
+def check_instant(value: int, what: str, source: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be int microseconds since the epoch, got {value!r}")
+    if value < 0:
+        raise ConfigError(
+            f"{what} {value} is before 1970-01-01; the archive cannot store it", source=source
+        )
+
+
+def sidecar_name(published_at: int, payload_id: str) -> str:
+    return f"{published_at:020d}-{payload_id}.json"
+
+
+def sidecar_json(ref: PayloadRef) -> dict[str, Any]:
+    return {
+        "format": SIDECAR_FORMAT,
+        "payload_id": ref.payload_id,
+        "source": ref.source,
+        "sha256": ref.sha256,
+        "published_at": iso(ref.published_at),
+        "published_at_us": ref.published_at,
+        "fetched_at": iso(ref.fetched_at),
+        "fetched_at_us": ref.fetched_at,
+        "size": ref.size,
+        "original_name": ref.original_name,
+        "content_type": ref.content_type,
+    }
+
+
+def parse_sidecar(path: Path) -> PayloadRef:
+    """Read one sidecar; ValueError (with the reason) if it is not a valid, consistent one."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read it: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError("it is not a JSON object")
+    if raw.get("format") != SIDECAR_FORMAT:
+        raise ValueError(f"unknown sidecar format {raw.get('format')!r}")
+
+    def field(name: str, kind: type[Any], *, optional: bool = False) -> Any:
+        value = raw.get(name)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"field {name!r} is missing or not a {kind.__name__}")
+        return value
+
+    ref = PayloadRef(
+        payload_id=field("payload_id", str),
+        source=field("source", str),
+        sha256=field("sha256", str),
+        published_at=field("published_at_us", int),
+        fetched_at=field("fetched_at_us", int),
+        size=field("size", int),
+        original_name=field("original_name", str, optional=True),
+        content_type=field("content_type", str, optional=True),
+    )
+    if not SHA_RE.match(ref.sha256):
+        raise ValueError(f"sha256 {ref.sha256!r} is not a sha256 hex digest")
+    expected = payload_id_for(ref.source, ref.published_at, ref.sha256)
+    if ref.payload_id != expected:
+        raise ValueError(
+            f"payload_id {ref.payload_id!r} does not match its source, published_at and "
+            f"sha256 (expected {expected!r})"
+        )
+    if path.name != sidecar_name(ref.published_at, ref.payload_id):
+        raise ValueError("its file name does not match its published_at and payload_id")
+    if path.parent.name != ref.source:
+        raise ValueError(f"it names source {ref.source!r} but lies under {path.parent.name!r}")
+    return ref

@@ -1,0 +1,108 @@
+"""Observations (one payload's records, columnar) and the helpers every reader shares."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import polars as pl
+
+from feedledger.formats.canonical import (
+    columns_needing_escape,
+    object_expr,
+)
+from feedledger.model.errors import BadPayloadError
+from feedledger.model.source import SourceConfig
+
+DELETE_FIELD = "_deleted"
+OP_FIELD = "op"
+TRUE_VALUES = {"true", "1", "yes", "y", "t"}
+_MAX_LISTED = 5
+
+# Columns of Observations.frame
+OBS_SCHEMA = {
+    "idx": pl.UInt32,
+    "key": pl.String,
+    "hash": pl.Int64,
+    "revision": pl.String,
+    "deleted": pl.Boolean,
+}
+# plus "kh": XXH3-64 of the key text, used as the join key (collisions are detected)
+
+
+@dataclass
+class Observations:
+    """One payload's records: `frame` has idx (0-based), key, hash, revision, deleted.
+
+    Attribute texts are built on demand (`attributes`) so that a daily ingest only
+    materialises the JSON of the rows that actually changed.
+    """
+
+    frame: pl.DataFrame
+    raw: pl.DataFrame
+    attr_columns: list[str] | None  # CSV: string columns; None: raw has "attributes"
+    published_values: list[str] | None = None
+
+    @property
+    def height(self) -> int:
+        return self.frame.height
+
+    def attributes(self, idx: pl.Series) -> pl.Series:
+        """Canonical attribute JSON for the given 0-based record indexes, in that order
+        (a null index gives a null text)."""
+        if idx.len() > self.raw.height // 4:
+            # most rows are wanted (a first load): encode the frame once, in its own order,
+            # and gather one column instead of gathering every input column
+            return self._all_attributes().gather(idx).alias("attributes")
+        wanted = idx.drop_nulls()
+        texts = self._encode(self.raw[wanted] if wanted.len() else self.raw.clear())
+        if wanted.len() == idx.len():
+            return texts
+        position = (idx.is_not_null().cast(pl.Int64).cum_sum() - 1).alias("p")
+        slots = pl.select(pl.when(idx.is_not_null()).then(position)).to_series()
+        return texts.gather(slots).alias("attributes")
+
+    def _all_attributes(self) -> pl.Series:
+        return self._encode(self.raw)
+
+    def _encode(self, rows: pl.DataFrame) -> pl.Series:
+        if self.attr_columns is None:
+            return rows.get_column("attributes")
+        special = columns_needing_escape(rows.select(self.attr_columns))
+        expr = object_expr(self.attr_columns, rows, special)
+        return rows.select(expr.alias("attributes")).get_column("attributes")
+
+
+def row_list(idx: Iterable[int]) -> str:
+    items = sorted(set(idx))
+    listed = ", ".join(str(i + 1) for i in items[:_MAX_LISTED])
+    more = f" and {len(items) - _MAX_LISTED} more" if len(items) > _MAX_LISTED else ""
+    return f"row{'s' if len(items) > 1 else ''} {listed}{more}"
+
+
+def fail(src: SourceConfig, label: str, problem: str) -> BadPayloadError:
+    return BadPayloadError(problem, source=src.name, payload=label)
+
+
+def check_utf8(data: bytes, src: SourceConfig, label: str) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise fail(src, label, f"invalid UTF-8 at byte {exc.start} (line {line})") from None
+
+
+def published_field(src: SourceConfig) -> str | None:
+    if src.published_from.startswith("field:"):
+        return src.published_from.split(":", 1)[1]
+    return None
+
+
+def require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
+    missing = [k for k in src.key if k not in columns]
+    if missing:
+        raise fail(src, label, f"missing key column(s) {missing}; columns present: {columns[:20]}")
+    if src.revision and src.revision not in columns:
+        raise fail(
+            src, label, f"missing revision column {src.revision!r}; columns present: {columns[:20]}"
+        )

@@ -1,0 +1,192 @@
+"""The payload transaction (Invariant 2): ONE transaction per payload in which its
+versions, outcomes, outbox row, application record, watermark advance and run counters
+commit together or not at all.
+
+Large version sets on SQLite are first staged through ADBC into a scratch file that is
+attached before the transaction begins (see ledger/bulk.py); the transaction copies them
+with one `INSERT ... SELECT`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from sqlalchemy import Connection, insert, update
+
+from feedledger import faults, timing
+from feedledger.ledger import bulk
+from feedledger.ledger.leases import check_held
+from feedledger.ledger.schema import applications, outbox, runs, watermarks
+from feedledger.ledger.store import Store
+from feedledger.model.errors import FeedledgerError
+from feedledger.model.payload import PayloadRef
+from feedledger.model.timeutil import now_us
+
+
+class ConcurrentApplyError(FeedledgerError):
+    """The source's watermark moved while this payload was being diffed."""
+
+
+@dataclass(frozen=True)
+class PayloadWrite:
+    """Everything one payload's transaction writes.
+
+    `versions`: version_id, key, change, deleted, hash, revision, attributes,
+    prev_version_id (ids contiguous). `outcomes`: key, outcome, revision,
+    current_revision, hash, attributes. `expected_seq` is the watermark's commit sequence
+    the diff was computed against.
+    """
+
+    ref: PayloadRef
+    run_id: str
+    holder: str
+    backfill: bool
+    versions: pl.DataFrame
+    outcomes: pl.DataFrame
+    counts: dict[str, int]
+    expected_seq: int
+    outbox_status: str
+
+
+def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
+    """Apply one payload atomically. Returns (txn_seq, recorded_at)."""
+    versions = write.versions.rename({"hash": "content_hash"})
+    stage = _stage_path(store) if versions.height >= bulk.STAGE_MIN_ROWS else None
+    if stage is not None:
+        bulk.stage_sqlite(stage, versions.select(bulk.VERSION_VARYING))
+    try:
+        with _begin_attached(store, stage) as conn, timing.stage("txn_body"):
+            result = _write(store, conn, write, versions, staged=stage is not None)
+    finally:
+        if stage is not None:
+            stage.unlink(missing_ok=True)
+    faults.point("after_commit")
+    return result
+
+
+def _stage_path(store: Store) -> Path | None:
+    """A scratch file beside the SQLite database (None for PostgreSQL/:memory:)."""
+    if store.dialect != "sqlite":
+        return None
+    db = store.engine.url.database
+    if not db or db == ":memory:":
+        return None
+    path = Path(db)
+    return path.with_name(f".{path.name}.stage-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+@contextmanager
+def _begin_attached(store: Store, stage: Path | None) -> Iterator[Connection]:
+    if stage is None:
+        with store.begin() as conn:
+            yield conn
+        return
+    with store.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute("ATTACH DATABASE ? AS stage", (str(stage),))
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            raw.execute("DETACH DATABASE stage")
+
+
+def _write(
+    store: Store, conn: Connection, w: PayloadWrite, versions: pl.DataFrame, *, staged: bool
+) -> tuple[int, int]:
+    ref, source = w.ref, w.ref.source
+    wm = store.watermark(source, conn)
+    check_held(conn, source, w.holder, w.run_id)
+    seq = wm.txn_seq if wm else 0
+    if seq != w.expected_seq:
+        raise ConcurrentApplyError(
+            "the source changed while this payload was being diffed "
+            f"(commit sequence {w.expected_seq} -> {seq}); nothing was written",
+            source=source,
+            payload=ref.label,
+            hint="run the command again",
+        )
+    txn_seq = seq + 1
+    recorded_at = max(now_us(), (wm.recorded_at + 1) if wm else 0)
+    n = versions.height
+    if n:
+        constants = {
+            "source": source,
+            "valid_from": ref.published_at,
+            "recorded_at": recorded_at,
+            "txn_seq": txn_seq,
+            "run_id": w.run_id,
+            "payload_id": ref.payload_id,
+            "backfill": w.backfill,
+        }
+        bulk.insert_versions(conn, versions, constants, staged=staged)
+    faults.point("mid_transaction")
+    if w.outcomes.height:
+        of = w.outcomes.select(
+            pl.lit(w.run_id).alias("run_id"),
+            pl.lit(ref.payload_id).alias("payload_id"),
+            pl.lit(source).alias("source"),
+            pl.col("key"),
+            pl.col("outcome"),
+            pl.col("revision"),
+            pl.col("current_revision"),
+            pl.col("hash").alias("content_hash"),
+            pl.col("attributes"),
+            pl.lit(recorded_at, dtype=pl.Int64).alias("recorded_at"),
+        )
+        bulk.insert_frame(conn, "outcomes", of)
+    if n:
+        conn.execute(
+            insert(outbox).values(
+                source=source,
+                run_id=w.run_id,
+                payload_id=ref.payload_id,
+                topic="changes",
+                status=w.outbox_status,
+                idempotency_key=f"{source}:{ref.payload_id}:changes",
+                changes=n,
+                body=json.dumps({"counts": w.counts}),
+                created_at=recorded_at,
+            )
+        )
+    first_id = versions.get_column("version_id").min() if n else None
+    conn.execute(
+        insert(applications).values(
+            payload_id=ref.payload_id,
+            run_id=w.run_id,
+            source=source,
+            txn_seq=txn_seq,
+            recorded_at=recorded_at,
+            published_at=ref.published_at,
+            changes=n,
+            first_version_id=first_id,
+            counts=json.dumps(w.counts, sort_keys=True),
+            prev_payload_id=wm.payload_id if wm else None,
+            prev_published_at=wm.published_at if wm else None,
+        )
+    )
+    values = dict(
+        published_at=ref.published_at,
+        payload_id=ref.payload_id,
+        txn_seq=txn_seq,
+        recorded_at=recorded_at,
+    )
+    if wm is None:
+        conn.execute(insert(watermarks).values(source=source, **values))
+    else:
+        conn.execute(update(watermarks).where(watermarks.c.source == source).values(**values))
+    conn.execute(
+        update(runs)
+        .where(runs.c.run_id == w.run_id)
+        .values(payloads=runs.c.payloads + 1, changes=runs.c.changes + n)
+    )
+    faults.point("before_commit")
+    return txn_seq, recorded_at
