@@ -13,10 +13,11 @@ from feedledger.cli.common import (
     guarded,
     guess_type,
     out,
+    read_payload_file,
     table,
     when,
 )
-from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import iso
 from feedledger.pipeline import query
 from feedledger.pipeline.archiving import archive_add, reindex
@@ -37,10 +38,7 @@ def add(
 ) -> None:
     """Archive FILE (write-once, sha256-addressed, fsynced, with a sidecar) without
     applying it. Archiving identical bytes twice is a no-op."""
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise NotFoundError(f"cannot read {file}: {exc.strerror}") from None
+    data = read_payload_file(file)
     with context(ctx) as c:
         ref, created = archive_add(
             c,

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedledger.config import Workspace
-from feedledger.model.errors import FeedledgerError, StoreUnavailableError
+from feedledger.model.errors import FeedledgerError, NotFoundError, StoreUnavailableError
 from feedledger.model.jsonout import RawJSON, dumps
 from feedledger.pipeline.context import Context
 
@@ -47,6 +47,14 @@ def workspace(ctx: typer.Context) -> Workspace:
 def context(ctx: typer.Context) -> Iterator[Context]:
     with Context(workspace(ctx)) as c:
         yield c
+
+
+def read_payload_file(path: Path) -> bytes:
+    """The bytes of a payload file named on the command line (clear error if unreadable)."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise NotFoundError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def guess_type(path: Path) -> str | None:

@@ -19,6 +19,7 @@ from feedledger.cli.common import (
     guarded,
     guess_type,
     out,
+    read_payload_file,
     table,
     when,
 )
@@ -36,13 +37,6 @@ MASS_OPT = typer.Option(
     "--allow-mass-delete",
     help="Apply a snapshot even if it deletes more than the source's threshold of entities.",
 )
-
-
-def _read_file(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise NotFoundError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _render_ingest(result: IngestResult, json_out: bool) -> None:
@@ -89,7 +83,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Archive FILE and apply it as a live run (one transaction with its changes,
         outbox rows and the watermark advance)."""
-        data = _read_file(file)
+        data = read_payload_file(file)
         with context(ctx) as c:
             result = ingest(
                 c,

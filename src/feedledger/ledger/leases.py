@@ -65,7 +65,7 @@ def acquire(
                 {"s": source},
             )
         stmt = select(leases).where(leases.c.source == source)
-        row = conn.execute(store._for_update(stmt)).first()
+        row = conn.execute(store.for_update(stmt)).first()
         if row is None:
             conn.execute(insert(leases).values(source=source))
         elif row.holder and row.holder != holder:

@@ -22,6 +22,7 @@ import polars as pl
 from feedledger.diff import STATE_SCHEMA, empty_state
 
 if TYPE_CHECKING:
+    from feedledger.ledger.records import Watermark
     from feedledger.ledger.store import Store
 
 
@@ -40,22 +41,22 @@ class StateCache:
     def _path(self, source: str, seq: int) -> Path:
         return self.directory / f"{source}.{self.store_id}.{seq}.arrow"
 
-    def load(self, source: str) -> tuple[pl.DataFrame, int]:
+    def load(self, source: str) -> tuple[pl.DataFrame, Watermark | None]:
+        """(the source's diff state, the watermark it reflects)."""
         wm = self.store.watermark(source)
-        seq = wm.txn_seq if wm else 0
-        if seq == 0:
-            return empty_state(), 0
-        path = self._path(source, seq)
+        if wm is None:
+            return empty_state(), None
+        path = self._path(source, wm.txn_seq)
         if path.exists():
             try:
                 frame = pl.read_ipc(path)
                 if dict(frame.schema) == STATE_SCHEMA:
-                    return frame, seq
+                    return frame, wm
             except (OSError, pl.exceptions.PolarsError):
                 pass
-        frame, seq = self.store.read_state(source)
-        self.save(source, frame, seq)
-        return frame, seq
+        frame, wm = self.store.read_state(source)
+        self.save(source, frame, wm.txn_seq if wm else 0)
+        return frame, wm
 
     def _prune(self, source: str, keep: Path) -> None:
         """Remove this source's older cache files and pending files left by killed

@@ -63,7 +63,7 @@ class Store:
         with self.engine.begin() as conn:
             yield conn
 
-    def _for_update(self, stmt: Any) -> Any:
+    def for_update(self, stmt: Any) -> Any:
         return stmt.with_for_update() if self.dialect == "postgresql" else stmt
 
     def store_id(self) -> int:
@@ -139,7 +139,7 @@ class Store:
             with self.engine.connect() as c:
                 row = c.execute(stmt).first()
         else:
-            row = conn.execute(self._for_update(stmt)).first()
+            row = conn.execute(self.for_update(stmt)).first()
         if row is None:
             return None
         return Watermark(
@@ -168,13 +168,12 @@ class Store:
         )
 
     # -- state --------------------------------------------------------------------------
-    def read_state(self, source: str) -> tuple[pl.DataFrame, int]:
-        """(diff state recomputed from history, the watermark txn_seq it reflects)."""
+    def read_state(self, source: str) -> tuple[pl.DataFrame, Watermark | None]:
+        """(diff state recomputed from history, the watermark it reflects), read together."""
         with self.begin() as conn:
             wm = self.watermark(source, conn)
-            seq = wm.txn_seq if wm else 0
             frame = bulk.read_state(conn, source)
-        return frame.cast(STATE_SCHEMA), seq
+        return frame.cast(STATE_SCHEMA), wm
 
     def allocate_version_ids(self, n: int) -> int:
         """Reserve `n` version ids in a short transaction of its own; returns the first.

@@ -65,8 +65,8 @@ def apply_observations(
 ) -> Applied:
     store: Store = ctx.store
     with stage("state_load"):
-        state, seq = ctx.cache.load(src.name)
-    wm = store.watermark(src.name)
+        state, wm = ctx.cache.load(src.name)
+    seq = wm.txn_seq if wm else 0
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
 

@@ -208,7 +208,7 @@ def apply_archived(
     data: bytes,
     *,
     created: bool,
-    obs: Observations | None = None,
+    obs: Observations,
     allow_mass_delete: bool = False,
 ) -> IngestResult:
     store = ctx.store
@@ -226,9 +226,6 @@ def apply_archived(
     wm = store.watermark(src.name)
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
-    if obs is None:
-        with stage("read"):
-            obs = read_observations(data, src, label=ref.label)
 
     run_id = new_run_id()
     holder = leases.new_holder()

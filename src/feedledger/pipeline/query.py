@@ -11,7 +11,6 @@ from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger import queries
 from feedledger.ledger.records import Version
 from feedledger.model.errors import ConfigError, NotFoundError
-from feedledger.model.jsonout import RawJSON
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import from_us, parse_instant, to_us, zone
 from feedledger.model.types import AsOfStatus
@@ -117,7 +116,3 @@ def snapshot_rows(
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None
     return queries.snapshot(ctx.store, src.name, valid_us, instant(src, known_at, "--known-at"))
-
-
-def raw(text: str | None) -> RawJSON | None:
-    return None if text is None else RawJSON(text)

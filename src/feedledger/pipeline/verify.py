@@ -37,8 +37,9 @@ def verify(ctx: Context, source: str) -> dict[str, Any]:
     store = ctx.store
     with store.begin() as conn:
         truth = recompute_state(conn, src.name)
-    table, seq = store.read_state(src.name)
-    cache, _cache_seq = ctx.cache.load(src.name)
+    table, wm = store.read_state(src.name)
+    seq = wm.txn_seq if wm else 0
+    cache, _ = ctx.cache.load(src.name)
     checks = [_compare("store_state", truth, table), _compare("cache", truth, cache)]
     return {
         "source": src.name,
