@@ -171,7 +171,7 @@ def ingest(
         store.register_payload(ref)
     faults.point("after_register")
     return apply_archived(
-        ctx, src, ref, data, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+        ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
     )
 
 
@@ -205,7 +205,6 @@ def apply_archived(
     ctx: Context,
     src: SourceConfig,
     ref: PayloadRef,
-    data: bytes,
     *,
     created: bool,
     obs: Observations,
