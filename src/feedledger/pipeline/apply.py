@@ -40,7 +40,7 @@ def stale_error(
         source=src.name,
         payload=ref.label,
         hint="the payload is archived, so a late or restated publication can be folded in "
-        "later by a replay of the source from that date (backfill/replay)",
+        "later by a replay or backfill of the source from that date",
     )
 
 
