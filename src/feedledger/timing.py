@@ -15,6 +15,7 @@ from contextlib import contextmanager
 ENABLED = os.environ.get("FEEDLEDGER_TIMINGS") == "1"
 _T0 = time.perf_counter()
 _stages: list[tuple[str, float]] = []
+_reported = False
 
 
 @contextmanager
@@ -29,11 +30,16 @@ def stage(name: str) -> Iterator[None]:
         _stages.append((name, time.perf_counter() - start))
 
 
-def _report() -> None:
+def report() -> None:
+    """Print the stage timings once (at exit, or earlier by a fast-exiting caller)."""
+    global _reported
+    if not ENABLED or _reported:
+        return
+    _reported = True
     total = time.perf_counter() - _T0
     parts = " ".join(f"{n}={t:.3f}" for n, t in _stages)
     sys.stderr.write(f"timings: since-import={total:.3f} {parts}\n")
 
 
 if ENABLED:
-    atexit.register(_report)
+    atexit.register(report)

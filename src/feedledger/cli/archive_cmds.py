@@ -1,4 +1,4 @@
-"""`feedledger archive add|list|reindex`."""
+"""`feedledger archive add|list|reindex` (pipeline modules are imported by each command)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from feedledger.cli.common import (
 )
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import iso
-from feedledger.pipeline import query
-from feedledger.pipeline.archiving import archive_add, reindex
 
 app = typer.Typer(help="The content-addressed payload archive.", no_args_is_help=True)
 
@@ -38,6 +36,8 @@ def add(
 ) -> None:
     """Archive FILE (write-once, sha256-addressed, fsynced, with a sidecar) without
     applying it. Archiving identical bytes twice is a no-op."""
+    from feedledger.pipeline.archiving import archive_add
+
     data = read_payload_file(file)
     with context(ctx) as c:
         ref, created = archive_add(
@@ -68,6 +68,8 @@ def list_(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Archived payloads of a source in publisher order."""
+    from feedledger.pipeline import query
+
     with context(ctx) as c:
         src = c.workspace.source(source)
         lo = query.instant(src, start, "--from")
@@ -94,6 +96,8 @@ def list_(
 @guarded
 def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Rebuild the payload index in the store from the archive folder alone."""
+    from feedledger.pipeline.archiving import reindex
+
     with context(ctx) as c:
         result = reindex(c)
     if json_out:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,7 +18,9 @@ from rich.table import Table
 from feedledger.config import Workspace
 from feedledger.model.errors import FeedledgerError, NotFoundError, StoreUnavailableError
 from feedledger.model.jsonout import RawJSON, dumps
-from feedledger.pipeline.context import Context
+
+if TYPE_CHECKING:
+    from feedledger.pipeline.context import Context
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -26,6 +28,11 @@ if not out.is_terminal and "COLUMNS" not in os.environ:
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 T = TypeVar("T")
+
+# Set by the console entry point (cli.main.main), whose process ends right after the
+# command: an SQLite store then leaves its write-ahead log for the next writer to
+# checkpoint instead of checkpointing on the way out (see Store.close).
+LEAVE_WAL = False
 
 JSON_OPT = typer.Option(False, "--json", help="Print stable JSON on stdout (see README).")
 
@@ -45,7 +52,9 @@ def workspace(ctx: typer.Context) -> Workspace:
 
 @contextmanager
 def context(ctx: typer.Context) -> Iterator[Context]:
-    with Context(workspace(ctx)) as c:
+    from feedledger.pipeline.context import Context
+
+    with Context(workspace(ctx), leave_wal=LEAVE_WAL) as c:
         yield c
 
 
@@ -108,14 +117,16 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        from sqlalchemy.exc import DBAPIError
-
         try:
             return fn(*args, **kwargs)
         except FeedledgerError as exc:
             fail(exc)
             raise  # unreachable
-        except DBAPIError as exc:
+        except Exception as exc:
+            # SQLAlchemy is imported only by commands that use the store
+            sa_exc = sys.modules.get("sqlalchemy.exc")
+            if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
+                raise
             if os.environ.get("FEEDLEDGER_DEBUG"):
                 raise
             reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]

@@ -7,10 +7,6 @@ from pathlib import Path
 import typer
 
 from feedledger.cli.common import guarded, out, table, when
-from feedledger.config import Workspace
-from feedledger.pipeline import query
-from feedledger.pipeline.context import Context
-from feedledger.pipeline.demo import PARCEL, SOURCE, build_demo
 
 
 def register(app: typer.Typer) -> None:
@@ -24,6 +20,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Build a demo workspace with a synthetic county feed, ingest it and show a
         parcel's bitemporal history and as-of answers."""
+        from feedledger.config import Workspace
+        from feedledger.pipeline import query
+        from feedledger.pipeline.context import Context
+        from feedledger.pipeline.demo import PARCEL, SOURCE, build_demo
+
         result = build_demo(directory, store_url=store)
         table(
             "ingested payloads (one live run each)",

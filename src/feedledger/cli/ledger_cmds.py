@@ -7,7 +7,7 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,14 +23,14 @@ from feedledger.cli.common import (
     table,
     when,
 )
-from feedledger.formats.canonical import RawNumber
-from feedledger.ledger import queries
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
-from feedledger.pipeline import query
-from feedledger.pipeline.ingest import IngestResult, ingest
-from feedledger.pipeline.run import run_source
-from feedledger.pipeline.verify import verify
+
+if TYPE_CHECKING:
+    from feedledger.pipeline.ingest import IngestResult
+
+# Pipeline and ledger modules (Polars, SQLAlchemy) are imported inside the commands, so
+# `--help` is quick and `ingest` can import the store's driver while it parses.
 
 MASS_OPT = typer.Option(
     False,
@@ -83,6 +83,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Archive FILE and apply it as a live run (one transaction with its changes,
         outbox rows and the watermark advance)."""
+        from feedledger.pipeline.ingest import ingest
+
         data = read_payload_file(file)
         with context(ctx) as c:
             result = ingest(
@@ -105,6 +107,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JSON_OPT,
     ) -> None:
         """Fetch the newest payload from the source's location and ingest it."""
+        from feedledger.pipeline.run import run_source
+
         with context(ctx) as c:
             result = run_source(c, source, allow_mass_delete=allow_mass_delete)
         if result is None:
@@ -128,6 +132,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JSON_OPT,
     ) -> None:
         """Versions of one entity in valid-time order (valid_to derived)."""
+        from feedledger.pipeline import query
+
         with context(ctx) as c:
             versions = query.history(c, source, key, include_retracted=all_, known_at=known_at)
         if json_out:
@@ -173,6 +179,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JSON_OPT,
     ) -> None:
         """What was KEY at valid time D (optionally as known at TS)? present|absent|not_observed."""
+        from feedledger.pipeline import query
+
         with context(ctx) as c:
             answer = query.asof(c, source, key, valid=valid, known_at=known_at)
         if json_out:
@@ -195,6 +203,8 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
     ) -> None:
         """Runs of a source, oldest first."""
+        from feedledger.ledger import queries
+
         with context(ctx) as c:
             c.workspace.source(source)
             items = queries.list_runs(c.store, source)
@@ -236,6 +246,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JSON_OPT,
     ) -> None:
         """What one run changed: added / changed / deleted, before and after."""
+        from feedledger.ledger import queries
+
         with context(ctx) as c:
             if not queries.run_exists(c.store, run):
                 raise NotFoundError(
@@ -284,6 +296,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Write the whole source as it stood at --valid (streaming)."""
+        from feedledger.pipeline import query
+
         if fmt not in ("csv", "jsonl"):
             raise ConfigError(f"--format must be csv or jsonl, not {fmt!r}")
         with context(ctx) as c:
@@ -304,6 +318,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Prove the diff state (local cache and store read) equals the state
         recomputed from history. Exit 1 if not."""
+        from feedledger.pipeline.verify import verify
+
         with context(ctx) as c:
             report = verify(c, source)
         if json_out:
@@ -328,6 +344,8 @@ def _cell(value: Any) -> str:
 
 
 def _write_snapshot(rows: Any, fmt: str, handle: Any) -> int:
+    from feedledger.formats.canonical import RawNumber
+
     n = 0
     if fmt == "jsonl":
         for _key, attrs in rows:

@@ -6,6 +6,7 @@ transaction itself is in ledger/payload_txn.py.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +32,10 @@ from feedledger.model.errors import (
 from feedledger.model.payload import PayloadRef
 from feedledger.model.timeutil import iso, now_us
 
+# An SQLite write-ahead log larger than this is checkpointed when the store closes even
+# if the process is about to end (a daily payload's log is a few tens of MB).
+WAL_LEAVE_MAX = 128 << 20
+
 
 class Store:
     def __init__(self, url: str, *, check: bool = True) -> None:
@@ -40,15 +45,37 @@ class Store:
         if check:
             eng.check_schema(self.engine, url)
 
-    def close(self) -> None:
-        self.checkpoint()
+    def close(self, *, leave_wal: bool = False) -> None:
+        """Release the store. SQLite: the write-ahead log is copied into the database
+        file (checkpoint) and the connections closed. With `leave_wal` -- the process
+        ends right after (the CLI) -- a log of at most WAL_LEAVE_MAX bytes stays for the
+        next writer, which checkpoints it while it parses its payload (`checkpoint` in
+        the ingest's warm-up), and the connection is left open, as SQLite's last close
+        would checkpoint. Committed transactions are durable in the log either way
+        (synchronous=FULL): a log left behind is what any crash leaves, and SQLite
+        recovers it on the next open."""
+        if self.dialect == "sqlite":
+            if leave_wal and self.wal_bytes() <= WAL_LEAVE_MAX:
+                return
+            self.checkpoint()
         self.engine.dispose()
+
+    def wal_bytes(self) -> int:
+        """Size of an SQLite store's write-ahead log (0 if none, or not SQLite)."""
+        db = self.engine.url.database
+        if self.dialect != "sqlite" or not db or db == ":memory:":
+            return 0
+        try:
+            return os.path.getsize(db + "-wal")
+        except OSError:
+            return 0
 
     def checkpoint(self) -> None:
         """SQLite: copy the WAL into the database file (automatic checkpoints are off so
-        that they never run inside a payload's commit). Long-running processes call this
-        between runs; every process does it when it closes the store."""
-        if self.dialect != "sqlite":
+        that they never run inside a payload's commit). Writers call this before their
+        transaction, on another thread while they parse (`pipeline.ingest`); closing
+        the store does it too unless the log is left for the next writer."""
+        if self.dialect != "sqlite" or not self.wal_bytes():
             return
         try:
             with self.engine.connect() as conn:

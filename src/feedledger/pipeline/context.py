@@ -1,19 +1,29 @@
-"""Opening a workspace's store, archive and state cache together."""
+"""Opening a workspace's store, archive and state cache together.
+
+The store (SQLAlchemy and the database driver) is imported when it is first needed,
+so a command can parse a payload while another thread opens the store.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from feedledger.archive import LocalArchive, open_archive
 from feedledger.config import Workspace
-from feedledger.ledger.statecache import StateCache
-from feedledger.ledger.store import Store
 from feedledger.timing import stage
+
+if TYPE_CHECKING:
+    from feedledger.ledger.statecache import StateCache
+    from feedledger.ledger.store import Store
 
 
 @dataclass
 class Context:
     workspace: Workspace
+    # True when the process ends right after this context closes (the CLI): an SQLite
+    # store then leaves its write-ahead log to the next writer (Store.close).
+    leave_wal: bool = False
     _store: Store | None = field(default=None, repr=False)
     _archive: LocalArchive | None = field(default=None, repr=False)
     _cache: StateCache | None = field(default=None, repr=False)
@@ -27,19 +37,23 @@ class Context:
     @property
     def store(self) -> Store:
         if self._store is None:
+            from feedledger.ledger.store import Store
+
             self._store = Store(self.workspace.store_url)
         return self._store
 
     @property
     def cache(self) -> StateCache:
         if self._cache is None:
+            from feedledger.ledger.statecache import StateCache
+
             self._cache = StateCache(self.workspace.state_dir / "state", self.store)
         return self._cache
 
     def close(self) -> None:
         if self._store is not None:
             with stage("store_close"):
-                self._store.close()
+                self._store.close(leave_wal=self.leave_wal)
             self._store = None
 
     def __enter__(self) -> Context:

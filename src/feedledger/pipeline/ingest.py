@@ -17,12 +17,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from feedledger import faults
 from feedledger.formats import Observations, published_from_field, read_observations
-from feedledger.ledger import leases
-from feedledger.ledger.store import Store
 from feedledger.model.errors import (
     BadPayloadError,
     ConfigError,
@@ -34,9 +32,15 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
-from feedledger.pipeline.apply import Applied, apply_observations, stale_error
 from feedledger.pipeline.context import Context
 from feedledger.timing import stage
+
+if TYPE_CHECKING:
+    from feedledger.ledger.store import Store
+    from feedledger.pipeline.apply import Applied
+
+# The ledger modules (SQLAlchemy, the driver) are imported by `_warm_store` on a second
+# thread while the payload is parsed, not when this module is imported.
 
 
 @dataclass
@@ -176,9 +180,12 @@ def ingest(
 
 
 def _warm_store(ctx: Context) -> StoreUnavailableError | None:
-    """Open the store ahead of need; an unreachable store is returned, not raised."""
+    """Open the store ahead of need (importing the ledger modules, connecting, checking
+    the schema, checkpointing an SQLite log the previous writer left); an unreachable
+    store is returned, not raised."""
     try:
-        ctx.store  # noqa: B018 - opening it is the point
+        ctx.store.checkpoint()
+        import feedledger.pipeline.apply  # noqa: F401 - imported here, off the main thread
     except StoreUnavailableError as exc:
         return exc
     return None
@@ -210,6 +217,9 @@ def apply_archived(
     obs: Observations,
     allow_mass_delete: bool = False,
 ) -> IngestResult:
+    from feedledger.ledger import leases
+    from feedledger.pipeline.apply import apply_observations, stale_error
+
     store = ctx.store
     done = store.application_of(ref.payload_id)
     if done is not None:
