@@ -67,6 +67,90 @@ def _revision_cmp(new: pl.Expr, cur: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return newer, older
 
 
+# Verdict codes (the join's 1M-row verdict column is a UInt8, named only at the end).
+_ADDED, _CHANGED, _DELETED, _UNCHANGED, _SUPERSEDED, _UNRESOLVED = range(6)
+_NAMES = {
+    _ADDED: ChangeKind.ADDED.value,
+    _CHANGED: ChangeKind.CHANGED.value,
+    _DELETED: ChangeKind.DELETED.value,
+    _UNCHANGED: Outcome.ALREADY_CURRENT.value,
+    _SUPERSEDED: Outcome.SUPERSEDED.value,
+    _UNRESOLVED: Outcome.UNRESOLVED.value,
+}
+
+
+def _code(value: int) -> pl.Expr:
+    return pl.lit(value, dtype=pl.UInt8)
+
+
+def _verdict(use_revision: bool) -> pl.Expr:
+    exists = pl.col("si").is_not_null()
+    cur_deleted = pl.col("cur_deleted").fill_null(False)
+    live = exists & ~cur_deleted
+    tomb = exists & cur_deleted
+    same = pl.col("hash") == pl.col("cur_hash")
+    if use_revision:
+        newer, older = _revision_cmp(pl.col("revision"), pl.col("cur_rev"))
+        equal = ~newer & ~older
+    else:
+        older, equal = pl.lit(False), pl.lit(False)
+    is_del = pl.col("deleted")
+    return (
+        # delete markers (changes payloads)
+        pl.when(is_del & ~live)
+        .then(_code(_UNCHANGED))
+        .when(is_del & older)
+        .then(_code(_SUPERSEDED))
+        .when(is_del)
+        .then(_code(_DELETED))
+        # upserts
+        .when(~exists)
+        .then(_code(_ADDED))
+        .when(tomb & older)
+        .then(_code(_SUPERSEDED))
+        .when(tomb & equal)
+        .then(_code(_UNRESOLVED))
+        .when(tomb)
+        .then(_code(_ADDED))
+        .when(same)
+        .then(_code(_UNCHANGED))
+        .when(older)
+        .then(_code(_SUPERSEDED))
+        .when(equal)
+        .then(_code(_UNRESOLVED))
+        .otherwise(_code(_CHANGED))
+        .alias("verdict")
+    )
+
+
+def _join(obs: pl.DataFrame, state: pl.DataFrame, on: str, use_revision: bool) -> pl.DataFrame:
+    """Each observation with its key's current state row (`si`, its index in `state`)."""
+    rev = ["revision"] if use_revision else []
+    left = obs.select(on, "idx", "hash", "deleted", *rev)
+    right = state.select(
+        pl.col(on),
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("si"),
+        pl.col("version_id").alias("cur_vid"),
+        pl.col("hash").alias("cur_hash"),
+        pl.col("deleted").alias("cur_deleted"),
+        *([pl.col("revision").alias("cur_rev")] if use_revision else []),
+    )
+    return left.join(right, on=on, how="left")
+
+
+def _keys_match(obs: pl.DataFrame, state: pl.DataFrame, joined: pl.DataFrame) -> bool:
+    """True if every observation joined on the key hash found its own key (a 64-bit
+    key-hash collision would pair it with another key, or pair two rows)."""
+    if joined.height != obs.height:
+        return False
+    matched = joined.select("idx", "si").filter(pl.col("si").is_not_null())
+    if not matched.height:
+        return True
+    ours = obs.get_column("key").gather(matched.get_column("idx"))
+    theirs = state.get_column("key").gather(matched.get_column("si"))
+    return bool((ours == theirs).all())
+
+
 def compute(
     obs: pl.DataFrame,
     state: pl.DataFrame,
@@ -74,91 +158,49 @@ def compute(
     kind: PayloadKind,
     use_revision: bool,
 ) -> DiffResult:
+    """Diff one payload's observations (`idx` must be 0..n-1 in row order) against the
+    source's current state."""
     obs = with_key_hash(obs)
     state = with_key_hash(state)
-    cur = state.rename(
-        {
-            "key": "cur_key",
-            "version_id": "cur_vid",
-            "hash": "cur_hash",
-            "revision": "cur_rev",
-            "deleted": "cur_deleted",
-        }
-    )
-    # Join on the 64-bit key hash (fast); any collision is detected and the join redone
-    # on the key text, so a collision can cost time but never correctness.
-    joined = obs.join(cur, on="kh", how="left")
-    by_text = joined.height != obs.height or bool(
-        joined.select(
-            (pl.col("cur_key").is_not_null() & (pl.col("cur_key") != pl.col("key"))).any()
-        ).item()
-    )
-    if by_text:
-        joined = obs.join(
-            cur.drop("kh"), left_on="key", right_on="cur_key", how="left", coalesce=False
+    # Join on the 64-bit key hash, carrying only numbers through the 1M-row join; any
+    # collision is detected and the join redone on the key text, so a collision can cost
+    # time but never correctness.
+    joined = _join(obs, state, "kh", use_revision)
+    if not _keys_match(obs, state, joined):
+        joined = _join(obs, state, "key", use_revision)
+    judged = joined.select("idx", "si", "hash", "cur_hash", "cur_vid", _verdict(use_revision))
+    tally = dict(judged.get_column("verdict").value_counts().iter_rows())
+
+    def named(rows: pl.DataFrame) -> pl.DataFrame:
+        """The chosen rows with their key and revision texts (gathered, not joined)."""
+        idx, si = rows.get_column("idx"), rows.get_column("si")
+        return rows.with_columns(
+            obs.get_column("key").gather(idx).alias("key"),
+            obs.get_column("revision").gather(idx).alias("revision"),
+            state.get_column("revision").gather(si).alias("cur_rev"),
+            pl.col("verdict").replace_strict(_NAMES, return_dtype=pl.String).alias("name"),
         )
-    exists = pl.col("cur_vid").is_not_null()
-    live = exists & ~pl.col("cur_deleted").fill_null(False)
-    tomb = exists & pl.col("cur_deleted").fill_null(False)
-    same = pl.col("hash") == pl.col("cur_hash")
-    if use_revision:
-        newer, older = _revision_cmp(pl.col("revision"), pl.col("cur_rev"))
-        equal = ~newer & ~older
-    else:
-        newer, older, equal = pl.lit(True), pl.lit(False), pl.lit(False)
 
-    is_del = pl.col("deleted")
-    verdict = (
-        # delete markers (changes payloads)
-        pl.when(is_del & ~live)
-        .then(pl.lit(Outcome.ALREADY_CURRENT.value))
-        .when(is_del & live & older)
-        .then(pl.lit(Outcome.SUPERSEDED.value))
-        .when(is_del & live)
-        .then(pl.lit(ChangeKind.DELETED.value))
-        # upserts
-        .when(~exists)
-        .then(pl.lit(ChangeKind.ADDED.value))
-        .when(tomb & older)
-        .then(pl.lit(Outcome.SUPERSEDED.value))
-        .when(tomb & equal & pl.lit(use_revision))
-        .then(pl.lit(Outcome.UNRESOLVED.value))
-        .when(tomb)
-        .then(pl.lit(ChangeKind.ADDED.value))
-        .when(same)
-        .then(pl.lit(Outcome.ALREADY_CURRENT.value))
-        .when(older)
-        .then(pl.lit(Outcome.SUPERSEDED.value))
-        .when(equal & pl.lit(use_revision))
-        .then(pl.lit(Outcome.UNRESOLVED.value))
-        .otherwise(pl.lit(ChangeKind.CHANGED.value))
-        .alias("verdict")
-    )
-    judged = joined.with_columns(verdict)
-
-    change_kinds = [c.value for c in ChangeKind]
-    upserts = judged.filter(pl.col("verdict").is_in(change_kinds)).select(
+    is_del = pl.col("verdict") == _DELETED
+    upserts = named(judged.filter(pl.col("verdict") <= _DELETED)).select(
         pl.col("key"),
-        pl.col("verdict").alias("change"),
-        (pl.col("verdict") == ChangeKind.DELETED.value).alias("deleted"),
-        pl.when(pl.col("verdict") == ChangeKind.DELETED.value)
-        .then(pl.col("cur_hash"))
-        .otherwise(pl.col("hash"))
-        .alias("hash"),
-        pl.when(pl.col("verdict") == ChangeKind.DELETED.value)
+        pl.col("name").alias("change"),
+        is_del.alias("deleted"),
+        pl.when(is_del).then(pl.col("cur_hash")).otherwise(pl.col("hash")).alias("hash"),
+        pl.when(is_del)
         .then(pl.coalesce(pl.col("revision"), pl.col("cur_rev")))
         .otherwise(pl.col("revision"))
         .alias("revision"),
-        pl.when(pl.col("verdict") == ChangeKind.DELETED.value)
-        .then(pl.lit(None, dtype=pl.UInt32))
-        .otherwise(pl.col("idx"))
-        .alias("idx"),
+        pl.when(is_del).then(pl.lit(None, dtype=pl.UInt32)).otherwise(pl.col("idx")).alias("idx"),
         pl.col("cur_vid").alias("prev_version_id"),
     )
     frames = [upserts]
-    if kind == PayloadKind.SNAPSHOT:
-        on = "key" if by_text else "kh"
-        absent = state.filter(~pl.col("deleted")).join(obs.select(on), on=on, how="anti")
+    if kind == PayloadKind.SNAPSHOT and state.height:
+        # live keys the snapshot does not mention: every state row no observation joined
+        seen = pl.repeat(False, state.height, dtype=pl.Boolean, eager=True).scatter(
+            judged.get_column("si").drop_nulls(), True
+        )
+        absent = state.filter(~seen & ~pl.col("deleted"))
         frames.append(
             absent.select(
                 pl.col("key"),
@@ -172,12 +214,11 @@ def compute(
         )
     versions = pl.concat(frames, how="vertical").sort("key")
 
-    others = [Outcome.SUPERSEDED.value, Outcome.UNRESOLVED.value]
     outcomes = (
-        judged.filter(pl.col("verdict").is_in(others))
+        named(judged.filter(pl.col("verdict") >= _SUPERSEDED))
         .select(
             pl.col("key"),
-            pl.col("verdict").alias("outcome"),
+            pl.col("name").alias("outcome"),
             pl.col("revision"),
             pl.col("cur_rev").alias("current_revision"),
             pl.col("hash"),
@@ -186,17 +227,16 @@ def compute(
         .sort("key")
     )
 
-    tally = dict(judged.group_by("verdict").len().iter_rows())
     live_before = int(state.height - state.get_column("deleted").sum()) if state.height else 0
     counts = {
         "observations": obs.height,
         "live_before": live_before,
-        "added": int(tally.get(ChangeKind.ADDED.value, 0)),
-        "changed": int(tally.get(ChangeKind.CHANGED.value, 0)),
-        "deleted": int(versions.filter(pl.col("deleted")).height),
-        "unchanged": int(tally.get(Outcome.ALREADY_CURRENT.value, 0)),
-        "superseded": int(tally.get(Outcome.SUPERSEDED.value, 0)),
-        "unresolved": int(tally.get(Outcome.UNRESOLVED.value, 0)),
+        "added": int(tally.get(_ADDED, 0)),
+        "changed": int(tally.get(_CHANGED, 0)),
+        "deleted": int(versions.get_column("deleted").sum()),
+        "unchanged": int(tally.get(_UNCHANGED, 0)),
+        "superseded": int(tally.get(_SUPERSEDED, 0)),
+        "unresolved": int(tally.get(_UNRESOLVED, 0)),
     }
     return DiffResult(versions=versions, outcomes=outcomes, counts=counts)
 
