@@ -31,7 +31,8 @@ from feedledger.model.types import PayloadKind
 
 
 def _csv_header(data: bytes, src: SourceConfig, label: str) -> list[str]:
-    first = data.split(b"\n", 1)[0]
+    end = data.find(b"\n")
+    first = data[: end if end >= 0 else len(data)]  # slicing copies only the header line
     try:
         text = first.decode("utf-8")
     except UnicodeDecodeError:
@@ -107,7 +108,7 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
         # Unquoted empty fields AND missing trailing fields both read as null here;
         # quoted "" stays "". Rows with a null are checked against their line below.
         raw = pl.read_csv(
-            io.BytesIO(data),
+            data,
             infer_schema=False,
             empty_string_is_null=True,
             raise_if_empty=True,
@@ -148,13 +149,19 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
 
     key_special = columns_needing_escape(raw.select(list(src.key)))
     revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
-    frame = raw.select(
-        pl.int_range(pl.len(), dtype=pl.UInt32).alias("idx"),
-        array_expr(list(src.key), raw, key_special).alias("key"),
-        string_record_hash_expr(attr_columns).alias("hash"),
-        revision.alias("revision"),
-        deleted_expr.alias("deleted"),
-    ).with_columns(hash_expr(pl.col("key")).alias("kh"))
+    frame = (
+        raw.lazy()
+        .select(
+            array_expr(list(src.key), raw, key_special).alias("key"),
+            string_record_hash_expr(attr_columns).alias("hash"),
+            revision.alias("revision"),
+            deleted_expr.alias("deleted"),
+        )
+        .with_columns(hash_expr(pl.col("key")).alias("kh"))
+        .with_row_index("idx")
+        .select("idx", "key", "hash", "revision", "deleted", "kh")
+        .collect()
+    )
     published = published_field(src)
     values = (
         raw.get_column(published).unique().sort().to_list()

@@ -96,7 +96,9 @@ def apply_observations(
         outcomes = _with_attributes(diff.outcomes, obs)
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
-    pending = ctx.cache.prepare(src.name, next_state(state, versions), seq + 1)
+    with stage("next_state"):
+        after = next_state(state, versions)
+    pending = ctx.cache.prepare(src.name, after, seq + 1)
     try:
         with stage("transaction"):
             txn_seq, recorded_at = apply_payload(
