@@ -431,3 +431,41 @@ def test_state_cache_files_are_pruned_per_source(workspace: Workspace) -> None:
         ingest(ctx, "a", b"id,v\n1,y\n", published_at="2026-08-02")
     names = sorted(p.name for p in cache_dir.iterdir())
     assert names == sorted([f"a.b.{store_id}.1.arrow", f"a.{store_id}.2.arrow"])
+
+
+def test_migration_from_0001_keeps_data(store_url: str, tmp_path: Path) -> None:
+    """A store created at revision 0001 (issue 2's schema) with rows in it is refused with
+    a clear hint until `db upgrade`, which adds the gap and freeze tables and keeps every
+    row."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from feedledger.ledger.store import Store
+    from feedledger.model.errors import StoreUnavailableError
+
+    ws = Workspace.create(tmp_path / "old", store_url=store_url, archive=None)
+    engine = eng.make_engine(ws.store_url)
+    with engine.begin() as conn:
+        command.upgrade(eng._config(conn), "0001")
+        conn.execute(
+            text(
+                "INSERT INTO payloads (payload_id, source, sha256, published_at, fetched_at, "
+                "size, indexed_at) VALUES ('p1', 'p', :sha, 1, 2, 3, 4)"
+            ),
+            {"sha": "0" * 64},
+        )
+        store_id = conn.execute(text("SELECT value FROM counters WHERE name='store_id'")).scalar()
+    engine.dispose()
+    with pytest.raises(StoreUnavailableError, match=r"is at revision 0001.*db upgrade"):
+        Store(ws.store_url)
+    cli = Cli(ws)
+    cli("db", "upgrade")
+    assert cli.json("db", "current")["current"] == "0002"
+    store = Store(ws.store_url)
+    try:
+        assert store.store_id() == store_id
+        assert [r.payload_id for r in store.list_payloads("p")] == ["p1"]
+    finally:
+        store.close()
+    cli("source", "add", "p", "--key", "id")
+    assert cli.json("gaps", "p") == []

@@ -1,9 +1,11 @@
 """Fault injection at named boundaries, for crash tests (never enabled in normal use).
 
-`FEEDLEDGER_FAULT=<point>[:kill]` makes the process raise `InjectedFailure` (or die
-at once with SIGKILL when `:kill` is given) when it reaches `<point>`. Points:
-`after_archive`, `after_register`, `mid_transaction`, `before_commit`,
-`after_commit`, `after_payload:<n>` (after the n-th payload of a run committed).
+`FEEDLEDGER_FAULT=<point>[:<n>][:kill]` makes the process raise `InjectedFailure` (or
+die at once with SIGKILL when `:kill` is given) when it reaches `<point>` (for a
+counted point, the n-th time). Points: `after_archive`, `after_register`,
+`mid_transaction`, `before_commit`, `after_commit`, `after_retraction` (a replay's
+retraction committed), `after_payload:<n>` (the n-th payload of a backfill or replay
+committed).
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ class InjectedFailure(RuntimeError):
     """Raised at an injected fault point."""
 
 
-def point(name: str) -> None:
+def point(name: str, count: int | None = None) -> None:
     spec = os.environ.get(ENV)
     if not spec:
         return
-    target, _, _action = spec.partition(":kill")
-    if target != name:
+    parts = spec.split(":")
+    kill = parts[-1] == "kill"
+    if kill:
+        parts = parts[:-1]
+    if parts[0] != name:
         return
-    if spec.endswith(":kill"):
+    if count is not None and len(parts) > 1 and parts[1] != str(count):
+        return
+    if kill:
         os.kill(os.getpid(), signal.SIGKILL)
-    raise InjectedFailure(f"injected failure at {name}")
+    raise InjectedFailure(f"injected failure at {name}" + (f" #{count}" if count else ""))

@@ -20,6 +20,7 @@ from feedledger.cli.common import (
     guess_type,
     out,
     read_payload_file,
+    show,
     table,
     when,
 )
@@ -129,11 +130,31 @@ def register(app: typer.Typer) -> None:
         known_at: str | None = typer.Option(
             None, "--known-at", help="As the ledger believed at this time."
         ),
+        with_gaps: bool = typer.Option(
+            False,
+            "--with-gaps",
+            help="Also show the source's gaps (stretches not observed) between versions; "
+            'JSON items then carry "type": "version" or "gap".',
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
         """Versions of one entity in valid-time order (valid_to derived)."""
         from feedledger.pipeline import query
 
+        if with_gaps:
+            with context(ctx) as c:
+                items = query.history_with_gaps(
+                    c, source, key, include_retracted=all_, known_at=known_at
+                )
+            if json_out:
+                emit_json(items)
+                return
+            table(
+                f"{source} {key} (with gaps)",
+                ["from", "to", "recorded_at", "what", "run_id"],
+                [_timeline_row(i) for i in items],
+            )
+            return
         with context(ctx) as c:
             versions = query.history(c, source, key, include_retracted=all_, known_at=known_at)
         if json_out:
@@ -195,6 +216,13 @@ def register(app: typer.Typer) -> None:
             if v
             else ""
         )
+        if answer["status"] == "not_observed":
+            gap = answer["gap"]
+            last, nxt = answer["last_observed"], answer["next_observed"]
+            detail = (
+                f" (inside a gap {iso(gap.start_at)} .. {iso(gap.end_at)}: {gap.reason}); "
+                f"last observed: {_seen(last)}; next observed: {_seen(nxt)}"
+            )
         out.print(f"{source} {key} at {valid}: {answer['status']}{detail}")
 
     @app.command("runs")
@@ -333,6 +361,33 @@ def register(app: typer.Typer) -> None:
                 )
         if not report["ok"]:
             raise typer.Exit(1)
+
+
+def _seen(v: Any) -> str:
+    if v is None:
+        return "nothing"
+    state = v.attributes if v.attributes is not None else "(deleted)"
+    return f"{state} from {iso(v.valid_from)}"
+
+
+def _timeline_row(item: dict[str, Any]) -> list[Any]:
+    """One line of `history --with-gaps` for humans (timestamps as ISO text)."""
+    if item["type"] == "gap":
+        return [
+            item["start"],
+            item["end"],
+            item["recorded_at"],
+            f"NOT OBSERVED: {item['reason']}",
+            item["run_id"][:8],
+        ]
+    attrs = item["attributes"]
+    return [
+        item["valid_from"],
+        item["valid_to"] or "",
+        item["recorded_at"],
+        show(attrs) if attrs is not None else "(deleted)",
+        item["run_id"][:8],
+    ]
 
 
 def _cell(value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import typer
 
-from feedledger.cli import archive_cmds, common, demo_cmd, ledger_cmds
+from feedledger.cli import archive_cmds, common, demo_cmd, ledger_cmds, recovery_cmds
 from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
 from feedledger.config import Workspace, make_source
 from feedledger.model.errors import FeedledgerError
@@ -39,6 +39,7 @@ app.add_typer(source_app, name="source")
 app.add_typer(db_app, name="db")
 app.add_typer(archive_cmds.app, name="archive")
 ledger_cmds.register(app)
+recovery_cmds.register(app)
 demo_cmd.register(app)
 
 

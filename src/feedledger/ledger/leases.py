@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, insert, select, update
 
 from feedledger.ledger.schema import leases, runs
-from feedledger.model.errors import LeaseHeldError
+from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
 
 if TYPE_CHECKING:
@@ -88,6 +88,19 @@ def acquire(
                 expires_at=now + ttl_s * 1_000_000,
             )
         )
+        if run_kind == "live":
+            from feedledger.ledger.freezes import frozen
+
+            ice = frozen(conn, source)
+            if ice is not None:
+                raise SourceFrozenError(
+                    f"the source is frozen (since {iso(ice.frozen_at)}"
+                    + (f": {ice.reason}" if ice.reason else "")
+                    + "); live runs are refused while it is, nothing changed",
+                    source=source,
+                    hint="backfill, replay and retract still work; "
+                    f"`feedledger thaw {source}` resumes live runs",
+                )
         if run_kind is not None:
             conn.execute(
                 insert(runs).values(

@@ -15,7 +15,7 @@ import polars as pl
 from sqlalchemy import Connection, and_, or_, select, text
 
 from feedledger.ledger.records import Change, Run, Version
-from feedledger.ledger.schema import runs, versions
+from feedledger.ledger.schema import applications, runs, versions
 from feedledger.ledger.store import Store
 
 
@@ -94,25 +94,45 @@ def key_exists(store: Store, source: str, key: str) -> bool:
     return row is not None
 
 
+def _run(r: Any) -> Run:
+    return Run(
+        run_id=r.run_id,
+        source=r.source,
+        kind=r.kind,
+        status=r.status,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        payloads=r.payloads,
+        changes=r.changes,
+        holder=r.holder,
+        parent_run_id=r.parent_run_id,
+        error=r.error,
+    )
+
+
 def list_runs(store: Store, source: str) -> list[Run]:
     stmt = select(runs).where(runs.c.source == source).order_by(runs.c.started_at)
     with store.engine.connect() as conn:
-        return [
-            Run(
-                run_id=r.run_id,
-                source=r.source,
-                kind=r.kind,
-                status=r.status,
-                started_at=r.started_at,
-                finished_at=r.finished_at,
-                payloads=r.payloads,
-                changes=r.changes,
-                holder=r.holder,
-                parent_run_id=r.parent_run_id,
-                error=r.error,
-            )
-            for r in conn.execute(stmt)
-        ]
+        return [_run(r) for r in conn.execute(stmt)]
+
+
+def get_run(store: Store, run_id: str) -> Run | None:
+    with store.engine.connect() as conn:
+        row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    return _run(row) if row is not None else None
+
+
+def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, int]]:
+    """(run_id, published_at, changes) of the runs' applications, in commit order."""
+    if not run_ids:
+        return []
+    stmt = (
+        select(applications.c.run_id, applications.c.published_at, applications.c.changes)
+        .where(applications.c.run_id.in_(run_ids))
+        .order_by(applications.c.txn_seq)
+    )
+    with store.engine.connect() as conn:
+        return [(r.run_id, r.published_at, r.changes) for r in conn.execute(stmt)]
 
 
 def run_exists(store: Store, run_id: str) -> bool:

@@ -114,3 +114,28 @@ class Application:
     recorded_at: int
     published_at: int
     changes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A stretch [start_at, end_at) of valid time in which the source was not observed."""
+
+    gap_id: int
+    source: str
+    start_at: int
+    end_at: int
+    reason: str
+    run_id: str
+    recorded_at: int
+    retracted_at: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "start": iso(self.start_at),
+            "end": iso(self.end_at),
+            "reason": self.reason,
+            "run_id": self.run_id,
+            "recorded_at": iso(self.recorded_at),
+            "retracted_at": iso(self.retracted_at),
+        }

@@ -157,6 +157,38 @@ outbox = Table(
     Index("ix_outbox_status", "status", "outbox_id"),
 )
 
+# "Not observed" stretches of a source's valid time [start_at, end_at): written by a
+# backfill/replay for publication days missing from the archive, or by hand.
+gaps = Table(
+    "gaps",
+    metadata,
+    Column(
+        "gap_id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("source", String(64), nullable=False),
+    Column("start_at", BigInteger, nullable=False),
+    Column("end_at", BigInteger, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("run_id", String(40), nullable=False),
+    Column("recorded_at", BigInteger, nullable=False),
+    Column("retracted_at", BigInteger),
+    Column("retracted_by", String(40)),
+    Index("ix_gaps_source_start", "source", "start_at"),
+    Index("ix_gaps_run", "run_id"),
+)
+
+# A frozen source refuses live runs (backfill, replay and retraction are allowed).
+freezes = Table(
+    "freezes",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("frozen_at", BigInteger, nullable=False),
+    Column("reason", Text),
+)
+
 leases = Table(
     "leases",
     metadata,

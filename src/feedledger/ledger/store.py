@@ -217,6 +217,21 @@ class Store:
         return int(row) - n + 1
 
     # -- runs ---------------------------------------------------------------------------
+    def count_run(self, conn: Connection, run_id: str, *, payloads: int, changes: int) -> None:
+        """Add to a run's payload and change counters (inside the caller's transaction)."""
+        conn.execute(
+            update(runs)
+            .where(runs.c.run_id == run_id)
+            .values(payloads=runs.c.payloads + payloads, changes=runs.c.changes + changes)
+        )
+
+    def set_run_parent(self, run_id: str, parent_run_id: str) -> None:
+        """Link a run to the one it continues (a resumed backfill)."""
+        with self.begin() as conn:
+            conn.execute(
+                update(runs).where(runs.c.run_id == run_id).values(parent_run_id=parent_run_id)
+            )
+
     def abandon_runs(self, conn: Connection, source: str, holder: str) -> None:
         """Mark runs left `running` by a dead lease holder as abandoned."""
         conn.execute(

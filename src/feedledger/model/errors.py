@@ -81,3 +81,15 @@ class StoreUnavailableError(FeedledgerError):
     """The store URL cannot be reached or its schema is not at the expected revision."""
 
     exit_code = 8
+
+
+class SourceFrozenError(FeedledgerError):
+    """The source is frozen: live runs are refused (backfill, replay, retract allowed)."""
+
+    exit_code = 9
+
+
+class RetractConflictError(FeedledgerError):
+    """Later runs were computed on top of what a retraction would remove."""
+
+    exit_code = 10

@@ -34,6 +34,7 @@ class RunKind(StrEnum):
     REPLAY = "replay"
     RETRACTION = "retraction"
     SYNC = "sync"
+    MANUAL = "manual"  # a fact recorded by hand (`feedledger gap add`)
 
 
 class RunStatus(StrEnum):

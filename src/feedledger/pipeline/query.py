@@ -94,19 +94,68 @@ def history(
 def asof(
     ctx: Context, source: str, key: str, *, valid: str, known_at: str | None
 ) -> dict[str, Any]:
+    """present / absent / not_observed at valid time `valid`, as known at `known_at`.
+
+    Inside a gap (a stretch the source was not observed) the answer is `not_observed`,
+    with the version in force just before the gap (`last_observed`) and the first one
+    recorded after it (`next_observed`), instead of a confident answer we do not have."""
+    from feedledger.ledger import gaps
+
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None
     k = instant(src, known_at, "--known-at")
     try:
-        canon = resolve_key(ctx, src, key)
+        canon: str | None = resolve_key(ctx, src, key)
     except NotFoundError:
+        canon = None
+    gap = gaps.at(ctx.store, src.name, valid_us, k)
+    if gap is not None:
+        chain = queries.history(ctx.store, src.name, canon, known_at=k) if canon else []
+        before = [v for v in chain if v.valid_from < gap.start_at]
+        after = [v for v in chain if v.valid_from >= gap.end_at]
+        return {
+            "status": AsOfStatus.NOT_OBSERVED.value,
+            "version": None,
+            "gap": gap,
+            "last_observed": before[-1] if before else None,
+            "next_observed": after[0] if after else None,
+        }
+    if canon is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
     version = queries.asof(ctx.store, src.name, canon, valid_us, k)
     if version is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
     status = AsOfStatus.ABSENT if version.deleted else AsOfStatus.PRESENT
     return {"status": status.value, "version": version}
+
+
+def history_with_gaps(
+    ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | None
+) -> list[dict[str, Any]]:
+    """Versions and the source's gaps in one valid-time line: each item is a version
+    (`"type": "version"`) or a gap (`"type": "gap"`, with start, end, reason)."""
+    from feedledger.ledger import gaps
+
+    src = ctx.workspace.source(source)
+    k = instant(src, known_at, "--known-at")
+    versions = history(ctx, source, key, include_retracted=include_retracted, known_at=known_at)
+    stretches = gaps.listing(ctx.store, src.name, known_at=k, include_retracted=include_retracted)
+    items: list[tuple[int, int, dict[str, Any]]] = [
+        (v.valid_from, 0, {"type": "version", **v.to_json()}) for v in versions
+    ]
+    items += [(g.start_at, 1, {"type": "gap", **g.to_json()}) for g in stretches]
+    return [item for _t, _o, item in sorted(items, key=lambda x: (x[0], x[1]))]
+
+
+def list_gaps(
+    ctx: Context, source: str, *, include_retracted: bool = False, known_at: str | None = None
+) -> list[Any]:
+    from feedledger.ledger import gaps
+
+    src = ctx.workspace.source(source)
+    k = instant(src, known_at, "--known-at")
+    return gaps.listing(ctx.store, src.name, known_at=k, include_retracted=include_retracted)
 
 
 def snapshot_rows(

@@ -1,0 +1,38 @@
+"""Run-level outbox rows (a backfill's summary, a retraction's notice), written in the
+transaction of the work they announce; delivered by the notification layer later."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Connection, insert
+
+from feedledger.ledger.schema import outbox
+
+
+def queue(
+    conn: Connection,
+    *,
+    source: str,
+    run_id: str,
+    topic: str,
+    payload_id: str,
+    changes: int,
+    body: dict[str, Any],
+    at_us: int,
+) -> None:
+    """One pending notice per (source, run, topic): the idempotency key says so."""
+    conn.execute(
+        insert(outbox).values(
+            source=source,
+            run_id=run_id,
+            payload_id=payload_id,
+            topic=topic,
+            status="pending",
+            idempotency_key=f"{source}:{run_id}:{topic}",
+            changes=changes,
+            body=json.dumps(body, sort_keys=True),
+            created_at=at_us,
+        )
+    )
