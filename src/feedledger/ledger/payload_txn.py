@@ -151,7 +151,9 @@ def _write(
                 payload_id=ref.payload_id,
                 topic="changes",
                 status=w.outbox_status,
-                idempotency_key=f"{source}:{ref.payload_id}:changes",
+                # one announcement per application: a replay re-applies the payload in
+                # another run, and that is another change set
+                idempotency_key=f"{source}:{w.run_id}:{ref.payload_id}:changes",
                 changes=n,
                 body=json.dumps({"counts": w.counts}),
                 created_at=recorded_at,
