@@ -125,10 +125,25 @@ def retract_by_runs(conn: Connection, run_ids: list[str], *, by: str, at_us: int
 
 def retract_from(conn: Connection, source: str, start: int, *, by: str, at_us: int) -> int:
     """Retract the source's visible gaps that end after `start` (a replay from `start`
-    re-derives them)."""
-    result = conn.execute(
+    re-derives them); the part before `start` of a gap that straddles it is recorded
+    again, as a gap of run `by` with the same reason."""
+    rows = list(
+        conn.execute(
+            select(gaps).where(
+                gaps.c.source == source, gaps.c.end_at > start, gaps.c.retracted_at.is_(None)
+            )
+        )
+    )
+    if not rows:
+        return 0
+    conn.execute(
         update(gaps)
-        .where(gaps.c.source == source, gaps.c.end_at > start, gaps.c.retracted_at.is_(None))
+        .where(gaps.c.gap_id.in_([r.gap_id for r in rows]))
         .values(retracted_at=at_us, retracted_by=by)
     )
-    return int(result.rowcount or 0)
+    for r in rows:
+        if r.start_at < start:
+            record(
+                conn, source, [(r.start_at, start)], reason=r.reason, run_id=by, recorded_at=at_us
+            )
+    return len(rows)

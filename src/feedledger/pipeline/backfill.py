@@ -222,11 +222,13 @@ def _finish(
 
 
 def _interrupted_parent(ctx: Context, source: str, kind: str, own: str) -> str | None:
-    """The latest earlier run of this kind, if it did not finish (its work is resumed)."""
+    """The latest earlier run of this kind, if it did not finish (its work is resumed).
+    A run still marked `running` counts: if its process is alive, taking the lease
+    refuses us; if it died, taking the lease marks it abandoned."""
     earlier = [
         r for r in queries.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own
     ]
-    if earlier and earlier[-1].status in ("failed", "abandoned"):
+    if earlier and earlier[-1].status != "succeeded":
         return earlier[-1].run_id
     return None
 
