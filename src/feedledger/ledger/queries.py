@@ -122,6 +122,25 @@ def get_run(store: Store, run_id: str) -> Run | None:
     return _run(row) if row is not None else None
 
 
+def first_observation(
+    store: Store, source: str, lo: int, hi: int, known_at: int | None = None
+) -> int | None:
+    """The earliest publisher time in [lo, hi] of a payload of `source` applied (and not
+    retracted) as known at `known_at`: the source was observed then."""
+    a = applications
+    stmt = select(a.c.published_at).where(
+        a.c.source == source, a.c.published_at >= lo, a.c.published_at <= hi
+    )
+    if known_at is None:
+        stmt = stmt.where(a.c.retracted_at.is_(None))
+    else:
+        standing = or_(a.c.retracted_at.is_(None), a.c.retracted_at > known_at)
+        stmt = stmt.where(a.c.recorded_at <= known_at, standing)
+    with store.engine.connect() as conn:
+        row = conn.execute(stmt.order_by(a.c.published_at).limit(1)).first()
+    return int(row.published_at) if row is not None else None
+
+
 def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, int]]:
     """(run_id, published_at, changes) of the runs' applications, in commit order."""
     if not run_ids:

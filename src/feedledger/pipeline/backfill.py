@@ -67,6 +67,7 @@ class RunReport:
     gaps_recorded: int = 0
     retracted_versions: int = 0
     retracted_payloads: int = 0
+    late: list[PayloadRef] = field(default_factory=list)  # in the window, behind the watermark
     summary: str = ""
     notify: bool = False
 
@@ -84,6 +85,9 @@ class RunReport:
             "unrecoverable_days": len(self.missing_dates),
             "missing_dates": [d.isoformat() for d in self.missing_dates],
             "gaps_recorded": self.gaps_recorded,
+            "late": [
+                {"payload_id": p.payload_id, "published_at": iso(p.published_at)} for p in self.late
+            ],
             "notified": self.notify,
             "summary": self.summary,
         }
@@ -161,7 +165,15 @@ def _summary(
     )
     if report.parent_run_id:
         text += f" (resuming run {report.parent_run_id})"
-    return text + "."
+    text += "."
+    if report.late:
+        first = local_date(report.late[0].published_at, src.timezone)
+        text += (
+            f" {len(report.late)} archived payload(s) in the window are older than the "
+            f"watermark and were not applied; `feedledger replay {src.name} --from {first}` "
+            "folds them in."
+        )
+    return text
 
 
 def _finish(
@@ -264,6 +276,7 @@ def backfill(
             ctx.store.set_run_parent(run_id, report.parent_run_id)
         plan = assess_window(ctx, src, lo, hi)
         report.missing_dates = plan.missing_dates
+        report.late = plan.late
         report.steps = _apply_payloads(
             ctx,
             src,

@@ -12,7 +12,7 @@ from feedledger.ledger import queries
 from feedledger.ledger.records import Version
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import from_us, parse_instant, to_us, zone
+from feedledger.model.timeutil import from_us, iso, parse_instant, to_us, zone
 from feedledger.model.types import AsOfStatus
 from feedledger.pipeline.context import Context
 
@@ -110,6 +110,10 @@ def asof(
     except NotFoundError:
         canon = None
     gap = gaps.at(ctx.store, src.name, valid_us, k)
+    if gap is not None and (
+        queries.first_observation(ctx.store, src.name, gap.start_at, valid_us, k) is not None
+    ):
+        gap = None  # a payload published inside the gap was applied later: observed
     if gap is not None:
         chain = queries.history(ctx.store, src.name, canon, known_at=k) if canon else []
         before = [v for v in chain if v.valid_from < gap.start_at]
@@ -144,7 +148,15 @@ def history_with_gaps(
     items: list[tuple[int, int, dict[str, Any]]] = [
         (v.valid_from, 0, {"type": "version", **v.to_json()}) for v in versions
     ]
-    items += [(g.start_at, 1, {"type": "gap", **g.to_json()}) for g in stretches]
+    for g in stretches:
+        # a gap ends where a payload published inside it was applied (observed again)
+        seen = queries.first_observation(ctx.store, src.name, g.start_at, g.end_at - 1, k)
+        if seen == g.start_at:
+            continue
+        item = {"type": "gap", **g.to_json()}
+        if seen is not None:
+            item["end"] = iso(seen)
+        items.append((g.start_at, 1, item))
     return [item for _t, _o, item in sorted(items, key=lambda x: (x[0], x[1]))]
 
 
