@@ -39,10 +39,12 @@ DAY_US = 86_400_000_000
 Standing = dict[str, list[tuple[int, bool, str | None]]]
 
 SETTINGS = settings(
-    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+# fault points inside a payload transaction: they fire on the first one a run reaches
+TXN_POINTS = ["mid_transaction", "before_commit", "after_commit"]
 
 snapshot = st.dictionaries(
     st.sampled_from(KEYS), st.sampled_from(["1", "2", "", "x,y", 'q"']), max_size=len(KEYS)
@@ -68,18 +70,24 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     m = len(seq) - live
     fault, sticky = None, False
     if m:
-        point = draw(
-            st.sampled_from(
-                [None, "after_payload", "mid_transaction", "before_commit", "after_commit"]
-            )
-        )
-        if point == "after_payload":
-            fault = f"after_payload:{draw(st.integers(1, m))}"
-        else:
-            fault = point
+        point = draw(st.sampled_from([None, "after_payload", *TXN_POINTS]))
+        fault = f"after_payload:{draw(st.integers(1, m))}" if point == "after_payload" else point
         # a fault that fires after a payload committed still lets each rerun progress
         sticky = fault is not None and fault.startswith("after_") and draw(st.booleans())
     return Scenario(seq, live, fault, sticky)
+
+
+@st.composite
+def replays(draw: st.DrawFn, n: int) -> list[tuple[int, str | None]]:
+    """1-2 replays: (start day index, interruption)."""
+    out: list[tuple[int, str | None]] = []
+    for _ in range(draw(st.integers(1, 2))):
+        start = draw(st.integers(0, n - 1))
+        fault = draw(st.sampled_from([None, "after_retraction", "after_payload", *TXN_POINTS]))
+        if fault == "after_payload":
+            fault = f"after_payload:{draw(st.integers(1, n - start))}"
+        out.append((start, fault))
+    return out
 
 
 @contextmanager
@@ -102,7 +110,9 @@ def day_us(i: int) -> int:
     return DAY0_US + i * DAY_US
 
 
-def versions(ctx: Context, *, include_retracted: bool = False, known_at: int | None = None):
+def versions(
+    ctx: Context, *, include_retracted: bool = False, known_at: int | None = None
+) -> list[Version]:
     """All versions of the source, key by key (history order)."""
     out: list[Version] = []
     for k in KEYS:
@@ -141,12 +151,10 @@ def reference(backend: str, seq: list[Payload]) -> Standing:
     """Standing history of ONE uninterrupted live run of `seq` in a fresh workspace."""
     cache_key = (backend, json.dumps(seq, sort_keys=True))
     if cache_key not in _reference_cache:
-        with fresh_workspace(backend) as ws:
+        with fresh_workspace(backend) as ws, Context(ws) as ctx:
             for i, p in enumerate(seq):
-                with Context(ws) as ctx:
-                    ingest(ctx, SOURCE, csv_bytes(p), published_at=day(i))
-            with Context(ws) as ctx:
-                _reference_cache[cache_key] = standing_of(versions(ctx))
+                ingest(ctx, SOURCE, csv_bytes(p), published_at=day(i))
+            _reference_cache[cache_key] = standing_of(versions(ctx))
     return _reference_cache[cache_key]
 
 
@@ -164,10 +172,34 @@ def check_ledger(ws: Workspace, seq: list[Payload], ref: Standing) -> Standing:
     return got
 
 
+def check_interrupted(ws: Workspace, seq: list[Payload]) -> int:
+    """After an interruption the ledger is consistent and stands exactly as a live run
+    of the payloads up to the watermark would. Returns that number of payloads."""
+    with Context(ws) as ctx:
+        got = standing_of(versions(ctx))
+        wm = ctx.store.watermark(SOURCE)
+        report = verify(ctx, SOURCE)
+    done = 0
+    if wm is not None and wm.published_at is not None:
+        done = (wm.published_at - DAY0_US) // DAY_US + 1
+    assert as_model(got) == expected_history(seq[:done])
+    assert report["ok"], report
+    return done
+
+
+def progress_of(fault: str) -> int:
+    """Payloads a backfill or replay interrupted at `fault` has committed."""
+    if fault.startswith("after_payload:"):
+        return int(fault.split(":")[1])
+    return {"after_retraction": 0, "mid_transaction": 0, "before_commit": 0, "after_commit": 1}[
+        fault
+    ]
+
+
 def run_backfill(ws: Workspace, sc: Scenario) -> int:
     """The backfill of the whole window, interrupted as `sc` says and rerun until it
     completes. Returns the number of attempts."""
-    attempts = 0
+    done, attempts = sc.live, 0
     while True:
         attempts += 1
         armed = sc.fault if (attempts == 1 or sc.sticky) else None
@@ -177,21 +209,24 @@ def run_backfill(ws: Workspace, sc: Scenario) -> int:
                 return attempts
             except faults.InjectedFailure:
                 assert armed is not None
-        # every failed attempt after the first committed at least one payload
+        step = progress_of(armed)
+        now = check_interrupted(ws, sc.seq)
+        assert now == done + step, (armed, done, now)
+        done = now
         assert attempts <= sc.backfilled + 1, "the reruns make no progress"
 
 
 def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
-    """Live prefix, archive the rest, interrupted backfill + reruns; checks property 1."""
+    """Live prefix, archive the rest, interrupted backfill + reruns; checks property 1.
+    Returns the standing history."""
     ref = reference(backend, sc.seq)
-    for i, p in enumerate(sc.seq):
-        with Context(ws) as ctx:
+    with Context(ws) as ctx:
+        for i, p in enumerate(sc.seq):
+            data = csv_bytes(p)
             if i < sc.live:
-                ingest(ctx, SOURCE, csv_bytes(p), published_at=day(i))
+                ingest(ctx, SOURCE, data, published_at=day(i))
             else:
-                archive_add(
-                    ctx, SOURCE, csv_bytes(p), published_at=day(i), original_name=f"{day(i)}.csv"
-                )
+                archive_add(ctx, SOURCE, data, published_at=day(i), original_name=f"{day(i)}.csv")
     if sc.backfilled == 0:
         with Context(ws) as ctx, pytest.raises(ConfigError):
             backfill(ctx, SOURCE, *WINDOW)
@@ -201,9 +236,7 @@ def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
             assert attempts >= 2  # the fault did fire
         with Context(ws) as ctx:
             runs = [r for r in queries.list_runs(ctx.store, SOURCE) if r.kind == "backfill"]
-        assert len(runs) == attempts
-        assert runs[-1].status == "succeeded"
-        assert all(r.status == "failed" for r in runs[:-1])
+        assert [r.status for r in runs] == ["failed"] * (attempts - 1) + ["succeeded"]
     got = check_ledger(ws, sc.seq, ref)
     # versions written by the backfill are flagged as such, live ones are not
     with Context(ws) as ctx:
@@ -212,9 +245,58 @@ def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
     return got
 
 
+def run_replay(
+    backend: str, ws: Workspace, seq: list[Payload], start: int, fault: str | None
+) -> None:
+    """Replay from day `start` (interrupted at `fault`, then rerun); checks property 2."""
+    with Context(ws) as ctx:
+        before = {v.version_id: v for v in versions(ctx, include_retracted=True)}
+        before_standing = standing_of(versions(ctx))
+        wm_before = ctx.store.watermark(SOURCE)
+        n_runs = len(queries.list_runs(ctx.store, SOURCE))
+    assert wm_before is not None
+
+    if fault is not None:
+        with injected(fault), Context(ws) as ctx, pytest.raises(faults.InjectedFailure):
+            replay(ctx, SOURCE, day(start))
+        assert check_interrupted(ws, seq) == start + progress_of(fault)
+    with Context(ws) as ctx:
+        replay(ctx, SOURCE, day(start))
+
+    # the standing history is the same again (and as the reference, and the model)
+    assert check_ledger(ws, seq, reference(backend, seq)) == before_standing
+
+    with Context(ws) as ctx:
+        after = {v.version_id: v for v in versions(ctx, include_retracted=True)}
+        standing_ids = {v.version_id for v in versions(ctx)}
+        as_known_before = standing_of(versions(ctx, known_at=wm_before.recorded_at))
+        runs = queries.list_runs(ctx.store, SOURCE)[n_runs:]
+    cut = day_us(start)
+    # nothing is ever deleted: every earlier version is still there, unchanged; those
+    # standing from the cut on are now retracted, the earlier ones still stand
+    for vid, old in before.items():
+        assert vid in after, f"version {vid} vanished"
+        new = after[vid]
+        same = ("key", "valid_from", "deleted", "attributes", "run_id", "payload_id")
+        assert [getattr(new, f) for f in same] == [getattr(old, f) for f in same]
+        if old.retracted_at is not None:
+            assert new.retracted_at == old.retracted_at, f"version {vid} retracted again"
+        elif old.valid_from >= cut:
+            assert new.retracted_at is not None, f"version {vid} was not retracted"
+        else:
+            assert vid in standing_ids, f"version {vid} before the cut no longer stands"
+    # what stands anew was written by the replay, from the cut on
+    for vid in standing_ids - before.keys():
+        assert after[vid].valid_from >= cut and after[vid].backfill, after[vid]
+    # bitemporal: as known just before the replay, the history is what it was then
+    assert as_known_before == before_standing
+    statuses = ["failed", "succeeded"] if fault is not None else ["succeeded"]
+    assert [(r.kind, r.status) for r in runs] == [("replay", s) for s in statuses]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-@SETTINGS
+@settings(SETTINGS, max_examples=8)
 @given(sc=scenarios())
 def test_interrupted_backfill_matches_one_uninterrupted_live_run(
     backend: str, sc: Scenario
@@ -225,62 +307,13 @@ def test_interrupted_backfill_matches_one_uninterrupted_live_run(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-@SETTINGS
+@settings(SETTINGS, max_examples=10)
 @given(sc=scenarios(), data=st.data())
 def test_replay_keeps_standing_history_and_retracted_versions(
     backend: str, sc: Scenario, data: st.DataObject
 ) -> None:
-    n = len(sc.seq)
-    start = data.draw(st.integers(0, n - 1), label="replay from day index")
-    fault = data.draw(
-        st.sampled_from([None, "after_retraction", "after_payload"]), label="replay fault"
-    )
-    if fault == "after_payload":
-        fault = f"after_payload:{data.draw(st.integers(1, n - start), label='N')}"
+    plan = data.draw(replays(len(sc.seq)), label="replays")
     with fresh_workspace(backend) as ws:
-        before_standing = build(backend, ws, sc)
-        with Context(ws) as ctx:
-            before = {v.version_id: v for v in versions(ctx, include_retracted=True)}
-            wm_before = ctx.store.watermark(SOURCE)
-        assert wm_before is not None
-
-        if fault is not None:
-            with injected(fault), Context(ws) as ctx, pytest.raises(faults.InjectedFailure):
-                replay(ctx, SOURCE, day(start))
-        with Context(ws) as ctx:
-            replay(ctx, SOURCE, day(start))
-
-        # the standing history is the same again (and as the reference, the model)
-        after_standing = check_ledger(ws, sc.seq, reference(backend, sc.seq))
-        assert after_standing == before_standing
-
-        with Context(ws) as ctx:
-            after = {v.version_id: v for v in versions(ctx, include_retracted=True)}
-            standing_ids = {v.version_id for v in versions(ctx)}
-            as_known_before = standing_of(versions(ctx, known_at=wm_before.recorded_at))
-            runs = [r for r in queries.list_runs(ctx.store, SOURCE) if r.kind == "replay"]
-        cut = day_us(start)
-        # nothing is ever deleted: every earlier version is still there, unchanged
-        for vid, old in before.items():
-            assert vid in after, f"version {vid} vanished"
-            new = after[vid]
-            assert (new.key, new.valid_from, new.deleted, new.attributes, new.run_id) == (
-                old.key,
-                old.valid_from,
-                old.deleted,
-                old.attributes,
-                old.run_id,
-            )
-            if old.retracted_at is not None:
-                assert new.retracted_at == old.retracted_at
-            elif old.valid_from >= cut:
-                assert new.retracted_at is not None, f"version {vid} was not retracted"
-            else:
-                assert new.retracted_at is None and vid in standing_ids
-        # the replay's own versions: from the cut on, flagged backfill; all earlier
-        # standing versions from before the cut are untouched
-        for vid in standing_ids - before.keys():
-            assert after[vid].valid_from >= cut and after[vid].backfill
-        # bitemporal: as known just before the replay, the history is what it was then
-        assert as_known_before == before_standing
-        assert [r.status for r in runs] == (["failed"] if fault else []) + ["succeeded"]
+        build(backend, ws, sc)
+        for start, fault in plan:
+            run_replay(backend, ws, sc.seq, start, fault)
