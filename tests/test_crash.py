@@ -103,6 +103,13 @@ def _sort_key(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True, default=str)
 
 
+def _unrun(row: dict[str, Any]) -> dict[str, Any]:
+    """An outbox idempotency key names its run; runs differ between workspaces."""
+    if row.get("idempotency_key") and row.get("run_id"):
+        row["idempotency_key"] = row["idempotency_key"].replace(row["run_id"], "<run>")
+    return row
+
+
 def normalised_dump(ws: Workspace) -> dict[str, list[dict[str, Any]]]:
     """Every row of the ledger tables, volatile columns stripped, in a canonical order."""
     store = Store(ws.store_url)
@@ -111,7 +118,7 @@ def normalised_dump(ws: Workspace) -> dict[str, list[dict[str, Any]]]:
             dump = {}
             for name in LEDGER_TABLES:
                 rows = [
-                    {k: v for k, v in row._mapping.items() if k not in VOLATILE}
+                    {k: v for k, v in _unrun(dict(row._mapping)).items() if k not in VOLATILE}
                     for row in conn.execute(select(metadata.tables[name]))
                 ]
                 dump[name] = sorted(rows, key=_sort_key)
