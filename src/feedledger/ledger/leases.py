@@ -13,6 +13,10 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert, select, update
@@ -156,3 +160,37 @@ def release(
             .where(leases.c.source == source, leases.c.holder == holder)
             .values(holder=None, run_id=None, expires_at=None)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedRun:
+    """A run in progress: its id and the lease holder token that fences its writes."""
+
+    run_id: str
+    holder: str
+    source: str
+
+
+@contextmanager
+def leased_run(
+    store: Store, source: str, kind: str, *, parent_run_id: str | None = None
+) -> Iterator[LeasedRun]:
+    """Start a run of `kind` on `source` under the source's lease (refused with
+    LeaseHeldError if another live run holds it; SourceFrozenError for a live run of a
+    frozen source), and finish it -- `succeeded`, or `failed` with the error -- releasing
+    the lease, however the block ends."""
+    run = LeasedRun(run_id=str(uuid.uuid4()), holder=new_holder(), source=source)
+    from feedledger.timing import stage
+
+    with stage("lease"):
+        acquire(store, source, run.holder, run.run_id, run_kind=kind, parent_run_id=parent_run_id)
+    status, error = "failed", None
+    try:
+        yield run
+        status = "succeeded"
+    except BaseException as exc:
+        error = str(exc) or type(exc).__name__
+        raise
+    finally:
+        with stage("release"):
+            release(store, source, run.holder, run_id=run.run_id, status=status, error=error)

@@ -24,6 +24,7 @@ from typing import Any
 from feedledger import faults
 from feedledger.formats import read_observations
 from feedledger.ledger import gaps, leases, notices, queries
+from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.retraction import commit_time, retract, rewind_watermark, standing
 from feedledger.model.cadence import day_start_us, expected_dates, local_date, stretches
 from feedledger.model.errors import ConfigError, NotFoundError
@@ -34,7 +35,6 @@ from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.assess import Assessment, assess_window, index_archive, parse_day, window
 from feedledger.pipeline.context import Context
-from feedledger.pipeline.ingest import new_run_id
 
 # progress(done, total, payload just applied or None before the first)
 Progress = Callable[[int, int, PayloadRef | None], None]
@@ -115,8 +115,7 @@ def _apply_payloads(
     src: SourceConfig,
     refs: list[PayloadRef],
     *,
-    run_id: str,
-    holder: str,
+    run: LeasedRun,
     notify: bool,
     allow_mass_delete: bool,
     progress: Progress | None,
@@ -132,8 +131,8 @@ def _apply_payloads(
             src,
             ref,
             obs,
-            run_id=run_id,
-            holder=holder,
+            run_id=run.run_id,
+            holder=run.holder,
             backfill=True,
             allow_mass_delete=allow_mass_delete,
             outbox_status="pending" if notify else "suppressed",
@@ -181,7 +180,7 @@ def _finish(
     src: SourceConfig,
     report: RunReport,
     *,
-    holder: str,
+    run: LeasedRun,
     reason: str,
     last_payload: str,
     word: str,
@@ -193,12 +192,13 @@ def _finish(
     parent = report.parent_run_id
     while parent is not None:
         chain_ids.append(parent)
-        run = queries.get_run(store, parent)
-        parent = run.parent_run_id if run is not None and run.kind == report.kind else None
+        earlier = queries.get_run(store, parent)
+        same_kind = earlier is not None and earlier.kind == report.kind
+        parent = earlier.parent_run_id if earlier is not None and same_kind else None
     chain = queries.run_applications(store, chain_ids)
     report.summary = _summary(report, src, chain, word)
     with store.begin() as conn:
-        leases.check_held(conn, src.name, holder, report.run_id)
+        leases.check_held(conn, src.name, run.holder, run.run_id)
         _wm, at = commit_time(store, conn, src.name)
         report.gaps_recorded = gaps.record(
             conn,
@@ -233,7 +233,7 @@ def _finish(
         )
 
 
-def _interrupted_parent(ctx: Context, source: str, kind: str, own: str) -> str | None:
+def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -> str | None:
     """The latest earlier run of this kind, if it did not finish (its work is resumed).
     A run still marked `running` counts: if its process is alive, taking the lease
     refuses us; if it died, taking the lease marks it abandoned."""
@@ -259,21 +259,20 @@ def backfill(
     src = ctx.workspace.source(_one_source(source))
     lo, hi = window(src, start, end)
     plan = assess_window(ctx, src, lo, hi)
-    run_id, holder = new_run_id(), leases.new_holder()
-    parent = _interrupted_parent(ctx, src.name, RunKind.BACKFILL.value, run_id)
+    parent = _interrupted_parent(ctx, src.name, RunKind.BACKFILL.value, None)
     if not plan.replayable and parent is None:
         raise _nothing_to_replay(src, plan)
     if on_plan:
         on_plan(plan)
-    leases.acquire(ctx.store, src.name, holder, run_id, run_kind=RunKind.BACKFILL.value)
-    status, error = "failed", None
-    report = RunReport(src.name, RunKind.BACKFILL.value, run_id, notify=notify)
-    try:
+    with leases.leased_run(ctx.store, src.name, RunKind.BACKFILL.value) as run:
+        report = RunReport(src.name, RunKind.BACKFILL.value, run.run_id, notify=notify)
         # the lease is ours: the killed holder of an interrupted backfill is now marked
         # abandoned, and the watermark can no longer move under us
-        report.parent_run_id = _interrupted_parent(ctx, src.name, RunKind.BACKFILL.value, run_id)
+        report.parent_run_id = _interrupted_parent(
+            ctx, src.name, RunKind.BACKFILL.value, run.run_id
+        )
         if report.parent_run_id:
-            ctx.store.set_run_parent(run_id, report.parent_run_id)
+            ctx.store.set_run_parent(run.run_id, report.parent_run_id)
         plan = assess_window(ctx, src, lo, hi)
         report.missing_dates = plan.missing_dates
         report.late = plan.late
@@ -281,8 +280,7 @@ def backfill(
             ctx,
             src,
             plan.replayable,
-            run_id=run_id,
-            holder=holder,
+            run=run,
             notify=notify,
             allow_mass_delete=allow_mass_delete,
             progress=progress,
@@ -292,17 +290,11 @@ def backfill(
             ctx,
             src,
             report,
-            holder=holder,
+            run=run,
             reason=f"backfill {lo}..{hi}: no archived payload for a publication day",
             last_payload=last,
             word="Backfill",
         )
-        status = "succeeded"
-    except BaseException as exc:
-        error = str(exc) or type(exc).__name__
-        raise
-    finally:
-        leases.release(ctx.store, src.name, holder, run_id=run_id, status=status, error=error)
     return report
 
 
@@ -350,28 +342,24 @@ def replay(
     missing = [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
     if on_plan:
         on_plan(refs, missing)
-    run_id, holder = new_run_id(), leases.new_holder()
-    leases.acquire(ctx.store, src.name, holder, run_id, run_kind=RunKind.REPLAY.value)
-    status, error = "failed", None
-    report = RunReport(src.name, RunKind.REPLAY.value, run_id, notify=notify)
-    report.missing_dates = missing
-    try:
+    with leases.leased_run(ctx.store, src.name, RunKind.REPLAY.value) as run:
+        report = RunReport(src.name, RunKind.REPLAY.value, run.run_id, notify=notify)
+        report.missing_dates = missing
         store = ctx.store
         with store.begin() as conn:
-            leases.check_held(conn, src.name, holder, run_id)
+            leases.check_held(conn, src.name, run.holder, run.run_id)
             wm, at = commit_time(store, conn, src.name)
             doomed = [a for a in standing(conn, src.name) if a.published_at >= start_us]
             report.retracted_payloads = len(doomed)
-            report.retracted_versions = retract(conn, doomed, by=run_id, at_us=at)
-            gaps.retract_from(conn, src.name, start_us, by=run_id, at_us=at)
+            report.retracted_versions = retract(conn, doomed, by=run.run_id, at_us=at)
+            gaps.retract_from(conn, src.name, start_us, by=run.run_id, at_us=at)
             rewind_watermark(conn, src.name, wm, at_us=at)
         faults.point("after_retraction")
         report.steps = _apply_payloads(
             ctx,
             src,
             refs,
-            run_id=run_id,
-            holder=holder,
+            run=run,
             notify=notify,
             allow_mass_delete=allow_mass_delete,
             progress=progress,
@@ -380,15 +368,9 @@ def replay(
             ctx,
             src,
             report,
-            holder=holder,
+            run=run,
             reason=f"replay from {day}: no archived payload for a publication day",
             last_payload=refs[-1].payload_id,
             word="Replay",
         )
-        status = "succeeded"
-    except BaseException as exc:
-        error = str(exc) or type(exc).__name__
-        raise
-    finally:
-        leases.release(ctx.store, src.name, holder, run_id=run_id, status=status, error=error)
     return report

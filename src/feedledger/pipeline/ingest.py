@@ -13,7 +13,6 @@ payload applied (nothing repeated) or applies it whole (nothing lost).
 
 from __future__ import annotations
 
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,10 +68,6 @@ class IngestResult:
             "recorded_at": iso(self.recorded_at),
             **{k: v for k, v in self.counts.items()},
         }
-
-
-def new_run_id() -> str:
-    return str(uuid.uuid4())
 
 
 def _keep_rejected(ctx: Context, source: str, data: bytes, name: str | None, reason: str) -> None:
@@ -236,34 +231,22 @@ def apply_archived(
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
 
-    run_id = new_run_id()
-    holder = leases.new_holder()
-    with stage("lease"):
-        leases.acquire(store, src.name, holder, run_id, run_kind=RunKind.LIVE.value)
-    status, error = "failed", None
-    try:
+    with leases.leased_run(store, src.name, RunKind.LIVE.value) as run:
         applied: Applied = apply_observations(
             ctx,
             src,
             ref,
             obs,
-            run_id=run_id,
-            holder=holder,
+            run_id=run.run_id,
+            holder=run.holder,
             allow_mass_delete=allow_mass_delete,
         )
-        status = "succeeded"
-    except BaseException as exc:
-        error = str(exc) or type(exc).__name__
-        raise
-    finally:
-        with stage("release"):
-            leases.release(store, src.name, holder, run_id=run_id, status=status, error=error)
     return IngestResult(
         source=src.name,
         payload=ref,
         status="applied",
         archived=created,
-        run_id=run_id,
+        run_id=run.run_id,
         counts=applied.counts,
         changes=applied.changes,
         recorded_at=applied.recorded_at,

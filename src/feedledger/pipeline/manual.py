@@ -15,7 +15,6 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.types import RunKind
 from feedledger.pipeline.assess import window
 from feedledger.pipeline.context import Context
-from feedledger.pipeline.ingest import new_run_id
 
 
 def add_gap(ctx: Context, source: str, start: str, end: str, reason: str) -> Gap:
@@ -30,24 +29,14 @@ def add_gap(ctx: Context, source: str, start: str, end: str, reason: str) -> Gap
     store = ctx.store
     with store.engine.connect() as conn:  # checked before the lease: a refusal leaves no trace
         _check_unobserved(conn, src.name, src.timezone, start_us, end_us, f"{lo}..{hi}")
-    run_id, holder = new_run_id(), leases.new_holder()
-    leases.acquire(store, src.name, holder, run_id, run_kind=RunKind.MANUAL.value)
-    status, error = "failed", None
-    try:
-        with store.begin() as conn:
-            leases.check_held(conn, src.name, holder, run_id)
-            _check_unobserved(conn, src.name, src.timezone, start_us, end_us, f"{lo}..{hi}")
-            _wm, at = commit_time(store, conn, src.name)
-            gaps.record(
-                conn, src.name, [(start_us, end_us)], reason=reason, run_id=run_id, recorded_at=at
-            )
-        status = "succeeded"
-    except BaseException as exc:
-        error = str(exc) or type(exc).__name__
-        raise
-    finally:
-        leases.release(store, src.name, holder, run_id=run_id, status=status, error=error)
-    found = [g for g in gaps.listing(store, src.name) if g.run_id == run_id]
+    with leases.leased_run(store, src.name, RunKind.MANUAL.value) as run, store.begin() as conn:
+        leases.check_held(conn, src.name, run.holder, run.run_id)
+        _check_unobserved(conn, src.name, src.timezone, start_us, end_us, f"{lo}..{hi}")
+        _wm, at = commit_time(store, conn, src.name)
+        gaps.record(
+            conn, src.name, [(start_us, end_us)], reason=reason, run_id=run.run_id, recorded_at=at
+        )
+    found = [g for g in gaps.listing(store, src.name) if g.run_id == run.run_id]
     return found[0]
 
 

@@ -25,7 +25,6 @@ from feedledger.model.errors import ConfigError, NotFoundError, RetractConflictE
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
 from feedledger.pipeline.context import Context
-from feedledger.pipeline.ingest import new_run_id
 
 
 @dataclass
@@ -104,15 +103,12 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             "(it wrote nothing, or it was retracted already)",
             source=source,
         )
-    rid, holder = new_run_id(), leases.new_holder()
-    leases.acquire(
-        store, source, holder, rid, run_kind=RunKind.RETRACTION.value, parent_run_id=run_id
-    )
-    status, error = "failed", None
-    report = RetractReport(run_id=rid, source=source, target=run_id)
-    try:
+    kind = RunKind.RETRACTION.value
+    with leases.leased_run(store, source, kind, parent_run_id=run_id) as lease:
+        rid = lease.run_id
+        report = RetractReport(run_id=rid, source=source, target=run_id)
         with store.begin() as conn:
-            leases.check_held(conn, source, holder, rid)
+            leases.check_held(conn, source, lease.holder, rid)
             wm, at = commit_time(store, conn, source)
             targets = _plan(standing(conn, source), run_id, cascade, source)
             runs_hit = list(dict.fromkeys([a.run_id for a in reversed(targets)] or [run_id]))
@@ -143,10 +139,4 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
                 },
                 at_us=at,
             )
-        status = "succeeded"
-    except BaseException as exc:
-        error = str(exc) or type(exc).__name__
-        raise
-    finally:
-        leases.release(store, source, holder, run_id=rid, status=status, error=error)
     return report
