@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from conftest import Cli, write_csv
 from feedledger.cli.main import app
 from feedledger.config import Workspace
+from feedledger.ledger import engine as eng
 
 
 def test_init_creates_workspace_and_schema(store_url: str, tmp_path: Path) -> None:
@@ -23,12 +24,12 @@ def test_init_creates_workspace_and_schema(store_url: str, tmp_path: Path) -> No
     result = runner.invoke(app, ["init", "--dir", str(root), "--store", store_url, "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
-    assert info["schema"] == "0002"
+    assert info["schema"] == eng.HEAD
     assert (root / "feedledger.toml").exists() and Path(info["archive"]).is_dir()
     again = runner.invoke(app, ["init", "--dir", str(root)])
     assert again.exit_code == 2 and "already exists" in again.stderr
     cur = runner.invoke(app, ["--config", str(root / "feedledger.toml"), "db", "current", "--json"])
-    assert json.loads(cur.stdout)["current"] == "0002"
+    assert json.loads(cur.stdout)["current"] == eng.HEAD
 
 
 def test_init_default_is_sqlite_under_dot_feedledger(tmp_path: Path) -> None:
@@ -100,7 +101,6 @@ def test_archive_add_list_reindex(cli: Cli, tmp_path: Path, workspace: Workspace
         "sha256",
     } <= set(meta)
     # the index is rebuilt from the archive folder alone (here: into a fresh store)
-    from feedledger.ledger import engine as eng
     from feedledger.ledger.schema import payloads
     from feedledger.ledger.store import Store
 
@@ -112,7 +112,6 @@ def test_archive_add_list_reindex(cli: Cli, tmp_path: Path, workspace: Workspace
     rebuilt = cli.json("archive", "reindex")
     assert rebuilt["added"] == 2 and rebuilt["scanned"] == 2
     assert cli.json("archive", "list", "larimer") == listed
-    assert eng.HEAD == "0002"
 
 
 def test_run_from_directory_picks_newest_dated_file(cli: Cli, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ die at once with SIGKILL when `:kill` is given) when it reaches `<point>` (for a
 counted point, the n-th time). Points: `after_archive`, `after_register`,
 `mid_transaction`, `before_commit`, `after_commit`, `after_retraction` (a replay's
 retraction committed), `after_payload:<n>` (the n-th payload of a backfill or replay
-committed).
+committed), `after_send` (notifications sent, their deliveries not yet marked).
 """
 
 from __future__ import annotations

@@ -13,7 +13,14 @@ from typing import NoReturn
 
 import typer
 
-from feedledger.cli import archive_cmds, common, demo_cmd, ledger_cmds, recovery_cmds
+from feedledger.cli import (
+    archive_cmds,
+    common,
+    demo_cmd,
+    ledger_cmds,
+    notify_cmds,
+    recovery_cmds,
+)
 from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
 from feedledger.config import Workspace, make_source
 from feedledger.model.errors import FeedledgerError
@@ -38,6 +45,8 @@ db_app = typer.Typer(help="The store's schema (Alembic migrations).", no_args_is
 app.add_typer(source_app, name="source")
 app.add_typer(db_app, name="db")
 app.add_typer(archive_cmds.app, name="archive")
+app.add_typer(notify_cmds.subscriber_app, name="subscriber")
+app.add_typer(notify_cmds.notify_app, name="notify")
 ledger_cmds.register(app)
 recovery_cmds.register(app)
 demo_cmd.register(app)

@@ -21,8 +21,10 @@ def queue(
     changes: int,
     body: dict[str, Any],
     at_us: int,
+    key: str | None = None,
 ) -> None:
-    """One pending notice per (source, run, topic): the idempotency key says so."""
+    """One pending notice per (source, run, topic) -- or per `key` -- as the outbox's
+    unique idempotency key enforces."""
     conn.execute(
         insert(outbox).values(
             source=source,
@@ -30,7 +32,7 @@ def queue(
             payload_id=payload_id,
             topic=topic,
             status="pending",
-            idempotency_key=f"{source}:{run_id}:{topic}",
+            idempotency_key=key or f"{source}:{run_id}:{topic}",
             changes=changes,
             body=json.dumps(body, sort_keys=True),
             created_at=at_us,

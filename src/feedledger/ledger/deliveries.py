@@ -1,0 +1,249 @@
+"""Deliveries: each outbox row fans out, in one transaction that also marks the row
+`dispatched`, into messages -- one per change for a `changes` row, one for a run-level
+notice (`summary`, `retraction`, `correction`) -- times the subscribers that want its
+source. A message's id (`webhook-id`) is derived from (source, payload, key, change) or
+from the notice's idempotency key, so every attempt of it, and any redelivery after a
+crash between sending and marking, carries the same id. Rows written `suppressed` (a
+backfill's per-payload changes) or `held` (a run under review) are never fanned out.
+
+Statuses: pending -> delivered | failed (retried at `next_attempt_at`) -> dead (after the
+last attempt; `retry` makes it pending again) | cancelled (subscriber removed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, insert, select, text, update
+
+from feedledger.ledger.schema import deliveries, outbox, subscribers
+from feedledger.ledger.store import Store
+from feedledger.ledger.subscriptions import Subscriber
+from feedledger.model.jsonout import RawJSON, dumps
+from feedledger.model.timeutil import iso
+
+EXPAND_BATCH = 50  # outbox rows per fan-out transaction
+
+
+def message_id(*parts: str) -> str:
+    return "msg_" + hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+def _raw(text_value: str | None) -> RawJSON | None:
+    return RawJSON(text_value) if text_value is not None else None
+
+
+def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
+    sql = text(
+        "SELECT v.key, v.change, v.valid_from, v.recorded_at, v.backfill, "
+        "p.attributes AS before, v.attributes AS after "
+        "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
+        "AND v.version_id < a.first_version_id + a.changes "
+        "LEFT JOIN versions p ON p.version_id = v.prev_version_id "
+        "WHERE a.run_id = :run AND a.payload_id = :payload AND a.changes > 0 "
+        "ORDER BY v.version_id"
+    )
+    out = []
+    for v in conn.execute(sql, {"run": row.run_id, "payload": row.payload_id}):
+        body = {
+            "type": "change",
+            "source": row.source,
+            "payload_id": row.payload_id,
+            "run_id": row.run_id,
+            "key": RawJSON(v.key),
+            "change": v.change,
+            "valid_from": iso(v.valid_from),
+            "recorded_at": iso(v.recorded_at),
+            "backfill": bool(v.backfill),
+            "before": _raw(v.before),
+            "after": _raw(v.after),
+        }
+        mid = message_id(row.source, row.payload_id, v.key, v.change)
+        out.append((mid, "change", dumps(body, indent=None)))
+    return out
+
+
+def _notice_message(row: Any) -> tuple[str, str, str]:
+    body = {"type": row.topic, "source": row.source, "run_id": row.run_id}
+    body.update(json.loads(row.body))
+    return (message_id(row.idempotency_key), row.topic, dumps(body, indent=None))
+
+
+def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
+    """Fan pending outbox rows out into deliveries; returns the messages created."""
+    created = 0
+    while True:
+        with store.begin() as conn:
+            rows = list(
+                conn.execute(
+                    store.for_update(
+                        select(outbox)
+                        .where(outbox.c.status == "pending")
+                        .order_by(outbox.c.outbox_id)
+                        .limit(EXPAND_BATCH)
+                    )
+                )
+            )
+            if not rows:
+                return created
+            for row in rows:
+                wanted = [s for s in subs if s.wants(row.source)]
+                if wanted:
+                    messages = (
+                        _change_messages(conn, row)
+                        if row.topic == "changes"
+                        else [_notice_message(row)]
+                    )
+                    values = [
+                        {
+                            "subscriber": s.name,
+                            "outbox_id": row.outbox_id,
+                            "message_id": mid,
+                            "source": row.source,
+                            "topic": topic,
+                            "body": body,
+                            "status": "pending",
+                            "attempts": 0,
+                            "next_attempt_at": now_us,
+                            "created_at": now_us,
+                        }
+                        for s in wanted
+                        for mid, topic, body in messages
+                    ]
+                    if values:
+                        conn.execute(insert(deliveries), values)
+                        created += len(values)
+                conn.execute(
+                    update(outbox)
+                    .where(outbox.c.outbox_id == row.outbox_id)
+                    .values(status="dispatched")
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    delivery_id: int
+    subscriber: str
+    message_id: str
+    body: str
+    attempts: int
+    created_at: int
+
+
+def due(store: Store, now_us: int, limit: int, after_id: int = 0) -> list[Due]:
+    """Deliveries due for an attempt, in id order, after `after_id` (a cursor)."""
+    stmt = (
+        select(deliveries)
+        .join(subscribers, subscribers.c.name == deliveries.c.subscriber)
+        .where(
+            deliveries.c.status.in_(("pending", "failed")),
+            deliveries.c.next_attempt_at <= now_us,
+            deliveries.c.delivery_id > after_id,
+        )
+        .order_by(deliveries.c.delivery_id)
+        .limit(limit)
+    )
+    with store.engine.connect() as conn:
+        return [
+            Due(r.delivery_id, r.subscriber, r.message_id, r.body, r.attempts, r.created_at)
+            for r in conn.execute(stmt)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    delivery_id: int
+    ok: bool
+    status_code: int | None
+    error: str | None
+    next_attempt_at: int  # for a failure
+    dead: bool
+
+
+def record(store: Store, outcomes: Sequence[Outcome], now_us: int) -> None:
+    """Mark a batch of attempts (one transaction)."""
+    if not outcomes:
+        return
+    d = deliveries
+    with store.begin() as conn:
+        for o in outcomes:
+            if o.ok:
+                values: dict[str, Any] = {
+                    "status": "delivered",
+                    "delivered_at": now_us,
+                    "last_status": o.status_code,
+                    "last_error": None,
+                }
+            else:
+                values = {
+                    "status": "dead" if o.dead else "failed",
+                    "next_attempt_at": o.next_attempt_at,
+                    "last_status": o.status_code,
+                    "last_error": o.error,
+                }
+            conn.execute(
+                update(d)
+                .where(d.c.delivery_id == o.delivery_id, d.c.status.in_(("pending", "failed")))
+                .values(attempts=d.c.attempts + 1, **values)
+            )
+
+
+def retry_dead(store: Store, subscriber: str | None, now_us: int) -> int:
+    d = deliveries
+    cond = d.c.status == "dead"
+    if subscriber is not None:
+        cond = and_(cond, d.c.subscriber == subscriber)
+    with store.begin() as conn:
+        result = conn.execute(
+            update(d).where(cond).values(status="pending", attempts=0, next_attempt_at=now_us)
+        )
+    return int(result.rowcount or 0)
+
+
+def status(store: Store, now_us: int) -> dict[str, Any]:
+    d = deliveries
+    stmt = (
+        select(d.c.subscriber, d.c.status, func.count(), func.min(d.c.created_at))
+        .group_by(d.c.subscriber, d.c.status)
+        .order_by(d.c.subscriber)
+    )
+    per: dict[str, dict[str, Any]] = {}
+    with store.engine.connect() as conn:
+        names = [r.name for r in conn.execute(select(subscribers.c.name))]
+        for name in names:
+            per[name] = _empty(name)
+        for name, st, count, oldest in conn.execute(stmt):
+            entry = per.setdefault(name, _empty(name))
+            entry[st] = int(count)
+            if st in ("pending", "failed") and oldest is not None:
+                age = (now_us - int(oldest)) / 1e6
+                entry["oldest_pending_age_s"] = max(entry["oldest_pending_age_s"] or 0.0, age)
+        waiting = conn.execute(
+            select(outbox.c.status, func.count()).group_by(outbox.c.status)
+        ).all()
+    return {
+        "subscribers": [
+            {**v, "oldest_pending_age_s": _round(v["oldest_pending_age_s"])} for v in per.values()
+        ],
+        "outbox": {st: int(n) for st, n in waiting},
+    }
+
+
+def _empty(name: str) -> dict[str, Any]:
+    return {
+        "subscriber": name,
+        "pending": 0,
+        "failed": 0,
+        "delivered": 0,
+        "dead": 0,
+        "cancelled": 0,
+        "oldest_pending_age_s": None,
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None

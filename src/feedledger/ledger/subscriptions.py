@@ -1,0 +1,95 @@
+"""Subscribers (who hears about which sources, how) -- rows in the store, so every
+dispatching worker sees the same list. Secrets are never stored: only the name of the
+environment variable that holds one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+
+from feedledger.ledger.schema import deliveries, subscribers
+from feedledger.ledger.store import Store
+from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.timeutil import iso, now_us
+
+KINDS = ("webhook", "file")
+DIGESTS = ("none", "hourly", "daily")
+UNDELIVERED = ("pending", "failed", "dead")
+
+
+@dataclass(frozen=True, slots=True)
+class Subscriber:
+    name: str
+    kind: str
+    target: str
+    secret_env: str | None
+    sources: tuple[str, ...] | None  # None: every source
+    digest: str
+    created_at: int
+
+    def wants(self, source: str) -> bool:
+        return self.sources is None or source in self.sources
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "target": self.target,
+            "secret_env": self.secret_env,
+            "sources": list(self.sources) if self.sources is not None else None,
+            "digest": self.digest,
+            "created_at": iso(self.created_at),
+        }
+
+
+def _row(r: Any) -> Subscriber:
+    return Subscriber(
+        name=r.name,
+        kind=r.kind,
+        target=r.target,
+        secret_env=r.secret_env,
+        sources=tuple(r.sources.split(",")) if r.sources else None,
+        digest=r.digest,
+        created_at=r.created_at,
+    )
+
+
+def add(store: Store, sub: Subscriber) -> None:
+    with store.begin() as conn:
+        if conn.execute(select(subscribers.c.name).where(subscribers.c.name == sub.name)).first():
+            raise ConfigError(
+                f"subscriber {sub.name!r} already exists",
+                hint="remove it first with `feedledger subscriber remove`",
+            )
+        conn.execute(
+            insert(subscribers).values(
+                name=sub.name,
+                kind=sub.kind,
+                target=sub.target,
+                secret_env=sub.secret_env,
+                sources=",".join(sub.sources) if sub.sources is not None else None,
+                digest=sub.digest,
+                created_at=sub.created_at or now_us(),
+            )
+        )
+
+
+def listing(store: Store) -> list[Subscriber]:
+    with store.engine.connect() as conn:
+        return [_row(r) for r in conn.execute(select(subscribers).order_by(subscribers.c.name))]
+
+
+def remove(store: Store, name: str) -> int:
+    """Remove the subscriber; its undelivered messages are cancelled (returns how many)."""
+    with store.begin() as conn:
+        gone = conn.execute(delete(subscribers).where(subscribers.c.name == name)).rowcount
+        if not gone:
+            raise NotFoundError(f"no subscriber named {name!r}")
+        result = conn.execute(
+            update(deliveries)
+            .where(deliveries.c.subscriber == name, deliveries.c.status.in_(UNDELIVERED))
+            .values(status="cancelled", last_error="subscriber removed")
+        )
+        return int(result.rowcount or 0)

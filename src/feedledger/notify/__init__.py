@@ -1,0 +1,1 @@
+"""Notifications: outbox rows fanned out into signed messages, delivered at least once."""

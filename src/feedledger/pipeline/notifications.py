@@ -1,0 +1,118 @@
+"""Subscribers and notification delivery (orchestration; see notify/ and ledger/)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from feedledger.ledger import deliveries, notices, queries, subscriptions
+from feedledger.ledger.retraction import commit_time
+from feedledger.ledger.subscriptions import DIGESTS, Subscriber
+from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.timeutil import now_us
+from feedledger.notify.dispatch import DispatchReport, Policy, dispatch
+from feedledger.pipeline.context import Context
+
+
+def add_subscriber(
+    ctx: Context,
+    name: str,
+    *,
+    webhook: str | None,
+    file: str | None,
+    secret_env: str | None,
+    sources: str | None,
+    digest: str,
+) -> tuple[Subscriber, list[str]]:
+    """Validate and store a subscriber; returns it and any warnings."""
+    warnings: list[str] = []
+    if not name.strip() or len(name) > 64:
+        raise ConfigError("subscriber NAME must be 1-64 characters")
+    if (webhook is None) == (file is None):
+        raise ConfigError("give exactly one of --webhook URL or --file PATH")
+    if webhook is not None and not webhook.startswith(("http://", "https://")):
+        raise ConfigError(f"--webhook must be an http(s) URL, not {webhook!r}")
+    if digest not in DIGESTS:
+        raise ConfigError(f"--digest must be one of {', '.join(DIGESTS)}, not {digest!r}")
+    if digest != "none":
+        raise ConfigError(
+            f"--digest {digest} is not available yet: every change is delivered as its own message",
+            hint="use --digest none (the default)",
+        )
+    wanted: tuple[str, ...] | None = None
+    if sources:
+        wanted = tuple(s.strip() for s in sources.split(",") if s.strip())
+        known = set(ctx.workspace.sources)
+        unknown = [s for s in wanted if s not in known]
+        if unknown:
+            raise ConfigError(
+                f"unknown source(s) {', '.join(unknown)} in --sources",
+                hint="declared sources: " + (", ".join(sorted(known)) or "none"),
+            )
+    if secret_env is not None and secret_env not in os.environ:
+        warnings.append(
+            f"{secret_env} is not set in this environment: deliveries to {name} will fail "
+            "(and be retried) until the dispatching process has it"
+        )
+    target = webhook if webhook is not None else str(Path(file or "").resolve())
+    sub = Subscriber(
+        name=name,
+        kind="webhook" if webhook is not None else "file",
+        target=target,
+        secret_env=secret_env,
+        sources=wanted,
+        digest=digest,
+        created_at=now_us(),
+    )
+    subscriptions.add(ctx.store, sub)
+    return sub, warnings
+
+
+def list_subscribers(ctx: Context) -> list[Subscriber]:
+    return subscriptions.listing(ctx.store)
+
+
+def remove_subscriber(ctx: Context, name: str) -> int:
+    return subscriptions.remove(ctx.store, name)
+
+
+def run_dispatch(ctx: Context, *, once: bool, policy: Policy) -> DispatchReport:
+    return dispatch(ctx.store, once=once, policy=policy)
+
+
+def status(ctx: Context) -> dict[str, Any]:
+    return deliveries.status(ctx.store, now_us())
+
+
+def retry(ctx: Context, subscriber: str | None) -> int:
+    if subscriber is not None and subscriber not in {s.name for s in list_subscribers(ctx)}:
+        raise NotFoundError(f"no subscriber named {subscriber!r}")
+    return deliveries.retry_dead(ctx.store, subscriber, now_us())
+
+
+def correction(ctx: Context, run_id: str, message: str) -> dict[str, Any]:
+    """Queue ONE correction naming a run whose notifications went out wrongly."""
+    if not message.strip():
+        raise ConfigError("--message must say what was wrong")
+    run = queries.get_run(ctx.store, run_id)
+    if run is None:
+        raise NotFoundError(f"unknown run id {run_id!r}", hint="`feedledger runs SOURCE`")
+    store = ctx.store
+    tag = hashlib.sha256(message.encode("utf-8")).hexdigest()[:12]
+    body = {"text": message, "corrects_run_id": run_id, "run_kind": run.kind}
+    with store.begin() as conn:
+        _wm, at = commit_time(store, conn, run.source)
+        notices.queue(
+            conn,
+            source=run.source,
+            run_id=run_id,
+            topic="correction",
+            key=f"{run.source}:{run_id}:correction:{tag}",
+            payload_id="",
+            changes=0,
+            body=body,
+            at_us=at,
+        )
+    return {"source": run.source, "run_id": run_id, "message": message, "queued": True}
