@@ -255,7 +255,7 @@ def register(app: typer.Typer) -> None:
                 [
                     r.run_id,
                     r.kind,
-                    r.status,
+                    r.status if r.status != "held" else "held: needs review (`review RUN_ID`)",
                     when(r.started_at),
                     when(r.finished_at),
                     r.payloads,

@@ -190,6 +190,15 @@ def source_add(
         "--mass-delete-threshold",
         help="Refuse snapshots deleting more than this share of live entities.",
     ),
+    hold_factor: float = typer.Option(
+        10.0,
+        "--hold-factor",
+        help="Hold a live run for review when its changes exceed this many times the median "
+        "of the last 30 runs...",
+    ),
+    hold_min_changes: int = typer.Option(
+        100, "--hold-min-changes", help="...and exceed this many changes."
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -206,6 +215,8 @@ def source_add(
         fetch=fetch,
         published_from=published_from,
         mass_delete_threshold=mass_delete,
+        hold_factor=hold_factor,
+        hold_min_changes=hold_min_changes,
     )
     ws.add_source(src, replace=replace)
     if json_out:

@@ -210,6 +210,33 @@ def register(app: typer.Typer) -> None:
             f"{iso(wm.published_at) if wm and wm.published_at else 'empty'}"
         )
 
+    @app.command("review")
+    @guarded
+    def review_cmd(
+        ctx: typer.Context,
+        run_id: str = typer.Argument(..., help="A live run held for review."),
+        release: bool = typer.Option(False, "--release", help="Send its notifications."),
+        retract: bool = typer.Option(
+            False, "--retract", help="Retract the run; its notifications never go out."
+        ),
+        json_out: bool = JSON_OPT,
+    ) -> None:
+        """Decide on a live run held for an unusual burst of changes (`runs` shows it
+        `held`): release its notifications, or retract it."""
+        from feedledger.pipeline.review import review
+
+        with context(ctx) as c:
+            data = review(c, run_id, release=release, retract=retract)
+        if json_out:
+            emit_json(data)
+        elif data["action"] == "released":
+            out.print(f"run {run_id}: {data['notifications']} notification(s) released")
+        else:
+            out.print(
+                f"run {run_id}: retracted; {data['notifications_cancelled']} notification(s) "
+                "cancelled"
+            )
+
     @app.command("gaps")
     @guarded
     def gaps_cmd(

@@ -162,13 +162,16 @@ def release(
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LeasedRun:
-    """A run in progress: its id and the lease holder token that fences its writes."""
+    """A run in progress: its id and the lease holder token that fences its writes.
+    `outcome` is the status it finishes with if the block succeeds (`held` for a live
+    run held for review)."""
 
     run_id: str
     holder: str
     source: str
+    outcome: str = "succeeded"
 
 
 @contextmanager
@@ -187,7 +190,7 @@ def leased_run(
     status, error = "failed", None
     try:
         yield run
-        status = "succeeded"
+        status = run.outcome
     except BaseException as exc:
         error = str(exc) or type(exc).__name__
         raise

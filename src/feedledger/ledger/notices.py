@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, insert, update
 
 from feedledger.ledger.schema import outbox
 
@@ -38,3 +38,13 @@ def queue(
             created_at=at_us,
         )
     )
+
+
+def move(conn: Connection, run_id: str, *, from_status: str, to_status: str) -> int:
+    """Move a run's outbox rows from one status to another (e.g. held -> pending)."""
+    result = conn.execute(
+        update(outbox)
+        .where(outbox.c.run_id == run_id, outbox.c.status == from_status)
+        .values(status=to_status)
+    )
+    return int(result.rowcount or 0)

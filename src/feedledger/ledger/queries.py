@@ -141,6 +141,22 @@ def first_observation(
     return int(row.published_at) if row is not None else None
 
 
+def recent_change_counts(store: Store, source: str, limit: int = 30) -> list[int]:
+    """Change counts of the source's last `limit` finished live runs, newest first."""
+    stmt = (
+        select(runs.c.changes)
+        .where(
+            runs.c.source == source,
+            runs.c.kind == "live",
+            runs.c.status.in_(("succeeded", "held")),
+        )
+        .order_by(runs.c.started_at.desc())
+        .limit(limit)
+    )
+    with store.engine.connect() as conn:
+        return [int(r.changes) for r in conn.execute(stmt)]
+
+
 def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, int]]:
     """(run_id, published_at, changes) of the runs' applications, in commit order."""
     if not run_ids:

@@ -225,6 +225,9 @@ class Store:
             .values(payloads=runs.c.payloads + payloads, changes=runs.c.changes + changes)
         )
 
+    def set_run_status(self, conn: Connection, run_id: str, status: str) -> None:
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(status=status))
+
     def set_run_parent(self, run_id: str, parent_run_id: str) -> None:
         """Link a run to the one it continues (a resumed backfill)."""
         with self.begin() as conn:

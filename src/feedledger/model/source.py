@@ -45,6 +45,10 @@ class SourceConfig(BaseModel):
     fetch: str | None = None
     published_from: str = "filename"
     mass_delete_threshold: float = Field(default=0.5, gt=0.0, le=1.0)
+    # A live run is held for review (its notifications not sent) when its change count
+    # exceeds hold_factor x the median of the source's last 30 runs AND hold_min_changes.
+    hold_factor: float = Field(default=10.0, gt=1.0)
+    hold_min_changes: int = Field(default=100, ge=0)
 
     @field_validator("name")
     @classmethod

@@ -42,7 +42,8 @@ class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     ABANDONED = "abandoned"
-    HELD = "held"
+    HELD = "held"  # committed, notifications held for review (`feedledger review`)
+    RETRACTED = "retracted"  # a held run retracted from review
 
 
 class AsOfStatus(StrEnum):

@@ -28,6 +28,7 @@ class Applied:
     changes: int = 0
     txn_seq: int = 0
     recorded_at: int = 0
+    held: bool = False  # notifications held for review (an unusual burst of changes)
 
 
 def stale_error(
@@ -51,6 +52,22 @@ def _with_attributes(frame: pl.DataFrame, obs: Observations) -> pl.DataFrame:
     return frame.with_columns(obs.attributes(frame.get_column("idx")).alias("attributes"))
 
 
+def _is_burst(store: Store, src: SourceConfig, changes: int) -> bool:
+    """Far outside the source's normal volume: more than `hold_min_changes` and more than
+    `hold_factor` x the median change count of its last 30 live runs (never for a
+    source's first run: there is no normal yet)."""
+    if changes <= src.hold_min_changes:
+        return False
+    from feedledger.ledger.queries import recent_change_counts
+
+    recent = sorted(recent_change_counts(store, src.name))
+    if not recent:
+        return False
+    mid = len(recent) // 2
+    median = recent[mid] if len(recent) % 2 else (recent[mid - 1] + recent[mid]) / 2
+    return changes > src.hold_factor * median
+
+
 def apply_observations(
     ctx: Context,
     src: SourceConfig,
@@ -62,6 +79,7 @@ def apply_observations(
     backfill: bool = False,
     allow_mass_delete: bool = False,
     outbox_status: str = "pending",
+    hold_bursts: bool = False,
 ) -> Applied:
     store: Store = ctx.store
     with stage("state_load"):
@@ -87,6 +105,9 @@ def apply_observations(
             )
 
     n = diff.versions.height
+    held = hold_bursts and _is_burst(store, src, n)
+    if held:
+        outbox_status = "held"
     first_id = store.allocate_version_ids(n)
     with stage("attributes"):
         numbered = diff.versions.with_columns(
@@ -130,4 +151,5 @@ def apply_observations(
         changes=n,
         txn_seq=txn_seq,
         recorded_at=recorded_at,
+        held=held,
     )

@@ -53,6 +53,7 @@ class IngestResult:
     changes: int = 0
     recorded_at: int | None = None
     applied_by: str | None = None
+    held: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class IngestResult:
             "applied_by_run": self.applied_by,
             "changes": self.changes,
             "recorded_at": iso(self.recorded_at),
+            "held_for_review": self.held,
             **{k: v for k, v in self.counts.items()},
         }
 
@@ -240,7 +242,10 @@ def apply_archived(
             run_id=run.run_id,
             holder=run.holder,
             allow_mass_delete=allow_mass_delete,
+            hold_bursts=True,
         )
+        if applied.held:
+            run.outcome = "held"
     return IngestResult(
         source=src.name,
         payload=ref,
@@ -250,4 +255,5 @@ def apply_archived(
         counts=applied.counts,
         changes=applied.changes,
         recorded_at=applied.recorded_at,
+        held=applied.held,
     )

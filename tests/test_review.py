@@ -1,0 +1,90 @@
+"""Bursts held for review (issue 4): a live run far outside the source's normal volume is
+applied but its notifications are held; `review --release` sends them, `review --retract`
+retracts the run and they never go out. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import Cli, write_csv
+
+
+def _day(tmp_path: Path, day: int, values: dict[int, str]) -> list[str]:
+    rows = [[str(i), values.get(i, "a")] for i in range(30)]
+    path = write_csv(tmp_path / f"s_2026-08-{day:02d}.csv", ["id", "v"], rows)
+    return ["ingest", "s", str(path), "--published-at", f"2026-08-{day:02d}"]
+
+
+def _setup(cli: Cli, tmp_path: Path) -> Path:
+    cli("source", "add", "s", "--key", "id", "--hold-factor", "5", "--hold-min-changes", "10")
+    out = tmp_path / "sub.jsonl"
+    cli("subscriber", "add", "f", "--file", str(out))
+    cli.json(*_day(tmp_path, 1, {}))  # first load: 30 changes, never held (no normal yet)
+    cli.json(*_day(tmp_path, 2, {0: "b"}))  # 1 change
+    cli.json(*_day(tmp_path, 3, {0: "b", 1: "c"}))  # 1 change
+    return out
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _burst(cli: Cli, tmp_path: Path) -> dict[str, Any]:
+    burst = cli.json(*_day(tmp_path, 4, {i: "z" for i in range(30)}))  # 30 changes
+    assert burst["held_for_review"] is True and burst["changes"] == 30
+    runs = {r["run_id"]: r for r in cli.json("runs", "s")}
+    assert runs[burst["run_id"]]["status"] == "held"
+    return burst
+
+
+def test_held_run_sends_nothing_until_released(cli: Cli, tmp_path: Path) -> None:
+    out = _setup(cli, tmp_path)
+    burst = _burst(cli, tmp_path)
+    # its versions are written (current state moved) ...
+    assert cli.json("asof", "s", "5", "--valid", "2026-08-04")["version"]["attributes"]["v"] == "z"
+    cli("notify", "dispatch", "--once")
+    sent = _lines(out)
+    assert len(sent) == 32  # 30 + 1 + 1 of the earlier runs, nothing of the burst
+    assert all(m["body"]["run_id"] != burst["run_id"] for m in sent)
+    released = cli.json("review", burst["run_id"], "--release")
+    assert released["action"] == "released"
+    cli("notify", "dispatch", "--once")
+    mine = [m for m in _lines(out) if m["body"]["run_id"] == burst["run_id"]]
+    assert len(mine) == 30 and {m["body"]["change"] for m in mine} == {"changed"}
+    assert {r["run_id"]: r for r in cli.json("runs", "s")}[burst["run_id"]]["status"] == (
+        "succeeded"
+    )
+    # reviewing it again is refused
+    again = cli("review", burst["run_id"], "--release", expect=2)
+    assert "not held" in again.stderr
+
+
+def test_held_run_retracted_from_review_never_notifies(cli: Cli, tmp_path: Path) -> None:
+    out = _setup(cli, tmp_path)
+    burst = _burst(cli, tmp_path)
+    retracted = cli.json("review", burst["run_id"], "--retract")
+    assert retracted["action"] == "retracted" and retracted["notifications_cancelled"] == 1
+    cli("notify", "dispatch", "--once")
+    assert all(m["body"]["run_id"] != burst["run_id"] for m in _lines(out))
+    # the burst's versions are retracted: the state is back to day 3's
+    assert cli.json("asof", "s", "5", "--valid", "2026-08-04")["version"]["attributes"]["v"] == "a"
+    assert cli.json("watermark", "s")["published_at"].startswith("2026-08-03")
+    statuses = {r["run_id"]: r["status"] for r in cli.json("runs", "s")}
+    assert statuses[burst["run_id"]] == "retracted"
+    # one retraction notice went out instead
+    assert [m["body"]["type"] for m in _lines(out)].count("retraction") == 1
+
+
+def test_review_bad_requests(cli: Cli, tmp_path: Path) -> None:
+    _setup(cli, tmp_path)
+    burst = _burst(cli, tmp_path)
+    assert "exactly one" in cli("review", burst["run_id"], expect=2).stderr
+    both = cli("review", burst["run_id"], "--release", "--retract", expect=2)
+    assert "exactly one" in both.stderr
+    assert cli("review", "no-such-run", "--release", expect=3).stderr
+    ordinary = cli.json("runs", "s")[1]["run_id"]
+    assert "not held" in cli("review", ordinary, "--release", expect=2).stderr
+    # nothing changed by the refusals
+    assert {r["run_id"]: r for r in cli.json("runs", "s")}[burst["run_id"]]["status"] == "held"
