@@ -1,9 +1,10 @@
 """Deliveries: each outbox row fans out, in one transaction that also marks the row
 `dispatched`, into messages -- one per change for a `changes` row, one for a run-level
 notice (`summary`, `retraction`, `correction`) -- times the subscribers that want its
-source. A message's id (`webhook-id`) is derived from (source, payload, key, change) or
-from the notice's idempotency key, so every attempt of it, and any redelivery after a
-crash between sending and marking, carries the same id. Rows written `suppressed` (a
+source. A message's id (`webhook-id`) is derived from (source, payload, run, key,
+change) -- one application of a payload -- or from the notice's idempotency key, so
+every attempt of it, and any redelivery after a crash between sending and marking,
+carries the same id. Rows written `suppressed` (a
 backfill's per-payload changes) or `held` (a run under review) are never fanned out.
 
 Statuses: pending -> delivered | failed (retried at `next_attempt_at`) -> dead (after the
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, text, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, text, update
 
 from feedledger.ledger.schema import deliveries, outbox, subscribers
 from feedledger.ledger.store import Store
@@ -62,7 +63,9 @@ def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
             "before": _raw(v.before),
             "after": _raw(v.after),
         }
-        mid = message_id(row.source, row.payload_id, v.key, v.change)
+        # the application (payload in its run): a payload re-applied after a retraction
+        # announces a new change; every attempt of one announcement keeps its id
+        mid = message_id(row.source, row.payload_id, row.run_id, v.key, v.change)
         out.append((mid, "change", dumps(body, indent=None)))
     return out
 
@@ -165,30 +168,55 @@ class Outcome:
 
 
 def record(store: Store, outcomes: Sequence[Outcome], now_us: int) -> None:
-    """Mark a batch of attempts (one transaction)."""
+    """Mark a batch of attempts in one transaction: delivered ones by id lists (grouped by
+    answer code), failures with one executemany; only rows still waiting are touched."""
     if not outcomes:
         return
     d = deliveries
+    waiting = or_(d.c.status == "pending", d.c.status == "failed")
+    by_code: dict[int | None, list[int]] = {}
+    for o in outcomes:
+        if o.ok:
+            by_code.setdefault(o.status_code, []).append(o.delivery_id)
+    failed = [o for o in outcomes if not o.ok]
     with store.begin() as conn:
-        for o in outcomes:
-            if o.ok:
-                values: dict[str, Any] = {
-                    "status": "delivered",
-                    "delivered_at": now_us,
-                    "last_status": o.status_code,
-                    "last_error": None,
-                }
-            else:
-                values = {
-                    "status": "dead" if o.dead else "failed",
-                    "next_attempt_at": o.next_attempt_at,
-                    "last_status": o.status_code,
-                    "last_error": o.error,
-                }
-            conn.execute(
+        for code, ids in by_code.items():
+            for start in range(0, len(ids), 500):
+                conn.execute(
+                    update(d)
+                    .where(d.c.delivery_id.in_(ids[start : start + 500]), waiting)
+                    .values(
+                        status="delivered",
+                        delivered_at=now_us,
+                        attempts=d.c.attempts + 1,
+                        last_status=code,
+                        last_error=None,
+                    )
+                )
+        if failed:
+            stmt = (
                 update(d)
-                .where(d.c.delivery_id == o.delivery_id, d.c.status.in_(("pending", "failed")))
-                .values(attempts=d.c.attempts + 1, **values)
+                .where(d.c.delivery_id == bindparam("b_id"), waiting)
+                .values(
+                    status=bindparam("b_status"),
+                    next_attempt_at=bindparam("b_next"),
+                    last_status=bindparam("b_code"),
+                    last_error=bindparam("b_error"),
+                    attempts=d.c.attempts + 1,
+                )
+            )
+            conn.execute(
+                stmt,
+                [
+                    {
+                        "b_id": o.delivery_id,
+                        "b_status": "dead" if o.dead else "failed",
+                        "b_next": o.next_attempt_at,
+                        "b_code": o.status_code,
+                        "b_error": o.error,
+                    }
+                    for o in failed
+                ],
             )
 
 

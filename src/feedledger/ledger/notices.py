@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, insert, update
+from sqlalchemy import Connection, insert, select, update
 
 from feedledger.ledger.schema import outbox
 
@@ -48,3 +48,8 @@ def move(conn: Connection, run_id: str, *, from_status: str, to_status: str) -> 
         .values(status=to_status)
     )
     return int(result.rowcount or 0)
+
+
+def exists(conn: Connection, key: str) -> bool:
+    row = conn.execute(select(outbox.c.outbox_id).where(outbox.c.idempotency_key == key))
+    return row.first() is not None

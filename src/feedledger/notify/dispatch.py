@@ -107,26 +107,35 @@ async def _send_webhook(
         if secret is None:
             error = f"signing secret variable {sub.secret_env} is not set; nothing was sent"
             return [_failure(d, policy, rng, None, error, None) for d in batch]
-    gate = asyncio.Semaphore(policy.concurrency)
 
     async def one(d: Due) -> Outcome:
         body = d.body.encode("utf-8")
-        async with gate:
-            try:
-                resp = await client.post(
-                    sub.target,
-                    content=body,
-                    headers=headers(secret, d.message_id, int(time.time()), body),
-                    timeout=policy.timeout_s,
-                )
-            except httpx.HTTPError as exc:
-                return _failure(d, policy, rng, None, f"{type(exc).__name__}: {exc}", None)
+        try:
+            resp = await client.post(
+                sub.target,
+                content=body,
+                headers=headers(secret, d.message_id, int(time.time()), body),
+                timeout=policy.timeout_s,
+            )
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
+            # a bad URL is this subscriber's failure, never the whole batch's
+            return _failure(d, policy, rng, None, f"{type(exc).__name__}: {exc}", None)
         if 200 <= resp.status_code < 300:
             return Outcome(d.delivery_id, True, resp.status_code, None, 0, False)
         wait = retry_after_s(resp.headers.get("retry-after"))
         return _failure(d, policy, rng, resp.status_code, f"HTTP {resp.status_code}", wait)
 
-    return list(await asyncio.gather(*(one(d) for d in batch)))
+    # a fixed set of workers pulling from the batch (not one task per message): bounded
+    # concurrency per subscriber with no pile of waiting tasks
+    results: list[Outcome | None] = [None] * len(batch)
+    todo = iter(range(len(batch)))
+
+    async def worker() -> None:
+        for i in todo:
+            results[i] = await one(batch[i])
+
+    await asyncio.gather(*(worker() for _ in range(min(policy.concurrency, len(batch)))))
+    return [r for r in results if r is not None]
 
 
 def _write_file(
@@ -169,16 +178,20 @@ async def _round(
     by_sub: dict[str, list[Due]] = {}
     for d in batch:
         by_sub.setdefault(d.subscriber, []).append(d)
-    limits = httpx.Limits(max_connections=policy.concurrency * max(1, len(by_sub)))
-    async with httpx.AsyncClient(limits=limits) as client:
+    # one client (connection pool) per subscriber: a slow receiver's connections never
+    # crowd another's, and a small pool keeps httpcore's per-request bookkeeping cheap
+    limits = httpx.Limits(
+        max_connections=policy.concurrency, max_keepalive_connections=policy.concurrency
+    )
 
-        async def for_sub(name: str, items: list[Due]) -> list[Outcome]:
-            sub = subs[name]
-            if sub.kind == "file":
-                return await asyncio.to_thread(_write_file, sub, items, policy, rng)
+    async def for_sub(name: str, items: list[Due]) -> list[Outcome]:
+        sub = subs[name]
+        if sub.kind == "file":
+            return await asyncio.to_thread(_write_file, sub, items, policy, rng)
+        async with httpx.AsyncClient(limits=limits) as client:
             return await _send_webhook(client, sub, items, policy, rng)
 
-        results = await asyncio.gather(*(for_sub(n, items) for n, items in by_sub.items()))
+    results = await asyncio.gather(*(for_sub(n, items) for n, items in by_sub.items()))
     outcomes = [o for group in results for o in group]
     faults.point("after_send")  # sent, not yet marked: a crash here re-sends the same ids
     deliveries.record(store, outcomes, now_us())

@@ -32,8 +32,8 @@ def add_subscriber(
         raise ConfigError("subscriber NAME must be 1-64 characters")
     if (webhook is None) == (file is None):
         raise ConfigError("give exactly one of --webhook URL or --file PATH")
-    if webhook is not None and not webhook.startswith(("http://", "https://")):
-        raise ConfigError(f"--webhook must be an http(s) URL, not {webhook!r}")
+    if webhook is not None:
+        _check_url(webhook)
     if digest not in DIGESTS:
         raise ConfigError(f"--digest must be one of {', '.join(DIGESTS)}, not {digest!r}")
     if digest != "none":
@@ -70,6 +70,20 @@ def add_subscriber(
     return sub, warnings
 
 
+def _check_url(url: str) -> None:
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+        port = parsed.port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"--webhook {url!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(f"--webhook must be an http(s) URL with a host, not {url!r}")
+    if port is not None and not 0 < port < 65536:
+        raise ConfigError(f"--webhook {url!r}: port {port} is out of range")
+
+
 def list_subscribers(ctx: Context) -> list[Subscriber]:
     return subscriptions.listing(ctx.store)
 
@@ -101,15 +115,18 @@ def correction(ctx: Context, run_id: str, message: str) -> dict[str, Any]:
         raise NotFoundError(f"unknown run id {run_id!r}", hint="`feedledger runs SOURCE`")
     store = ctx.store
     tag = hashlib.sha256(message.encode("utf-8")).hexdigest()[:12]
+    key = f"{run.source}:{run_id}:correction:{tag}"
     body = {"text": message, "corrects_run_id": run_id, "run_kind": run.kind}
     with store.begin() as conn:
+        if notices.exists(conn, key):
+            return {"source": run.source, "run_id": run_id, "message": message, "queued": False}
         _wm, at = commit_time(store, conn, run.source)
         notices.queue(
             conn,
             source=run.source,
             run_id=run_id,
             topic="correction",
-            key=f"{run.source}:{run_id}:correction:{tag}",
+            key=key,
             payload_id="",
             changes=0,
             body=body,
