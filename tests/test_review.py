@@ -88,3 +88,48 @@ def test_review_bad_requests(cli: Cli, tmp_path: Path) -> None:
     assert "not held" in cli("review", ordinary, "--release", expect=2).stderr
     # nothing changed by the refusals
     assert {r["run_id"]: r for r in cli.json("runs", "s")}[burst["run_id"]]["status"] == "held"
+
+
+def test_digest_subscriber_gets_one_message_per_window(
+    cli: Cli, tmp_path: Path, workspace: Any
+) -> None:
+    """--digest hourly: the changes fanned out in one UTC hour travel as ONE message, sent
+    once the hour has closed; a per-change subscriber still gets them one by one."""
+    from sqlalchemy import update
+
+    from feedledger.ledger.schema import deliveries
+    from feedledger.ledger.store import Store
+
+    cli("source", "add", "s", "--key", "id")
+    digest_out, each_out = tmp_path / "digest.jsonl", tmp_path / "each.jsonl"
+    cli("subscriber", "add", "d", "--file", str(digest_out), "--digest", "hourly")
+    cli("subscriber", "add", "e", "--file", str(each_out))
+    cli.json(*_day(tmp_path, 1, {}))  # 30 added
+    cli("notify", "dispatch", "--once")
+    cli.json(*_day(tmp_path, 2, {0: "b", 1: "b"}))  # 2 changed
+    cli("notify", "dispatch", "--once")
+    assert len(_lines(each_out)) == 32
+    assert _lines(digest_out) == []  # the hour is still open
+    status = {s["subscriber"]: s for s in cli.json("notify", "status")["subscribers"]}
+    assert status["d"]["pending"] == 1
+    store = Store(workspace.store_url)
+    try:
+        with store.begin() as conn:  # let the window close
+            conn.execute(
+                update(deliveries).where(deliveries.c.topic == "digest").values(next_attempt_at=0)
+            )
+    finally:
+        store.close()
+    cli("notify", "dispatch", "--once")
+    (digest,) = _lines(digest_out)
+    assert digest["body"]["type"] == "digest" and digest["body"]["count"] == 32
+    assert {c["change"] for c in digest["body"]["changes"]} == {"added", "changed"}
+    assert sorted(c["key"][0] for c in digest["body"]["changes"] if c["change"] == "changed") == [
+        "0",
+        "1",
+    ]
+    # changes fanned out after the window's digest went out get a digest of their own
+    cli.json(*_day(tmp_path, 3, {0: "c"}))
+    cli("notify", "dispatch", "--once")
+    rows = {s["subscriber"]: s for s in cli.json("notify", "status")["subscribers"]}
+    assert rows["d"]["delivered"] == 1 and rows["d"]["pending"] == 1

@@ -29,7 +29,12 @@ def subscriber_add(
         "`whsec_…` or any text). Only the variable's NAME is stored.",
     ),
     sources: str | None = typer.Option(None, "--sources", help="Only these sources (A,B)."),
-    digest: str = typer.Option("none", "--digest", help="none (one message per change)."),
+    digest: str = typer.Option(
+        "none",
+        "--digest",
+        help="none: one message per change; hourly | daily: the changes of each UTC hour or "
+        "day in one message, sent when it closes (run-level notices still go one by one).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Add a subscriber."""

@@ -101,6 +101,7 @@ def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
                         if row.topic == "changes"
                         else [_notice_message(row)]
                     )
+                    each = [s for s in wanted if s.digest == "none" or row.topic != "changes"]
                     values = [
                         {
                             "subscriber": s.name,
@@ -114,17 +115,83 @@ def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
                             "next_attempt_at": now_us,
                             "created_at": now_us,
                         }
-                        for s in wanted
+                        for s in each
                         for mid, topic, body in messages
                     ]
                     if values:
                         conn.execute(insert(deliveries), values)
                         created += len(values)
+                    for s in wanted:
+                        if s.digest != "none" and row.topic == "changes" and messages:
+                            created += _fold_into_digest(conn, s, row, messages, now_us)
                 conn.execute(
                     update(outbox)
                     .where(outbox.c.outbox_id == row.outbox_id)
                     .values(status="dispatched")
                 )
+
+
+DIGEST_SECONDS = {"hourly": 3600, "daily": 86400}
+
+
+def _fold_into_digest(
+    conn: Connection, sub: Subscriber, row: Any, messages: list[tuple[str, str, str]], now_us: int
+) -> int:
+    """Add change messages to the subscriber's digest for the current window (UTC hour
+    or day of the fan-out), created if needed; it is due when the window closes.
+    Returns 1 if a new digest message was created."""
+    span = DIGEST_SECONDS[sub.digest] * 1_000_000
+    start = now_us - now_us % span
+    mid = message_id("digest", sub.name, str(start))
+    items = [json.loads(body) for _mid, _topic, body in messages]
+    existing = conn.execute(
+        select(deliveries.c.delivery_id, deliveries.c.body).where(
+            deliveries.c.subscriber == sub.name,
+            deliveries.c.message_id == mid,
+            deliveries.c.status == "pending",
+            deliveries.c.attempts == 0,
+        )
+    ).first()
+    if existing is not None:
+        body = json.loads(existing.body)
+        body["changes"].extend(items)
+        body["count"] = len(body["changes"])
+        conn.execute(
+            update(deliveries)
+            .where(deliveries.c.delivery_id == existing.delivery_id)
+            .values(body=json.dumps(body, ensure_ascii=False))
+        )
+        return 0
+    if conn.execute(
+        select(deliveries.c.delivery_id).where(
+            deliveries.c.subscriber == sub.name, deliveries.c.message_id == mid
+        )
+    ).first():
+        # this window's digest already went out: the late changes get a digest of their own
+        mid = message_id("digest", sub.name, str(start), str(row.outbox_id))
+    body = {
+        "type": "digest",
+        "digest": sub.digest,
+        "window_start": iso(start),
+        "window_end": iso(start + span),
+        "count": len(items),
+        "changes": items,
+    }
+    conn.execute(
+        insert(deliveries).values(
+            subscriber=sub.name,
+            outbox_id=row.outbox_id,
+            message_id=mid,
+            source=row.source,
+            topic="digest",
+            body=json.dumps(body, ensure_ascii=False),
+            status="pending",
+            attempts=0,
+            next_attempt_at=start + span,
+            created_at=now_us,
+        )
+    )
+    return 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,11 +36,6 @@ def add_subscriber(
         _check_url(webhook)
     if digest not in DIGESTS:
         raise ConfigError(f"--digest must be one of {', '.join(DIGESTS)}, not {digest!r}")
-    if digest != "none":
-        raise ConfigError(
-            f"--digest {digest} is not available yet: every change is delivered as its own message",
-            hint="use --digest none (the default)",
-        )
     wanted: tuple[str, ...] | None = None
     if sources:
         wanted = tuple(s.strip() for s in sources.split(",") if s.strip())
