@@ -35,7 +35,7 @@ app = typer.Typer(
         "the publisher's date, transaction time from the commit."
     ),
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
 )
 source_app = typer.Typer(
