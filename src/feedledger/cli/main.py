@@ -17,6 +17,7 @@ from feedledger.cli import (
     archive_cmds,
     common,
     demo_cmd,
+    entity_cmds,
     ledger_cmds,
     notify_cmds,
     recovery_cmds,
@@ -48,6 +49,7 @@ app.add_typer(archive_cmds.app, name="archive")
 app.add_typer(notify_cmds.subscriber_app, name="subscriber")
 app.add_typer(notify_cmds.notify_app, name="notify")
 ledger_cmds.register(app)
+entity_cmds.register(app)
 recovery_cmds.register(app)
 demo_cmd.register(app)
 

@@ -1,5 +1,6 @@
-"""Run-level outbox rows (a backfill's summary, a retraction's notice), written in the
-transaction of the work they announce; delivered by the notification layer later."""
+"""Outbox rows -- a payload's change set, a backfill's summary, a retraction's notice --
+written in the transaction of the work they announce; fanned out and delivered later by
+the notification layer (ledger/deliveries.py, notify/)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def queue(
     body: dict[str, Any],
     at_us: int,
     key: str | None = None,
+    status: str = "pending",
 ) -> None:
     """One pending notice per (source, run, topic) -- or per `key` -- as the outbox's
     unique idempotency key enforces."""
@@ -31,7 +33,7 @@ def queue(
             run_id=run_id,
             payload_id=payload_id,
             topic=topic,
-            status="pending",
+            status=status,
             idempotency_key=key or f"{source}:{run_id}:{topic}",
             changes=changes,
             body=json.dumps(body, sort_keys=True),

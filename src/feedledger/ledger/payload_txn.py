@@ -21,9 +21,9 @@ import polars as pl
 from sqlalchemy import Connection, insert, update
 
 from feedledger import faults, timing
-from feedledger.ledger import bulk
+from feedledger.ledger import bulk, notices
 from feedledger.ledger.leases import check_held
-from feedledger.ledger.schema import applications, outbox, runs, watermarks
+from feedledger.ledger.schema import applications, runs, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
@@ -144,20 +144,19 @@ def _write(
         )
         bulk.insert_frame(conn, "outcomes", of)
     if n:
-        conn.execute(
-            insert(outbox).values(
-                source=source,
-                run_id=w.run_id,
-                payload_id=ref.payload_id,
-                topic="changes",
-                status=w.outbox_status,
-                # one announcement per application: a replay re-applies the payload in
-                # another run, and that is another change set
-                idempotency_key=f"{source}:{w.run_id}:{ref.payload_id}:changes",
-                changes=n,
-                body=json.dumps({"counts": w.counts}),
-                created_at=recorded_at,
-            )
+        notices.queue(
+            conn,
+            source=source,
+            run_id=w.run_id,
+            topic="changes",
+            payload_id=ref.payload_id,
+            changes=n,
+            body={"counts": w.counts},
+            at_us=recorded_at,
+            status=w.outbox_status,
+            # one announcement per application: a replay re-applies the payload in
+            # another run, and that is another change set
+            key=f"{source}:{w.run_id}:{ref.payload_id}:changes",
         )
     first_id = versions.get_column("version_id").min() if n else None
     conn.execute(
