@@ -113,10 +113,35 @@ def notify_dispatch(
         2.0, "--backoff", min=0.0, help="First retry delay in seconds (doubles, jittered)."
     ),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Per request, seconds."),
-    concurrency: int = typer.Option(16, "--concurrency", min=1, help="Per subscriber."),
+    concurrency: int = typer.Option(
+        16, "--concurrency", min=1, help="Requests in flight per subscriber."
+    ),
+    batch: int = typer.Option(
+        256,
+        "--batch",
+        min=1,
+        help="Messages claimed per subscriber at a time (no other dispatcher sends them "
+        "meanwhile).",
+    ),
+    poll: float = typer.Option(
+        5.0,
+        "--poll",
+        min=0.05,
+        help="Without --once: seconds between looks at the outbox (and at due retries).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Fan pending outbox rows out into messages and deliver what is due."""
+    """Fan pending outbox rows out into messages and deliver what is due.
+
+    With --once: one attempt at every message due, then a report. Without: keep
+    dispatching until Ctrl-C or SIGTERM, then record what was sent, release what was
+    not (it goes again, same ids) and report.
+
+    Each subscriber is served on its own: a slow or dead one delays no other. Several
+    dispatchers may run at once (on one host or many, sharing a PostgreSQL store): each
+    message is claimed by one of them. A message is marked delivered only after a 2xx
+    answer; a crash before that sends it again later with the same `webhook-id`.
+    """
     from feedledger.notify.dispatch import Policy
     from feedledger.pipeline.notifications import run_dispatch
 
@@ -125,9 +150,10 @@ def notify_dispatch(
         backoff_base_s=backoff,
         timeout_s=timeout,
         concurrency=concurrency,
+        batch=batch,
     )
     with context(ctx) as c:
-        report = run_dispatch(c, once=once, policy=policy)
+        report = run_dispatch(c, once=once, policy=policy, poll_s=poll)
     if json_out:
         emit_json(report)
         return

@@ -1,197 +1,29 @@
-"""Deliveries: each outbox row fans out, in one transaction that also marks the row
-`dispatched`, into messages -- one per change for a `changes` row, one for a run-level
-notice (`summary`, `retraction`, `correction`) -- times the subscribers that want its
-source. A message's id (`webhook-id`) is derived from (source, payload, run, key,
-change) -- one application of a payload -- or from the notice's idempotency key, so
-every attempt of it, and any redelivery after a crash between sending and marking,
-carries the same id. Rows written `suppressed` (a
-backfill's per-payload changes) or `held` (a run under review) are never fanned out.
+"""Deliveries: one row per (subscriber, message), written by the fan-out (fanout.py).
 
-Statuses: pending -> delivered | failed (retried at `next_attempt_at`) -> dead (after the
-last attempt; `retry` makes it pending again) | cancelled (subscriber removed).
+Statuses: pending -> delivered | failed (retried at `next_attempt_at`) -> dead (after
+the last attempt; `retry` makes it pending again) | cancelled (subscriber removed).
+
+A dispatcher claims the due rows it is about to send (`claimed_by`, `claimed_until`),
+in a write transaction (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so claimers never wait
+on each other; SQLite: BEGIN IMMEDIATE), so two dispatchers never send one message at
+the same time. Recording an attempt clears the claim. A claim whose holder died (a
+process gone from this host) is void at once; any other lapses at `claimed_until`, and
+its messages are sent again with the same id -- at least once, never lost.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 
+from feedledger.ledger.holders import holder_dead
 from feedledger.ledger.schema import deliveries, outbox, subscribers
 from feedledger.ledger.store import Store
-from feedledger.ledger.subscriptions import Subscriber
-from feedledger.model.jsonout import RawJSON, dumps
-from feedledger.model.timeutil import iso
 
-EXPAND_BATCH = 50  # outbox rows per fan-out transaction
-
-
-def message_id(*parts: str) -> str:
-    return "msg_" + hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:32]
-
-
-def _raw(text_value: str | None) -> RawJSON | None:
-    return RawJSON(text_value) if text_value is not None else None
-
-
-def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
-    sql = text(
-        "SELECT v.key, v.change, v.valid_from, v.recorded_at, v.backfill, "
-        "p.attributes AS before, v.attributes AS after "
-        "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
-        "AND v.version_id < a.first_version_id + a.changes "
-        "LEFT JOIN versions p ON p.version_id = v.prev_version_id "
-        "WHERE a.run_id = :run AND a.payload_id = :payload AND a.changes > 0 "
-        "ORDER BY v.version_id"
-    )
-    out = []
-    for v in conn.execute(sql, {"run": row.run_id, "payload": row.payload_id}):
-        body = {
-            "type": "change",
-            "source": row.source,
-            "payload_id": row.payload_id,
-            "run_id": row.run_id,
-            "key": RawJSON(v.key),
-            "change": v.change,
-            "valid_from": iso(v.valid_from),
-            "recorded_at": iso(v.recorded_at),
-            "backfill": bool(v.backfill),
-            "before": _raw(v.before),
-            "after": _raw(v.after),
-        }
-        # the application (payload in its run): a payload re-applied after a retraction
-        # announces a new change; every attempt of one announcement keeps its id
-        mid = message_id(row.source, row.payload_id, row.run_id, v.key, v.change)
-        out.append((mid, "change", dumps(body, indent=None)))
-    return out
-
-
-def _notice_message(row: Any) -> tuple[str, str, str]:
-    body = {"type": row.topic, "source": row.source, "run_id": row.run_id}
-    body.update(json.loads(row.body))
-    return (message_id(row.idempotency_key), row.topic, dumps(body, indent=None))
-
-
-def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
-    """Fan pending outbox rows out into deliveries; returns the messages created."""
-    created = 0
-    while True:
-        with store.begin() as conn:
-            rows = list(
-                conn.execute(
-                    store.for_update(
-                        select(outbox)
-                        .where(outbox.c.status == "pending")
-                        .order_by(outbox.c.outbox_id)
-                        .limit(EXPAND_BATCH)
-                    )
-                )
-            )
-            if not rows:
-                return created
-            for row in rows:
-                wanted = [s for s in subs if s.wants(row.source)]
-                if wanted:
-                    messages = (
-                        _change_messages(conn, row)
-                        if row.topic == "changes"
-                        else [_notice_message(row)]
-                    )
-                    each = [s for s in wanted if s.digest == "none" or row.topic != "changes"]
-                    values = [
-                        {
-                            "subscriber": s.name,
-                            "outbox_id": row.outbox_id,
-                            "message_id": mid,
-                            "source": row.source,
-                            "topic": topic,
-                            "body": body,
-                            "status": "pending",
-                            "attempts": 0,
-                            "next_attempt_at": now_us,
-                            "created_at": now_us,
-                        }
-                        for s in each
-                        for mid, topic, body in messages
-                    ]
-                    if values:
-                        conn.execute(insert(deliveries), values)
-                        created += len(values)
-                    for s in wanted:
-                        if s.digest != "none" and row.topic == "changes" and messages:
-                            created += _fold_into_digest(conn, s, row, messages, now_us)
-                conn.execute(
-                    update(outbox)
-                    .where(outbox.c.outbox_id == row.outbox_id)
-                    .values(status="dispatched")
-                )
-
-
-DIGEST_SECONDS = {"hourly": 3600, "daily": 86400}
-
-
-def _fold_into_digest(
-    conn: Connection, sub: Subscriber, row: Any, messages: list[tuple[str, str, str]], now_us: int
-) -> int:
-    """Add change messages to the subscriber's digest for the current window (UTC hour
-    or day of the fan-out), created if needed; it is due when the window closes.
-    Returns 1 if a new digest message was created."""
-    span = DIGEST_SECONDS[sub.digest] * 1_000_000
-    start = now_us - now_us % span
-    mid = message_id("digest", sub.name, str(start))
-    items = [json.loads(body) for _mid, _topic, body in messages]
-    existing = conn.execute(
-        select(deliveries.c.delivery_id, deliveries.c.body).where(
-            deliveries.c.subscriber == sub.name,
-            deliveries.c.message_id == mid,
-            deliveries.c.status == "pending",
-            deliveries.c.attempts == 0,
-        )
-    ).first()
-    if existing is not None:
-        body = json.loads(existing.body)
-        body["changes"].extend(items)
-        body["count"] = len(body["changes"])
-        conn.execute(
-            update(deliveries)
-            .where(deliveries.c.delivery_id == existing.delivery_id)
-            .values(body=json.dumps(body, ensure_ascii=False))
-        )
-        return 0
-    if conn.execute(
-        select(deliveries.c.delivery_id).where(
-            deliveries.c.subscriber == sub.name, deliveries.c.message_id == mid
-        )
-    ).first():
-        # this window's digest already went out: the late changes get a digest of their own
-        mid = message_id("digest", sub.name, str(start), str(row.outbox_id))
-    body = {
-        "type": "digest",
-        "digest": sub.digest,
-        "window_start": iso(start),
-        "window_end": iso(start + span),
-        "count": len(items),
-        "changes": items,
-    }
-    conn.execute(
-        insert(deliveries).values(
-            subscriber=sub.name,
-            outbox_id=row.outbox_id,
-            message_id=mid,
-            source=row.source,
-            topic="digest",
-            body=json.dumps(body, ensure_ascii=False),
-            status="pending",
-            attempts=0,
-            next_attempt_at=start + span,
-            created_at=now_us,
-        )
-    )
-    return 1
+WAITING = ("pending", "failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,24 +36,68 @@ class Due:
     created_at: int
 
 
-def due(store: Store, now_us: int, limit: int, after_id: int = 0) -> list[Due]:
-    """Deliveries due for an attempt, in id order, after `after_id` (a cursor)."""
-    stmt = (
-        select(deliveries)
-        .join(subscribers, subscribers.c.name == deliveries.c.subscriber)
-        .where(
-            deliveries.c.status.in_(("pending", "failed")),
-            deliveries.c.next_attempt_at <= now_us,
-            deliveries.c.delivery_id > after_id,
+def claim(
+    store: Store,
+    subscriber: str,
+    holder: str,
+    now_us: int,
+    until_us: int,
+    limit: int,
+    after_id: int = 0,
+) -> list[Due]:
+    """Claim up to `limit` of the subscriber's due deliveries after `after_id` (a cursor),
+    in id order, for `holder` until `until_us`; returns them."""
+    d = deliveries
+    waiting = d.c.status.in_(WAITING)
+    with store.begin() as conn:
+        others = conn.execute(
+            select(d.c.claimed_by)
+            .distinct()
+            .where(
+                d.c.claimed_by.is_not(None),
+                d.c.claimed_by != holder,
+                d.c.claimed_until > now_us,
+                d.c.subscriber == subscriber,
+                waiting,
+            )
+        ).scalars()
+        dead = [h for h in others if holder_dead(h)]
+        free = or_(d.c.claimed_by.is_(None), d.c.claimed_until <= now_us)
+        if dead:
+            free = or_(free, d.c.claimed_by.in_(dead))
+        pick = (
+            select(d.c.delivery_id)
+            .where(
+                d.c.subscriber == subscriber,
+                waiting,
+                d.c.next_attempt_at <= now_us,
+                d.c.delivery_id > after_id,
+                free,
+            )
+            .order_by(d.c.delivery_id)
+            .limit(limit)
         )
-        .order_by(deliveries.c.delivery_id)
-        .limit(limit)
-    )
-    with store.engine.connect() as conn:
-        return [
-            Due(r.delivery_id, r.subscriber, r.message_id, r.body, r.attempts, r.created_at)
-            for r in conn.execute(stmt)
-        ]
+        if store.dialect == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        rows = conn.execute(
+            update(d)
+            .where(d.c.delivery_id.in_(pick))
+            .values(claimed_by=holder, claimed_until=until_us)
+            .returning(d.c.delivery_id, d.c.message_id, d.c.body, d.c.attempts, d.c.created_at)
+        ).all()
+    rows = sorted(rows, key=lambda r: int(r.delivery_id))
+    return [Due(r[0], subscriber, r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def release(store: Store, holder: str) -> int:
+    """Give up the holder's remaining claims (those messages are due again at once)."""
+    with store.begin() as conn:
+        result = conn.execute(
+            update(deliveries)
+            .where(deliveries.c.claimed_by == holder)
+            .values(claimed_by=None, claimed_until=None)
+        )
+    return int(result.rowcount or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +110,11 @@ class Outcome:
     dead: bool
 
 
-def record(store: Store, outcomes: Sequence[Outcome], now_us: int) -> None:
-    """Mark a batch of attempts in one transaction: delivered ones by id lists (grouped by
-    answer code), failures with one executemany; only rows still waiting are touched."""
+def record(store: Store, holder: str, outcomes: Sequence[Outcome], now_us: int) -> None:
+    """Mark a batch of attempts in one transaction and clear their claims: delivered ones
+    by id lists (grouped by answer code), failures with one executemany. Only rows still
+    waiting are touched, and a failure only while `holder` still holds the claim (a
+    lapsed claim may be another dispatcher's by now)."""
     if not outcomes:
         return
     d = deliveries
@@ -258,18 +136,22 @@ def record(store: Store, outcomes: Sequence[Outcome], now_us: int) -> None:
                         attempts=d.c.attempts + 1,
                         last_status=code,
                         last_error=None,
+                        claimed_by=None,
+                        claimed_until=None,
                     )
                 )
         if failed:
             stmt = (
                 update(d)
-                .where(d.c.delivery_id == bindparam("b_id"), waiting)
+                .where(d.c.delivery_id == bindparam("b_id"), waiting, d.c.claimed_by == holder)
                 .values(
                     status=bindparam("b_status"),
                     next_attempt_at=bindparam("b_next"),
                     last_status=bindparam("b_code"),
                     last_error=bindparam("b_error"),
                     attempts=d.c.attempts + 1,
+                    claimed_by=None,
+                    claimed_until=None,
                 )
             )
             conn.execute(
@@ -294,7 +176,15 @@ def retry_dead(store: Store, subscriber: str | None, now_us: int) -> int:
         cond = and_(cond, d.c.subscriber == subscriber)
     with store.begin() as conn:
         result = conn.execute(
-            update(d).where(cond).values(status="pending", attempts=0, next_attempt_at=now_us)
+            update(d)
+            .where(cond)
+            .values(
+                status="pending",
+                attempts=0,
+                next_attempt_at=now_us,
+                claimed_by=None,
+                claimed_until=None,
+            )
         )
     return int(result.rowcount or 0)
 
@@ -306,6 +196,11 @@ def status(store: Store, now_us: int) -> dict[str, Any]:
         .group_by(d.c.subscriber, d.c.status)
         .order_by(d.c.subscriber)
     )
+    sending = (
+        select(d.c.subscriber, func.count())
+        .where(d.c.claimed_by.is_not(None), d.c.claimed_until > now_us, d.c.status.in_(WAITING))
+        .group_by(d.c.subscriber)
+    )
     per: dict[str, dict[str, Any]] = {}
     with store.engine.connect() as conn:
         names = [r.name for r in conn.execute(select(subscribers.c.name))]
@@ -314,9 +209,11 @@ def status(store: Store, now_us: int) -> dict[str, Any]:
         for name, st, count, oldest in conn.execute(stmt):
             entry = per.setdefault(name, _empty(name))
             entry[st] = int(count)
-            if st in ("pending", "failed") and oldest is not None:
+            if st in WAITING and oldest is not None:
                 age = (now_us - int(oldest)) / 1e6
                 entry["oldest_pending_age_s"] = max(entry["oldest_pending_age_s"] or 0.0, age)
+        for name, count in conn.execute(sending):
+            per.setdefault(name, _empty(name))["claimed"] = int(count)
         waiting = conn.execute(
             select(outbox.c.status, func.count()).group_by(outbox.c.status)
         ).all()
@@ -336,6 +233,7 @@ def _empty(name: str) -> dict[str, Any]:
         "delivered": 0,
         "dead": 0,
         "cancelled": 0,
+        "claimed": 0,
         "oldest_pending_age_s": None,
     }
 

@@ -10,9 +10,6 @@ left `running` are marked `abandoned`.
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert, select, update
 
+from feedledger.ledger.holders import holder_dead
+from feedledger.ledger.holders import new_holder as new_holder
 from feedledger.ledger.schema import leases, runs
 from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
@@ -29,25 +28,6 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
 
 DEFAULT_TTL_S = 600
-
-
-def new_holder() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-
-
-def _holder_dead(holder: str) -> bool:
-    """True when the holder is a process on this host that no longer exists."""
-    host, _, rest = holder.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def acquire(
@@ -74,7 +54,7 @@ def acquire(
             conn.execute(insert(leases).values(source=source))
         elif row.holder and row.holder != holder:
             expired = row.expires_at is not None and row.expires_at < now
-            if not expired and not _holder_dead(row.holder):
+            if not expired and not holder_dead(row.holder):
                 raise LeaseHeldError(
                     f"another run ({row.run_id}) holds this source's lease "
                     f"(holder {row.holder}, until {iso(row.expires_at)})",

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -228,9 +229,18 @@ deliveries = Table(
     Column("last_status", Integer),
     Column("created_at", BigInteger, nullable=False),
     Column("delivered_at", BigInteger),
+    # the dispatcher sending it now, and until when its claim holds (migration 0004)
+    Column("claimed_by", String(200)),
+    Column("claimed_until", BigInteger),
     UniqueConstraint("subscriber", "message_id", name="uq_deliveries_message"),
     Index("ix_deliveries_due", "status", "next_attempt_at"),
     Index("ix_deliveries_subscriber", "subscriber", "status"),
+    Index(
+        "ix_deliveries_claimed",
+        "claimed_by",
+        sqlite_where=text("claimed_by IS NOT NULL"),
+        postgresql_where=text("claimed_by IS NOT NULL"),
+    ),
 )
 
 leases = Table(

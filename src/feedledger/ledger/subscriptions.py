@@ -90,6 +90,11 @@ def remove(store: Store, name: str) -> int:
         result = conn.execute(
             update(deliveries)
             .where(deliveries.c.subscriber == name, deliveries.c.status.in_(UNDELIVERED))
-            .values(status="cancelled", last_error="subscriber removed")
+            .values(
+                status="cancelled",
+                last_error="subscriber removed",
+                claimed_by=None,
+                claimed_until=None,
+            )
         )
         return int(result.rowcount or 0)

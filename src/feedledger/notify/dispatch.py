@@ -1,41 +1,46 @@
-"""Deliver due messages: webhooks over httpx (async, bounded concurrency per subscriber,
-every subscriber concurrently so a slow or dead one holds up no other), JSON-lines
-files (appended and fsynced). At least once: a delivery is marked `delivered` only
-after a 2xx answer (or the fsync); a failure is retried with exponential backoff and
-full jitter, no sooner than a `Retry-After` asks, and after `max_attempts` it is `dead`
-(`notify retry` revives it). A crash between sending and marking re-sends the message
-later with the same `webhook-id`, which is what lets the receiver deduplicate.
+"""Deliver due messages, at least once, each subscriber on its own stream.
+
+Each subscriber has a stream: a feeder claims its due messages a batch at a time
+(`deliveries.claim`: no other dispatcher sends them meanwhile) and workers send them --
+for a webhook, `concurrency` workers each with its own keep-alive connection (httpx,
+async); for a JSON-lines file, one writer appending and fsyncing what is queued. A slow
+or dead subscriber only slows its own stream. Outcomes are recorded in batches (at most
+`flush_every`, at most `flush_s` after the first of them), which also clears their
+claims. Every database call runs on one thread beside the event loop, so sending never
+waits for the store.
+
+A crash between sending and recording leaves the messages pending: claims of a dead
+process on this host are void at once, any other claim lapses at `claimed_until`, and
+the messages are sent again with the same `webhook-id`, which is what lets the receiver
+deduplicate. On an error in this process the claims are released before it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
+import contextlib
+import functools
 import random
+import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from pathlib import Path
+from typing import Any, TypeVar
 
 from feedledger import faults
-from feedledger.ledger import deliveries
+from feedledger.ledger import deliveries, fanout
 from feedledger.ledger.deliveries import Due, Outcome
+from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.ledger.subscriptions import Subscriber, listing
 from feedledger.model.timeutil import now_us
-from feedledger.notify.signing import headers
+from feedledger.notify.send import Policy, failure, post, signing_secret, write_lines
 
+__all__ = ["DispatchReport", "Policy", "dispatch"]
 
-@dataclass(frozen=True)
-class Policy:
-    max_attempts: int = 8
-    backoff_base_s: float = 2.0
-    backoff_max_s: float = 3600.0
-    timeout_s: float = 10.0
-    concurrency: int = 16  # in-flight requests per subscriber
-    batch: int = 2000  # deliveries read per round
+T = TypeVar("T")
+WAL_CHECKPOINT_BYTES = 32 << 20
 
 
 @dataclass
@@ -60,143 +65,60 @@ class DispatchReport:
         }
 
 
-def backoff_s(attempts: int, policy: Policy, rng: random.Random) -> float:
-    """Full-jitter exponential backoff after the `attempts`-th failed attempt."""
-    cap = min(policy.backoff_max_s, policy.backoff_base_s * (2 ** max(0, attempts - 1)))
-    return rng.uniform(cap / 2, cap)
+class _Shared:
+    """What every stream uses: the store (through the database thread), the holder
+    name of this dispatcher's claims, the policy, and the outcomes not yet recorded."""
 
+    def __init__(self, store: Store, policy: Policy, report: DispatchReport, seed: int | None):
+        self.store = store
+        self.policy = policy
+        self.report = report
+        self.rng = random.Random(seed)
+        self.holder = new_holder()
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="feedledger-store")
+        self.unrecorded: list[tuple[str, Outcome]] = []
+        self.first_unrecorded = 0.0
+        self.crashed = False  # the fault point fired: record nothing more
+        self.ssl: Any = None
 
-def retry_after_s(value: str | None) -> float | None:
-    """`Retry-After`: delta seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    async def db(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args))
 
+    # -- recording outcomes -------------------------------------------------------------
+    async def add(self, name: str, outcomes: list[Outcome]) -> None:
+        if not self.unrecorded:
+            self.first_unrecorded = time.monotonic()
+        self.unrecorded.extend((name, o) for o in outcomes)
+        if len(self.unrecorded) >= self.policy.flush_every:
+            await self.flush()
 
-def _failure(
-    d: Due, policy: Policy, rng: random.Random, code: int | None, error: str, wait: float | None
-) -> Outcome:
-    attempts = d.attempts + 1
-    delay = max(backoff_s(attempts, policy, rng), wait or 0.0)
-    return Outcome(
-        delivery_id=d.delivery_id,
-        ok=False,
-        status_code=code,
-        error=error[:500],
-        next_attempt_at=now_us() + int(delay * 1e6),
-        dead=attempts >= policy.max_attempts,
-    )
+    async def flush(self) -> None:
+        batch = self._take()
+        if batch:
+            await self.db(self._record, batch)
 
+    async def tick(self) -> None:
+        while True:
+            await asyncio.sleep(min(0.1, self.policy.flush_s))
+            waited = time.monotonic() - self.first_unrecorded
+            if self.unrecorded and waited >= self.policy.flush_s:
+                await self.flush()
 
-async def _send_webhook(
-    client: object, sub: Subscriber, batch: Sequence[Due], policy: Policy, rng: random.Random
-) -> list[Outcome]:
-    import httpx
+    def _take(self) -> list[tuple[str, Outcome]]:
+        batch, self.unrecorded = self.unrecorded, []
+        if batch:
+            try:
+                faults.point("after_send")  # sent, not yet marked: a crash re-sends the ids
+            except BaseException:
+                self.crashed = True
+                raise
+        return batch
 
-    assert isinstance(client, httpx.AsyncClient)
-    secret: str | None = None
-    if sub.secret_env:
-        secret = os.environ.get(sub.secret_env)
-        if secret is None:
-            error = f"signing secret variable {sub.secret_env} is not set; nothing was sent"
-            return [_failure(d, policy, rng, None, error, None) for d in batch]
-
-    async def one(d: Due) -> Outcome:
-        body = d.body.encode("utf-8")
-        try:
-            resp = await client.post(
-                sub.target,
-                content=body,
-                headers=headers(secret, d.message_id, int(time.time()), body),
-                timeout=policy.timeout_s,
-            )
-        except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
-            # a bad URL is this subscriber's failure, never the whole batch's
-            return _failure(d, policy, rng, None, f"{type(exc).__name__}: {exc}", None)
-        if 200 <= resp.status_code < 300:
-            return Outcome(d.delivery_id, True, resp.status_code, None, 0, False)
-        wait = retry_after_s(resp.headers.get("retry-after"))
-        return _failure(d, policy, rng, resp.status_code, f"HTTP {resp.status_code}", wait)
-
-    # a fixed set of workers pulling from the batch (not one task per message): bounded
-    # concurrency per subscriber with no pile of waiting tasks
-    results: list[Outcome | None] = [None] * len(batch)
-    todo = iter(range(len(batch)))
-
-    async def worker() -> None:
-        for i in todo:
-            results[i] = await one(batch[i])
-
-    await asyncio.gather(*(worker() for _ in range(min(policy.concurrency, len(batch)))))
-    return [r for r in results if r is not None]
-
-
-def _write_file(
-    sub: Subscriber, batch: Sequence[Due], policy: Policy, rng: random.Random
-) -> list[Outcome]:
-    lines = "".join(
-        json.dumps({"webhook-id": d.message_id, "body": json.loads(d.body)}, ensure_ascii=False)
-        + "\n"
-        for d in batch
-    )
-    try:
-        path = Path(sub.target)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        return [
-            _failure(d, policy, rng, None, f"cannot write {sub.target}: {exc}", None) for d in batch
-        ]
-    return [Outcome(d.delivery_id, True, None, None, 0, False) for d in batch]
-
-
-async def _round(
-    store: Store,
-    subs: dict[str, Subscriber],
-    policy: Policy,
-    rng: random.Random,
-    report: DispatchReport,
-    cursor: list[int],
-) -> int:
-    """One attempt at each due delivery after the cursor; returns how many."""
-    import httpx
-
-    batch = deliveries.due(store, now_us(), policy.batch, after_id=cursor[0])
-    if not batch:
-        return 0
-    cursor[0] = batch[-1].delivery_id
-    by_sub: dict[str, list[Due]] = {}
-    for d in batch:
-        by_sub.setdefault(d.subscriber, []).append(d)
-    # one client (connection pool) per subscriber: a slow receiver's connections never
-    # crowd another's, and a small pool keeps httpcore's per-request bookkeeping cheap
-    limits = httpx.Limits(
-        max_connections=policy.concurrency, max_keepalive_connections=policy.concurrency
-    )
-
-    async def for_sub(name: str, items: list[Due]) -> list[Outcome]:
-        sub = subs[name]
-        if sub.kind == "file":
-            return await asyncio.to_thread(_write_file, sub, items, policy, rng)
-        async with httpx.AsyncClient(limits=limits) as client:
-            return await _send_webhook(client, sub, items, policy, rng)
-
-    results = await asyncio.gather(*(for_sub(n, items) for n, items in by_sub.items()))
-    outcomes = [o for group in results for o in group]
-    faults.point("after_send")  # sent, not yet marked: a crash here re-sends the same ids
-    deliveries.record(store, outcomes, now_us())
-    for name, group in zip(by_sub, results, strict=True):
-        for o in group:
+    def _record(self, batch: list[tuple[str, Outcome]]) -> None:
+        deliveries.record(self.store, self.holder, [o for _, o in batch], now_us())
+        report = self.report
+        for name, o in batch:
             report.attempted += 1
             if o.ok:
                 report.delivered += 1
@@ -204,7 +126,165 @@ async def _round(
                 report.dead += int(o.dead)
                 report.failed += int(not o.dead)
                 report.errors[name] = o.error or ""
-    return len(batch)
+
+    def close(self) -> None:
+        """After the event loop: record what was sent (unless a crash is being
+        simulated), give up the remaining claims, stop the database thread."""
+        try:
+            if not self.crashed and self.unrecorded:
+                self._record(self.unrecorded)
+                self.unrecorded = []
+        finally:
+            try:
+                deliveries.release(self.store, self.holder)
+            finally:
+                self.executor.shutdown()
+
+
+class _Stream:
+    """One subscriber's feeder and workers."""
+
+    def __init__(self, sub: Subscriber, shared: _Shared, once: bool, idle_s: float) -> None:
+        self.sub = sub
+        self.shared = shared
+        self.once = once
+        self.idle_s = idle_s
+        self.wake = asyncio.Event()
+        policy = shared.policy
+        self.workers = policy.concurrency if sub.kind == "webhook" else 1
+        self.queue: asyncio.Queue[Due | None] = asyncio.Queue(maxsize=policy.batch)
+
+    async def run(self) -> None:
+        work = self._webhook if self.sub.kind == "webhook" else self._file
+        async with asyncio.TaskGroup() as tg:  # one failing cancels the others
+            tg.create_task(self._feed())
+            for _ in range(self.workers):
+                tg.create_task(work())
+
+    async def _feed(self) -> None:
+        s, policy = self.shared, self.shared.policy
+        ttl_us = int(policy.claim_ttl_s * 1e6)
+        cursor = 0  # one pass: each due message gets one attempt
+        while True:
+            now = now_us()
+            got = await s.db(
+                deliveries.claim,
+                s.store,
+                self.sub.name,
+                s.holder,
+                now,
+                now + ttl_us,
+                policy.batch,
+                cursor,
+            )
+            if got:
+                cursor = got[-1].delivery_id
+                for d in got:
+                    await self.queue.put(d)
+                continue
+            if self.once:
+                break
+            cursor = 0
+            self.wake.clear()
+            try:
+                async with asyncio.timeout(self.idle_s):
+                    await self.wake.wait()
+            except TimeoutError:
+                pass
+        for _ in range(self.workers):
+            await self.queue.put(None)
+
+    async def _webhook(self) -> None:
+        import httpx
+
+        s, policy = self.shared, self.shared.policy
+        secret, missing = signing_secret(self.sub)
+        if s.ssl is None and self.sub.target.lower().startswith("https:"):
+            s.ssl = httpx.create_ssl_context()
+        # one connection per worker: httpcore's shared pool spends more time matching
+        # requests to connections than sending them when many are in flight
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(
+            limits=limits, timeout=policy.timeout_s, verify=s.ssl or False
+        ) as client:
+            while (d := await self.queue.get()) is not None:
+                if missing:
+                    outcome = failure(d, policy, s.rng, None, missing, None)
+                else:
+                    outcome = await post(client, self.sub, secret, d, policy, s.rng)
+                await s.add(self.sub.name, [outcome])
+
+    async def _file(self) -> None:
+        s = self.shared
+        done = False
+        while not done and (d := await self.queue.get()) is not None:
+            items = [d]
+            while not self.queue.empty():
+                more = self.queue.get_nowait()
+                if more is None:
+                    done = True
+                    break
+                items.append(more)
+            outcomes = await asyncio.to_thread(write_lines, self.sub, items, s.policy, s.rng)
+            await s.add(self.sub.name, outcomes)
+
+
+async def _serve(
+    shared: _Shared, once: bool, idle_s: float, should_stop: Callable[[], bool]
+) -> None:
+    store, report = shared.store, shared.report
+    streams: dict[str, tuple[_Stream, asyncio.Task[None]]] = {}
+    stop = asyncio.Event()
+    if not once:  # Ctrl-C or SIGTERM: stop sending, record what was sent, release the rest
+        _on_signals(stop.set)
+    async with asyncio.TaskGroup() as tg:
+        ticker = tg.create_task(shared.tick())
+        while True:
+            subs = await shared.db(listing, store)
+            created = await shared.db(fanout.expand, store, subs, now_us())
+            report.messages_created += created
+            current = {s.name: s for s in subs}
+            for name, (stream, task) in list(streams.items()):
+                if current.get(name) != stream.sub:  # removed or changed: start afresh
+                    task.cancel()
+                    del streams[name]
+            for sub in subs:
+                if sub.name not in streams:
+                    stream = _Stream(sub, shared, once, idle_s)
+                    streams[sub.name] = (stream, tg.create_task(stream.run()))
+                elif created:
+                    streams[sub.name][0].wake.set()
+            if once:  # each stream ends when nothing more is due
+                await asyncio.gather(*(task for _stream, task in streams.values()))
+                break
+            await shared.db(_checkpoint_if_large, store)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(idle_s):
+                    await stop.wait()
+            if stop.is_set() or should_stop():
+                # a request cut short is unrecorded: its message goes again, same id
+                for _stream, task in streams.values():
+                    task.cancel()
+                await asyncio.gather(
+                    *(task for _stream, task in streams.values()), return_exceptions=True
+                )
+                break
+        ticker.cancel()
+        await shared.flush()
+
+
+def _checkpoint_if_large(store: Store) -> None:
+    """A long-running dispatcher's SQLite log is copied into the database now and then
+    (automatic checkpoints are off, see ledger/engine.py)."""
+    if store.wal_bytes() > WAL_CHECKPOINT_BYTES:
+        store.checkpoint()
+
+
+def _on_signals(callback: Callable[[], None]) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, callback)
 
 
 def dispatch(
@@ -216,20 +296,23 @@ def dispatch(
     should_stop: Callable[[], bool] = lambda: False,
     seed: int | None = None,
 ) -> DispatchReport:
-    """Fan out pending outbox rows, then deliver what is due: once (every due message
-    gets one attempt), or until `should_stop` (polling every `idle_s` when idle)."""
-    policy = policy or Policy()
-    rng = random.Random(seed)
+    """Fan pending outbox rows out into messages, then deliver what is due: once (every
+    due message gets one attempt), or until `should_stop` or SIGINT / SIGTERM (new
+    outbox rows are fanned out every `idle_s`; a subscriber with nothing due looks
+    again as often)."""
     report = DispatchReport()
+    shared = _Shared(store, policy or Policy(), report, seed)
     start = time.perf_counter()
-    while True:
-        subs = {s.name: s for s in listing(store)}
-        report.messages_created += deliveries.expand(store, list(subs.values()), now_us())
-        cursor = [0]  # one pass over what is due: each message gets one attempt
-        while asyncio.run(_round(store, subs, policy, rng, report, cursor)):
-            pass
-        if once or should_stop():
-            break
-        time.sleep(idle_s)
-    report.seconds = time.perf_counter() - start
+    try:
+        asyncio.run(_serve(shared, once, idle_s, should_stop))
+    except BaseExceptionGroup as group:
+        raise _first(group) from None
+    finally:
+        shared.close()
+        report.seconds = time.perf_counter() - start
     return report
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first

@@ -87,8 +87,10 @@ def remove_subscriber(ctx: Context, name: str) -> int:
     return subscriptions.remove(ctx.store, name)
 
 
-def run_dispatch(ctx: Context, *, once: bool, policy: Policy) -> DispatchReport:
-    return dispatch(ctx.store, once=once, policy=policy)
+def run_dispatch(
+    ctx: Context, *, once: bool, policy: Policy, poll_s: float = 5.0
+) -> DispatchReport:
+    return dispatch(ctx.store, once=once, policy=policy, idle_s=poll_s)
 
 
 def status(ctx: Context) -> dict[str, Any]:
