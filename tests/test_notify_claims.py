@@ -28,6 +28,7 @@ from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.ledger.subscriptions import listing
 from feedledger.model.timeutil import now_us
+from feedledger.notify.dispatch import dispatch
 
 SRC = "parcels"
 
@@ -275,3 +276,18 @@ def test_claims_of_a_dead_process_are_void_at_once(cli: Cli, tmp_path: Path) -> 
 def status_claimed(store: Store, now: int) -> int:
     entries = deliveries.status(store, now)["subscribers"]
     return int(sum(e["claimed"] for e in entries))
+
+
+def test_progress_counts_attempts_against_what_was_due(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", SRC, "--key", "id")
+    ingest(cli, tmp_path, "2026-08-01", 7)
+    cli("subscriber", "add", "lines", "--file", str(tmp_path / "x.jsonl"))
+    calls: list[tuple[int, int | None, int]] = []
+    store = Store(cli.ws.store_url)
+    try:
+        report = dispatch(store, progress=lambda n, total, r: calls.append((n, total, r.delivered)))
+    finally:
+        store.close()
+    assert report.delivered == 7
+    assert calls and calls[-1] == (7, 7, 7)
+    assert [n for n, _t, _d in calls] == sorted(n for n, _t, _d in calls)

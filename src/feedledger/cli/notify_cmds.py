@@ -5,9 +5,16 @@ Messages are derived from the outbox; see ledger/deliveries.py and notify/dispat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
 import typer
 
 from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, when
+
+if TYPE_CHECKING:
+    from feedledger.notify.dispatch import DispatchReport, Progress
 
 subscriber_app = typer.Typer(help="Who hears about changes (webhooks, JSON-lines files).")
 notify_app = typer.Typer(help="Deliver the outbox: at least once, signed, retried.")
@@ -152,8 +159,8 @@ def notify_dispatch(
         concurrency=concurrency,
         batch=batch,
     )
-    with context(ctx) as c:
-        report = run_dispatch(c, once=once, policy=policy, poll_s=poll)
+    with context(ctx) as c, _progress(quiet=json_out) as step:
+        report = run_dispatch(c, once=once, policy=policy, poll_s=poll, progress=step)
     if json_out:
         emit_json(report)
         return
@@ -164,6 +171,32 @@ def notify_dispatch(
     )
     for name, error in report.errors.items():
         err.print(f"  {name}: {error}")
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Progress | None]:
+    """Messages attempted so far, on stderr (nothing when stderr is not a terminal)."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from rich.progress import Progress as Bar
+
+    with Bar(
+        TextColumn("dispatch"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=None)
+
+        def step(attempted: int, total: int | None, report: DispatchReport) -> None:
+            shown = f"{report.delivered} delivered, {report.failed} to retry, {report.dead} dead"
+            bar.update(task, completed=attempted, total=total, description=shown)
+
+        yield step
 
 
 @notify_app.command("status")

@@ -89,6 +89,18 @@ def claim(
     return [Due(r[0], subscriber, r[1], r[2], r[3], r[4]) for r in rows]
 
 
+def count_due(store: Store, now_us: int) -> int:
+    """Messages due now and claimed by no dispatcher (for a progress bar)."""
+    d = deliveries
+    stmt = select(func.count()).where(
+        d.c.status.in_(WAITING),
+        d.c.next_attempt_at <= now_us,
+        or_(d.c.claimed_by.is_(None), d.c.claimed_until <= now_us),
+    )
+    with store.engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
 def release(store: Store, holder: str) -> int:
     """Give up the holder's remaining claims (those messages are due again at once)."""
     with store.begin() as conn:

@@ -37,9 +37,11 @@ from feedledger.ledger.subscriptions import Subscriber, listing
 from feedledger.model.timeutil import now_us
 from feedledger.notify.send import Policy, failure, post, signing_secret, write_lines
 
-__all__ = ["DispatchReport", "Policy", "dispatch"]
+__all__ = ["DispatchReport", "Policy", "Progress", "dispatch"]
 
 T = TypeVar("T")
+# progress(attempted, due at the start or None, report so far); called on the store thread
+Progress = Callable[[int, int | None, "DispatchReport"], None]
 WAL_CHECKPOINT_BYTES = 32 << 20
 
 
@@ -69,8 +71,17 @@ class _Shared:
     """What every stream uses: the store (through the database thread), the holder
     name of this dispatcher's claims, the policy, and the outcomes not yet recorded."""
 
-    def __init__(self, store: Store, policy: Policy, report: DispatchReport, seed: int | None):
+    def __init__(
+        self,
+        store: Store,
+        policy: Policy,
+        report: DispatchReport,
+        seed: int | None,
+        progress: Progress | None = None,
+    ):
         self.store = store
+        self.progress = progress
+        self.total: int | None = None
         self.policy = policy
         self.report = report
         self.rng = random.Random(seed)
@@ -126,6 +137,8 @@ class _Shared:
                 report.dead += int(o.dead)
                 report.failed += int(not o.dead)
                 report.errors[name] = o.error or ""
+        if self.progress:
+            self.progress(report.attempted, self.total, report)
 
     def close(self) -> None:
         """After the event loop: record what was sent (unless a crash is being
@@ -243,6 +256,8 @@ async def _serve(
             subs = await shared.db(listing, store)
             created = await shared.db(fanout.expand, store, subs, now_us())
             report.messages_created += created
+            if once:
+                shared.total = await shared.db(deliveries.count_due, store, now_us())
             current = {s.name: s for s in subs}
             for name, (stream, task) in list(streams.items()):
                 if current.get(name) != stream.sub:  # removed or changed: start afresh
@@ -295,13 +310,14 @@ def dispatch(
     idle_s: float = 5.0,
     should_stop: Callable[[], bool] = lambda: False,
     seed: int | None = None,
+    progress: Progress | None = None,
 ) -> DispatchReport:
     """Fan pending outbox rows out into messages, then deliver what is due: once (every
     due message gets one attempt), or until `should_stop` or SIGINT / SIGTERM (new
     outbox rows are fanned out every `idle_s`; a subscriber with nothing due looks
     again as often)."""
     report = DispatchReport()
-    shared = _Shared(store, policy or Policy(), report, seed)
+    shared = _Shared(store, policy or Policy(), report, seed, progress)
     start = time.perf_counter()
     try:
         asyncio.run(_serve(shared, once, idle_s, should_stop))

@@ -12,7 +12,7 @@ from feedledger.ledger.retraction import commit_time
 from feedledger.ledger.subscriptions import DIGESTS, Subscriber
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import now_us
-from feedledger.notify.dispatch import DispatchReport, Policy, dispatch
+from feedledger.notify.dispatch import DispatchReport, Policy, Progress, dispatch
 from feedledger.pipeline.context import Context
 
 
@@ -88,9 +88,14 @@ def remove_subscriber(ctx: Context, name: str) -> int:
 
 
 def run_dispatch(
-    ctx: Context, *, once: bool, policy: Policy, poll_s: float = 5.0
+    ctx: Context,
+    *,
+    once: bool,
+    policy: Policy,
+    poll_s: float = 5.0,
+    progress: Progress | None = None,
 ) -> DispatchReport:
-    return dispatch(ctx.store, once=once, policy=policy, idle_s=poll_s)
+    return dispatch(ctx.store, once=once, policy=policy, idle_s=poll_s, progress=progress)
 
 
 def status(ctx: Context) -> dict[str, Any]:
