@@ -202,7 +202,8 @@ def _progress(quiet: bool) -> Iterator[Progress | None]:
 @notify_app.command("status")
 @guarded
 def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
-    """Per subscriber: pending, failed (to retry), delivered, dead; oldest pending age."""
+    """Per subscriber: pending, failed (to retry), delivered, dead, cancelled, being sent
+    now by a running dispatcher (claimed); the oldest pending message's age."""
     from feedledger.pipeline.notifications import status
 
     with context(ctx) as c:
@@ -212,7 +213,16 @@ def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
         return
     table(
         "deliveries",
-        ["subscriber", "pending", "failed", "delivered", "dead", "cancelled", "oldest pending s"],
+        [
+            "subscriber",
+            "pending",
+            "failed",
+            "delivered",
+            "dead",
+            "cancelled",
+            "sending now",
+            "oldest pending s",
+        ],
         [
             [
                 s["subscriber"],
@@ -221,6 +231,7 @@ def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
                 s["delivered"],
                 s["dead"],
                 s["cancelled"],
+                s["claimed"],
                 s["oldest_pending_age_s"] if s["oldest_pending_age_s"] is not None else "",
             ]
             for s in data["subscribers"]
