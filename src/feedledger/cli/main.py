@@ -21,6 +21,7 @@ from feedledger.cli import (
     ledger_cmds,
     notify_cmds,
     recovery_cmds,
+    scheduler_cmds,
 )
 from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
 from feedledger.config import Workspace, make_source
@@ -51,6 +52,7 @@ app.add_typer(notify_cmds.notify_app, name="notify")
 ledger_cmds.register(app)
 entity_cmds.register(app)
 recovery_cmds.register(app)
+scheduler_cmds.register(app)
 demo_cmd.register(app)
 
 
@@ -180,7 +182,10 @@ def source_add(
         None, "--revision", help="Per-record revision field (newer wins)."
     ),
     fetch: str | None = typer.Option(
-        None, "--fetch", help="Directory or http(s) URL for `feedledger run`."
+        None,
+        "--fetch",
+        help="Directory or http(s) URL for `feedledger run` and the scheduler; `{date}` or "
+        "`{date:%Y%m%d}` in it reaches each day's publication (backfills fetch missed ones).",
     ),
     published_from: str = typer.Option(
         "filename",
@@ -201,6 +206,25 @@ def source_add(
     hold_min_changes: int = typer.Option(
         100, "--hold-min-changes", help="...and exceed this many changes."
     ),
+    publish_at: str = typer.Option(
+        "00:00", "--publish-at", help="Local time HH:MM a day's publication is due (scheduler)."
+    ),
+    fetch_window: float | None = typer.Option(
+        None,
+        "--fetch-window",
+        help="Hours to keep retrying a late publication (default: until the next is due).",
+    ),
+    retry: float = typer.Option(
+        300.0, "--retry", help="First retry after a failed or early fetch, seconds (doubles)."
+    ),
+    stale_after: int = typer.Option(
+        1, "--stale-after", help="Stale (health fails, alert) past this many missed publications."
+    ),
+    recovery: str = typer.Option(
+        "auto",
+        "--recovery",
+        help="Missed publications: auto (fill the archive, backfill) | hold (alert, wait).",
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -219,6 +243,11 @@ def source_add(
         mass_delete_threshold=mass_delete,
         hold_factor=hold_factor,
         hold_min_changes=hold_min_changes,
+        publish_at=publish_at,
+        fetch_window_h=fetch_window,
+        retry_s=retry,
+        stale_after=stale_after,
+        recovery=recovery,
     )
     ws.add_source(src, replace=replace)
     if json_out:

@@ -10,6 +10,7 @@ left `running` are marked `abandoned`.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,20 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
 
 DEFAULT_TTL_S = 600
+_ttl_s = DEFAULT_TTL_S  # this process's lease time-to-live (the scheduler shortens it)
+_active: dict[str, str] = {}  # holder -> source: leases this process holds now
+_active_lock = threading.Lock()
+
+
+def set_ttl(seconds: int) -> None:
+    """The time-to-live of the leases this process takes from now on. A process that
+    sets a short one keeps its leases alive with `Heartbeat`."""
+    global _ttl_s
+    _ttl_s = max(1, int(seconds))
+
+
+def ttl_s() -> int:
+    return _ttl_s
 
 
 def acquire(
@@ -35,13 +50,17 @@ def acquire(
     source: str,
     holder: str,
     run_id: str,
-    ttl_s: int = DEFAULT_TTL_S,
+    ttl: int | None = None,
     *,
     run_kind: str | None = None,
     parent_run_id: str | None = None,
 ) -> None:
-    """Take the source's lease; with `run_kind`, also start the run (same transaction)."""
+    """Take the source's lease; with `run_kind`, also start the run (same transaction).
+    On PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
+    finds another taking the same lease at this moment is refused at once instead of
+    queueing behind it (SQLite serialises writers with BEGIN IMMEDIATE)."""
     now = now_us()
+    ttl = ttl or _ttl_s
     with store.begin() as conn:
         if store.dialect == "postgresql":
             conn.exec_driver_sql(
@@ -49,7 +68,16 @@ def acquire(
                 {"s": source},
             )
         stmt = select(leases).where(leases.c.source == source)
-        row = conn.execute(store.for_update(stmt)).first()
+        if store.dialect == "postgresql":
+            row = conn.execute(stmt.with_for_update(skip_locked=True)).first()
+            if row is None:
+                raise LeaseHeldError(
+                    "another worker is taking this source's lease right now",
+                    source=source,
+                    hint="one run per source at a time; wait for it to finish",
+                )
+        else:
+            row = conn.execute(stmt).first()
         if row is None:
             conn.execute(insert(leases).values(source=source))
         elif row.holder and row.holder != holder:
@@ -69,7 +97,8 @@ def acquire(
                 holder=holder,
                 run_id=run_id,
                 acquired_at=now,
-                expires_at=now + ttl_s * 1_000_000,
+                expires_at=now + ttl * 1_000_000,
+                heartbeat_at=now,
             )
         )
         if run_kind == "live":
@@ -101,9 +130,7 @@ def acquire(
             )
 
 
-def check_held(
-    conn: Connection, source: str, holder: str, run_id: str, ttl_s: int = DEFAULT_TTL_S
-) -> None:
+def check_held(conn: Connection, source: str, holder: str, run_id: str) -> None:
     """Fencing check inside a payload transaction; also extends the lease."""
     row = conn.execute(select(leases).where(leases.c.source == source)).first()
     if row is None or row.holder != holder or row.run_id != run_id:
@@ -114,7 +141,7 @@ def check_held(
     conn.execute(
         update(leases)
         .where(leases.c.source == source)
-        .values(expires_at=now_us() + ttl_s * 1_000_000)
+        .values(expires_at=now_us() + _ttl_s * 1_000_000)
     )
 
 
@@ -138,7 +165,7 @@ def release(
         conn.execute(
             update(leases)
             .where(leases.c.source == source, leases.c.holder == holder)
-            .values(holder=None, run_id=None, expires_at=None)
+            .values(holder=None, run_id=None, expires_at=None, heartbeat_at=None)
         )
 
 
@@ -167,6 +194,8 @@ def leased_run(
 
     with stage("lease"):
         acquire(store, source, run.holder, run.run_id, run_kind=kind, parent_run_id=parent_run_id)
+    with _active_lock:
+        _active[run.holder] = source
     status, error = "failed", None
     try:
         yield run
@@ -175,5 +204,51 @@ def leased_run(
         error = str(exc) or type(exc).__name__
         raise
     finally:
+        with _active_lock:
+            _active.pop(run.holder, None)
         with stage("release"):
             release(store, source, run.holder, run_id=run.run_id, status=status, error=error)
+
+
+def renew(store: Store) -> int:
+    """Extend every lease this process holds now (heartbeat); returns how many were
+    still ours. A lease found taken over is left alone: its run's next fencing check
+    stops it."""
+    with _active_lock:
+        held = list(_active.items())
+    kept = 0
+    now = now_us()
+    for holder, source in held:
+        with store.begin() as conn:
+            result = conn.execute(
+                update(leases)
+                .where(leases.c.source == source, leases.c.holder == holder)
+                .values(expires_at=now + _ttl_s * 1_000_000, heartbeat_at=now)
+            )
+            kept += int(result.rowcount or 0)
+    return kept
+
+
+class Heartbeat:
+    """A thread renewing this process's leases every third of their time-to-live, so a
+    short TTL (a dead worker's sources are taken over soon) never expires a live run."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(0.2, _ttl_s / 3)):
+            try:
+                renew(self.store)
+            except Exception:  # the store is down: the next beat tries again
+                continue

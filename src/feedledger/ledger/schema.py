@@ -251,6 +251,24 @@ leases = Table(
     Column("run_id", String(40)),
     Column("acquired_at", BigInteger),
     Column("expires_at", BigInteger),
+    Column("heartbeat_at", BigInteger),  # renewed by a long-running holder (migration 0005)
+)
+
+# What the scheduler knows of each source between runs (migration 0005).
+schedule_state = Table(
+    "schedule_state",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("first_attempt_at", BigInteger),
+    Column("last_attempt_at", BigInteger),
+    Column("last_success_at", BigInteger),  # last fetch that got the expected publication
+    Column("last_outcome", String(32)),
+    Column("last_error", Text),
+    Column("failures", Integer, nullable=False, server_default="0"),  # consecutive
+    Column("next_attempt_at", BigInteger),  # not before (backoff, or the next publication)
+    Column("stale_alerted_at", BigInteger),  # the open stale episode was announced
+    Column("failure_alerted_at", BigInteger),  # the open failure episode was announced
+    Column("hold_alerted_at", BigInteger),  # recovery = "hold": operator told
 )
 
 counters = Table(

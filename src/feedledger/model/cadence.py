@@ -38,6 +38,44 @@ def expected_dates(cadence: str, tz: str, start: date, end: date) -> list[date]:
             seen.append(local)
 
 
+def due_at(cadence: str, tz: str, day: date, publish_at: str = "00:00") -> int:
+    """When the publication of `day` is due, as UTC microseconds: `publish_at` (HH:MM,
+    local) on that day; for a cron cadence, its first firing that day."""
+    from feedledger.model.timeutil import to_us
+
+    tzinfo = zone(tz)
+    if cadence in ("daily", "weekdays"):
+        hour, minute = (int(x) for x in publish_at.split(":"))
+        return to_us(datetime.combine(day, time(hour, minute), tzinfo))
+    from croniter import croniter
+
+    start = datetime.combine(day, time(0), tzinfo) - timedelta(microseconds=1)
+    fire: datetime = croniter(cadence, start).get_next(datetime)
+    return to_us(fire)
+
+
+def due_dates(
+    cadence: str, tz: str, after: date, now_us: int, publish_at: str = "00:00"
+) -> list[date]:
+    """Expected publication dates after `after` whose publication is due by `now_us`."""
+    today = local_date(now_us, tz)
+    return [
+        d
+        for d in expected_dates(cadence, tz, after + timedelta(days=1), today)
+        if due_at(cadence, tz, d, publish_at) <= now_us
+    ]
+
+
+def next_due(cadence: str, tz: str, now_us: int, publish_at: str = "00:00") -> int:
+    """The due time of the first expected publication after `now_us`."""
+    day = local_date(now_us, tz)
+    for days in expected_dates(cadence, tz, day, day + timedelta(days=400)):
+        at = due_at(cadence, tz, days, publish_at)
+        if at > now_us:
+            return at
+    return now_us + 86_400_000_000
+
+
 def local_date(instant_us: int, tz: str) -> date:
     """The calendar date of an instant in the source's timezone."""
     from feedledger.model.timeutil import from_us

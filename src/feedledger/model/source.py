@@ -49,6 +49,19 @@ class SourceConfig(BaseModel):
     # exceeds hold_factor x the median of the source's last 30 runs AND hold_min_changes.
     hold_factor: float = Field(default=10.0, gt=1.0)
     hold_min_changes: int = Field(default=100, ge=0)
+    # The scheduler. A publication of date D is due at `publish_at` (local time, HH:MM)
+    # on D -- for a cron cadence, at its first firing that day. The scheduler tries for
+    # it from then, retrying with backoff from `retry_s` (doubling, up to an hour) while
+    # the publisher is late or unreachable, for at most `fetch_window_h` hours (default:
+    # until the next publication is due). A source is stale when more than
+    # `stale_after` expected publications are missing. Missed publications are
+    # recovered by a backfill (`recovery = "auto"`) or announced and left to an
+    # operator (`"hold"`).
+    publish_at: str = "00:00"
+    fetch_window_h: float | None = Field(default=None, gt=0)
+    retry_s: float = Field(default=300.0, gt=0)
+    stale_after: int = Field(default=1, ge=0)
+    recovery: Literal["auto", "hold"] = "auto"
 
     @field_validator("name")
     @classmethod
@@ -85,6 +98,14 @@ class SourceConfig(BaseModel):
     @classmethod
     def _cadence(cls, value: str) -> str:
         return validate_cadence(value)
+
+    @field_validator("publish_at")
+    @classmethod
+    def _publish_at(cls, value: str) -> str:
+        match = re.fullmatch(r"([01]\d|2[0-3]):([0-5]\d)", value.strip())
+        if match is None:
+            raise ValueError(f"publish_at {value!r} must be a local time HH:MM, such as 06:30")
+        return value.strip()
 
     @field_validator("published_from")
     @classmethod

@@ -18,7 +18,7 @@ def archive_add(
     source: str,
     data: bytes,
     *,
-    published_at: str | None,
+    published_at: str | int | None,
     original_name: str | None,
     content_type: str | None = None,
 ) -> tuple[PayloadRef, bool]:

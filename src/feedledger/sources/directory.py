@@ -104,17 +104,25 @@ def fetch_directory(src: SourceConfig) -> Fetched:
             source=src.name,
             hint="remove or rename all but one",
         )
-    chosen = winners[0]
+    return read_file(src, winners[0], newest)
+
+
+def read_file(src: SourceConfig, path: Path, instant: int | None = None) -> Fetched:
+    """One payload file; its publisher instant from its name unless given."""
+    if not path.is_file():
+        raise NotFoundError(f"no payload file {path}", source=src.name)
     try:
-        data = chosen.read_bytes()
+        data = path.read_bytes()
     except PermissionError as exc:
-        raise ConfigError(f"cannot read {chosen}: permission denied", source=src.name) from exc
+        raise ConfigError(f"cannot read {path}: permission denied", source=src.name) from exc
     except OSError as exc:
-        raise FeedledgerError(f"cannot read {chosen}: {exc}", source=src.name) from exc
-    content_type, _ = mimetypes.guess_type(chosen.name)
+        raise FeedledgerError(f"cannot read {path}: {exc}", source=src.name) from exc
+    if instant is None:
+        instant = date_in_name(path.name, src.timezone)
+    content_type, _ = mimetypes.guess_type(path.name)
     return Fetched(
         data=data,
-        published_at=newest if src.published_from == "filename" else None,
-        original_name=chosen.name,
+        published_at=instant if src.published_from == "filename" else None,
+        original_name=path.name,
         content_type=content_type,
     )

@@ -1,0 +1,164 @@
+"""`feedledger scheduler` (long-running) and `feedledger health` (is any source stale?)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import typer
+
+from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, workspace
+from feedledger.model.errors import ConfigError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("scheduler")(scheduler)
+    app.command("health")(health)
+
+
+@guarded
+def scheduler(
+    ctx: typer.Context,
+    workers: int = typer.Option(2, "--workers", min=1, help="Sources run at once here."),
+    tick: float = typer.Option(
+        30.0, "--tick", min=0.05, help="Seconds between looks at what is due."
+    ),
+    lease_ttl: int = typer.Option(
+        60,
+        "--lease-ttl",
+        min=2,
+        help="Seconds a dead worker's leases last before another takes its sources over "
+        "(live leases are renewed every third of it). On one host a dead worker's "
+        "leases are taken over at once.",
+    ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", min=1, max=65535, help="Serve Prometheus metrics on this port."
+    ),
+    metrics_addr: str = typer.Option(
+        "127.0.0.1", "--metrics-addr", help="Address the metrics server listens on."
+    ),
+    dispatch: bool = typer.Option(
+        True, "--dispatch/--no-dispatch", help="Deliver notifications after each tick."
+    ),
+    once: bool = typer.Option(
+        False, "--once", help="One tick: run what is due now, wait for it, then exit."
+    ),
+) -> None:
+    """Run every unfrozen source with a fetch location on its cadence, until SIGTERM.
+
+    A publication of date D is due at the source's `publish_at` (its cron time for a
+    cron cadence); until it arrives the scheduler retries with backoff (`retry_s`,
+    doubling to an hour) for `fetch_window_h`. More than one missed publication is never
+    caught up naively: the scheduler fills the archive with what the publisher still
+    serves and backfills (one summary, gaps for what is lost) -- or, with `recovery =
+    "hold"`, announces it and waits for an operator. Staleness and failures are
+    announced to the notification subscribers once per episode, and once when they
+    clear. Any number of schedulers (processes or machines sharing a PostgreSQL store)
+    share the sources: one run per source at a time, by the lease in the store.
+
+    Logs: one JSON line per event on stderr (`"event": "run"` per attempt, with
+    source, run_id, outcome, counts and duration). SIGTERM / SIGINT: no new runs; a
+    backfill stops after its current payload; leases are released; exit 0.
+    """
+    import threading
+
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)  # from the start: a stop while starting is clean
+    signal.signal(signal.SIGINT, stop)
+
+    from feedledger.cli.common import config_path
+    from feedledger.scheduler.loop import Options, Scheduler
+    from feedledger.scheduler.metrics import Metrics
+
+    ws = workspace(ctx)
+    if not any(s.fetch for s in ws.sources.values()):
+        err.print(
+            "[yellow]warning:[/] no source has a fetch location: nothing will run "
+            "(health is still watched); add one with `feedledger source add ... --fetch`",
+            markup=True,
+        )
+    metrics = Metrics() if metrics_port is not None else None
+    options = Options(workers=workers, tick_s=tick, lease_ttl_s=lease_ttl, dispatch=dispatch)
+    sched = Scheduler(config_path(ctx) or ws.config_path, options, metrics=metrics, stop=stopping)
+    if metrics is not None and metrics_port is not None:
+        try:
+            metrics.serve(metrics_port, metrics_addr)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot serve metrics on {metrics_addr}:{metrics_port}: {exc.strerror}"
+            ) from None
+    try:
+        sched.run(once=once)
+    finally:
+        sched.close()
+
+
+@guarded
+def health(
+    ctx: typer.Context,
+    sources: list[str] | None = typer.Argument(None, help="Only these sources."),
+    at: str | None = typer.Option(
+        None, "--at", help="Judge as if it were this instant (ISO 8601; default: now)."
+    ),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Per source: last successful fetch, last publisher date, expected publications
+    missed since, lease, frozen, held runs, undelivered notifications.
+
+    Exits 1 when any source is stale (it missed more than its `stale_after` expected
+    publications, default 1; frozen sources are never stale), 0 otherwise.
+    """
+    from feedledger.model.timeutil import now_us, parse_instant, to_us
+    from feedledger.pipeline.health import health as compute
+
+    when = to_us(parse_instant(at, "UTC", what="--at")) if at else now_us()
+    with context(ctx) as c:
+        names = [n for part in sources or [] for n in part.split(",") if n]
+        for n in names:
+            c.workspace.source(n)
+        report = compute(c, when, names or None)
+    stale = [h.source for h in report if h.stale]
+    if json_out:
+        emit_json({"ok": not stale, "stale": stale, "sources": [h.to_json() for h in report]})
+    else:
+        rows = []
+        for h in report:
+            j = h.to_json()
+            rows.append(
+                [
+                    h.source,
+                    j["status"],
+                    str(h.missed),
+                    j["last_publisher_date"] or "",
+                    j["last_successful_fetch"] or "",
+                    h.lease.get("state", ""),
+                    str(h.held_runs),
+                    f"{h.notifications.get('pending', 0)}/{h.notifications.get('dead', 0)}",
+                    (h.schedule.get("last_error") or "")[:60],
+                ]
+            )
+        table(
+            "health",
+            [
+                "source",
+                "status",
+                "missed",
+                "last publisher date",
+                "last successful fetch",
+                "lease",
+                "held runs",
+                "pending/dead msgs",
+                "last error",
+            ],
+            rows,
+        )
+        if stale:
+            err.print(f"stale: {', '.join(stale)}")
+    out.file.flush()
+    if stale:
+        sys.stdout.flush()
+        raise typer.Exit(1)

@@ -1,0 +1,118 @@
+"""What the scheduler remembers of each source between its runs (`schedule_state`):
+attempts and their backoff, the last successful fetch, and which alert episodes are
+open. An episode opens with a conditional update (`... WHERE <column> IS NULL`), in the
+transaction that queues its notice, so however many scheduler processes notice the
+same condition, subscribers hear of it once; closing it works the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from feedledger.ledger.schema import schedule_state
+from feedledger.ledger.store import Store
+
+EPISODES = ("stale_alerted_at", "failure_alerted_at", "hold_alerted_at")
+
+
+@dataclass(frozen=True)
+class State:
+    source: str
+    first_attempt_at: int | None = None
+    last_attempt_at: int | None = None
+    last_success_at: int | None = None
+    last_outcome: str | None = None
+    last_error: str | None = None
+    failures: int = 0
+    next_attempt_at: int | None = None
+    stale_alerted_at: int | None = None
+    failure_alerted_at: int | None = None
+    hold_alerted_at: int | None = None
+
+
+def _state(row: Any) -> State:
+    return State(**{c.name: getattr(row, c.name) for c in schedule_state.columns})
+
+
+def get(store: Store, source: str) -> State:
+    with store.engine.connect() as conn:
+        row = conn.execute(select(schedule_state).where(schedule_state.c.source == source)).first()
+    return _state(row) if row is not None else State(source)
+
+
+def all_states(store: Store) -> dict[str, State]:
+    with store.engine.connect() as conn:
+        return {r.source: _state(r) for r in conn.execute(select(schedule_state))}
+
+
+def _ensure(conn: Connection, source: str) -> None:
+    exists = conn.execute(
+        select(schedule_state.c.source).where(schedule_state.c.source == source)
+    ).first()
+    if exists is None:
+        conn.execute(insert(schedule_state).values(source=source, failures=0))
+
+
+def attempted(
+    store: Store,
+    source: str,
+    *,
+    at: int,
+    outcome: str,
+    success: bool,
+    error: str | None = None,
+    next_attempt_at: int | None = None,
+) -> State:
+    """Record one attempt: a success resets the count of consecutive unsuccessful ones."""
+    with store.begin() as conn:
+        _ensure(conn, source)
+        row = conn.execute(select(schedule_state).where(schedule_state.c.source == source)).one()
+        values: dict[str, Any] = {
+            "last_attempt_at": at,
+            "last_outcome": outcome,
+            "last_error": error,
+            "next_attempt_at": next_attempt_at,
+            "failures": 0 if success else int(row.failures) + 1,
+        }
+        if row.first_attempt_at is None:
+            values["first_attempt_at"] = at
+        if success:
+            values["last_success_at"] = at
+        conn.execute(
+            update(schedule_state).where(schedule_state.c.source == source).values(**values)
+        )
+        new = conn.execute(select(schedule_state).where(schedule_state.c.source == source)).one()
+    return _state(new)
+
+
+def open_episode(conn: Connection, source: str, column: str, at: int) -> bool:
+    """Mark the episode open; True if this call opened it (then announce it)."""
+    assert column in EPISODES
+    _ensure(conn, source)
+    col = schedule_state.c[column]
+    result = conn.execute(
+        update(schedule_state)
+        .where(schedule_state.c.source == source, col.is_(None))
+        .values({column: at})
+    )
+    return bool(result.rowcount)
+
+
+def close_episode(conn: Connection, source: str, column: str) -> int | None:
+    """Close the episode; returns when it opened if this call closed it (announce the
+    recovery), else None."""
+    assert column in EPISODES
+    col = schedule_state.c[column]
+    row = conn.execute(
+        select(col).where(schedule_state.c.source == source, col.is_not(None))
+    ).first()
+    if row is None:
+        return None
+    result = conn.execute(
+        update(schedule_state)
+        .where(schedule_state.c.source == source, col == row[0])
+        .values({column: None})
+    )
+    return int(row[0]) if result.rowcount else None

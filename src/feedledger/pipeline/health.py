@@ -1,0 +1,155 @@
+"""`feedledger health`: is every source up to date, and if not, since when?
+
+Per source: the last successful fetch, the last applied payload's publisher date, the
+expected publications missed since (due by now per the cadence, after the watermark's
+date, not covered by a recorded gap), the lease, frozen, runs held for review, and its
+undelivered notifications. A source is stale when it missed more than `stale_after`
+publications; a frozen source is never stale (it was stopped on purpose). `now_us` is
+a parameter: the scheduler passes its clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+
+from feedledger.ledger import gaps, schedule_state
+from feedledger.ledger.freezes import frozen
+from feedledger.ledger.schema import deliveries, leases, payloads, runs
+from feedledger.model.cadence import day_start_us, due_dates, local_date
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import iso
+from feedledger.pipeline.context import Context
+
+SHOWN_DATES = 31
+
+
+@dataclass
+class SourceHealth:
+    source: str
+    cadence: str
+    scheduled: bool  # has a fetch location: the scheduler runs it
+    frozen: bool
+    stale: bool
+    stale_after: int
+    missed: int
+    missed_dates: list[date] = field(default_factory=list)
+    last_publisher_at: int | None = None
+    last_success_at: int | None = None
+    lease: dict[str, Any] = field(default_factory=dict)
+    held_runs: int = 0
+    notifications: dict[str, int] = field(default_factory=dict)
+    schedule: dict[str, Any] = field(default_factory=dict)
+    recovery: str = "auto"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "status": "frozen" if self.frozen else ("stale" if self.stale else "ok"),
+            "cadence": self.cadence,
+            "scheduled": self.scheduled,
+            "frozen": self.frozen,
+            "stale": self.stale,
+            "stale_after": self.stale_after,
+            "missed_publications": self.missed,
+            "missed_dates": [d.isoformat() for d in self.missed_dates[-SHOWN_DATES:]],
+            "last_publisher_date": iso(self.last_publisher_at),
+            "last_successful_fetch": iso(self.last_success_at),
+            "lease": self.lease,
+            "held_runs": self.held_runs,
+            "notifications": self.notifications,
+            "schedule": self.schedule,
+            "recovery": self.recovery,
+        }
+
+
+def missed_dates(ctx: Context, src: SourceConfig, now_us: int) -> list[date]:
+    """Expected publications due by `now_us` that the ledger has not got: after the
+    watermark's date (or, never applied, after the scheduler's first attempt), minus
+    the days a recorded gap covers."""
+    wm = ctx.store.watermark(src.name)
+    if wm is not None and wm.published_at is not None:
+        after = local_date(wm.published_at, src.timezone)
+    else:
+        first = schedule_state.get(ctx.store, src.name).first_attempt_at
+        if first is None:
+            return []
+        after = local_date(first, src.timezone) - timedelta(days=1)
+    days = due_dates(src.cadence, src.timezone, after, now_us, src.publish_at)
+    if not days:
+        return []
+    spans = [(g.start_at, g.end_at) for g in gaps.listing(ctx.store, src.name)]
+
+    def covered(d: date) -> bool:
+        lo = day_start_us(d, src.timezone)
+        hi = day_start_us(d + timedelta(days=1), src.timezone)
+        return any(a <= lo and b >= hi for a, b in spans)
+
+    return [d for d in days if not covered(d)]
+
+
+def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
+    store = ctx.store
+    state = schedule_state.get(store, src.name)
+    with store.engine.connect() as conn:
+        ice = frozen(conn, src.name)
+        lease = conn.execute(select(leases).where(leases.c.source == src.name)).first()
+        held = conn.execute(
+            select(func.count()).where(runs.c.source == src.name, runs.c.status == "held")
+        ).scalar_one()
+        fetched = conn.execute(
+            select(func.max(payloads.c.fetched_at)).where(payloads.c.source == src.name)
+        ).scalar_one()
+        waiting: dict[str, int] = dict(
+            conn.execute(
+                select(deliveries.c.status, func.count())
+                .where(
+                    deliveries.c.source == src.name,
+                    deliveries.c.status.in_(("pending", "failed", "dead")),
+                )
+                .group_by(deliveries.c.status)
+            ).all()
+        )
+    wm = store.watermark(src.name)
+    missed = missed_dates(ctx, src, now_us)
+    lease_info: dict[str, Any] = {"state": "free"}
+    if lease is not None and lease.holder is not None:
+        lease_info = {
+            "state": "held",
+            "holder": lease.holder,
+            "run_id": lease.run_id,
+            "expires_at": iso(lease.expires_at),
+            "heartbeat_at": iso(lease.heartbeat_at),
+        }
+    last_success = max((t for t in (state.last_success_at, fetched) if t is not None), default=None)
+    return SourceHealth(
+        source=src.name,
+        cadence=src.cadence,
+        scheduled=src.fetch is not None,
+        frozen=ice is not None,
+        stale=ice is None and len(missed) > src.stale_after,
+        stale_after=src.stale_after,
+        missed=len(missed),
+        missed_dates=missed,
+        last_publisher_at=wm.published_at if wm is not None else None,
+        last_success_at=last_success,
+        lease=lease_info,
+        held_runs=int(held),
+        notifications={k: int(waiting.get(k, 0)) for k in ("pending", "failed", "dead")},
+        schedule={
+            "last_attempt_at": iso(state.last_attempt_at),
+            "last_outcome": state.last_outcome,
+            "last_error": state.last_error,
+            "failures": state.failures,
+            "next_attempt_at": iso(state.next_attempt_at),
+        },
+        recovery=src.recovery,
+    )
+
+
+def health(ctx: Context, now_us: int, sources: list[str] | None = None) -> list[SourceHealth]:
+    names = sources or sorted(ctx.workspace.sources)
+    return [source_health(ctx, ctx.workspace.source(n), now_us) for n in names]

@@ -1,0 +1,255 @@
+"""One scheduler decision for one source at `now` (the scheduler's clock, a parameter):
+
+* nothing due, frozen, no fetch location, or backing off  -> nothing to do
+* one publication due (the normal day)  -> a live run: fetch the newest and ingest it;
+  if the publisher has not published it yet (or is unreachable), try again with
+  backoff from `retry_s`, doubling up to an hour, while the fetch window lasts
+* more than one due (an outage, a stopped scheduler)  -> never a naive catch-up:
+  `recovery = "auto"` fills the archive and backfills (pipeline/recovery.py);
+  `"hold"` announces it once and waits for an operator
+
+`alerts` opens and closes alert episodes (stale, failing, recovery on hold): each is
+announced to the notification subscribers once when it opens and once when it clears.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from feedledger.ledger import notices, schedule_state
+from feedledger.ledger.freezes import frozen
+from feedledger.model.cadence import due_at, next_due
+from feedledger.model.errors import FeedledgerError, LeaseHeldError, StaleWatermarkError
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import iso
+from feedledger.pipeline.backfill import Progress
+from feedledger.pipeline.context import Context
+from feedledger.pipeline.health import SourceHealth, missed_dates
+
+MAX_BACKOFF_S = 3600.0
+
+
+class Interrupted(Exception):
+    """Raised by a progress callback to stop a backfill between two payloads (each
+    payload's transaction is whole); the next attempt resumes it from the watermark."""
+
+
+@dataclass
+class Attempt:
+    """What one scheduled attempt did: one structured log line."""
+
+    source: str
+    action: str  # live | recover | hold
+    outcome: str  # applied | not_yet_published | recovered | waiting | held | busy | failed
+    at: int
+    run_id: str | None = None
+    changes: int = 0
+    payloads: int = 0
+    missed: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "run",
+            "source": self.source,
+            "action": self.action,
+            "outcome": self.outcome,
+            "at": iso(self.at),
+            "run_id": self.run_id,
+            "changes": self.changes,
+            "payloads": self.payloads,
+            "missed": self.missed,
+            "duration_s": round(self.seconds, 3),
+            "error": self.error,
+            **self.detail,
+        }
+
+
+def backoff_us(src: SourceConfig, failures: int, rng: random.Random) -> int:
+    cap = min(MAX_BACKOFF_S, src.retry_s * (2 ** max(0, failures)))
+    return int(rng.uniform(cap / 2, cap) * 1_000_000)
+
+
+def _retry_at(src: SourceConfig, now: int, failures: int, due: int, rng: random.Random) -> int:
+    """Next try after an unsuccessful one: backoff, but once the fetch window of the due
+    publication has closed, not before the next publication is due."""
+    at = now + backoff_us(src, failures, rng)
+    if src.fetch_window_h is not None and at > due + int(src.fetch_window_h * 3.6e9):
+        return max(at, next_due(src.cadence, src.timezone, now, src.publish_at))
+    return at
+
+
+def due_now(ctx: Context, src: SourceConfig, now: int) -> bool:
+    """Whether the scheduler should attempt `src` now."""
+    if src.fetch is None:
+        return False
+    state = schedule_state.get(ctx.store, src.name)
+    if state.next_attempt_at is not None and now < state.next_attempt_at:
+        return False
+    with ctx.store.engine.connect() as conn:
+        if frozen(conn, src.name) is not None:
+            return False
+    if ctx.store.watermark(src.name) is None:
+        return True  # never applied: the first live run
+    return bool(missed_dates(ctx, src, now))
+
+
+def attempt(
+    ctx: Context,
+    src: SourceConfig,
+    now: int,
+    rng: random.Random,
+    progress: Progress | None = None,
+) -> Attempt:
+    """Run what is due for `src` (see the module docstring) and record the attempt.
+    Errors are recorded and returned, never raised (the scheduler must go on)."""
+    started = time.perf_counter()
+    store = ctx.store
+    state = schedule_state.get(store, src.name)
+    missed = missed_dates(ctx, src, now) if store.watermark(src.name) is not None else []
+    action = "recover" if len(missed) > 1 else "live"
+    if action == "recover" and src.recovery == "hold":
+        action = "hold"
+    result = Attempt(src.name, action, "failed", now, missed=len(missed))
+    due = due_at(src.cadence, src.timezone, missed[-1], src.publish_at) if missed else now
+    try:
+        if action == "hold":
+            result.outcome = "held"
+            result.detail["hint"] = (
+                f"recovery = hold: `feedledger backfill {src.name} --from "
+                f"{missed[0]} --to {missed[-1]}` (after filling the archive), then "
+                "the scheduler resumes"
+            )
+        elif action == "recover":
+            from feedledger.pipeline.recovery import recover
+
+            rec = recover(ctx, src, missed, progress=progress)
+            if rec.report is None:
+                result.outcome = "waiting"  # the publisher serves none of them yet
+            else:
+                result.outcome = "recovered"
+                result.run_id = rec.report.run_id
+                result.changes = rec.report.changes
+                result.payloads = len(rec.report.steps)
+                result.detail["gaps_recorded"] = rec.report.gaps_recorded
+            result.detail["archived_now"] = len(rec.archived)
+        else:
+            from feedledger.pipeline.run import run_source
+
+            got = run_source(ctx, src.name)
+            if got is None or got.status == "already_applied":
+                result.outcome = "not_yet_published"
+            else:
+                result.outcome = "applied"
+                result.run_id = got.run_id
+                result.changes = got.changes
+                result.payloads = 1
+                if got.held:
+                    result.detail["held_for_review"] = True
+    except LeaseHeldError as exc:
+        result.outcome, result.error = "busy", exc.problem
+    except StaleWatermarkError:
+        result.outcome = "not_yet_published"  # the newest there is older than what we have
+    except FeedledgerError as exc:
+        result.error = str(exc)
+    except Interrupted:
+        result.outcome, result.error = "interrupted", "stopped between two payloads"
+    except Exception as exc:  # a bug or an unexpected library error: record, go on
+        result.error = f"{type(exc).__name__}: {exc}"
+    result.seconds = time.perf_counter() - started
+    success = result.outcome in ("applied", "recovered")
+    if result.outcome in ("busy", "interrupted"):
+        next_at: int | None = state.next_attempt_at
+    elif result.outcome == "held":
+        next_at = next_due(src.cadence, src.timezone, now, src.publish_at)
+    elif success:
+        next_at = None
+    else:
+        next_at = _retry_at(src, now, state.failures, due, rng)
+    if result.outcome not in ("busy", "interrupted"):
+        schedule_state.attempted(
+            store,
+            src.name,
+            at=now,
+            outcome=result.outcome,
+            success=success,
+            error=result.error,
+            next_attempt_at=next_at,
+        )
+    return result
+
+
+def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
+    """Open or close the source's alert episodes; returns the notices queued."""
+    store = ctx.store
+    state = schedule_state.get(store, health.source)
+    stale = health.stale
+    failing = state.failures > 0 and state.last_outcome == "failed" and not health.frozen
+    holding = state.last_outcome == "held" and health.missed > 1
+    queued: list[str] = []
+    body: dict[str, Any] = {
+        "missed_publications": health.missed,
+        "missed_dates": [d.isoformat() for d in health.missed_dates[-31:]],
+        "last_publisher_date": iso(health.last_publisher_at),
+        "last_successful_fetch": iso(health.last_success_at),
+        "last_error": state.last_error,
+    }
+    for column, active, topic, text in (
+        (
+            "stale_alerted_at",
+            stale,
+            "stale",
+            f"{health.source} is stale: {health.missed} expected publication(s) missing",
+        ),
+        (
+            "failure_alerted_at",
+            failing,
+            "failing",
+            f"{health.source}: scheduled runs are failing: {state.last_error}",
+        ),
+        (
+            "hold_alerted_at",
+            holding,
+            "recovery_held",
+            f"{health.source} missed {health.missed} publication(s); recovery is on hold "
+            "for an operator (recovery = hold)",
+        ),
+    ):
+        with store.begin() as conn:
+            if active:
+                if schedule_state.open_episode(conn, health.source, column, now):
+                    _notice(conn, health.source, topic, now, now, {**body, "text": text})
+                    queued.append(topic)
+            else:
+                opened = schedule_state.close_episode(conn, health.source, column)
+                if opened is not None:
+                    done = f"{health.source}: {topic.replace('_', ' ')} cleared"
+                    _notice(
+                        conn,
+                        health.source,
+                        f"{topic}_cleared",
+                        opened,
+                        now,
+                        {**body, "text": done, "since": iso(opened)},
+                    )
+                    queued.append(f"{topic}_cleared")
+    return queued
+
+
+def _notice(conn: Any, source: str, topic: str, episode: int, now: int, body: Any) -> None:
+    notices.queue(
+        conn,
+        source=source,
+        run_id=f"episode-{episode}",
+        topic=topic,
+        payload_id="",
+        changes=0,
+        body=body,
+        at_us=now,
+        key=f"{source}:{topic}:{episode}",
+    )

@@ -1,0 +1,1 @@
+"""The scheduler: an entry point (beside the CLI) that runs sources on their cadence."""

@@ -1,0 +1,204 @@
+"""`feedledger scheduler`: run every unfrozen source with a fetch location when its
+cadence says a publication is due; recover missed ones by backfill; watch staleness.
+
+Each tick (every `tick_s` of the clock): reload feedledger.toml, hand every due source
+to a pool of `workers` threads (one attempt per source at a time in this process; the
+per-source lease in the store keeps other processes and machines off it), and for
+every source evaluate health, open or close alert episodes and update the metrics. A
+heartbeat thread keeps this process's leases alive, so a short lease time-to-live
+hands a dead worker's sources to another one soon. SIGTERM / SIGINT: no new attempts;
+a backfill stops after its current payload's transaction; leases are released; exit.
+
+The clock is a parameter: tests drive ticks with a fake one, no sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from feedledger.config import Workspace
+from feedledger.ledger import leases
+from feedledger.model.timeutil import iso, now_us
+from feedledger.pipeline.context import Context
+from feedledger.pipeline.health import health
+from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
+from feedledger.scheduler.metrics import Metrics
+
+
+class Clock(Protocol):
+    def now_us(self) -> int: ...
+
+    def sleep(self, seconds: float, stop: threading.Event) -> None: ...
+
+
+class SystemClock:
+    def now_us(self) -> int:
+        return now_us()
+
+    def sleep(self, seconds: float, stop: threading.Event) -> None:
+        stop.wait(seconds)
+
+
+@dataclass
+class Options:
+    workers: int = 2
+    tick_s: float = 30.0
+    lease_ttl_s: int = 60
+    dispatch: bool = True  # deliver notifications after each tick
+    seed: int | None = None
+
+
+@dataclass
+class Scheduler:
+    config_path: Path
+    options: Options = field(default_factory=Options)
+    clock: Clock = field(default_factory=SystemClock)
+    log: IO[str] = field(default_factory=lambda: sys.stderr)
+    metrics: Metrics | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.options.seed)
+        self._inflight: dict[str, Future[Attempt]] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(self.options.workers, thread_name_prefix="source")
+        workspace = Workspace.load(self.config_path)
+        self.ctx = Context(workspace)
+        self.store = self.ctx.store  # opened once, shared by the workers (thread-safe)
+        leases.set_ttl(self.options.lease_ttl_s)
+
+    # -- logging ----------------------------------------------------------------------
+    def emit(self, event: dict[str, Any]) -> None:
+        line = json.dumps({"ts": iso(now_us()), **event}, ensure_ascii=False, default=str)
+        with self._lock:
+            self.log.write(line + "\n")
+            self.log.flush()
+
+    # -- one tick ---------------------------------------------------------------------
+    def _context(self) -> Context:
+        """This tick's workspace (feedledger.toml may have changed), the same store."""
+        try:
+            workspace = Workspace.load(self.config_path)
+        except Exception as exc:  # a broken edit: keep the last good configuration
+            self.emit({"event": "config_error", "error": str(exc)})
+            workspace = self.ctx.workspace
+        ctx = Context(workspace)
+        ctx._store = self.store
+        ctx._archive = self.ctx.archive
+        return ctx
+
+    def _progress(self) -> Callable[[int, int, object], None]:
+        def step(_done: int, _total: int, _ref: object) -> None:
+            if self.stop.is_set():
+                raise Interrupted
+
+        return step
+
+    def _run_one(self, ctx: Context, name: str, now: int) -> Attempt:
+        src = ctx.workspace.source(name)
+        result = attempt(ctx, src, now, self.rng, progress=self._progress())
+        self.emit(result.to_json())
+        if self.metrics is not None:
+            self.metrics.observe(result)
+        self._watch(ctx, [name], now)  # its alerts once the attempt is over
+        return result
+
+    def tick(self, *, wait: bool = False) -> list[Future[Attempt]]:
+        """Start an attempt for every due source not already in flight here; with
+        `wait`, wait for them (and for their alerts) before returning."""
+        ctx = self._context()
+        now = self.clock.now_us()
+        started: list[Future[Attempt]] = []
+        for name, src in sorted(ctx.workspace.sources.items()):
+            if self.stop.is_set():
+                break
+            with self._lock:
+                busy = name in self._inflight and not self._inflight[name].done()
+            if busy:
+                continue
+            try:
+                if not due_now(ctx, src, now):
+                    continue
+            except Exception as exc:
+                self.emit({"event": "error", "source": name, "error": str(exc)})
+                continue
+            future = self._pool.submit(self._run_one, ctx, name, now)
+            with self._lock:
+                self._inflight[name] = future
+            started.append(future)
+        if wait:
+            for f in started:
+                f.result()
+        with self._lock:
+            idle = [n for n in ctx.workspace.sources if n not in self._running()]
+        self._watch(ctx, idle, now)
+        if self.options.dispatch:
+            self._dispatch()
+        return started
+
+    def _running(self) -> set[str]:
+        return {n for n, f in self._inflight.items() if not f.done()}
+
+    def _watch(self, ctx: Context, names: list[str], now: int) -> None:
+        """Health of these sources (none with an attempt in flight: a source being
+        recovered is not announced stale): alert episodes and metrics."""
+        try:
+            report = health(ctx, now, sorted(names)) if names else []
+        except Exception as exc:
+            self.emit({"event": "error", "error": f"health: {exc}"})
+            return
+        for h in report:
+            if self.metrics is not None:
+                self.metrics.update(h)
+            try:
+                for topic in alerts(ctx, h, now):
+                    self.emit({"event": "alert", "source": h.source, "topic": topic})
+            except Exception as exc:
+                self.emit({"event": "error", "source": h.source, "error": f"alert: {exc}"})
+
+    def _dispatch(self) -> None:
+        from feedledger.ledger.subscriptions import listing
+        from feedledger.notify.dispatch import dispatch
+
+        try:
+            if not listing(self.store):
+                return
+            report = dispatch(self.store, once=True)
+        except Exception as exc:
+            self.emit({"event": "error", "error": f"notify: {exc}"})
+            return
+        if report.attempted or report.messages_created:
+            self.emit({"event": "notify", **report.to_json()})
+
+    # -- the loop ---------------------------------------------------------------------
+    def run(self, *, once: bool = False) -> None:
+        self.emit(
+            {
+                "event": "start",
+                "workers": self.options.workers,
+                "tick_s": self.options.tick_s,
+                "lease_ttl_s": self.options.lease_ttl_s,
+                "holder_pid": __import__("os").getpid(),
+            }
+        )
+        with leases.Heartbeat(self.store):
+            try:
+                while not self.stop.is_set():
+                    self.tick(wait=once)
+                    if once:
+                        break
+                    self.clock.sleep(self.options.tick_s, self.stop)
+            finally:
+                self._pool.shutdown(wait=True)  # current payloads finish, leases released
+        self.emit({"event": "stop"})
+
+    def close(self) -> None:
+        self.ctx.close()
