@@ -295,3 +295,87 @@ def test_expected_dates_follow_weekdays_and_cron(cli: Cli, feed: Path) -> None:
     assert due_dates("weekdays", TZ, friday, monday_9) == [friday + timedelta(days=3)]
     assert due_dates("0 10 * * 1-5", TZ, friday, monday_9) == []  # due at 10:00
     assert due_dates("daily", TZ, friday, monday_9, "10:00") == [date(2026, 8, 8), date(2026, 8, 9)]
+
+
+def test_a_date_template_fetches_each_missed_day_the_publisher_still_serves(
+    cli: Cli, tmp_path: Path
+) -> None:
+    import http.server
+
+    served: dict[str, bytes] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = served.get(self.path.rsplit("/", 1)[-1])
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/files/{SRC}_{{date}}.csv"
+        cli("source", "add", SRC, "--key", "parcel", "--timezone", TZ, "--fetch", url)
+
+        def serve(day: str, zoning: str) -> None:
+            served[f"{SRC}_{day}.csv"] = f"parcel,zoning\n0714-22-1,{zoning}\n".encode()
+
+        serve("2026-08-01", "R-0")
+        clock = FakeClock("2026-08-01T07:00")
+        sched, _log = scheduler(cli, clock)
+        assert [r["outcome"] for r in tick(sched)] == ["applied"]
+        for d in ("2026-08-02", "2026-08-04"):  # 08-03 is no longer served
+            serve(d, f"Z-{d}")
+        clock.at("2026-08-05T07:00")  # 08-05 is not published yet
+        [rec] = tick(sched)
+        assert (rec["outcome"], rec["payloads"], rec["gaps_recorded"]) == ("recovered", 2, 1)
+        assert rec["archived_now"] == 2
+        [gap] = rows(cli, gaps)
+        assert gap.start_at == to_us(parse_instant("2026-08-03", TZ))
+        serve("2026-08-05", "Z-5")
+        clock.at("2026-08-05T08:00")
+        assert [(r["action"], r["outcome"]) for r in tick(sched)] == [("live", "applied")]
+        assert health(cli, "2026-08-05T09:00")["ok"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_stop_during_recovery_ends_after_a_whole_payload_and_resumes(
+    cli: Cli, feed: Path
+) -> None:
+    publish(feed, "2026-08-01", "R-0")
+    declare(cli, feed)
+    clock = FakeClock("2026-08-01T07:00")
+    sched, _log = scheduler(cli, clock)
+    tick(sched)
+    for d in range(2, 8):
+        publish(feed, f"2026-08-{d:02d}", f"Z-{d}")
+    clock.at("2026-08-07T07:00")
+    real = sched._progress
+
+    def stopping() -> Any:
+        inner = real()
+
+        def step(done: int, total: int, ref: object) -> None:
+            if done == 2:
+                sched.stop.set()  # SIGTERM arrives while the second payload commits
+            inner(done, total, ref)
+
+        return step
+
+    sched._progress = stopping  # type: ignore[method-assign]
+    [cut] = tick(sched)
+    assert cut["outcome"] == "interrupted"
+    assert len(rows(cli, applications)) == 1 + 2  # whole payloads only
+    assert health(cli, "2026-08-07T07:00")["sources"][0]["lease"]["state"] == "free"
+    sched.stop.clear()
+    sched._progress = real  # type: ignore[method-assign]
+    [done] = tick(sched)
+    assert (done["outcome"], done["payloads"]) == ("recovered", 4)
+    assert len(rows(cli, applications)) == 7
+    assert topics(cli) == {"summary": 1}

@@ -159,6 +159,23 @@ def _source_json(src: SourceConfig) -> dict[str, object]:
     return data
 
 
+def _warn_fetch(src: SourceConfig) -> None:
+    """A local fetch location that does not exist is worth a warning now (it may be a
+    mount that is not there yet, so not an error); URLs are not probed."""
+    location = (src.fetch or "").removeprefix("file://")
+    if not location or "://" in location:
+        return
+    folder = Path(location).expanduser()
+    if "{date" in location:
+        folder = folder.parent
+    if not folder.is_dir():
+        err.print(
+            f"[yellow]warning:[/] fetch location {folder} does not exist (yet): "
+            "`run` and the scheduler will fail until it does",
+            markup=True,
+        )
+
+
 @source_app.command("add")
 @guarded
 def source_add(
@@ -250,6 +267,7 @@ def source_add(
         recovery=recovery,
     )
     ws.add_source(src, replace=replace)
+    _warn_fetch(src)
     if json_out:
         emit_json(_source_json(src))
     else:

@@ -31,9 +31,14 @@ def _load_state(path: Path) -> FetchState | None:
 
 
 def run_source(
-    ctx: Context, source: str, *, allow_mass_delete: bool = False
+    ctx: Context,
+    source: str,
+    *,
+    allow_mass_delete: bool = False,
+    now: int | None = None,
 ) -> IngestResult | None:
-    """Fetch and ingest. Returns None when the publisher has nothing new (HTTP 304)."""
+    """Fetch and ingest. Returns None when the publisher has nothing new (HTTP 304).
+    `now`: the caller's clock (the scheduler's), for a `{date}` location's newest date."""
     src = ctx.workspace.source(source)
     if not src.fetch:
         raise ConfigError(
@@ -46,7 +51,7 @@ def run_source(
 
     path = _state_path(ctx, source)
     fetched_at = now_us()
-    got = fetch(src, previous=_load_state(path))
+    got = fetch(src, previous=_load_state(path), now_us=now)
     if got.data is None:
         return None
     result = ingest(

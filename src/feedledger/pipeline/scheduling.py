@@ -141,7 +141,7 @@ def attempt(
         else:
             from feedledger.pipeline.run import run_source
 
-            got = run_source(ctx, src.name)
+            got = run_source(ctx, src.name, now=now)
             if got is None or got.status == "already_applied":
                 result.outcome = "not_yet_published"
             else:

@@ -108,7 +108,8 @@ class Scheduler:
         self.emit(result.to_json())
         if self.metrics is not None:
             self.metrics.observe(result)
-        self._watch(ctx, [name], now)  # its alerts once the attempt is over
+        if result.outcome != "interrupted":  # stopping: the next start judges it
+            self._watch(ctx, [name], now)  # its alerts once the attempt is over
         return result
 
     def tick(self, *, wait: bool = False) -> list[Future[Attempt]]:
@@ -137,9 +138,12 @@ class Scheduler:
         if wait:
             for f in started:
                 f.result()
+        attempted = {n for n, f in self._inflight.items() if f in started}
         with self._lock:
-            idle = [n for n in ctx.workspace.sources if n not in self._running()]
-        self._watch(ctx, idle, now)
+            watched = self._running() | attempted  # each attempt watches its own source
+            idle = [n for n in ctx.workspace.sources if n not in watched]
+        if not self.stop.is_set():
+            self._watch(ctx, idle, now)
         if self.options.dispatch:
             self._dispatch()
         return started

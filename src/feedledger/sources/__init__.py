@@ -25,18 +25,20 @@ def fetch(
     previous: FetchState | None = None,
     client: httpx.Client | None = None,
     single: bool = False,
+    now_us: int | None = None,
 ) -> Fetched:
     """Fetch the newest payload of `src`: an http(s) URL, a file:// URL or a directory
     path. A location carrying `{date}` (sources/templates.py) is tried for the newest
     expected publication date first, then earlier ones. `single`: the location is one
-    file (a filled template), not a directory to pick the newest from."""
+    file (a filled template), not a directory to pick the newest from. `now_us`: the
+    caller's clock (the scheduler's), for a template's newest expected date."""
     if src.fetch is None:
         raise ConfigError(
             "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
         )
     location = src.fetch.strip()
     if not single and is_template(location):
-        return _newest_of_template(src)
+        return _newest_of_template(src, now_us)
     match = _SCHEME_RE.match(location)
     if match is None:
         if single:
@@ -57,13 +59,13 @@ def fetch(
     )
 
 
-def _newest_of_template(src: SourceConfig, days_back: int = 31) -> Fetched:
+def _newest_of_template(src: SourceConfig, now: int | None, days_back: int = 31) -> Fetched:
     from datetime import timedelta
 
     from feedledger.model.cadence import expected_dates, local_date
     from feedledger.model.timeutil import now_us
 
-    today = local_date(now_us(), src.timezone)
+    today = local_date(now if now is not None else now_us(), src.timezone)
     days = expected_dates(src.cadence, src.timezone, today - timedelta(days=days_back), today)
     for day in reversed(days):
         got = fetch_day(src, day)
