@@ -22,6 +22,7 @@ from feedledger.cli import (
     notify_cmds,
     recovery_cmds,
     scheduler_cmds,
+    sync_cmds,
 )
 from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
 from feedledger.config import Workspace, make_source
@@ -53,6 +54,7 @@ ledger_cmds.register(app)
 entity_cmds.register(app)
 recovery_cmds.register(app)
 scheduler_cmds.register(app)
+sync_cmds.register(app)
 demo_cmd.register(app)
 
 

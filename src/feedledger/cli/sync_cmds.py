@@ -1,0 +1,266 @@
+"""`feedledger destination add|list|remove`, `manifest create|show|list`, `sync`,
+`reconcile`: guarded projections of the ledger into a search table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table
+
+if TYPE_CHECKING:
+    from feedledger.pipeline.sync import Progress
+
+destination_app = typer.Typer(
+    help="Downstream projections of a source's current state.", no_args_is_help=True
+)
+manifest_app = typer.Typer(
+    help="Frozen populations for destination rebuilds.", no_args_is_help=True
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(destination_app, name="destination")
+    app.add_typer(manifest_app, name="manifest")
+    app.command("sync")(sync)
+    app.command("reconcile")(reconcile)
+
+
+@destination_app.command("add")
+@guarded
+def destination_add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Destination name."),
+    source: str = typer.Option(..., "--source", help="The source it projects."),
+    postgres: str | None = typer.Option(
+        None, "--postgres", help="PostgreSQL URL (put the password in PGPASSWORD, not here)."
+    ),
+    sqlite: str | None = typer.Option(None, "--sqlite", help="SQLite file (embedded default)."),
+    table_name: str = typer.Option(..., "--table", help="Table (created if absent)."),
+    text_fields: str | None = typer.Option(
+        None, "--text-fields", help="Fields searched (PostgreSQL: a tsvector with a GIN index)."
+    ),
+    transform: str | None = typer.Option(
+        None, "--transform", help="MODULE:FUNCTION mapping a version to a document."
+    ),
+    generation: str = typer.Option(
+        "M-1", "--generation", help="Transform generation, ordered by its number (M-3 < M-4)."
+    ),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Declare a destination and create (or check) its table. Its live route starts now;
+    what the ledger already holds is written by `sync --manifest`."""
+    from feedledger.pipeline.destinations import add_destination
+
+    with context(ctx) as c:
+        dest = add_destination(
+            c,
+            name,
+            source=source,
+            postgres=postgres,
+            sqlite=sqlite,
+            table=table_name,
+            text_fields=text_fields,
+            transform=transform,
+            generation=generation,
+        )
+    if json_out:
+        emit_json(dest)
+    else:
+        out.print(f"destination {dest.name}: {dest.kind} table {dest.table} for {dest.source}")
+
+
+@destination_app.command("list")
+@guarded
+def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
+    """Destinations, by name."""
+    from feedledger.ledger import destinations as registry
+
+    with context(ctx) as c:
+        items = registry.listing(c.store)
+    if json_out:
+        emit_json(items)
+        return
+    rows = [[d.name, d.source, d.kind, d.table, d.generation, str(d.paused_at is not None)]
+            for d in items]  # fmt: skip
+    table("destinations", ["name", "source", "kind", "table", "generation", "paused"], rows)
+
+
+@destination_app.command("remove")
+@guarded
+def destination_remove(ctx: typer.Context, name: str) -> None:
+    """Forget a destination (its table is left as it is)."""
+    from feedledger.ledger import destinations as registry
+
+    with context(ctx) as c:
+        registry.remove(c.store, name)
+    out.print(f"removed destination {name}")
+
+
+@manifest_app.command("create")
+@guarded
+def manifest_create(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Manifest name."),
+    source: str = typer.Option(..., "--source", help="Whose population."),
+    generation: str | None = typer.Option(
+        None, "--transform-generation", help="Default: the source's destination's."
+    ),
+    keys_from: Path | None = typer.Option(
+        None, "--keys-from", help="One key per line (default: every key live now)."
+    ),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Freeze a population: its keys, the source boundary (watermark and payload, and the
+    transaction time) and the transform generation."""
+    from feedledger.pipeline.reconcile import create_manifest
+
+    with context(ctx) as c:
+        man = create_manifest(c, name, source, generation=generation, keys_from=keys_from)
+    if json_out:
+        emit_json(man)
+    else:
+        kind = "reconstructible snapshot" if man.reconstructible else "population of keys only"
+        out.print(f"manifest {man.name}: {man.population:,} keys of {man.source} ({kind})")
+
+
+@manifest_app.command("show")
+@guarded
+def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
+    """A manifest: boundary, generation, population, and whether it is reconstructible."""
+    from feedledger.ledger import manifests
+
+    with context(ctx) as c:
+        man = manifests.get(c.store, name)
+    data = man.to_json()
+    if json_out:
+        emit_json(data)
+        return
+    for k, v in data.items():
+        out.print(f"{k}: {v}")
+
+
+@manifest_app.command("list")
+@guarded
+def manifest_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
+    """Manifests, by name."""
+    from feedledger.ledger import manifests
+
+    with context(ctx) as c:
+        items = manifests.listing(c.store)
+    if json_out:
+        emit_json([m.to_json() for m in items])
+        return
+    rows = [[m.name, m.source, str(m.population), m.generation, str(m.reconstructible)]
+            for m in items]  # fmt: skip
+    table("manifests", ["name", "source", "population", "generation", "reconstructible"], rows)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Progress | None]:
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    columns = (
+        TextColumn("rebuild"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def step(done: int, total: int, lag: float) -> None:
+            bar.update(task, completed=done, total=total, description=f"live lag {lag:.1f} s")
+
+        yield step
+
+
+@guarded
+def sync(
+    ctx: typer.Context,
+    destination: str = typer.Argument(..., help="Destination name."),
+    live: bool = typer.Option(False, "--live", help="Drain the live route."),
+    once: bool = typer.Option(False, "--once", help="With --live: drain, then exit."),
+    manifest: str | None = typer.Option(None, "--manifest", help="Rebuild this population."),
+    rate: str | None = typer.Option(None, "--rate", help="Capacity in documents/s, e.g. 5000/s."),
+    live_reserve: float = typer.Option(
+        0.3, "--live-reserve", min=0.0, max=0.95, help="Share of --rate kept for the live route."
+    ),
+    recovery_window: float = typer.Option(
+        60.0, "--recovery-window", help="Live lag (s) above which the rebuild waits."
+    ),
+    maintenance: bool = typer.Option(
+        False, "--maintenance", help="Pause the live route to it meanwhile (queued, not lost)."
+    ),
+    batch: int = typer.Option(5000, "--batch", min=1, help="Documents per checkpointed batch."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Write ledger state into a destination through its guard: `--live` (the changes of
+    every run since the last sync) or `--manifest NAME` (a rebuild, checkpointed)."""
+    from feedledger.model.errors import ConfigError
+    from feedledger.pipeline import sync as pipe
+
+    if live == (manifest is not None):
+        raise ConfigError("give exactly one of --live or --manifest NAME")
+    per_s = None
+    if rate:
+        try:
+            per_s = float(rate.strip().removesuffix("/s"))
+        except ValueError:
+            raise ConfigError(f"--rate {rate!r} must be a number of documents per second") from None
+    with context(ctx) as c, _progress(json_out) as step:
+        if manifest is None:
+            report = pipe.live(c, destination, once=once)
+        else:
+            report = pipe.rebuild(
+                c,
+                destination,
+                manifest,
+                rate=per_s,
+                live_reserve=live_reserve,
+                recovery_window_s=recovery_window,
+                maintenance=maintenance,
+                progress=step,
+                batch=batch,
+            )
+    if json_out:
+        emit_json(report.to_json())
+        return
+    counts = ", ".join(f"{k} {v:,}" for k, v in report.outcomes.items())
+    out.print(f"{report.destination}: {report.status}; {counts}; live {report.live_written:,}")
+
+
+@guarded
+def reconcile(
+    ctx: typer.Context,
+    destination: str = typer.Argument(..., help="Destination name."),
+    manifest: str = typer.Option(..., "--manifest", help="The population to account for."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Prove a destination complete for a manifest: outcome counts that add up, and no
+    missing, extra, duplicate, stale, wrong-generation or unresolved record. Exit 1 if
+    it is not complete."""
+    from feedledger.pipeline.reconcile import reconcile as run
+
+    with context(ctx) as c:
+        result = run(c, destination, manifest)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        data = result.to_json()
+        out.print(
+            f"{destination} / {manifest}: {'complete' if result.complete else 'NOT complete'}; "
+            f"population {result.population:,}, outcomes {result.counted:,} {data['outcomes']}"
+        )
+        for kind in ("missing", "extra", "duplicates", "stale", "wrong_generation", "unresolved"):
+            if data[kind]:
+                out.print(f"  {kind}: {len(data[kind])}, e.g. {data[kind][0]}")
+    if not result.complete:
+        raise typer.Exit(1)

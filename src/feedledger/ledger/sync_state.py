@@ -1,0 +1,196 @@
+"""Bookkeeping of destination syncs in the ledger store: the outcome ledger (the
+latest verdict per destination, scope and key -- a retry replaces, never adds) and the
+rebuild checkpoints (attempted vs acknowledged)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+
+from feedledger.ledger.schema import sync_checkpoints, sync_outcomes
+from feedledger.ledger.store import Store
+
+VERDICTS = ("accepted", "already_current", "superseded", "rejected", "unresolved")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    key: str
+    verdict: str
+    revision: int | None
+    generation: str | None
+    content_hash: str | None
+    reason: str | None = None
+    evidence: dict[str, Any] | None = None
+
+
+def record(
+    store: Store, destination: str, scope: str, verdicts: Sequence[Verdict], at: int
+) -> None:
+    if not verdicts:
+        return
+    if store.dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    stmt = upsert(sync_outcomes)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["destination", "scope", "key"],
+        set_={
+            "verdict": stmt.excluded.verdict,
+            "revision": stmt.excluded.revision,
+            "generation": stmt.excluded.generation,
+            "content_hash": stmt.excluded.content_hash,
+            "reason": stmt.excluded.reason,
+            "evidence": stmt.excluded.evidence,
+            "attempts": sync_outcomes.c.attempts + 1,
+            "at": stmt.excluded.at,
+        },
+    )
+    rows = [
+        {
+            "destination": destination,
+            "scope": scope,
+            "key": v.key,
+            "verdict": v.verdict,
+            "revision": v.revision,
+            "generation": v.generation,
+            "content_hash": v.content_hash,
+            "reason": v.reason,
+            "evidence": json.dumps(v.evidence, sort_keys=True) if v.evidence else None,
+            "attempts": 1,
+            "at": at,
+        }
+        for v in verdicts
+    ]
+    with store.begin() as conn:
+        for start in range(0, len(rows), 5000):
+            conn.execute(stmt, rows[start : start + 5000])
+
+
+def counts(store: Store, destination: str, scope: str) -> dict[str, int]:
+    o = sync_outcomes
+    with store.engine.connect() as conn:
+        got: dict[str, int] = dict(
+            conn.execute(
+                select(o.c.verdict, func.count())
+                .where(o.c.destination == destination, o.c.scope == scope)
+                .group_by(o.c.verdict)
+            ).all()
+        )
+    return {v: int(got.get(v, 0)) for v in VERDICTS}
+
+
+def of_verdict(store: Store, destination: str, scope: str, verdict: str) -> list[dict[str, Any]]:
+    o = sync_outcomes
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(o)
+            .where(o.c.destination == destination, o.c.scope == scope, o.c.verdict == verdict)
+            .order_by(o.c.key)
+        ).all()
+    return [
+        {
+            "key": json.loads(r.key),
+            "revision": r.revision,
+            "generation": r.generation,
+            "reason": r.reason,
+            "evidence": json.loads(r.evidence) if r.evidence else None,
+        }
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    attempted_key: str | None
+    acknowledged_key: str | None
+    batches: int
+    status: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempted_key": json.loads(self.attempted_key) if self.attempted_key else None,
+            "acknowledged_key": json.loads(self.acknowledged_key)
+            if self.acknowledged_key
+            else None,
+            "batches": self.batches,
+            "status": self.status,
+        }
+
+
+def checkpoint(store: Store, destination: str, manifest_id: str) -> Checkpoint | None:
+    c = sync_checkpoints
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            select(c).where(c.c.destination == destination, c.c.manifest_id == manifest_id)
+        ).first()
+    if row is None:
+        return None
+    return Checkpoint(row.attempted_key, row.acknowledged_key, row.batches, row.status)
+
+
+def start(store: Store, destination: str, manifest_id: str, at: int) -> Checkpoint:
+    c = sync_checkpoints
+    with store.begin() as conn:
+        row = conn.execute(
+            select(c).where(c.c.destination == destination, c.c.manifest_id == manifest_id)
+        ).first()
+        if row is None:
+            conn.execute(
+                insert(c).values(
+                    destination=destination,
+                    manifest_id=manifest_id,
+                    batches=0,
+                    status="running",
+                    started_at=at,
+                    updated_at=at,
+                )
+            )
+        elif row.status == "finished":  # a new sync of the same manifest: from the start
+            conn.execute(
+                update(c)
+                .where(c.c.destination == destination, c.c.manifest_id == manifest_id)
+                .values(
+                    attempted_key=None,
+                    acknowledged_key=None,
+                    batches=0,
+                    status="running",
+                    started_at=at,
+                    updated_at=at,
+                )
+            )
+    got = checkpoint(store, destination, manifest_id)
+    assert got is not None
+    return got
+
+
+def mark(
+    store: Store,
+    destination: str,
+    manifest_id: str,
+    at: int,
+    *,
+    attempted: str | None = None,
+    acknowledged: str | None = None,
+    finished: bool = False,
+) -> None:
+    c = sync_checkpoints
+    values: dict[str, Any] = {"updated_at": at}
+    if attempted is not None:
+        values["attempted_key"] = attempted
+    if acknowledged is not None:
+        values["acknowledged_key"] = acknowledged
+        values["batches"] = c.c.batches + 1
+    if finished:
+        values["status"] = "finished"
+    with store.begin() as conn:
+        conn.execute(
+            update(c)
+            .where(c.c.destination == destination, c.c.manifest_id == manifest_id)
+            .values(**values)
+        )

@@ -1,0 +1,309 @@
+"""A destination table and its guarded write. The guard is IN the destination: every
+write is one conditional upsert (`INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE`),
+so it holds against any writer that uses it, in any process.
+
+Per incoming (key, source revision r, content hash h, generation g) against the row
+held (r0, h0, g0), exactly one verdict:
+
+    no row                                  accepted
+    r > r0 and g >= g0                      accepted
+    r = r0 and g > g0                       accepted  (a rebuild with a newer transform)
+    r < r0                                  superseded (fresher source data kept)
+    g < g0 (r >= r0)                        rejected   (newer representation kept)
+    r = r0, g = g0, h = h0                  already_current (not written)
+    r = r0, g = g0, h != h0                 unresolved (untouched; both kept as evidence)
+
+A delete is a tombstone row (deleted, revision, generation) that is never removed, so a
+delayed older write cannot resurrect the record.
+
+PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
+and returns, for the rows it did not write, the row held (read from the same snapshot).
+SQLite: the batch is classified against the rows held and upserted with the same
+guard, in one BEGIN IMMEDIATE transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect, text
+
+from feedledger.ledger.sync_state import Verdict
+from feedledger.model.destination import Destination
+from feedledger.model.errors import ConfigError, StoreUnavailableError
+from feedledger.sync.transform import Doc
+
+COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
+GUARD = (
+    "(excluded.revision > t.revision AND excluded.generation_rank >= t.generation_rank) "
+    "OR (excluded.revision = t.revision AND excluded.generation_rank > t.generation_rank)"
+)
+
+
+def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
+    """The verdict for `d` against the row held (None: no row)."""
+    if held is None:
+        return "accepted", None
+    r0, g0 = int(held.revision), int(held.generation_rank)
+    if d.rank < g0 and d.revision >= r0:
+        return "rejected", (
+            f"newer representation guard: generation {d.generation} is older than the "
+            f"destination's {held.generation} (revision {d.revision} vs {r0})"
+        )
+    if d.revision < r0:
+        return "superseded", (
+            f"fresher source data guard: revision {d.revision} is older than the destination's {r0}"
+        )
+    if d.revision > r0 or d.rank > g0:
+        return "accepted", None
+    if d.content_hash == held.content_hash:
+        return "already_current", None
+    return "unresolved", (
+        f"same revision {d.revision} and generation {d.generation}, different content: the "
+        "source's revision does not cover every field, or the transform changed without a "
+        "new generation"
+    )
+
+
+def _evidence(d: Doc, held: Any) -> dict[str, Any]:
+    def doc(value: Any) -> Any:
+        if value is None or isinstance(value, dict):
+            return value
+        return json.loads(value)
+
+    return {
+        "incoming": {"revision": d.revision, "generation": d.generation, "doc": doc(d.doc)},
+        "held": {
+            "revision": int(held.revision),
+            "generation": held.generation,
+            "deleted": bool(held.deleted),
+            "doc": doc(held.doc),
+        },
+    }
+
+
+class Target:
+    def __init__(self, dest: Destination) -> None:
+        self.dest = dest
+        self.table = dest.table
+        self.engine = _engine(dest)
+        self.postgres = dest.kind == "postgres"
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- the table ----------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Create the table (and its search index) if absent; refuse an incompatible one."""
+        try:
+            insp = inspect(self.engine)
+            exists = insp.has_table(self.table)
+            found = (
+                {c["name"]: str(c["type"]).lower() for c in insp.get_columns(self.table)}
+                if exists
+                else {}
+            )
+        except Exception as exc:
+            raise StoreUnavailableError(
+                f"cannot reach destination {self.dest.name}: {str(exc).splitlines()[0]}"
+            ) from None
+        if exists:
+            missing = [c for c in (*COLUMNS, "written_at") if c not in found]
+            if missing:
+                raise ConfigError(
+                    f"destination table {self.table} exists with an incompatible schema: no "
+                    f"column(s) {', '.join(missing)} (found: {', '.join(sorted(found))})",
+                    hint="choose another --table, or drop that table",
+                )
+            return
+        with self.engine.begin() as conn:
+            for stmt in self._ddl():
+                conn.exec_driver_sql(stmt)
+
+    def _ddl(self) -> list[str]:
+        t = self.table
+        if not self.postgres:
+            return [
+                f"CREATE TABLE {t} (key TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
+                "generation TEXT NOT NULL, generation_rank INTEGER NOT NULL, "
+                "content_hash TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc TEXT, "
+                "written_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * "
+                "86400000000 AS INTEGER)))"
+            ]
+        fields = self.dest.text_fields
+        text_expr = (
+            " || ' ' || ".join(f"coalesce(doc->>'{f}', '')" for f in fields)
+            if fields
+            else "coalesce(doc::text, '')"
+        )
+        return [
+            f"CREATE TABLE {t} (key text PRIMARY KEY, revision bigint NOT NULL, "
+            "generation text NOT NULL, generation_rank bigint NOT NULL, "
+            "content_hash text NOT NULL, deleted boolean NOT NULL DEFAULT false, doc jsonb, "
+            f"search tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, "
+            f"{text_expr})) STORED, "
+            "written_at bigint NOT NULL DEFAULT (extract(epoch from clock_timestamp()) * "
+            "1000000)::bigint)",
+            f"CREATE INDEX {t}_search ON {t} USING gin (search)",
+        ]
+
+    # -- the guarded write ----------------------------------------------------------------
+    def write(self, docs: Sequence[Doc]) -> list[Verdict]:
+        """Write a batch (unique keys) through the guard; one verdict per doc. Returns
+        only once the destination committed (acknowledged)."""
+        if not docs:
+            return []
+        held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+        out = []
+        for d in docs:
+            row = held.get(d.key, _ACCEPTED)
+            verdict, reason = ("accepted", None) if row is _ACCEPTED else judge(d, row)
+            evidence = _evidence(d, row) if verdict == "unresolved" else None
+            out.append(
+                Verdict(d.key, verdict, d.revision, d.generation, d.content_hash, reason, evidence)
+            )
+        return out
+
+    def _upsert_sql(self, source: str) -> str:
+        cols = ", ".join(COLUMNS)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
+        now = (
+            "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
+            if self.postgres
+            else "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+        )
+        return (
+            f"INSERT INTO {self.table} AS t ({cols}) {source} "
+            f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
+        )
+
+    def _write_postgres(self, docs: Sequence[Doc]) -> dict[str, Any]:
+        raw = self.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
+                "generation text, generation_rank bigint, content_hash text, deleted boolean, "
+                "doc jsonb) ON COMMIT DELETE ROWS"
+            )
+            with cur.copy(f"COPY fl_stage ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+                for d in docs:
+                    copy.write_row(
+                        (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted, d.doc)
+                    )
+            upsert = self._upsert_sql(f"SELECT {', '.join(COLUMNS)} FROM fl_stage")
+            cur.execute(
+                f"WITH up AS ({upsert} RETURNING t.key) "
+                f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
+                f"h.deleted, h.doc FROM fl_stage s JOIN {self.table} h ON h.key = s.key "
+                "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
+            )
+            held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}
+            raw.commit()
+            return held
+        except BaseException:
+            raw.rollback()
+            raise
+        finally:
+            raw.close()
+
+    def _write_sqlite(self, docs: Sequence[Doc]) -> dict[str, Any]:
+        keys = [d.key for d in docs]
+        held: dict[str, Any] = {}
+        with self.engine.begin() as conn:
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                marks = ", ".join("?" * len(part))
+                for r in conn.exec_driver_sql(
+                    "SELECT key, revision, generation, generation_rank, content_hash, deleted, "
+                    f"doc FROM {self.table} WHERE key IN ({marks})",
+                    tuple(part),
+                ):
+                    held[r[0]] = _Held(*r[1:])
+            write = [d for d in docs if d.key not in held or judge(d, held[d.key])[0] == "accepted"]
+            if write:
+                conn.exec_driver_sql(
+                    self._upsert_sql(f"VALUES ({', '.join('?' * len(COLUMNS))})"),
+                    [
+                        (
+                            d.key,
+                            d.revision,
+                            d.generation,
+                            d.rank,
+                            d.content_hash,
+                            int(d.deleted),
+                            d.doc,
+                        )
+                        for d in write
+                    ],
+                )
+        for d in write:
+            held.pop(d.key, None)
+        return held
+
+    # -- reading back (reconcile) -----------------------------------------------------------
+    def rows(self, lo: str | None = None, hi: str | None = None) -> list[tuple[Any, ...]]:
+        """(key, revision, generation, generation_rank, deleted, content_hash) in key order,
+        optionally lo <= key <= hi."""
+        sql = (
+            f"SELECT key, revision, generation, generation_rank, deleted, content_hash "
+            f"FROM {self.table}"
+        )
+        params: dict[str, Any] = {}
+        if lo is not None and hi is not None:
+            sql += " WHERE key >= :lo AND key <= :hi"
+            params = {"lo": lo, "hi": hi}
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql + " ORDER BY key"), params)]
+
+    def bucket_sums(self, bounds: Sequence[tuple[str, str]]) -> list[tuple[int, int, int, int]]:
+        """Per key range: (rows, sum of revisions mod 2^61, sum of generation ranks,
+        tombstones) -- a checksum computed in the destination."""
+        out = []
+        with self.engine.connect() as conn:
+            for lo, hi in bounds:
+                r = conn.execute(
+                    text(
+                        f"SELECT count(*), coalesce(sum(revision % 2305843009213693951), 0), "
+                        f"coalesce(sum(generation_rank), 0), "
+                        f"coalesce(sum(CASE WHEN deleted THEN 1 ELSE 0 END), 0) "
+                        f"FROM {self.table} WHERE key >= :lo AND key <= :hi"
+                    ),
+                    {"lo": lo, "hi": hi},
+                ).one()
+                out.append((int(r[0]), int(r[1]), int(r[2]), int(r[3])))
+        return out
+
+
+class _Held:
+    __slots__ = ("content_hash", "deleted", "doc", "generation", "generation_rank", "revision")
+
+    def __init__(
+        self, revision: Any, generation: Any, rank: Any, chash: Any, deleted: Any, doc: Any
+    ):
+        self.revision, self.generation, self.generation_rank = revision, generation, rank
+        self.content_hash, self.deleted, self.doc = chash, deleted, doc
+
+
+_ACCEPTED = object()
+
+
+def _engine(dest: Destination) -> Engine:
+    if dest.kind == "postgres":
+        from feedledger.ledger.engine import normalise_url
+
+        return create_engine(normalise_url(dest.url), pool_pre_ping=True)
+    engine = create_engine(f"sqlite:///{dest.url}", connect_args={"timeout": 60})
+
+    def pragmas(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=FULL")
+        cur.close()
+
+    event.listen(engine, "connect", pragmas)
+    event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+    return engine

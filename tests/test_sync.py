@@ -1,0 +1,315 @@
+"""Destinations (SQLite and PostgreSQL tables) kept in step with the ledger through the
+guard that lives in the destination: the verdict matrix, the V-404 story, transform
+generations, tombstones that survive a restart, the seed's interruption exercise, a
+concurrent live writer in a second process, and bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from conftest import Cli, write_csv
+from feedledger.faults import ENV as FAULT_ENV
+from feedledger.model.destination import Destination, generation_rank
+from feedledger.sync.target import Target
+from feedledger.sync.transform import Doc, content_hash
+
+PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
+SRC = "suppliers"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def dest_kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres" and not os.environ.get(PG_ENV):
+        pytest.skip(f"PostgreSQL destination not tested: set {PG_ENV}")
+    return str(request.param)
+
+
+@pytest.fixture
+def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """(kind, url or path, table) for a fresh destination table, dropped afterwards."""
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    if dest_kind == "sqlite":
+        yield "sqlite", str(tmp_path / "dest.db"), table
+        return
+    url = os.environ[PG_ENV]
+    yield "postgres", url, table
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+    engine.dispose()
+
+
+def target(place: tuple[str, str, str]) -> Target:
+    kind, url, table = place
+    t = Target(Destination("d", SRC, kind, url, table, ("name",)))  # type: ignore[arg-type]
+    t.ensure()
+    return t
+
+
+def doc(key: str, rev: int, body: dict[str, Any] | None, gen: str = "M-3") -> Doc:
+    text_ = None if body is None else json.dumps(body, sort_keys=True, separators=(",", ":"))
+    k = json.dumps([key])
+    return Doc(k, rev, gen, generation_rank(gen), content_hash(text_), body is None, text_)
+
+
+def held(t: Target, key: str) -> tuple[int, str, bool] | None:
+    rows = {r[0]: r for r in t.rows()}
+    r = rows.get(json.dumps([key]))
+    return None if r is None else (int(r[1]), r[2], bool(r[4]))
+
+
+def verdicts(t: Target, *docs: Doc) -> list[str]:
+    return [v.verdict for v in t.write(list(docs))]
+
+
+# -- the guard -----------------------------------------------------------------------------
+
+
+def test_revision_guard_matrix(place: tuple[str, str, str]) -> None:
+    t = target(place)
+    try:
+        assert verdicts(t, doc("V-404", 7, {"name": "acme"})) == ["accepted"]  # empty
+        assert verdicts(t, doc("V-404", 8, {"name": "acme 8"})) == ["accepted"]
+        late = t.write([doc("V-404", 7, {"name": "acme"})])
+        assert [v.verdict for v in late] == ["superseded"]
+        assert "fresher source data" in (late[0].reason or "")
+        assert held(t, "V-404") == (8, "M-3", False)
+        assert verdicts(t, doc("V-404", 8, {"name": "acme 8"})) == ["already_current"]
+        odd = t.write([doc("V-404", 8, {"name": "ACME?"})])
+        assert [v.verdict for v in odd] == ["unresolved"]
+        ev = odd[0].evidence or {}
+        assert ev["incoming"]["doc"] == {"name": "ACME?"} and ev["held"]["doc"] == {
+            "name": "acme 8"
+        }
+        assert held(t, "V-404") == (8, "M-3", False)  # untouched
+    finally:
+        t.close()
+
+
+def test_generation_guard_and_tombstones_survive_a_restart(place: tuple[str, str, str]) -> None:
+    t = target(place)
+    try:
+        assert verdicts(t, doc("V-1", 5, {"name": "a"}, "M-3")) == ["accepted"]
+        # a rebuild with a newer transform, same revision: not "already seen"
+        assert verdicts(t, doc("V-1", 5, {"name": "A"}, "M-4")) == ["accepted"]
+        late = t.write([doc("V-1", 5, {"name": "a"}, "M-3")])
+        assert [v.verdict for v in late] == ["rejected"]
+        assert "newer representation" in (late[0].reason or "")
+        assert held(t, "V-1") == (5, "M-4", False)
+        # a delete at revision 9, then the destination database restarts
+        assert verdicts(t, doc("V-1", 9, None, "M-4")) == ["accepted"]
+    finally:
+        t.close()
+    t = target(place)  # a new engine: nothing of the tombstone lives in this process
+    try:
+        assert verdicts(t, doc("V-1", 8, {"name": "zombie"}, "M-4")) == ["superseded"]
+        assert held(t, "V-1") == (9, "M-4", True)
+        # compound keys compare field by field: ("a","bc") is not ("ab","c")
+        a = Doc('["a","bc"]', 1, "M-4", 4, content_hash("{}"), False, "{}")
+        b = Doc('["ab","c"]', 1, "M-4", 4, content_hash("{}"), False, "{}")
+        assert verdicts(t, a, b) == ["accepted", "accepted"]
+    finally:
+        t.close()
+
+
+# -- through the CLI ------------------------------------------------------------------------
+
+
+def supplier_day(cli: Cli, tmp_path: Path, day: str, rows: list[list[str]]) -> None:
+    path = write_csv(tmp_path / f"{SRC}_{day}.csv", ["id", "rev", "name"], rows)
+    cli("ingest", SRC, str(path))
+
+
+def declare(cli: Cli, place: tuple[str, str, str], *extra: str) -> None:
+    kind, url, table = place
+    cli("destination", "add", "search", "--source", SRC, f"--{kind}", url, "--table", table,
+        "--text-fields", "name", *extra)  # fmt: skip
+
+
+def base(n: int = 30) -> list[list[str]]:
+    return [[f"V-{i}", "1", f"supplier {i}"] for i in range(n)]
+
+
+def test_v404_rebuild_reads_7_live_writes_8_and_8_stays(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str]
+) -> None:
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    supplier_day(cli, tmp_path, "2026-08-01", [*base(), ["V-404", "7", "acme"]])
+    declare(cli, place, "--generation", "M-3")
+    made = cli.json("manifest", "create", "X-18", "--source", SRC)
+    assert made["population"] == 31 and made["reconstructible"] is True
+    shown = cli.json("manifest", "show", "X-18")
+    assert shown["transform_generation"] == "M-3"
+    assert shown["source_boundary"]["payload_id"]
+    # the live integration delivers revision 8 before the rebuild writes
+    supplier_day(cli, tmp_path, "2026-08-02", [*base(), ["V-404", "8", "acme 8"]])
+    live = cli.json("sync", "search", "--live", "--once")
+    assert live["outcomes"]["accepted"] == 1
+    rebuilt = cli.json("sync", "search", "--manifest", "X-18", "--batch", "7")
+    assert rebuilt["status"] == "finished"
+    assert rebuilt["outcomes"] == {"accepted": 30, "already_current": 0, "superseded": 1,
+                                   "rejected": 0, "unresolved": 0}  # fmt: skip
+    assert rebuilt["checkpoint"]["acknowledged_key"] == rebuilt["checkpoint"]["attempted_key"]
+    t = target(place)
+    try:
+        assert held(t, "V-404") == (8, "M-3", False)
+    finally:
+        t.close()
+    report = cli.json("reconcile", "search", "--manifest", "X-18")
+    assert report["complete"] is True and report["outcomes_total"] == 31
+    # a repeat counts nothing twice: every document is already current
+    again = cli.json("sync", "search", "--manifest", "X-18")
+    assert again["outcomes"]["already_current"] == 30 and sum(again["outcomes"].values()) == 31
+
+
+@pytest.mark.parametrize(
+    "fault", ["before_destination_write:2", "after_destination_write:2", "after_checkpoint:2"]
+)
+def test_interrupted_rebuild_resumes_with_nothing_missing_repeated_or_stale(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str], fault: str
+) -> None:
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    supplier_day(cli, tmp_path, "2026-08-01", base(25))
+    declare(cli, place)
+    cli("manifest", "create", "all", "--source", SRC)
+    killed = cli.proc("sync", "search", "--manifest", "all", "--batch", "10",
+                      env={FAULT_ENV: f"{fault}:kill"})  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    done = cli.json("sync", "search", "--manifest", "all", "--batch", "10")
+    assert done["status"] == "finished" and done["checkpoint"]["batches"] >= 3
+    assert sum(done["outcomes"].values()) == 25  # retries are not counted twice
+    if fault.startswith("after_destination_write"):
+        # written, never checkpointed: repeated, and the guard made it harmless
+        assert done["outcomes"]["already_current"] == 10
+    report = cli.json("reconcile", "search", "--manifest", "all")
+    assert report["complete"] is True, report
+    t = target(place)
+    try:
+        rows = t.rows()
+        assert len(rows) == 25 and len({r[0] for r in rows}) == 25
+    finally:
+        t.close()
+
+
+def test_concurrent_live_writer_never_loses_to_the_rebuild(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str]
+) -> None:
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    supplier_day(cli, tmp_path, "2026-08-01", base(60))
+    declare(cli, place)
+    cli("manifest", "create", "all", "--source", SRC)
+    live = subprocess.Popen(
+        [sys.executable, "-m", "feedledger", "--config", str(cli.ws.config_path), "sync",
+         "search", "--live"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        rebuild = subprocess.Popen(
+            [sys.executable, "-m", "feedledger", "--config", str(cli.ws.config_path), "sync",
+             "search", "--manifest", "all", "--batch", "5", "--rate", "40/s", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for day, rev in (("2026-08-02", "2"), ("2026-08-03", "3")):
+            time.sleep(0.3)
+            supplier_day(cli, tmp_path, day, [[f"V-{i}", rev, f"s{i} r{rev}"] for i in range(60)])
+        out, err = rebuild.communicate(timeout=120)
+        assert rebuild.returncode == 0, err
+        outcomes = json.loads(out)["outcomes"]
+        assert sum(outcomes.values()) == 60 and outcomes["unresolved"] == 0
+        deadline = time.monotonic() + 60
+        while json.loads(
+            cli("reconcile", "search", "--manifest", "all", "--json", expect=None).stdout
+        )["stale"]:
+            assert time.monotonic() < deadline, "the live route did not catch up"
+            time.sleep(0.3)
+    finally:
+        live.send_signal(signal.SIGTERM)
+        live.communicate(timeout=30)
+    t = target(place)
+    try:
+        assert {int(r[1]) for r in t.rows()} == {3}  # every document at the newest revision
+    finally:
+        t.close()
+
+
+def test_maintenance_pauses_the_live_route_and_nothing_is_lost(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str]
+) -> None:
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    supplier_day(cli, tmp_path, "2026-08-01", base(5))
+    declare(cli, place)
+    cli("manifest", "create", "all", "--source", SRC)
+    supplier_day(cli, tmp_path, "2026-08-02", [[f"V-{i}", "2", "n"] for i in range(5)])
+    result = cli.json("sync", "search", "--manifest", "all", "--maintenance")
+    assert result["outcomes"]["accepted"] == 5 and result["live_written"] == 5
+    assert cli.json("destination", "list")[0]["paused"] is False
+    assert cli.json("reconcile", "search", "--manifest", "all")["complete"] is True
+
+
+# -- bad input -----------------------------------------------------------------------------
+
+
+def test_bad_requests_are_refused_clearly(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str]
+) -> None:
+    kind, url, table = place
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    cli("source", "add", "other", "--key", "id")
+    supplier_day(cli, tmp_path, "2026-08-01", base(3))
+    declare(cli, place)
+    cli("manifest", "create", "theirs", "--source", "other")
+    wrong = cli("sync", "search", "--manifest", "theirs", expect=2)
+    assert "source other" in wrong.stderr and "suppliers" in wrong.stderr
+    assert "no destination named" in cli("sync", "nope", "--live", expect=3).stderr
+    assert "no manifest named" in cli("sync", "search", "--manifest", "zz", expect=3).stderr
+    # an existing table of another shape
+    engine = (
+        create_engine(f"sqlite:///{url}")
+        if kind == "sqlite"
+        else create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    )
+    with engine.begin() as conn:
+        conn.execute(text(f"CREATE TABLE {table}_x (id integer primary key, body text)"))
+    try:
+        bad = cli("destination", "add", "x", "--source", SRC, f"--{kind}", url,
+                  "--table", f"{table}_x", expect=2)  # fmt: skip
+        assert "incompatible schema" in bad.stderr and "revision" in bad.stderr
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f"DROP TABLE {table}_x"))
+        engine.dispose()
+    assert "generation" in cli("destination", "add", "y", "--source", SRC, f"--{kind}", url,
+                               "--table", "y", "--generation", "new", expect=2).stderr  # fmt: skip
+
+
+def failing_transform(version: dict[str, Any]) -> dict[str, Any]:
+    if version["key"][0].endswith("1"):
+        raise ValueError("no name for this one")
+    return {"name": version["attributes"]["name"].upper()}
+
+
+def test_a_transform_that_raises_rejects_those_records_only(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    supplier_day(cli, tmp_path, "2026-08-01", base(12))  # V-1 and V-11 fail
+    declare(cli, place, "--transform", "test_sync:failing_transform")
+    cli("manifest", "create", "all", "--source", SRC)
+    result = cli.json("sync", "search", "--manifest", "all")
+    assert result["outcomes"]["accepted"] == 10 and result["outcomes"]["rejected"] == 2
+    report = json.loads(cli("reconcile", "search", "--manifest", "all", "--json", expect=1).stdout)
+    assert report["complete"] is False
+    assert sorted(m["key"][0] for m in report["missing"]) == ["V-1", "V-11"]
