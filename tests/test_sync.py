@@ -313,3 +313,33 @@ def test_a_transform_that_raises_rejects_those_records_only(
     report = json.loads(cli("reconcile", "search", "--manifest", "all", "--json", expect=1).stdout)
     assert report["complete"] is False
     assert sorted(m["key"][0] for m in report["missing"]) == ["V-1", "V-11"]
+
+
+def test_an_unacknowledged_batch_stays_unresolved_until_repeated(
+    cli: Cli, tmp_path: Path, place: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli("source", "add", SRC, "--key", "id", "--revision", "rev")
+    supplier_day(cli, tmp_path, "2026-08-01", base(8))
+    declare(cli, place)
+    cli("manifest", "create", "all", "--source", SRC)
+    real = Target.write
+    calls = {"n": 0}
+
+    def timeout_after_sending(self: Target, docs: Any) -> Any:
+        calls["n"] += 1
+        result = real(self, docs)  # the destination committed...
+        if calls["n"] == 2:
+            raise TimeoutError("no answer within 30 s")  # ...but we never heard back
+        return result
+
+    monkeypatch.setattr(Target, "write", timeout_after_sending)
+    failed = cli("sync", "search", "--manifest", "all", "--batch", "3", "--json", expect=None)
+    assert isinstance(failed.exception, TimeoutError)
+    report = json.loads(cli("reconcile", "search", "--manifest", "all", "--json", expect=1).stdout)
+    assert report["complete"] is False
+    assert len(report["unresolved"]) == 3  # not counted as done
+    assert all("uncertain" in u["reason"] for u in report["unresolved"])
+    monkeypatch.setattr(Target, "write", real)
+    done = cli.json("sync", "search", "--manifest", "all", "--batch", "3")
+    assert done["outcomes"]["already_current"] == 3 and done["outcomes"]["unresolved"] == 0
+    assert cli.json("reconcile", "search", "--manifest", "all")["complete"] is True
