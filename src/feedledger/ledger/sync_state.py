@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, insert, select, update
 
@@ -17,8 +17,7 @@ from feedledger.ledger.store import Store
 VERDICTS = ("accepted", "already_current", "superseded", "rejected", "unresolved")
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     key: str
     verdict: str
     revision: int | None
@@ -28,48 +27,55 @@ class Verdict:
     evidence: dict[str, Any] | None = None
 
 
-def record(
-    store: Store, destination: str, scope: str, verdicts: Sequence[Verdict], at: int
-) -> None:
-    if not verdicts:
-        return
-    if store.dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as upsert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
-    stmt = upsert(sync_outcomes)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["destination", "scope", "key"],
-        set_={
-            "verdict": stmt.excluded.verdict,
-            "revision": stmt.excluded.revision,
-            "generation": stmt.excluded.generation,
-            "content_hash": stmt.excluded.content_hash,
-            "reason": stmt.excluded.reason,
-            "evidence": stmt.excluded.evidence,
-            "attempts": sync_outcomes.c.attempts + 1,
-            "at": stmt.excluded.at,
-        },
+_OUTCOME_COLS = ("destination", "scope", "key", "verdict", "revision", "generation",
+                 "content_hash", "reason", "evidence", "attempts", "at")  # fmt: skip
+_OUTCOME_UPDATE = (
+    "verdict = excluded.verdict, revision = excluded.revision, "
+    "generation = excluded.generation, content_hash = excluded.content_hash, "
+    "reason = excluded.reason, evidence = excluded.evidence, "
+    "attempts = sync_outcomes.attempts + 1, at = excluded.at"
+)
+
+
+def _record_sql(dialect: str) -> str:
+    mark = "%s" if dialect == "postgresql" else "?"
+    return (
+        f"INSERT INTO sync_outcomes ({', '.join(_OUTCOME_COLS)}) "
+        f"VALUES ({', '.join([mark] * len(_OUTCOME_COLS))}) "
+        f"ON CONFLICT (destination, scope, key) DO UPDATE SET {_OUTCOME_UPDATE}"
     )
+
+
+def record(
+    store: Store,
+    destination: str,
+    scope: str,
+    verdicts: Sequence[Verdict],
+    at: int,
+    *,
+    acknowledged: str | None = None,
+) -> None:
+    """Upsert the verdicts (one driver-level executemany of plain tuples: SQLAlchemy's
+    per-row parameter processing cost more than the writes). With `acknowledged`, the
+    rebuild checkpoint moves in the same transaction (one commit, one fsync)."""
+    if not verdicts and acknowledged is None:
+        return
     rows = [
-        {
-            "destination": destination,
-            "scope": scope,
-            "key": v.key,
-            "verdict": v.verdict,
-            "revision": v.revision,
-            "generation": v.generation,
-            "content_hash": v.content_hash,
-            "reason": v.reason,
-            "evidence": json.dumps(v.evidence, sort_keys=True) if v.evidence else None,
-            "attempts": 1,
-            "at": at,
-        }
+        (destination, scope, v.key, v.verdict, v.revision, v.generation, v.content_hash,
+         v.reason, json.dumps(v.evidence, sort_keys=True) if v.evidence else None, 1, at)
         for v in verdicts
-    ]
+    ]  # fmt: skip
+    sql = _record_sql(store.dialect)
     with store.begin() as conn:
         for start in range(0, len(rows), 5000):
-            conn.execute(stmt, rows[start : start + 5000])
+            conn.exec_driver_sql(sql, rows[start : start + 5000])
+        if acknowledged is not None:
+            c = sync_checkpoints
+            conn.execute(
+                update(c)
+                .where(c.c.destination == destination, c.c.manifest_id == scope)
+                .values(acknowledged_key=acknowledged, batches=c.c.batches + 1, updated_at=at)
+            )
 
 
 def counts(store: Store, destination: str, scope: str) -> dict[str, int]:

@@ -12,12 +12,13 @@ population.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import manifests, sync_state
@@ -189,7 +190,9 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
         for row in outside:
             seen[row[0]] = seen.get(row[0], 0) + 1
             found[row[0]] = row
-        in_suspect = [k for k in keys if any(lo <= k <= hi for lo, hi in suspect)]
+        in_suspect = [
+            k for lo, hi in suspect for k in keys[bisect_left(keys, lo) : bisect_right(keys, hi)]
+        ]
         _findings(result, expected, others, in_suspect, found, seen, want_rank, man)
     finally:
         target.close()
@@ -197,7 +200,16 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
 
 
 def _population(ctx: Context, man: Manifest) -> list[str]:
-    return [k for batch in manifests.all_keys(ctx.store, man.manifest_id) for k in batch]
+    from feedledger.ledger.schema import manifest_keys
+
+    with ctx.store.engine.connect() as conn:  # one query, not one per 10,000 keys
+        return list(
+            conn.execute(
+                select(manifest_keys.c.key).where(manifest_keys.c.manifest_id == man.manifest_id)
+            )
+            .scalars()
+            .all()
+        )
 
 
 def _expected(
@@ -208,22 +220,25 @@ def _expected(
     the live route wrote since)."""
     from feedledger.sync.transform import revision_of
 
-    state: dict[str, Any] = {}
     sql = text(
         "SELECT key, revision, deleted, version_id FROM versions "
         "WHERE source = :s AND retracted_at IS NULL ORDER BY key, valid_from, version_id"
     )
     with ctx.store.engine.connect() as conn:
-        for r in conn.execute(sql, {"s": source}):
-            state[r.key] = r
+        # fetched at once, as tuples (ordered: the last version of a key wins)
+        state = {r[0]: r for r in conn.execute(sql, {"s": source}).all()}
     mine: dict[str, tuple[int, bool]] = {}
     others: dict[str, tuple[int, bool]] = {}
-    for key, row in state.items():
-        try:
-            rev = revision_of(row.revision, int(row.version_id), builder.use_revision)
-        except ValueError:
-            continue
-        (mine if key in population else others)[key] = (rev, bool(row.deleted))
+    use = builder.use_revision
+    for key, (_k, revision, deleted, version_id) in state.items():
+        if use:
+            try:
+                rev = revision_of(revision, int(version_id), True)
+            except ValueError:
+                continue
+        else:
+            rev = int(version_id)
+        (mine if key in population else others)[key] = (rev, bool(deleted))
     return mine, others
 
 

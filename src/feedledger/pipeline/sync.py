@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,9 +35,9 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline.context import Context
 from feedledger.sync.target import Target
-from feedledger.sync.transform import Doc, build, load
+from feedledger.sync.transform import Doc, build, default_doc, load
 
-BATCH = 5000
+BATCH = 10_000
 LIVE_ROWS = 200  # outbox rows per live step
 
 # progress(done, population, live lag seconds)
@@ -101,9 +102,9 @@ def latest(ctx: Context, source: str, keys: Sequence[str], known_at: int | None)
                 bindparam("keys", expanding=True)
             )
             rows = conn.execute(stmt, {**params, "keys": list(keys)})
-        for r in rows:
-            if r.key in wanted:
-                out[r.key] = r  # ordered: the last one wins
+        for r in rows.all():
+            if r[0] in wanted:
+                out[r[0]] = r  # ordered: the last one wins
     return out
 
 
@@ -121,12 +122,17 @@ class Builder:
     def docs(self, rows: dict[str, Any], keys: Sequence[str]) -> tuple[list[Doc], list[Verdict]]:
         docs: list[Doc] = []
         rejected: list[Verdict] = []
+        fast = self.transform is None and not self.use_revision
+        gen, rank = self.generation, self.rank
         for key in keys:
             row = rows.get(key)
             if row is None:
                 rejected.append(
                     Verdict(key, "rejected", None, self.generation, None, "not in the ledger")
                 )
+                continue
+            if fast:
+                docs.append(default_doc(row, gen, rank))
                 continue
             try:
                 docs.append(
@@ -294,6 +300,37 @@ def rebuild(
     done = 0 if cp.acknowledged_key is None else _done(ctx, man.manifest_id, cp.acknowledged_key)
     if maintenance:
         registry.set_paused(store, dest.name, now_us())
+    # One batch in flight: while the destination upserts batch i (the driver waits
+    # without the GIL), this thread reads and transforms batch i+1; batch i is settled
+    # (recorded, acknowledged) before batch i+1 is marked attempted and sent, so a crash
+    # repeats at most the one unacknowledged batch (harmlessly: already_current).
+    pool = ThreadPoolExecutor(1, thread_name_prefix="destination-write")
+    pending: tuple[int, list[str], list[Doc], list[Verdict], Future[list[Verdict]]] | None = None
+
+    def settle() -> None:
+        nonlocal done, pending
+        if pending is None:
+            return
+        n, keys, docs, rejected, fut = pending
+        pending = None
+        try:
+            verdicts = fut.result()
+        except Exception as exc:
+            # sent, answer unknown: unresolved until the batch is repeated
+            reason = f"uncertain: the destination did not acknowledge: {exc}"
+            unsure = [Verdict(d.key, "unresolved", d.revision, d.generation,
+                              d.content_hash, reason) for d in docs]  # fmt: skip
+            sync_state.record(store, dest.name, man.manifest_id, unsure, now_us())
+            raise
+        faults.point("after_destination_write", n)
+        sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected, now_us(),
+                          acknowledged=keys[-1])  # fmt: skip
+        faults.point("after_checkpoint", n)
+        done += len(keys)
+        if progress:
+            progress(done, man.population, lag)
+
+    lag = 0.0
     try:
         after = cp.acknowledged_key
         n = 0
@@ -304,28 +341,16 @@ def rebuild(
             lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
             rows = latest(ctx, dest.source, keys, man.created_at)
             docs, rejected = builder.docs(rows, keys)
+            settle()  # the previous batch, written meanwhile
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
             faults.point("before_destination_write", n)
-            try:
-                verdicts = target.write(docs)
-            except Exception as exc:
-                # sent, answer unknown: unresolved until the batch is repeated
-                reason = f"uncertain: the destination did not acknowledge: {exc}"
-                unsure = [Verdict(d.key, "unresolved", d.revision, d.generation,
-                                  d.content_hash, reason) for d in docs]  # fmt: skip
-                sync_state.record(store, dest.name, man.manifest_id, unsure, now_us())
-                raise
-            faults.point("after_destination_write", n)
-            sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected, now_us())
-            sync_state.mark(store, dest.name, man.manifest_id, now_us(), acknowledged=keys[-1])
-            faults.point("after_checkpoint", n)
+            pending = (n, keys, docs, rejected, pool.submit(target.write, docs))
             after = keys[-1]
-            done += len(keys)
-            if progress:
-                progress(done, man.population, lag)
+        settle()
         sync_state.mark(store, dest.name, man.manifest_id, now_us(), finished=True)
         report.status = "finished"
     finally:
+        pool.shutdown(wait=True)
         if maintenance:
             registry.set_paused(store, dest.name, None)
     while n := live_step(ctx, dest, target, live_builder):  # what waited, or came meanwhile

@@ -156,6 +156,9 @@ class Target:
         if not docs:
             return []
         held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+        if not held:  # the common case: every doc written
+            return [Verdict(d.key, "accepted", d.revision, d.generation, d.content_hash)
+                    for d in docs]  # fmt: skip
         out = []
         for d in docs:
             row = held.get(d.key, _ACCEPTED)
@@ -194,10 +197,14 @@ class Target:
                         (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted, d.doc)
                     )
             upsert = self._upsert_sql(f"SELECT {', '.join(COLUMNS)} FROM fl_stage")
+            # the held document only where it is evidence (same revision and generation,
+            # different content: unresolved), as text: no JSON decoding of every row held
             cur.execute(
                 f"WITH up AS ({upsert} RETURNING t.key) "
                 f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
-                f"h.deleted, h.doc FROM fl_stage s JOIN {self.table} h ON h.key = s.key "
+                f"h.deleted, CASE WHEN h.revision = s.revision AND h.generation_rank = "
+                f"s.generation_rank AND h.content_hash <> s.content_hash THEN h.doc::text END "
+                f"FROM fl_stage s JOIN {self.table} h ON h.key = s.key "
                 "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
             )
             held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}

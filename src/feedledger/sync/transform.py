@@ -13,8 +13,7 @@ import importlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import iso, parse_instant, to_us
@@ -38,8 +37,7 @@ def load(spec: str | None) -> Transform | None:
     return fn  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True, slots=True)
-class Doc:
+class Doc(NamedTuple):
     """One guarded write: key (canonical JSON text), source revision, generation,
     content hash, tombstone flag and the document (JSON text, None for a tombstone)."""
 
@@ -50,6 +48,17 @@ class Doc:
     content_hash: str
     deleted: bool
     doc: str | None
+
+
+def default_doc(row: Any, generation: str, rank: int) -> Doc:
+    """`build` without a transform and without a revision field (the revision is the
+    version id), from a (key, attributes, revision, deleted, version_id, valid_from)
+    tuple -- the rebuild's hot path: no keyword call, no dict, no JSON."""
+    key, attributes, _rev, deleted, version_id, _vf = row
+    text = None if deleted else attributes
+    data = b"\x00tombstone" if text is None else text.encode("utf-8")
+    return Doc(key, int(version_id), generation, rank,
+               hashlib.sha256(data).hexdigest()[:32], text is None, text)  # fmt: skip
 
 
 def revision_of(value: str | None, version_id: int, use_field: bool) -> int:
