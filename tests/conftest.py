@@ -114,3 +114,90 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
         w.writerow(header)
         w.writerows(rows)
     return path
+
+
+# -- S3-compatible object storage: moto's standalone server on 127.0.0.1 -----------------
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 (a free port) for the session; its endpoint URL."""
+    import logging
+    import socket
+    import threading
+
+    server_mod = pytest.importorskip("moto.server")
+    from moto.s3.responses import S3Response
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log on stderr
+    # moto checks If-None-Match, then stores the key, with nothing in between to stop a
+    # second request doing the same: two racing conditional puts could both succeed,
+    # which S3 never allows. One put at a time restores S3's per-request atomicity.
+    lock = threading.Lock()
+    unlocked = S3Response.put_object
+
+    def put_object(self: Any) -> Any:
+        with lock:
+            return unlocked(self)
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(S3Response, "put_object", put_object)
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def s3_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Fake AWS credentials and moto's endpoint in the environment, for this test only
+    (no profile, no shared files, no instance metadata: nothing beyond 127.0.0.1)."""
+    for var in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_ENDPOINT_URL",
+        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_endpoint)
+    return moto_endpoint
+
+
+@pytest.fixture
+def s3_fs(s3_env: str) -> Any:
+    """An s3fs file system on moto, to set up and inspect buckets behind the archive."""
+    s3fs = pytest.importorskip("s3fs")
+    return s3fs.S3FileSystem(
+        endpoint_url=s3_env, skip_instance_cache=True, use_listings_cache=False
+    )
+
+
+@pytest.fixture
+def s3_bucket(s3_fs: Any) -> Iterator[str]:
+    """A fresh, empty bucket on moto; emptied and removed afterwards."""
+    name = f"fl-{uuid.uuid4().hex[:16]}"
+    s3_fs.call_s3("create_bucket", Bucket=name)
+    try:
+        yield name
+    finally:
+        keys = s3_fs.find(name)
+        if keys:
+            s3_fs.rm(keys)
+        s3_fs.call_s3("delete_bucket", Bucket=name)

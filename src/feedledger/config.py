@@ -1,4 +1,4 @@
-"""The workspace: `feedledger.toml` (store URL, archive folder, sources).
+"""The workspace: `feedledger.toml` (store URL, archive location, sources).
 
 Bottom layer (beside archive/sources): reads and writes the config file with
 tomlkit (user comments are preserved) and validates it with pydantic.
@@ -22,6 +22,9 @@ DEFAULT_STORE = "sqlite:///.feedledger/ledger.db"
 DEFAULT_ARCHIVE = ".feedledger/archive"
 ENV_CONFIG = "FEEDLEDGER_CONFIG"
 ENV_STORE = "FEEDLEDGER_STORE"
+ARCHIVE_URL_SCHEME = "s3://"
+# [archive] never holds credentials: they come from the AWS environment or profile
+_CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential", "profile")
 
 
 def _pydantic_message(exc: ValidationError) -> str:
@@ -53,14 +56,62 @@ def resolve_store_url(url: str, root: Path) -> str:
     return url
 
 
+def _archive_settings(table: Any, root: Path) -> tuple[str, str | None]:
+    """(location, endpoint_url) from the [archive] table: an absolute folder or an s3:// URL
+    (checked when the archive is opened), and the object store's endpoint if given."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"[archive] in {CONFIG_NAME} must be a table")
+    for name in table:
+        if name not in ("path", "endpoint_url") and any(
+            word in name.lower() for word in _CREDENTIAL_WORDS
+        ):
+            raise ConfigError(
+                f"[archive] {name}: credentials are never read from {CONFIG_NAME}",
+                hint="remove it and use the standard AWS environment variables or profile "
+                "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)",
+            )
+    path = table.get("path", DEFAULT_ARCHIVE)
+    endpoint = table.get("endpoint_url")
+    if not isinstance(path, str) or not path:
+        raise ConfigError("[archive] path must be a folder or an s3://BUCKET/PREFIX URL")
+    if endpoint is not None and not isinstance(endpoint, str):
+        raise ConfigError("[archive] endpoint_url must be a URL such as http://127.0.0.1:9000")
+    if path.startswith(ARCHIVE_URL_SCHEME):
+        return path, endpoint or None
+    if "://" in path:
+        raise ConfigError(
+            f"[archive] path {path!r} is neither a folder nor an s3:// URL",
+            hint="use a path, or s3://BUCKET/PREFIX for S3-compatible object storage",
+        )
+    return str((root / path).resolve()), endpoint or None
+
+
 @dataclass
 class Workspace:
     root: Path
     config_path: Path
     store_url: str
-    archive_root: Path
+    # an absolute folder, or s3://bucket/prefix on S3-compatible object storage
+    archive_location: str
     sources: dict[str, SourceConfig] = field(default_factory=dict)
+    # the object store's endpoint from [archive] endpoint_url (not a secret); the
+    # AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL variables take precedence when opening
+    archive_endpoint_url: str | None = None
     _doc: Any = None
+
+    @property
+    def archive_is_local(self) -> bool:
+        return not self.archive_location.startswith(ARCHIVE_URL_SCHEME)
+
+    @property
+    def archive_root(self) -> Path:
+        """The archive folder; ConfigError when the archive is on object storage."""
+        if not self.archive_is_local:
+            raise ConfigError(
+                f"the archive is {self.archive_location}, not a local folder",
+                hint="this needs a local archive ([archive] path in feedledger.toml)",
+            )
+        return Path(self.archive_location)
 
     @property
     def state_dir(self) -> Path:
@@ -104,7 +155,7 @@ class Workspace:
         data = doc.unwrap()
         store = data.get("store", {}).get("url", DEFAULT_STORE)
         store = os.environ.get(ENV_STORE) or store
-        archive = data.get("archive", {}).get("path", DEFAULT_ARCHIVE)
+        archive, endpoint = _archive_settings(data.get("archive", {}), root)
         sources: dict[str, SourceConfig] = {}
         for name, values in (data.get("sources") or {}).items():
             if not isinstance(values, dict):
@@ -114,13 +165,21 @@ class Workspace:
             root=root,
             config_path=path,
             store_url=resolve_store_url(str(store), root),
-            archive_root=(root / archive).resolve(),
+            archive_location=archive,
             sources=sources,
+            archive_endpoint_url=endpoint,
             _doc=doc,
         )
 
     @classmethod
-    def create(cls, root: Path, *, store_url: str | None, archive: str | None) -> Workspace:
+    def create(
+        cls,
+        root: Path,
+        *,
+        store_url: str | None,
+        archive: str | None,
+        archive_endpoint_url: str | None = None,
+    ) -> Workspace:
         path = root / CONFIG_NAME
         if path.exists():
             raise ConfigError(f"{path} already exists; this folder is already a workspace")
@@ -136,11 +195,17 @@ class Workspace:
         doc.add("store", store_tbl)
         arch_tbl = tomlkit.table()
         arch_tbl.add("path", archive or DEFAULT_ARCHIVE)
+        if archive_endpoint_url:
+            arch_tbl.add("endpoint_url", archive_endpoint_url)
         doc.add("archive", arch_tbl)
         doc.add("sources", tomlkit.table(is_super_table=True))
         root.mkdir(parents=True, exist_ok=True)
         path.write_text(tomlkit.dumps(doc), encoding="utf-8")
-        return cls.load(path)
+        try:
+            return cls.load(path)
+        except ConfigError:
+            path.unlink(missing_ok=True)
+            raise
 
     def add_source(self, src: SourceConfig, *, replace: bool = False) -> None:
         if src.name in self.sources and not replace:

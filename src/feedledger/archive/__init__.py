@@ -1,4 +1,9 @@
-"""Content-addressed, write-once payload archive (Invariant 1: archive first)."""
+"""Content-addressed, write-once payload archive (Invariant 1: archive first).
+
+Two backends behind one protocol: a local (or mounted) folder, and S3-compatible object
+storage for workers on several machines (``s3://bucket/prefix``; needs s3fs, imported
+only when such an archive is opened).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,24 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from feedledger.archive.local import LocalArchive
+from feedledger.model.errors import ArchiveUnavailableError, ConfigError
 from feedledger.model.payload import PayloadRef
+
+S3_SCHEME = "s3://"
 
 
 @runtime_checkable
 class Archive(Protocol):
-    """What the layers above need from an archive; LocalArchive now, S3 later.
+    """What the layers above need from an archive, whichever the backend.
 
-    `path_of` is deliberately absent: it is specific to a local file system.
+    `path_of` is deliberately absent: it is specific to a local file system. Locations
+    (`location`, what `keep_rejected` returns) are strings: a path or an s3:// URL.
     """
+
+    @property
+    def location(self) -> str: ...
+
+    def prepare(self) -> None: ...
 
     def put(
         self,
@@ -40,7 +54,7 @@ class Archive(Protocol):
         *,
         original_name: str | None = None,
         reason: str = "",
-    ) -> Path: ...
+    ) -> str: ...
 
     def has(self, sha256: str) -> bool: ...
 
@@ -51,9 +65,31 @@ class Archive(Protocol):
     ) -> builtins.list[PayloadRef]: ...
 
 
-def open_archive(root: Path) -> LocalArchive:
-    """The archive rooted at `root` (a directory; created on first write)."""
-    return LocalArchive(Path(root))
+def is_object_store_url(location: str | Path) -> bool:
+    return str(location).startswith(S3_SCHEME)
 
 
-__all__ = ["Archive", "LocalArchive", "open_archive"]
+def open_archive(location: str | Path, *, endpoint_url: str | None = None) -> Archive:
+    """The archive at `location`: a folder (created on first write) or an
+    ``s3://bucket/prefix`` URL, whose store's endpoint may be given as `endpoint_url`
+    (the AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL variables take precedence)."""
+    text = str(location)
+    if is_object_store_url(text):
+        from feedledger.archive.objectstore import S3Archive
+
+        return S3Archive(text, endpoint_url=endpoint_url)
+    if "://" in text:
+        raise ConfigError(
+            f"archive location {text!r} is neither a folder nor an s3:// URL",
+            hint="use a path, or s3://BUCKET/PREFIX for S3-compatible object storage",
+        )
+    return LocalArchive(Path(text))
+
+
+__all__ = [
+    "Archive",
+    "ArchiveUnavailableError",
+    "LocalArchive",
+    "is_object_store_url",
+    "open_archive",
+]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import json
 import os
 import secrets
 import sys
@@ -34,6 +33,9 @@ from feedledger.archive.sidecar import (
     SIDECAR_RE as _SIDECAR_RE,
 )
 from feedledger.archive.sidecar import (
+    ambiguous as _ambiguous,
+)
+from feedledger.archive.sidecar import (
     check_instant as _check_instant,
 )
 from feedledger.archive.sidecar import (
@@ -43,18 +45,19 @@ from feedledger.archive.sidecar import (
     parse_sidecar as _parse_sidecar,
 )
 from feedledger.archive.sidecar import (
-    sidecar_json as _sidecar_json,
+    sidecar_bytes as _sidecar_bytes,
 )
 from feedledger.archive.sidecar import (
     sidecar_name as _sidecar_name,
 )
+from feedledger.archive.sidecar import (
+    unfiled_note as _unfiled_note,
+)
 from feedledger.model.errors import (
-    AmbiguousPayloadError,
     FeedledgerError,
     NotFoundError,
 )
 from feedledger.model.payload import PayloadRef, payload_id_for
-from feedledger.model.timeutil import iso
 
 _READ_CHUNK = 1 << 20
 
@@ -88,6 +91,15 @@ class LocalArchive:
 
     def __repr__(self) -> str:
         return f"LocalArchive({str(self.root)!r})"
+
+    @property
+    def location(self) -> str:
+        """Where the archive lives, for messages: its folder."""
+        return str(self.root)
+
+    def prepare(self) -> None:
+        """Create the archive folder (`feedledger init`)."""
+        self._ensure_dir(self.root)
 
     # -- paths -------------------------------------------------------------------------
 
@@ -156,15 +168,7 @@ class LocalArchive:
                 rejected = self._rejected_dir(source) / name
                 self._ensure_dir(rejected.parent)
                 self._write_once(rejected, self._encode(ref))
-                rival_ids = ", ".join(p.name[21:-5] for p in rivals)
-                raise AmbiguousPayloadError(
-                    f"two payloads claim publisher timestamp {iso(published_at)}; refused as "
-                    "ambiguous unless the bytes are identical (archived payload "
-                    f"{rival_ids}, new payload {payload_id}; the new bytes are kept for "
-                    f"inspection, see {rejected})",
-                    source=source,
-                    payload=ref.label,
-                )
+                raise _ambiguous(ref, [p.name[21:-5] for p in rivals], str(rejected))
             if not self._write_once(accepted, self._encode(ref)):
                 # Only possible without advisory locks: another process won the race.
                 return self._existing(accepted, source), False
@@ -184,29 +188,23 @@ class LocalArchive:
         *,
         original_name: str | None = None,
         reason: str = "",
-    ) -> Path:
+    ) -> str:
         """Keep bytes that could not be archived as a publication (no usable publisher
         date, unknown source...) for inspection: the object is stored content-addressed
-        and a note is written under `rejected/_unfiled/`. Never raises for a bad name."""
+        and a note is written under `rejected/_unfiled/`. Never raises for a bad name.
+        Returns the note's location (a file path)."""
         sha = hashlib.sha256(data).hexdigest()
         self._write_object(sha, data)
         note_dir = self.root / "rejected" / "_unfiled"
         self._ensure_dir(note_dir)
-        note = {
-            "format": 1,
-            "source": source,
-            "sha256": sha,
-            "size": len(data),
-            "original_name": original_name,
-            "reason": reason,
-        }
-        path = note_dir / f"{sha[:16]}-{hashlib.sha256(reason.encode()).hexdigest()[:8]}.json"
-        self._write_once(path, (json.dumps(note, indent=2) + "\n").encode("utf-8"))
-        return path
+        name, note = _unfiled_note(source, sha, len(data), original_name, reason)
+        path = note_dir / name
+        self._write_once(path, note)
+        return str(path)
 
     @staticmethod
     def _encode(ref: PayloadRef) -> bytes:
-        return (json.dumps(_sidecar_json(ref), indent=2) + "\n").encode("utf-8")
+        return _sidecar_bytes(ref)
 
     def _existing(self, path: Path, source: str) -> PayloadRef:
         try:

@@ -4,12 +4,13 @@ any of them the same way."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-from feedledger.model.errors import ConfigError
+from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef, payload_id_for
 from feedledger.model.timeutil import iso
 
@@ -56,23 +57,68 @@ def sidecar_json(ref: PayloadRef) -> dict[str, Any]:
     }
 
 
-def parse_sidecar(path: Path) -> PayloadRef:
-    """Read one sidecar; ValueError (with the reason) if it is not a valid, consistent one."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read it: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ValueError("it is not a JSON object")
-    if raw.get("format") != SIDECAR_FORMAT:
-        raise ValueError(f"unknown sidecar format {raw.get('format')!r}")
+def sidecar_bytes(ref: PayloadRef) -> bytes:
+    """A sidecar's exact bytes (every backend writes the same ones)."""
+    return (json.dumps(sidecar_json(ref), indent=2) + "\n").encode("utf-8")
 
-    def field(name: str, kind: type[Any], *, optional: bool = False) -> Any:
-        value = raw.get(name)
+
+def unfiled_note(
+    source: str, sha256: str, size: int, original_name: str | None, reason: str
+) -> tuple[str, bytes]:
+    """Name and bytes of the note kept under `rejected/_unfiled/` for bytes that could not
+    be archived as a publication (no usable publisher date, unknown source...)."""
+    note = {
+        "format": 1,
+        "source": source,
+        "sha256": sha256,
+        "size": size,
+        "original_name": original_name,
+        "reason": reason,
+    }
+    name = f"{sha256[:16]}-{hashlib.sha256(reason.encode()).hexdigest()[:8]}.json"
+    return name, (json.dumps(note, indent=2) + "\n").encode("utf-8")
+
+
+def parse_sidecar(path: Path) -> PayloadRef:
+    """Read one sidecar file; ValueError (with the reason) if it is not a valid,
+    consistent one."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc}") from exc
+    return parse_sidecar_bytes(raw, name=path.name, parent=path.parent.name)
+
+
+def ambiguous(ref: PayloadRef, rival_ids: list[str], kept_at: str) -> AmbiguousPayloadError:
+    """The error for different bytes claiming an already taken publisher timestamp."""
+    return AmbiguousPayloadError(
+        f"two payloads claim publisher timestamp {iso(ref.published_at)}; refused as "
+        "ambiguous unless the bytes are identical (archived payload "
+        f"{', '.join(rival_ids)}, new payload {ref.payload_id}; the new bytes are kept for "
+        f"inspection, see {kept_at})",
+        source=ref.source,
+        payload=ref.label,
+    )
+
+
+def parse_sidecar_bytes(raw: bytes, *, name: str | None, parent: str | None) -> PayloadRef:
+    """Parse a sidecar stored as `<parent>/<name>`; ValueError (with the reason) if it is
+    not a valid, consistent one (its name and folder, unless None, must match it)."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read it: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ValueError("it is not a JSON object")
+    if doc.get("format") != SIDECAR_FORMAT:
+        raise ValueError(f"unknown sidecar format {doc.get('format')!r}")
+
+    def field(key: str, kind: type[Any], *, optional: bool = False) -> Any:
+        value = doc.get(key)
         if value is None and optional:
             return None
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise ValueError(f"field {name!r} is missing or not a {kind.__name__}")
+            raise ValueError(f"field {key!r} is missing or not a {kind.__name__}")
         return value
 
     ref = PayloadRef(
@@ -93,8 +139,8 @@ def parse_sidecar(path: Path) -> PayloadRef:
             f"payload_id {ref.payload_id!r} does not match its source, published_at and "
             f"sha256 (expected {expected!r})"
         )
-    if path.name != sidecar_name(ref.published_at, ref.payload_id):
+    if name is not None and name != sidecar_name(ref.published_at, ref.payload_id):
         raise ValueError("its file name does not match its published_at and payload_id")
-    if path.parent.name != ref.source:
-        raise ValueError(f"it names source {ref.source!r} but lies under {path.parent.name!r}")
+    if parent is not None and parent != ref.source:
+        raise ValueError(f"it names source {ref.source!r} but lies under {parent!r}")
     return ref

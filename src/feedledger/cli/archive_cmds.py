@@ -95,7 +95,7 @@ def list_(
 @app.command("reindex")
 @guarded
 def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
-    """Rebuild the payload index in the store from the archive folder alone."""
+    """Rebuild the payload index in the store from the archive alone (folder or bucket)."""
     from feedledger.pipeline.archiving import reindex
 
     with context(ctx) as c:

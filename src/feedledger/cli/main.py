@@ -82,12 +82,23 @@ def init(
         "or postgresql://user@host:port/db.",
     ),
     archive: str | None = typer.Option(
-        None, "--archive", help="Archive folder (default .feedledger/archive)."
+        None,
+        "--archive",
+        help="Archive folder (default .feedledger/archive), or s3://BUCKET/PREFIX on "
+        "S3-compatible storage (credentials from the AWS environment variables or profile).",
+    ),
+    archive_endpoint: str | None = typer.Option(
+        None,
+        "--archive-endpoint",
+        help="Endpoint of a non-AWS object store (MinIO...), saved as [archive] endpoint_url; "
+        "AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL take precedence.",
     ),
     directory: Path = typer.Option(Path("."), "--dir", help="Workspace folder."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Create feedledger.toml, the store (schema via Alembic) and the archive folder."""
+    """Create feedledger.toml, the store (schema via Alembic) and the archive folder (or
+    check that the archive's bucket answers)."""
+    from feedledger.archive import open_archive
     from feedledger.ledger import engine as eng
 
     root = directory.resolve()
@@ -95,8 +106,12 @@ def init(
         probe = eng.make_engine(store)
         eng.check_reachable(probe, store)
         probe.dispose()
-    ws = Workspace.create(root, store_url=store, archive=archive)
+    ws = Workspace.create(
+        root, store_url=store, archive=archive, archive_endpoint_url=archive_endpoint
+    )
     try:
+        # a folder is created; a bucket must exist and answer with these credentials
+        open_archive(ws.archive_location, endpoint_url=ws.archive_endpoint_url).prepare()
         engine = eng.make_engine(ws.store_url)
         eng.check_reachable(engine, ws.store_url)
         _before, after = eng.upgrade(engine)
@@ -104,11 +119,10 @@ def init(
     except FeedledgerError:
         ws.config_path.unlink(missing_ok=True)
         raise
-    ws.archive_root.mkdir(parents=True, exist_ok=True)
     result = {
         "config": str(ws.config_path),
         "store": eng.redact(ws.store_url),
-        "archive": str(ws.archive_root),
+        "archive": ws.archive_location,
         "schema": after,
     }
     if json_out:
@@ -116,7 +130,7 @@ def init(
         return
     out.print(f"Created {ws.config_path}")
     out.print(f"  store   {result['store']} (schema {after})")
-    out.print(f"  archive {ws.archive_root}")
+    out.print(f"  archive {ws.archive_location}")
     out.print("Next: feedledger source add NAME --key FIELD [--format csv] ...")
 
 

@@ -72,7 +72,7 @@ def acquire(
             row = conn.execute(stmt.with_for_update(skip_locked=True)).first()
             if row is None:
                 raise LeaseHeldError(
-                    "another worker is taking this source's lease right now",
+                    "another run holds this source's lease (another worker is taking it right now)",
                     source=source,
                     hint="one run per source at a time; wait for it to finish",
                 )

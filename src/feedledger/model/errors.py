@@ -83,6 +83,12 @@ class StoreUnavailableError(FeedledgerError):
     exit_code = 8
 
 
+class ArchiveUnavailableError(FeedledgerError):
+    """The archive's object store cannot be used: unreachable, no bucket, no credentials."""
+
+    exit_code = 8
+
+
 class SourceFrozenError(FeedledgerError):
     """The source is frozen: live runs are refused (backfill, replay, retract allowed)."""
 

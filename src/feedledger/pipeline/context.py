@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from feedledger.archive import LocalArchive, open_archive
+from feedledger.archive import Archive, open_archive
 from feedledger.config import Workspace
 from feedledger.timing import stage
 
@@ -25,13 +25,17 @@ class Context:
     # store then leaves its write-ahead log to the next writer (Store.close).
     leave_wal: bool = False
     _store: Store | None = field(default=None, repr=False)
-    _archive: LocalArchive | None = field(default=None, repr=False)
+    _archive: Archive | None = field(default=None, repr=False)
     _cache: StateCache | None = field(default=None, repr=False)
 
     @property
-    def archive(self) -> LocalArchive:
+    def archive(self) -> Archive:
+        """The workspace's archive: a local folder or S3-compatible object storage
+        (s3fs is imported only then)."""
         if self._archive is None:
-            self._archive = open_archive(self.workspace.archive_root)
+            self._archive = open_archive(
+                self.workspace.archive_location, endpoint_url=self.workspace.archive_endpoint_url
+            )
         return self._archive
 
     @property
