@@ -192,8 +192,9 @@ def test_interrupted_rebuild_resumes_with_nothing_missing_repeated_or_stale(
     assert done["status"] == "finished" and done["checkpoint"]["batches"] >= 3
     assert sum(done["outcomes"].values()) == 25  # retries are not counted twice
     if fault.startswith("after_destination_write"):
-        # written, never checkpointed: repeated, and the guard made it harmless
-        assert done["outcomes"]["already_current"] == 10
+        # written, never checkpointed: repeated, and the guard made it harmless (the next
+        # batch may have been written meanwhile too: at most two are in flight)
+        assert done["outcomes"]["already_current"] in (10, 20)
     report = cli.json("reconcile", "search", "--manifest", "all")
     assert report["complete"] is True, report
     t = target(place)
@@ -341,5 +342,6 @@ def test_an_unacknowledged_batch_stays_unresolved_until_repeated(
     assert all("uncertain" in u["reason"] for u in report["unresolved"])
     monkeypatch.setattr(Target, "write", real)
     done = cli.json("sync", "search", "--manifest", "all", "--batch", "3")
-    assert done["outcomes"]["already_current"] == 3 and done["outcomes"]["unresolved"] == 0
+    # batches 2 and 3 (3 + 2 keys) were both in flight: repeated, already current
+    assert done["outcomes"]["already_current"] == 5 and done["outcomes"]["unresolved"] == 0
     assert cli.json("reconcile", "search", "--manifest", "all")["complete"] is True

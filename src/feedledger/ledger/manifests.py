@@ -115,12 +115,16 @@ def listing(store: Store) -> list[Manifest]:
 
 
 def keys(store: Store, manifest_id: str, after: str | None = None, limit: int = BATCH) -> list[str]:
-    stmt = select(manifest_keys.c.key).where(manifest_keys.c.manifest_id == manifest_id)
+    """The manifest's keys after `after`, in key order (plain driver rows: the rebuild
+    reads a million of them)."""
+    pg = store.dialect == "postgresql"
+    m, a = ("%(m)s", "%(a)s") if pg else (":m", ":a")
+    sql = f"SELECT key FROM manifest_keys WHERE manifest_id = {m}"
     if after is not None:
-        stmt = stmt.where(manifest_keys.c.key > after)
-    stmt = stmt.order_by(manifest_keys.c.key).limit(limit)
+        sql += f" AND key > {a}"
+    sql += f" ORDER BY key LIMIT {int(limit)}"
     with store.engine.connect() as conn:
-        return list(conn.execute(stmt).scalars())
+        return [r[0] for r in conn.exec_driver_sql(sql, {"m": manifest_id, "a": after}).all()]
 
 
 def all_keys(store: Store, manifest_id: str) -> Iterator[list[str]]:

@@ -9,7 +9,7 @@
 * Rebuild: the manifest's keys in key order, a batch at a time, each key's version AS
   OF the manifest's boundary, through the same guard. The checkpoint records the batch
   as attempted before writing and as acknowledged after the destination committed; a
-  crash repeats at most the unacknowledged batch. A token bucket leaves `live_reserve`
+  crash repeats at most the unacknowledged batches (IN_FLIGHT). A token bucket leaves `live_reserve`
   of `rate` to the live route, which runs between batches; when the live lag exceeds
   the recovery window the rebuild waits for it. `maintenance` instead pauses the live
   route to that destination for the rebuild (its rows wait; nothing is lost).
@@ -18,10 +18,11 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select, text
 
@@ -38,6 +39,7 @@ from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, build, default_doc, load
 
 BATCH = 10_000
+IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
 LIVE_ROWS = 200  # outbox rows per live step
 
 # progress(done, population, live lag seconds)
@@ -69,42 +71,68 @@ class SyncReport:
 # -- reading the ledger --------------------------------------------------------------------
 
 
-def _versions_sql(dialect: str, known_at: int | None, by_range: bool) -> str:
+class VersionRow(NamedTuple):
+    key: str
+    attributes: str | None
+    revision: str | None
+    deleted: bool
+    version_id: int
+    valid_from: int
+
+
+def _versions_sql(dialect: str, known_at: int | None, keys: int = 0) -> str:
+    """Versions of a key range, in the driver's own parameter style (rows come back as
+    plain tuples: on the rebuild's hot path SQLAlchemy's Row objects cost more than
+    the query)."""
+
+    def p(name: str) -> str:
+        return f"%({name})s" if dialect == "postgresql" else f":{name}"
+
     visible = (
         "v.retracted_at IS NULL"
         if known_at is None
-        else "v.recorded_at <= :k AND (v.retracted_at IS NULL OR v.retracted_at > :k)"
+        else f"v.recorded_at <= {p('k')} AND (v.retracted_at IS NULL OR v.retracted_at > {p('k')})"
     )
-    where = "v.key >= :lo AND v.key <= :hi" if by_range else "v.key IN :keys"
+    where = (
+        f"v.key IN ({', '.join(p(f'k{i}') for i in range(keys))})"
+        if keys
+        else f"v.key >= {p('lo')} AND v.key <= {p('hi')}"
+    )
     return (
         "SELECT v.key, v.attributes, v.revision, v.deleted, v.version_id, v.valid_from "
-        f"FROM versions v WHERE v.source = :s AND {where} AND {visible} "
+        f"FROM versions v WHERE v.source = {p('s')} AND {where} AND {visible} "
         "ORDER BY v.key, v.valid_from, v.version_id"
     )
 
 
-def latest(ctx: Context, source: str, keys: Sequence[str], known_at: int | None) -> dict[str, Any]:
+def latest(
+    ctx: Context, source: str, keys: Sequence[str], known_at: int | None, *, dense: bool = False
+) -> dict[str, Any]:
     """The latest version of each key (valid-time order) visible at `known_at` (None:
-    now), as rows; keys must be sorted."""
+    now), as (key, attributes, revision, deleted, version_id, valid_from) tuples; keys
+    must be sorted. `dense`: the keys are (nearly) every key of their range -- a
+    manifest's batch -- so one range scan reads them; otherwise (the live route's
+    scattered keys) they are looked up."""
     if not keys:
         return {}
     wanted = set(keys)
     out: dict[str, Any] = {}
-    params: dict[str, Any] = {"s": source, "k": known_at}
+    dialect = ctx.store.dialect
     with ctx.store.engine.connect() as conn:
-        if len(keys) > 50:
-            stmt = text(_versions_sql(ctx.store.dialect, known_at, True))
-            rows = conn.execute(stmt, {**params, "lo": keys[0], "hi": keys[-1]})
+        if dense:
+            parts = [(_versions_sql(dialect, known_at), {"lo": keys[0], "hi": keys[-1]})]
         else:
-            from sqlalchemy import bindparam
-
-            stmt = text(_versions_sql(ctx.store.dialect, known_at, False)).bindparams(
-                bindparam("keys", expanding=True)
-            )
-            rows = conn.execute(stmt, {**params, "keys": list(keys)})
-        for r in rows.all():
-            if r[0] in wanted:
-                out[r[0]] = r  # ordered: the last one wins
+            parts = [
+                (
+                    _versions_sql(dialect, known_at, len(chunk)),
+                    {f"k{i}": k for i, k in enumerate(chunk)},
+                )
+                for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500))
+            ]
+        for sql, params in parts:
+            for r in conn.exec_driver_sql(sql, {"s": source, "k": known_at, **params}).all():
+                if r[0] in wanted:
+                    out[r[0]] = r  # ordered: the last one wins
     return out
 
 
@@ -137,7 +165,7 @@ class Builder:
             try:
                 docs.append(
                     build(
-                        row,
+                        VersionRow(*row),
                         transform=self.transform,
                         generation=self.generation,
                         rank=self.rank,
@@ -300,21 +328,19 @@ def rebuild(
     done = 0 if cp.acknowledged_key is None else _done(ctx, man.manifest_id, cp.acknowledged_key)
     if maintenance:
         registry.set_paused(store, dest.name, now_us())
-    # One batch in flight: while the destination upserts batch i (the driver waits
-    # without the GIL), this thread reads and transforms batch i+1; batch i is settled
-    # (recorded, acknowledged) before batch i+1 is marked attempted and sent, so a crash
-    # repeats at most the one unacknowledged batch (harmlessly: already_current).
-    pool = ThreadPoolExecutor(1, thread_name_prefix="destination-write")
-    pending: tuple[int, list[str], list[Doc], list[Verdict], Future[list[Verdict]]] | None = None
+    # A pipeline of three: this thread reads and transforms batch i+1 while a writer
+    # thread sends batch i through the guard (the driver waits without the GIL) and a
+    # recorder thread records batch i-1's verdicts with its checkpoint (one ledger
+    # commit). Batches are acknowledged in order, at most IN_FLIGHT sent and not yet
+    # acknowledged: a crash repeats those (harmlessly: the guard answers
+    # already_current).
+    writer = ThreadPoolExecutor(1, thread_name_prefix="destination-write")
+    recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
+    pending: deque[tuple[list[str], Future[None]]] = deque()
 
-    def settle() -> None:
-        nonlocal done, pending
-        if pending is None:
-            return
-        n, keys, docs, rejected, fut = pending
-        pending = None
+    def send(docs: list[Doc]) -> list[Verdict]:
         try:
-            verdicts = fut.result()
+            return target.write(docs)
         except Exception as exc:
             # sent, answer unknown: unresolved until the batch is repeated
             reason = f"uncertain: the destination did not acknowledge: {exc}"
@@ -322,13 +348,31 @@ def rebuild(
                               d.content_hash, reason) for d in docs]  # fmt: skip
             sync_state.record(store, dest.name, man.manifest_id, unsure, now_us())
             raise
+
+    broken: list[BaseException] = []  # a batch failed: no later one is acknowledged
+
+    def acknowledge(n: int, keys: list[str], sent: Future[list[Verdict]],
+                    rejected: list[Verdict]) -> None:  # fmt: skip
+        if broken:
+            raise RuntimeError(f"batch {n} not acknowledged: an earlier batch failed")
+        try:
+            verdicts = sent.result()
+        except BaseException as exc:
+            broken.append(exc)
+            raise
         faults.point("after_destination_write", n)
         sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected, now_us(),
                           acknowledged=keys[-1])  # fmt: skip
         faults.point("after_checkpoint", n)
-        done += len(keys)
-        if progress:
-            progress(done, man.population, lag)
+
+    def settle(room: int) -> None:
+        nonlocal done
+        while len(pending) > room:
+            keys, fut = pending.popleft()
+            fut.result()
+            done += len(keys)
+            if progress:
+                progress(done, man.population, lag)
 
     lag = 0.0
     try:
@@ -339,18 +383,20 @@ def rebuild(
             if bucket is not None:
                 bucket.take(len(keys))
             lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
-            rows = latest(ctx, dest.source, keys, man.created_at)
+            rows = latest(ctx, dest.source, keys, man.created_at, dense=True)
             docs, rejected = builder.docs(rows, keys)
-            settle()  # the previous batch, written meanwhile
+            settle(IN_FLIGHT - 1)
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
             faults.point("before_destination_write", n)
-            pending = (n, keys, docs, rejected, pool.submit(target.write, docs))
+            sent = writer.submit(send, docs)
+            pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected)))
             after = keys[-1]
-        settle()
+        settle(0)
         sync_state.mark(store, dest.name, man.manifest_id, now_us(), finished=True)
         report.status = "finished"
     finally:
-        pool.shutdown(wait=True)
+        writer.shutdown(wait=True)
+        recorder.shutdown(wait=True)
         if maintenance:
             registry.set_paused(store, dest.name, None)
     while n := live_step(ctx, dest, target, live_builder):  # what waited, or came meanwhile
