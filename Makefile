@@ -5,6 +5,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint typecheck unit bench clean
+.PHONY: bench-peers bench-peers-smoke
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +39,26 @@ unit: $(DEVSTAMP)
 ## bench: 1,000,000-parcel ingest benchmark on SQLite and PostgreSQL (see bench/README.md)
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/ingest_bench.py --repeat 2
+
+# The peers (dlt, dbt) live in their own virtual environment, never mixed with ours;
+# created once (stamp file). Registry only: their telemetry is off in bench/peers/.
+PEERS := bench/.peers
+PEERS_STAMP := $(PEERS)/.installed
+
+$(PEERS_STAMP):
+	$(PY) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q --upgrade pip
+	$(PEERS)/bin/python -m pip install -q 'dlt[duckdb]' pyarrow 'dbt-duckdb' 'dbt-core<1.12'
+	touch $@
+
+## bench-peers: feedledger vs dlt scd2 vs dbt snapshot, 100k and 1M parcels (bench/README.md)
+bench-peers: $(DEVSTAMP) $(PEERS_STAMP)
+	$(BIN)/python bench/peers/run.py
+
+## bench-peers-smoke: the same at N=1,000, D=3, plus the cross-check and the outage test
+bench-peers-smoke: $(DEVSTAMP) $(PEERS_STAMP)
+	$(BIN)/python bench/peers/run.py --smoke
+	$(BIN)/python -m pytest -q -p no:cacheprovider bench/peers/test_outage.py
 
 clean:
 	rm -rf $(VENV) demo-workspace .pytest_cache .mypy_cache .ruff_cache

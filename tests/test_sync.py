@@ -95,6 +95,11 @@ def test_revision_guard_matrix(place: tuple[str, str, str]) -> None:
             "name": "acme 8"
         }
         assert held(t, "V-404") == (8, "M-3", False)  # untouched
+        # text that needs escaping on its way in (COPY) comes back as it went
+        tricky = {"name": 'a "quoted" \\ name\twith tab\nand é'}
+        assert verdicts(t, doc("V-9", 1, tricky)) == ["accepted"]
+        [back] = t.write([doc("V-9", 1, {"name": "other"})])
+        assert back.verdict == "unresolved" and (back.evidence or {})["held"]["doc"] == tricky
     finally:
         t.close()
 

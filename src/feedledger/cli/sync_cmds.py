@@ -199,7 +199,7 @@ def sync(
     maintenance: bool = typer.Option(
         False, "--maintenance", help="Pause the live route to it meanwhile (queued, not lost)."
     ),
-    batch: int = typer.Option(10_000, "--batch", min=1, help="Documents per checkpointed batch."),
+    batch: int = typer.Option(20_000, "--batch", min=1, help="Documents per checkpointed batch."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Write ledger state into a destination through its guard: `--live` (the changes of

@@ -38,7 +38,7 @@ from feedledger.pipeline.context import Context
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, build, default_doc, load
 
-BATCH = 10_000
+BATCH = 20_000
 IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
 LIVE_ROWS = 200  # outbox rows per live step
 

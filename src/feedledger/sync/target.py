@@ -192,7 +192,7 @@ class Target:
                 "doc jsonb) ON COMMIT DELETE ROWS"
             )
             with cur.copy(f"COPY fl_stage ({', '.join(COLUMNS)}) FROM STDIN") as copy:
-                for d in docs:
+                for d in docs:  # psycopg's C adaptation: faster than building the text here
                     copy.write_row(
                         (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted, d.doc)
                     )
