@@ -379,3 +379,21 @@ def test_a_stop_during_recovery_ends_after_a_whole_payload_and_resumes(
     assert (done["outcome"], done["payloads"]) == ("recovered", 4)
     assert len(rows(cli, applications)) == 7
     assert topics(cli) == {"summary": 1}
+
+
+def test_an_error_in_a_tick_is_logged_and_the_scheduler_goes_on(
+    cli: Cli, feed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(feed, "2026-08-01", "R-0")
+    declare(cli, feed)
+    clock = FakeClock("2026-08-01T07:00")
+    sched, log = scheduler(cli, clock)
+
+    def down(*_a: object, **_k: object) -> None:
+        raise ConnectionError("the store went away")
+
+    monkeypatch.setattr(sched, "tick", down)
+    sched.run(once=True)  # no exception
+    events = [json.loads(x) for x in log.getvalue().splitlines()]
+    assert [e["event"] for e in events] == ["start", "error", "stop"]
+    assert "the store went away" in events[1]["error"]

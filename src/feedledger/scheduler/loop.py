@@ -92,7 +92,7 @@ class Scheduler:
             workspace = self.ctx.workspace
         ctx = Context(workspace)
         ctx._store = self.store
-        ctx._archive = self.ctx.archive
+        ctx._archive = self.ctx._archive  # opened on first use, then shared
         return ctx
 
     def _progress(self) -> Callable[[int, int, object], None]:
@@ -196,7 +196,10 @@ class Scheduler:
         with leases.Heartbeat(self.store):
             try:
                 while not self.stop.is_set():
-                    self.tick(wait=once)
+                    try:
+                        self.tick(wait=once)
+                    except Exception as exc:  # the store or archive is down: next tick
+                        self.emit({"event": "error", "error": f"{type(exc).__name__}: {exc}"})
                     if once:
                         break
                     self.clock.sleep(self.options.tick_s, self.stop)
