@@ -193,7 +193,7 @@ def retry_dead(store: Store, subscriber: str | None, now_us: int) -> int:
             .values(
                 status="pending",
                 attempts=0,
-                next_attempt_at=now_us,
+                next_attempt_at=0,  # due at once, whatever the clock says
                 claimed_by=None,
                 claimed_until=None,
             )

@@ -109,7 +109,7 @@ def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
                             "body": body,
                             "status": "pending",
                             "attempts": 0,
-                            "next_attempt_at": now_us,
+                            "next_attempt_at": 0,  # due at once, whatever the clock says
                             "created_at": now_us,
                         }
                         for s in each
