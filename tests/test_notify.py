@@ -523,7 +523,10 @@ def test_hanging_subscriber_times_out_without_holding_up_the_others(
     add_webhook(cli, "fast", fast.url)
 
     report = dispatch(cli, "--timeout", "0.5", "--concurrency", "1")
-    assert (report["attempted"], report["delivered"], report["failed"]) == (4, 2, 2)
+    assert (report["attempted"], report["delivered"], report["failed"]) == (4, 2, 2), (
+        report,
+        status_of(cli),
+    )
     assert "Timeout" in report["errors"]["slow"] and "fast" not in report["errors"]
     rows = assert_ledger(cli.ws, {"slow": 2, "fast": 2})
     assert sorted(fast.ids()) == sorted(r.message_id for r in rows if r.subscriber == "fast")
