@@ -219,7 +219,9 @@ def sync(
         if manifest is None:
             report = pipe.live(c, destination, once=once)
         else:
-            report = pipe.rebuild(
+            from feedledger.pipeline.rebuild import rebuild
+
+            report = rebuild(
                 c,
                 destination,
                 manifest,

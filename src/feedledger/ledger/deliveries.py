@@ -181,7 +181,8 @@ def record(store: Store, holder: str, outcomes: Sequence[Outcome], now_us: int) 
             )
 
 
-def retry_dead(store: Store, subscriber: str | None, now_us: int) -> int:
+def retry_dead(store: Store, subscriber: str | None) -> int:
+    """Dead messages pending again, due at once (same ids)."""
     d = deliveries
     cond = d.c.status == "dead"
     if subscriber is not None:

@@ -117,11 +117,9 @@ def listing(store: Store) -> list[Manifest]:
 def keys(store: Store, manifest_id: str, after: str | None = None, limit: int = BATCH) -> list[str]:
     """The manifest's keys after `after`, in key order (plain driver rows: the rebuild
     reads a million of them)."""
-    pg = store.dialect == "postgresql"
-    m, a = ("%(m)s", "%(a)s") if pg else (":m", ":a")
-    sql = f"SELECT key FROM manifest_keys WHERE manifest_id = {m}"
+    sql = f"SELECT key FROM manifest_keys WHERE manifest_id = {store.param('m')}"
     if after is not None:
-        sql += f" AND key > {a}"
+        sql += f" AND key > {store.param('a')}"
     sql += f" ORDER BY key LIMIT {int(limit)}"
     with store.engine.connect() as conn:
         return [r[0] for r in conn.exec_driver_sql(sql, {"m": manifest_id, "a": after}).all()]

@@ -90,6 +90,11 @@ class Store:
         with self.engine.begin() as conn:
             yield conn
 
+    def param(self, name: str) -> str:
+        """A named placeholder in the driver's own style, for `exec_driver_sql` on hot
+        paths (plain tuples back, no SQLAlchemy rows): `%(name)s` (psycopg), `:name`."""
+        return f"%({name})s" if self.dialect == "postgresql" else f":{name}"
+
     def for_update(self, stmt: Any) -> Any:
         return stmt.with_for_update() if self.dialect == "postgresql" else stmt
 

@@ -182,16 +182,14 @@ def mark(
     at: int,
     *,
     attempted: str | None = None,
-    acknowledged: str | None = None,
     finished: bool = False,
 ) -> None:
+    """Move the checkpoint: a batch attempted, or the sync finished (acknowledging a
+    batch goes with its verdicts, in `record`)."""
     c = sync_checkpoints
     values: dict[str, Any] = {"updated_at": at}
     if attempted is not None:
         values["attempted_key"] = attempted
-    if acknowledged is not None:
-        values["acknowledged_key"] = acknowledged
-        values["batches"] = c.c.batches + 1
     if finished:
         values["status"] = "finished"
     with store.begin() as conn:

@@ -105,7 +105,7 @@ def status(ctx: Context) -> dict[str, Any]:
 def retry(ctx: Context, subscriber: str | None) -> int:
     if subscriber is not None and subscriber not in {s.name for s in list_subscribers(ctx)}:
         raise NotFoundError(f"no subscriber named {subscriber!r}")
-    return deliveries.retry_dead(ctx.store, subscriber, now_us())
+    return deliveries.retry_dead(ctx.store, subscriber)
 
 
 def correction(ctx: Context, run_id: str, message: str) -> dict[str, Any]:

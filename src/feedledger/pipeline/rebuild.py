@@ -1,0 +1,205 @@
+"""The rebuild: a manifest's keys in key order, a batch at a time, each key's version
+AS OF the manifest's boundary, through the destination's guard (live route and shared
+pieces: pipeline/sync.py). The checkpoint records a batch as attempted before it is
+sent and as acknowledged after the destination committed; a crash repeats at most the
+unacknowledged batches (IN_FLIGHT). A token bucket leaves `live_reserve` of `rate` to
+the live route, which runs between batches; when the live lag exceeds the recovery
+window the rebuild waits for it. `maintenance` instead pauses the live route to that
+destination for the rebuild (its rows wait; nothing is lost).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from sqlalchemy import func, select
+
+from feedledger import faults
+from feedledger.ledger import destinations as registry
+from feedledger.ledger import manifests, sync_state
+from feedledger.ledger.sync_state import Verdict
+from feedledger.model.destination import Destination
+from feedledger.model.errors import ConfigError
+from feedledger.model.timeutil import now_us
+from feedledger.pipeline.context import Context
+from feedledger.pipeline.sync import (
+    BATCH,
+    Builder,
+    Progress,
+    SyncReport,
+    latest,
+    live_lag_s,
+    live_step,
+)
+from feedledger.sync.target import Target
+from feedledger.sync.transform import Doc
+
+IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
+
+
+class TokenBucket:
+    """`rate` tokens a second, bursts up to one second's worth."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.tokens = rate
+        self.at = time.monotonic()
+
+    def take(self, n: int) -> None:
+        while True:
+            now = time.monotonic()
+            self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
+            self.at = now
+            if self.tokens >= min(n, self.rate):
+                self.tokens -= n
+                return
+            time.sleep((min(n, self.rate) - self.tokens) / self.rate)
+
+
+def rebuild(
+    ctx: Context,
+    name: str,
+    manifest_name: str,
+    *,
+    rate: float | None = None,
+    live_reserve: float = 0.3,
+    recovery_window_s: float = 60.0,
+    maintenance: bool = False,
+    progress: Progress | None = None,
+    batch: int = BATCH,
+) -> SyncReport:
+    dest = registry.get(ctx.store, name)
+    man = manifests.get(ctx.store, manifest_name)
+    if man.source != dest.source:
+        raise ConfigError(
+            f"manifest {man.name} is a population of source {man.source}, but destination "
+            f"{dest.name} projects source {dest.source}",
+            hint="create a manifest of the destination's source",
+        )
+    report = SyncReport(dest.name, man.name)
+    started = time.perf_counter()
+    target = Target(dest)
+    target.ensure()
+    builder = Builder(ctx, dest, man.generation)
+    live_builder = Builder(ctx, dest)
+    bucket = TokenBucket(rate * (1 - live_reserve)) if rate else None
+    store = ctx.store
+    cp = sync_state.start(store, dest.name, man.manifest_id, now_us())
+    done = 0 if cp.acknowledged_key is None else _done(ctx, man.manifest_id, cp.acknowledged_key)
+    if maintenance:
+        registry.set_paused(store, dest.name, now_us())
+    # A pipeline of three: this thread reads and transforms batch i+1 while a writer
+    # thread sends batch i through the guard (the driver waits without the GIL) and a
+    # recorder thread records batch i-1's verdicts with its checkpoint (one ledger
+    # commit). Batches are acknowledged in order, at most IN_FLIGHT sent and not yet
+    # acknowledged: a crash repeats those (harmlessly: the guard answers
+    # already_current).
+    writer = ThreadPoolExecutor(1, thread_name_prefix="destination-write")
+    recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
+    pending: deque[tuple[list[str], Future[None]]] = deque()
+
+    def send(docs: list[Doc]) -> list[Verdict]:
+        try:
+            return target.write(docs)
+        except Exception as exc:
+            # sent, answer unknown: unresolved until the batch is repeated
+            reason = f"uncertain: the destination did not acknowledge: {exc}"
+            unsure = [Verdict(d.key, "unresolved", d.revision, d.generation,
+                              d.content_hash, reason) for d in docs]  # fmt: skip
+            sync_state.record(store, dest.name, man.manifest_id, unsure, now_us())
+            raise
+
+    broken: list[BaseException] = []  # a batch failed: no later one is acknowledged
+
+    def acknowledge(n: int, keys: list[str], sent: Future[list[Verdict]],
+                    rejected: list[Verdict]) -> None:  # fmt: skip
+        if broken:
+            raise RuntimeError(f"batch {n} not acknowledged: an earlier batch failed")
+        try:
+            verdicts = sent.result()
+        except BaseException as exc:
+            broken.append(exc)
+            raise
+        faults.point("after_destination_write", n)
+        sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected, now_us(),
+                          acknowledged=keys[-1])  # fmt: skip
+        faults.point("after_checkpoint", n)
+
+    def settle(room: int) -> None:
+        nonlocal done
+        while len(pending) > room:
+            keys, fut = pending.popleft()
+            fut.result()
+            done += len(keys)
+            if progress:
+                progress(done, man.population, lag)
+
+    lag = 0.0
+    try:
+        after = cp.acknowledged_key
+        n = 0
+        while keys := manifests.keys(store, man.manifest_id, after, batch):
+            n += 1
+            if bucket is not None:
+                bucket.take(len(keys))
+            lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
+            rows = latest(ctx, dest.source, keys, man.created_at, dense=True)
+            docs, rejected = builder.docs(rows, keys)
+            settle(IN_FLIGHT - 1)
+            sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
+            faults.point("before_destination_write", n)
+            sent = writer.submit(send, docs)
+            pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected)))
+            after = keys[-1]
+        settle(0)
+        sync_state.mark(store, dest.name, man.manifest_id, now_us(), finished=True)
+        report.status = "finished"
+    finally:
+        writer.shutdown(wait=True)
+        recorder.shutdown(wait=True)
+        if maintenance:
+            registry.set_paused(store, dest.name, None)
+    while n := live_step(ctx, dest, target, live_builder):  # what waited, or came meanwhile
+        report.live_written += n
+    target.close()
+    report.outcomes = sync_state.counts(store, dest.name, man.manifest_id)
+    got = sync_state.checkpoint(store, dest.name, man.manifest_id)
+    report.checkpoint = got.to_json() if got else None
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _done(ctx: Context, manifest_id: str, acknowledged: str) -> int:
+    from feedledger.ledger.schema import manifest_keys
+
+    with ctx.store.engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).where(
+                    manifest_keys.c.manifest_id == manifest_id, manifest_keys.c.key <= acknowledged
+                )
+            ).scalar_one()
+        )
+
+
+def _serve_live(
+    ctx: Context,
+    dest: Destination,
+    target: Target,
+    builder: Builder,
+    window_s: float,
+    maintenance: bool,
+) -> float:
+    """Between two rebuild batches: one live step here; while the live lag exceeds the
+    recovery window, live steps (or, a live route run elsewhere, waiting) come first."""
+    if maintenance:
+        return 0.0
+    live_step(ctx, dest, target, builder)
+    lag = live_lag_s(ctx, dest)
+    while lag > window_s and registry.get(ctx.store, dest.name).paused_at is None:
+        if not live_step(ctx, dest, target, builder):
+            time.sleep(0.2)
+        lag = live_lag_s(ctx, dest)
+    return lag
