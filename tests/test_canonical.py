@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -135,3 +136,34 @@ def test_csv_empty_fields_versus_missing_fields() -> None:
     for bad, row in ((b"id,a,b\n1,x,y\n2,\n", 2), (b'id,a,b\n1,x,y\n2,"q"\n', 2)):
         with pytest.raises(BadPayloadError, match=rf"row {row} \(line {row + 1}\).*fewer"):
             read_observations(bad, src, label="p")
+
+
+@pytest.mark.parametrize(
+    "idx",
+    [
+        [0, 1, 2, 3, 4, 5],  # the whole payload (a first load)
+        [2, 3, 4],  # a consecutive run (one chunk of a first load)
+        [4],
+        [1, 2, 4],  # a gap
+        [1, 1, 2],  # a repeat
+        [3, 2, 1],  # descending
+        [0, None, 2],  # a delete among them
+        [],
+    ],
+)
+def test_attribute_texts_by_index_equal_the_whole_payload_gathered(
+    idx: list[int | None],
+) -> None:
+    """Observations.attributes takes a slice for a consecutive run, gathers otherwise;
+    every path gives the texts of exactly the rows asked for, in that order."""
+    import polars as pl
+
+    from feedledger.config import make_source
+    from feedledger.formats import read_observations
+
+    src = make_source("s", key=("id",))
+    data = b'id,v,w\n0,a,"x,1"\n1,b,\n2,"c ""q""",z\n3,d,z\n4,e,z\n5,f,z\n'
+    obs = read_observations(data, src, label="p")
+    every = obs._all_attributes().to_list()
+    got = obs.attributes(pl.Series("idx", idx, dtype=pl.UInt32)).to_list()
+    assert got == [None if i is None else every[i] for i in idx]

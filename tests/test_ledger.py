@@ -329,6 +329,7 @@ def test_staged_bulk_path_equals_direct_path(
     workspace.add_source(make_source("s", key=("id",)))
     monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1)
     monkeypatch.setattr(bulk, "CHUNK_ROWS", 1)  # several slices (ADBC append, COPY parts)
+    monkeypatch.setattr(bulk, "VERSION_CHUNK_ROWS", 1)  # texts encoded a row at a time
     with Context(workspace) as ctx:
         ingest(ctx, "s", b"id,v\n1,a\n2,b\n", published_at="2026-08-01")
         ingest(ctx, "s", b"id,v\n1,A\n3,c\n", published_at="2026-08-02")
@@ -342,6 +343,66 @@ def test_staged_bulk_path_equals_direct_path(
     assert all(isinstance(v.deleted, bool) for vs in hist.values() for v in vs)
     leftovers = [p for p in workspace.root.rglob("*stage-*")]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("staged", [True, False], ids=["staged", "direct"])
+def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, staged: bool
+) -> None:
+    """A payload's version texts are encoded a chunk at a time while earlier chunks are
+    being written (staged on SQLite, COPY on PostgreSQL, executemany for small ones). An
+    error in a later chunk must leave none of the payload (Invariant 2): no version, no
+    watermark, no application, no scratch file; the same payload then applies whole."""
+    from feedledger.config import make_source
+    from feedledger.formats.observations import Observations
+    from feedledger.ledger import bulk
+    from feedledger.ledger.schema import applications
+
+    workspace.add_source(make_source("s", key=("id",)))
+    monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1 if staged else 10**9)
+    monkeypatch.setattr(bulk, "VERSION_CHUNK_ROWS", 2)
+    real = Observations.attributes
+    calls: list[int] = []
+
+    def failing(self: Observations, idx: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("encoder failed on the third chunk")
+        return real(self, idx)  # type: ignore[arg-type]
+
+    data = b"id,v\n" + b"".join(b"%d,x%d\n" % (i, i) for i in range(9))
+    with Context(workspace) as ctx:
+        monkeypatch.setattr(Observations, "attributes", failing)
+        with pytest.raises(RuntimeError, match="third chunk"):
+            ingest(ctx, "s", data, published_at="2026-08-01")
+        with ctx.store.begin() as conn:
+            assert conn.execute(versions.select()).all() == []
+            assert conn.execute(applications.select()).all() == []
+        assert ctx.store.watermark("s") is None
+        assert list(workspace.root.rglob("*stage-*")) == []
+        monkeypatch.setattr(Observations, "attributes", real)
+        result = ingest(ctx, "s", data, published_at="2026-08-01")
+        assert result.status == "applied" and result.counts["added"] == 9
+        hist = queries.history(ctx.store, "s", '["7"]')
+    assert [v.attributes for v in hist] == ['{"id":"7","v":"x7"}']
+
+
+def test_new_sqlite_store_uses_16k_pages(tmp_path: Path) -> None:
+    """New SQLite stores get 16 KiB pages (fewer B-tree and WAL pages per bulk-written
+    row); an existing store keeps the page size it was created with."""
+    import sqlite3
+
+    from feedledger.ledger.store import Store
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as raw:
+        raw.execute("CREATE TABLE t (x)")
+    for path, expected in ((tmp_path / "new.db", eng.PAGE_SIZE), (old, 4096)):
+        store = Store(f"sqlite:///{path}", check=False)
+        with store.begin() as conn:
+            size = conn.exec_driver_sql("PRAGMA page_size").scalar()
+        store.close()
+        assert size == expected, path
 
 
 def test_one_run_per_source_lease(cli: Cli, tmp_path: Path, workspace: Workspace) -> None:

@@ -1,4 +1,5 @@
-"""Optional stage timings (`FEEDLEDGER_TIMINGS=1` prints them to stderr at exit).
+"""Optional stage timings (`FEEDLEDGER_TIMINGS=1` prints them to stderr at exit;
+`FEEDLEDGER_TIMINGS=rss` adds the process's peak RSS in MiB at the end of each stage).
 
 Used by the benchmarks to show where the time of a run goes; off by default.
 """
@@ -12,7 +13,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-ENABLED = os.environ.get("FEEDLEDGER_TIMINGS") == "1"
+ENABLED = os.environ.get("FEEDLEDGER_TIMINGS") in ("1", "rss")
+_RSS = os.environ.get("FEEDLEDGER_TIMINGS") == "rss"
 _T0 = time.perf_counter()
 _stages: list[tuple[str, float]] = []
 _reported = False
@@ -28,6 +30,11 @@ def stage(name: str) -> Iterator[None]:
         yield
     finally:
         _stages.append((name, time.perf_counter() - start))
+        if _RSS:
+            import resource
+
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            _stages.append((f"{name}.peak_mib", float(peak)))
 
 
 def report() -> None:

@@ -86,12 +86,13 @@ def register(app: typer.Typer) -> None:
         outbox rows and the watermark advance)."""
         from feedledger.pipeline.ingest import ingest
 
-        data = read_payload_file(file)
         with context(ctx) as c:
+            # passed without a name here, so that ingest can free the bytes once they
+            # are archived and parsed (a large payload's copy is not held to the end)
             result = ingest(
                 c,
                 source,
-                data,
+                read_payload_file(file),
                 published_at=published_at,
                 original_name=file.name,
                 content_type=guess_type(file),

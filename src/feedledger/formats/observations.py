@@ -50,9 +50,13 @@ class Observations:
     def attributes(self, idx: pl.Series) -> pl.Series:
         """Canonical attribute JSON for the given 0-based record indexes, in that order
         (a null index gives a null text)."""
+        start = _run_start(idx)
+        if start is not None:
+            # consecutive records (a first load, written a chunk at a time): a slice
+            return self._encode(self.raw.slice(start, idx.len())).alias("attributes")
         if idx.len() > self.raw.height // 4:
-            # most rows are wanted (a first load): encode the frame once, in its own order,
-            # and gather one column instead of gathering every input column
+            # most rows are wanted: encode the frame once, in its own order, and gather
+            # one column instead of gathering every input column
             return self._all_attributes().gather(idx).alias("attributes")
         wanted = idx.drop_nulls()
         texts = self._encode(self.raw[wanted] if wanted.len() else self.raw.clear())
@@ -71,6 +75,16 @@ class Observations:
         special = columns_needing_escape(rows.select(self.attr_columns))
         expr = object_expr(self.attr_columns, rows, special)
         return rows.select(expr.alias("attributes")).get_column("attributes")
+
+
+def _run_start(idx: pl.Series) -> int | None:
+    """The first index when `idx` is a run of consecutive indexes without nulls."""
+    if not idx.len() or idx.null_count():
+        return None
+    first, last = idx[0], idx[-1]
+    if last - first + 1 != idx.len() or not (idx.diff().drop_nulls() == 1).all():
+        return None
+    return int(first)
 
 
 def row_list(idx: Iterable[int]) -> str:

@@ -7,8 +7,10 @@ Python on the PostgreSQL path and only the driver's own loop on SQLite.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import polars as pl
 from sqlalchemy import Connection
@@ -25,18 +27,38 @@ def _is_sqlite(conn: Connection) -> bool:
 
 
 CHUNK_ROWS = 200_000  # bounded memory: large frames are encoded and sent in slices
+T = TypeVar("T")
 
 
-def _copy_in(conn: Connection, table: str, columns: list[str], frame: pl.DataFrame) -> None:
+def _copy_in(
+    conn: Connection, table: str, columns: list[str], parts: Iterable[pl.DataFrame]
+) -> None:
     cols = ", ".join(columns)
-    selected = frame.select(columns)
     with (
         _dbapi(conn).cursor() as cur,
         cur.copy(f"COPY {table} ({cols}) FROM STDIN WITH (FORMAT csv)") as copy,
     ):
-        for start in range(0, selected.height, CHUNK_ROWS):
-            part = selected.slice(start, CHUNK_ROWS)
-            copy.write(part.write_csv(include_header=False, null_value=""))
+        for part in parts:
+            copy.write(part.select(columns).write_csv(include_header=False, null_value=""))
+
+
+def slices(frame: pl.DataFrame, rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+    for start in range(0, frame.height, rows):
+        yield frame.slice(start, rows)
+
+
+def ahead(parts: Iterator[T]) -> Iterator[T]:
+    """`parts`, each one produced on a helper thread while the caller consumes the one
+    before (encoding a chunk overlaps writing the previous one; Polars, the ADBC driver
+    and SQLite release the GIL)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(next, parts, None)
+        while True:
+            part = pending.result()
+            if part is None:
+                return
+            pending = pool.submit(next, parts, None)
+            yield part
 
 
 def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
@@ -55,7 +77,7 @@ def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
         finally:
             cur.close()
     else:
-        _copy_in(conn, table, columns, frame)
+        _copy_in(conn, table, columns, slices(frame))
 
 
 # Large frames on SQLite are staged through ADBC (Arrow -> SQLite bulk binding in C,
@@ -85,28 +107,63 @@ VERSION_CONSTANT = [
 ]
 
 
-def stage_sqlite(path: Path, frame: pl.DataFrame) -> None:
-    """Write `frame` into table `batch` of a fresh scratch SQLite file."""
+Encoder = Callable[[pl.Series], pl.Series]
+STAGE_PAGE_SIZE = 16384
+# rows per encoded chunk of version texts: two chunks exist at once (one encoded ahead)
+VERSION_CHUNK_ROWS = 50_000
+
+
+def version_parts(frame: pl.DataFrame, encode: Encoder) -> Iterator[pl.DataFrame]:
+    """The varying version columns, CHUNK_ROWS rows at a time, each chunk's attribute
+    texts encoded only when it is reached (`encode`: observation indexes -> texts), on a
+    helper thread one chunk ahead of the writer. Peak memory holds two chunks' texts,
+    never the whole payload's."""
+
+    def encoded() -> Iterator[pl.DataFrame]:
+        for part in slices(frame, VERSION_CHUNK_ROWS):
+            texts = encode(part.get_column("idx")).alias("attributes")
+            yield part.with_columns(texts).select(VERSION_VARYING)
+
+    return ahead(encoded())
+
+
+def stage_sqlite(path: Path, parts: Iterable[pl.DataFrame]) -> None:
+    """Write `parts` into table `batch` of a fresh scratch SQLite file. The file is only
+    ever a source for one `INSERT ... SELECT`, deleted afterwards and worthless after a
+    crash, so it has no journal and is not synced."""
     import adbc_driver_sqlite.dbapi as adbc
 
     path.unlink(missing_ok=True)
-    conn = adbc.connect(str(path))
+    conn = adbc.connect(str(path), autocommit=True)
     try:
         cur = conn.cursor()
-        for start in range(0, frame.height, CHUNK_ROWS):
-            part = frame.slice(start, CHUNK_ROWS).to_arrow()
-            cur.adbc_ingest("batch", part, mode="create" if start == 0 else "append")
+        for pragma in (
+            f"PRAGMA page_size={STAGE_PAGE_SIZE}",
+            "PRAGMA journal_mode=OFF",
+            "PRAGMA synchronous=OFF",
+        ):
+            cur.execute(pragma)
+            cur.fetchall()
+        mode: Literal["create", "append"] = "create"
+        for part in parts:
+            cur.adbc_ingest("batch", part.to_arrow(), mode=mode)
+            mode = "append"
         cur.close()
-        conn.commit()
     finally:
         conn.close()
 
 
 def insert_versions(
-    conn: Connection, frame: pl.DataFrame, constants: dict[str, Any], *, staged: bool
+    conn: Connection,
+    frame: pl.DataFrame,
+    encode: Encoder,
+    constants: dict[str, Any],
+    *,
+    staged: bool,
 ) -> None:
-    """Insert version rows: the varying columns from `frame` (or from the attached
-    scratch table `stage.batch` when `staged`), the per-payload constants bound once."""
+    """Insert version rows: the varying columns from `frame` with their attribute texts
+    from `encode` (or all of them from the attached scratch table `stage.batch` when
+    `staged`), the per-payload constants bound once."""
     if staged:
         cols = VERSION_VARYING + VERSION_CONSTANT
         select = ", ".join(VERSION_VARYING + ["?"] * len(VERSION_CONSTANT))
@@ -119,10 +176,13 @@ def insert_versions(
         finally:
             cur.close()
         return
-    full = frame.select(VERSION_VARYING).with_columns(
-        [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
-    )
-    insert_frame(conn, "versions", full)
+    lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
+    parts = (part.with_columns(lits) for part in version_parts(frame, encode))
+    if _is_sqlite(conn):
+        for part in parts:
+            insert_frame(conn, "versions", part)
+    else:
+        _copy_in(conn, "versions", VERSION_VARYING + VERSION_CONSTANT, parts)
 
 
 _LATEST_SQLITE = (

@@ -38,8 +38,10 @@ class ConcurrentApplyError(FeedledgerError):
 class PayloadWrite:
     """Everything one payload's transaction writes.
 
-    `versions`: version_id, key, change, deleted, hash, revision, attributes,
-    prev_version_id (ids contiguous). `outcomes`: key, outcome, revision,
+    `versions`: version_id, key, change, deleted, hash, revision, idx,
+    prev_version_id (ids contiguous); `encode` gives the attribute texts of observation
+    indexes (`idx`), called a chunk at a time while the rows are written, so that a large
+    payload's texts never all exist at once. `outcomes`: key, outcome, revision,
     current_revision, hash, attributes. `expected_seq` is the watermark's commit sequence
     the diff was computed against.
     """
@@ -49,6 +51,7 @@ class PayloadWrite:
     holder: str
     backfill: bool
     versions: pl.DataFrame
+    encode: bulk.Encoder
     outcomes: pl.DataFrame
     counts: dict[str, int]
     expected_seq: int
@@ -60,7 +63,8 @@ def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
     versions = write.versions.rename({"hash": "content_hash"})
     stage = _stage_path(store) if versions.height >= bulk.STAGE_MIN_ROWS else None
     if stage is not None:
-        bulk.stage_sqlite(stage, versions.select(bulk.VERSION_VARYING))
+        with timing.stage("txn_stage"):
+            bulk.stage_sqlite(stage, bulk.version_parts(versions, write.encode))
     try:
         with _begin_attached(store, stage) as conn, timing.stage("txn_body"):
             result = _write(store, conn, write, versions, staged=stage is not None)
@@ -93,8 +97,10 @@ def _begin_attached(store: Store, stage: Path | None) -> Iterator[Connection]:
         assert raw is not None
         raw.execute("ATTACH DATABASE ? AS stage", (str(stage),))
         try:
-            with conn.begin():
+            with conn.begin() as txn:
                 yield conn
+                with timing.stage("txn_commit"):
+                    txn.commit()
         finally:
             raw.execute("DETACH DATABASE stage")
 
@@ -127,7 +133,7 @@ def _write(
             "payload_id": ref.payload_id,
             "backfill": w.backfill,
         }
-        bulk.insert_versions(conn, versions, constants, staged=staged)
+        bulk.insert_versions(conn, versions, w.encode, constants, staged=staged)
     faults.point("mid_transaction")
     if w.outcomes.height:
         of = w.outcomes.select(

@@ -110,10 +110,10 @@ def apply_observations(
         outbox_status = "held"
     first_id = store.allocate_version_ids(n)
     with stage("attributes"):
-        numbered = diff.versions.with_columns(
+        versions = diff.versions.with_columns(
             (pl.int_range(n, dtype=pl.Int64) + first_id).alias("version_id")
         )
-        versions = _with_attributes(numbered, obs)
+        # the versions' attribute texts are encoded a chunk at a time as they are written
         outcomes = _with_attributes(diff.outcomes, obs)
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
@@ -130,6 +130,7 @@ def apply_observations(
                     holder=holder,
                     backfill=backfill,
                     versions=versions,
+                    encode=obs.attributes,
                     outcomes=outcomes,
                     counts=counts,
                     expected_seq=seq,

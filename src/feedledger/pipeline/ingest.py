@@ -164,6 +164,8 @@ def ingest(
             sha256=sha,
         )
     faults.point("after_archive")
+    # the bytes are archived and parsed: free them (the caller passed its only reference)
+    del data
     with stage("store_open"):
         if opened is not None:
             raise _unreachable(opened, src.name, ref.label)
