@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -318,16 +319,21 @@ def test_watermark_and_runs_json(cli: Cli, tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("overlapped", [True, False], ids=["overlapped", "attach-first"])
 def test_staged_bulk_path_equals_direct_path(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, overlapped: bool
 ) -> None:
-    """Large payloads on SQLite go through an ADBC scratch file; force it on small data
-    and check the ledger is identical to the direct path (and nothing is left behind)."""
+    """Large payloads on SQLite go through ADBC scratch files, each attached and copied
+    as soon as it is complete (or all attached before the transaction where SQLite
+    cannot attach inside one); force it on small data, a row per file, and check the
+    ledger is identical to the direct path (and nothing is left behind)."""
     from feedledger.config import make_source
-    from feedledger.ledger import bulk
+    from feedledger.ledger import bulk, staging
 
     workspace.add_source(make_source("s", key=("id",)))
     monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1)
+    monkeypatch.setattr(staging, "FILE_ROWS", 1)
+    monkeypatch.setattr(staging, "attach_in_transaction", lambda: overlapped)
     monkeypatch.setattr(bulk, "CHUNK_ROWS", 1)  # several slices (ADBC append, COPY parts)
     monkeypatch.setattr(bulk, "VERSION_CHUNK_ROWS", 1)  # texts encoded a row at a time
     with Context(workspace) as ctx:
@@ -345,9 +351,9 @@ def test_staged_bulk_path_equals_direct_path(
     assert leftovers == []
 
 
-@pytest.mark.parametrize("staged", [True, False], ids=["staged", "direct"])
+@pytest.mark.parametrize("path", ["overlapped", "attach-first", "direct"])
 def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, staged: bool
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     """A payload's version texts are encoded a chunk at a time while earlier chunks are
     being written (staged on SQLite, COPY on PostgreSQL, executemany for small ones). An
@@ -355,12 +361,14 @@ def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
     watermark, no application, no scratch file; the same payload then applies whole."""
     from feedledger.config import make_source
     from feedledger.formats.observations import Observations
-    from feedledger.ledger import bulk
+    from feedledger.ledger import bulk, staging
     from feedledger.ledger.schema import applications
 
     workspace.add_source(make_source("s", key=("id",)))
-    monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1 if staged else 10**9)
+    monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 10**9 if path == "direct" else 1)
     monkeypatch.setattr(bulk, "VERSION_CHUNK_ROWS", 2)
+    monkeypatch.setattr(staging, "FILE_ROWS", 2)  # a file per chunk: two copied already
+    monkeypatch.setattr(staging, "attach_in_transaction", lambda: path == "overlapped")
     real = Observations.attributes
     calls: list[int] = []
 
@@ -380,11 +388,55 @@ def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
             assert conn.execute(applications.select()).all() == []
         assert ctx.store.watermark("s") is None
         assert list(workspace.root.rglob("*stage-*")) == []
+        assert not [t for t in threading.enumerate() if t.name == "feedledger-stage"]
         monkeypatch.setattr(Observations, "attributes", real)
         result = ingest(ctx, "s", data, published_at="2026-08-01")
         assert result.status == "applied" and result.counts["added"] == 9
         hist = queries.history(ctx.store, "s", '["7"]')
     assert [v.attributes for v in hist] == ['{"id":"7","v":"x7"}']
+
+
+def test_staged_payload_killed_mid_transaction_leaves_scratch_files_that_the_rerun_sweeps(
+    tmp_path: Path,
+) -> None:
+    """kill -9 inside the transaction of a payload large enough to be staged (SQLite):
+    the ledger has none of it, the dead process's scratch files are left behind; the
+    rerun deletes them and applies the payload whole."""
+    import os
+    import subprocess
+    import sys
+
+    from feedledger.ledger import bulk
+
+    rows = bulk.STAGE_MIN_ROWS + 10
+    payload = write_csv(tmp_path / "big.csv", ["id", "v"], [[str(i), "x"] for i in range(rows)])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    exe = [sys.executable, "-m", "feedledger"]
+    env = {k: v for k, v in os.environ.items() if k != "FEEDLEDGER_FAULT"}
+
+    def run(*args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+        extra = {"FEEDLEDGER_FAULT": fault} if fault else {}
+        return subprocess.run(
+            [*exe, *args], cwd=ws, env={**env, **extra}, capture_output=True, text=True
+        )
+
+    assert run("init").returncode == 0
+    assert run("source", "add", "big", "--key", "id").returncode == 0
+    ingest_args = ("ingest", "big", str(payload), "--published-at", "2026-08-01", "--json")
+    killed = run(*ingest_args, fault="mid_transaction:kill")
+    assert killed.returncode == -9, killed.stderr
+    store = ws / ".feedledger" / "ledger.db"
+    left = list(store.parent.glob(".ledger.db.stage-*"))
+    assert left, "the killed process's scratch files should still be there"
+    done = run(*ingest_args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == rows
+    assert list(store.parent.glob(".ledger.db.stage-*")) == []
+    import sqlite3
+
+    with sqlite3.connect(store) as raw:
+        assert raw.execute("SELECT count(*) FROM versions").fetchone() == (rows,)
 
 
 def test_new_sqlite_store_uses_16k_pages(tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 from sqlalchemy import Connection
 
 from feedledger.diff import STATE_SCHEMA
+from feedledger.ledger.staging import Stager
 
 
 def _dbapi(conn: Connection) -> Any:
@@ -81,10 +81,8 @@ def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
 
 
 # Large frames on SQLite are staged through ADBC (Arrow -> SQLite bulk binding in C,
-# ~2-3x faster than the sqlite3 module's executemany) into a scratch database file,
-# then copied by ONE `INSERT ... SELECT` inside the payload's transaction. The scratch
-# file is attached before the transaction begins and deleted afterwards; atomicity is
-# the main database's, as the scratch file is only ever a source.
+# ~2-3x faster than the sqlite3 module's executemany) into scratch database files,
+# each copied by an `INSERT ... SELECT` inside the payload's transaction (ledger/staging.py).
 STAGE_MIN_ROWS = 50_000
 VERSION_VARYING = [
     "version_id",
@@ -108,7 +106,6 @@ VERSION_CONSTANT = [
 
 
 Encoder = Callable[[pl.Series], pl.Series]
-STAGE_PAGE_SIZE = 16384
 # rows per encoded chunk of version texts: two chunks exist at once (one encoded ahead)
 VERSION_CHUNK_ROWS = 50_000
 
@@ -127,54 +124,24 @@ def version_parts(frame: pl.DataFrame, encode: Encoder) -> Iterator[pl.DataFrame
     return ahead(encoded())
 
 
-def stage_sqlite(path: Path, parts: Iterable[pl.DataFrame]) -> None:
-    """Write `parts` into table `batch` of a fresh scratch SQLite file. The file is only
-    ever a source for one `INSERT ... SELECT`, deleted afterwards and worthless after a
-    crash, so it has no journal and is not synced."""
-    import adbc_driver_sqlite.dbapi as adbc
-
-    path.unlink(missing_ok=True)
-    conn = adbc.connect(str(path), autocommit=True)
-    try:
-        cur = conn.cursor()
-        for pragma in (
-            f"PRAGMA page_size={STAGE_PAGE_SIZE}",
-            "PRAGMA journal_mode=OFF",
-            "PRAGMA synchronous=OFF",
-        ):
-            cur.execute(pragma)
-            cur.fetchall()
-        mode: Literal["create", "append"] = "create"
-        for part in parts:
-            cur.adbc_ingest("batch", part.to_arrow(), mode=mode)
-            mode = "append"
-        cur.close()
-    finally:
-        conn.close()
-
-
 def insert_versions(
     conn: Connection,
     frame: pl.DataFrame,
     encode: Encoder,
     constants: dict[str, Any],
     *,
-    staged: bool,
+    stager: Stager | None = None,
 ) -> None:
     """Insert version rows: the varying columns from `frame` with their attribute texts
-    from `encode` (or all of them from the attached scratch table `stage.batch` when
-    `staged`), the per-payload constants bound once."""
-    if staged:
-        cols = VERSION_VARYING + VERSION_CONSTANT
-        select = ", ".join(VERSION_VARYING + ["?"] * len(VERSION_CONSTANT))
-        cur = _dbapi(conn).cursor()
-        try:
-            cur.execute(
-                f"INSERT INTO versions ({', '.join(cols)}) SELECT {select} FROM stage.batch",
-                tuple(constants[c] for c in VERSION_CONSTANT),
-            )
-        finally:
-            cur.close()
+    from `encode` (or all of them from `stager`'s scratch files, SQLite), the per-payload
+    constants bound once."""
+    if stager is not None:
+        stager.copy_into_versions(
+            _dbapi(conn),
+            VERSION_VARYING + VERSION_CONSTANT,
+            ", ".join(VERSION_VARYING + ["?"] * len(VERSION_CONSTANT)),
+            tuple(constants[c] for c in VERSION_CONSTANT),
+        )
         return
     lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
     parts = (part.with_columns(lits) for part in version_parts(frame, encode))

@@ -16,6 +16,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 # (a test checks it equals Alembic's own head).
 HEAD = "0006"
 PAGE_SIZE = 16384
+CACHE_KIB = 65536  # the page cache of each SQLite connection
 
 
 def redact(url: str) -> str:
@@ -40,7 +41,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=FULL")
     cur.execute("PRAGMA busy_timeout=60000")
-    cur.execute("PRAGMA cache_size=-65536")
+    cur.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     # No automatic checkpoint inside a payload's commit: the WAL is checkpointed when the
     # store is closed (Store.close) — off the payload's critical path, same durability.
     cur.execute("PRAGMA wal_autocheckpoint=0")

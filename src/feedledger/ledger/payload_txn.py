@@ -2,26 +2,23 @@
 versions, outcomes, outbox row, application record, watermark advance and run counters
 commit together or not at all.
 
-Large version sets on SQLite are first staged through ADBC into a scratch file that is
-attached before the transaction begins (see ledger/bulk.py); the transaction copies them
-with one `INSERT ... SELECT`.
+Large version sets on SQLite are staged through ADBC into scratch files on a writer
+thread while the transaction copies each complete one (see ledger/staging.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from sqlalchemy import Connection, insert, update
 
 from feedledger import faults, timing
-from feedledger.ledger import bulk, notices
+from feedledger.ledger import bulk, notices, staging
+from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.leases import check_held
 from feedledger.ledger.schema import applications, runs, watermarks
 from feedledger.ledger.store import Store
@@ -61,52 +58,59 @@ class PayloadWrite:
 def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
     """Apply one payload atomically. Returns (txn_seq, recorded_at)."""
     versions = write.versions.rename({"hash": "content_hash"})
-    stage = _stage_path(store) if versions.height >= bulk.STAGE_MIN_ROWS else None
-    if stage is not None:
-        with timing.stage("txn_stage"):
-            bulk.stage_sqlite(stage, bulk.version_parts(versions, write.encode))
-    try:
-        with _begin_attached(store, stage) as conn, timing.stage("txn_body"):
-            result = _write(store, conn, write, versions, staged=stage is not None)
-    finally:
-        if stage is not None:
-            stage.unlink(missing_ok=True)
+    base = (
+        staging.scratch_base(store.engine.url.database)
+        if store.dialect == "sqlite" and versions.height >= bulk.STAGE_MIN_ROWS
+        else None
+    )
+    if base is None:
+        with store.begin() as conn, timing.stage("txn_body"):
+            result = _write(store, conn, write, versions)
+    else:
+        overlapped = staging.attach_in_transaction()
+        parts = bulk.version_parts(versions, write.encode)
+        with (
+            timing.stage("txn_staged"),
+            staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,
+            _begin_staged(store, stager, attach_first=not overlapped) as conn,
+        ):
+            result = _write(store, conn, write, versions, stager=stager)
     faults.point("after_commit")
     return result
 
 
-def _stage_path(store: Store) -> Path | None:
-    """A scratch file beside the SQLite database (None for PostgreSQL/:memory:)."""
-    if store.dialect != "sqlite":
-        return None
-    db = store.engine.url.database
-    if not db or db == ":memory:":
-        return None
-    path = Path(db)
-    return path.with_name(f".{path.name}.stage-{os.getpid()}-{secrets.token_hex(4)}")
+STAGED_CACHE_KIB = 16384
 
 
 @contextmanager
-def _begin_attached(store: Store, stage: Path | None) -> Iterator[Connection]:
-    if stage is None:
-        with store.begin() as conn:
-            yield conn
-        return
+def _begin_staged(
+    store: Store, stager: staging.Stager, *, attach_first: bool
+) -> Iterator[Connection]:
     with store.engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None
-        raw.execute("ATTACH DATABASE ? AS stage", (str(stage),))
+        # a bulk copy gains nothing from a big page cache (dirty pages spill to the WAL
+        # either way), and its pages would only add to the payload's peak memory
+        raw.execute(f"PRAGMA cache_size=-{STAGED_CACHE_KIB}")
         try:
+            if attach_first:
+                stager.attach_all(raw)
             with conn.begin() as txn:
                 yield conn
                 with timing.stage("txn_commit"):
                     txn.commit()
         finally:
-            raw.execute("DETACH DATABASE stage")
+            stager.detach_all(raw)
+            raw.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
 
 
 def _write(
-    store: Store, conn: Connection, w: PayloadWrite, versions: pl.DataFrame, *, staged: bool
+    store: Store,
+    conn: Connection,
+    w: PayloadWrite,
+    versions: pl.DataFrame,
+    *,
+    stager: staging.Stager | None = None,
 ) -> tuple[int, int]:
     ref, source = w.ref, w.ref.source
     wm = store.watermark(source, conn)
@@ -133,7 +137,7 @@ def _write(
             "payload_id": ref.payload_id,
             "backfill": w.backfill,
         }
-        bulk.insert_versions(conn, versions, w.encode, constants, staged=staged)
+        bulk.insert_versions(conn, versions, w.encode, constants, stager=stager)
     faults.point("mid_transaction")
     if w.outcomes.height:
         of = w.outcomes.select(

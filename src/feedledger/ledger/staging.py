@@ -1,0 +1,223 @@
+"""Staging a large payload's version rows on SQLite, overlapped with its transaction.
+
+The sqlite3 module binds rows one Python tuple at a time; the ADBC SQLite driver binds
+Arrow columns in C, several times faster. ADBC cannot write inside the store's
+transaction (another connection), so the rows go through scratch files:
+
+* a writer thread encodes the rows a chunk at a time (`bulk.version_parts`) and writes
+  them, through ADBC, into a series of scratch files beside the database, each closed
+  and announced as soon as it is complete;
+* meanwhile the payload's transaction (BEGIN IMMEDIATE on the store's own connection)
+  attaches each complete file and copies it with one `INSERT ... SELECT`, while the
+  writer fills the next one.
+
+Atomicity stays the store's: the scratch files are only ever a source, read after their
+writer closed them; they have no journal and are never synced, and they are deleted
+when the payload's transaction is over (committed or not). A file is attached only
+once complete, so the store's connection never holds a stale view of it.
+
+SQLite builds that refuse ATTACH inside a transaction (older than this project's usual
+3.40+) get the same files written in full before the transaction instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import queue
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+STAGE_PAGE_SIZE = 16384
+FILE_ROWS = 200_000  # rows per scratch file (more per file for payloads over 8 files)
+MAX_FILES = 8  # SQLite attaches at most 10 databases by default
+
+
+def scratch_base(db: str | None) -> Path | None:
+    """The scratch files' common prefix beside the SQLite database (None for :memory:).
+    Scratch files left by a process that died (kill -9) are removed first."""
+    if not db or db == ":memory:":
+        return None
+    path = Path(db)
+    sweep(path)
+    return path.with_name(f".{path.name}.stage-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def sweep(db: Path) -> list[Path]:
+    """Delete the scratch files of processes no longer alive (this host: SQLite stores
+    are local files); returns what was deleted."""
+    gone: list[Path] = []
+    for leftover in db.parent.glob(f".{db.name}.stage-*"):
+        pid = leftover.name[len(f".{db.name}.stage-") :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+            gone.append(leftover)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@functools.cache
+def attach_in_transaction() -> bool:
+    """Whether this SQLite lets a connection ATTACH inside an open transaction."""
+    probe = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        probe.execute("BEGIN")
+        probe.execute("ATTACH DATABASE ':memory:' AS probe")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def write_file(path: Path, parts: Iterable[pl.DataFrame]) -> int:
+    """Write `parts` into table `batch` of a fresh scratch SQLite file; returns rows."""
+    import adbc_driver_sqlite.dbapi as adbc
+
+    path.unlink(missing_ok=True)
+    conn = adbc.connect(str(path), autocommit=True)
+    rows = 0
+    try:
+        cur = conn.cursor()
+        for pragma in (
+            f"PRAGMA page_size={STAGE_PAGE_SIZE}",
+            "PRAGMA journal_mode=OFF",
+            "PRAGMA synchronous=OFF",
+        ):
+            cur.execute(pragma)
+            cur.fetchall()
+        mode: Literal["create", "append"] = "create"
+        for part in parts:
+            cur.adbc_ingest("batch", part.to_arrow(), mode=mode)
+            mode = "append"
+            rows += part.height
+        cur.close()
+    finally:
+        conn.close()
+    return rows
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class Stager:
+    """Writes `parts` into scratch files `<base>-0`, `<base>-1`, ... on a thread (or
+    all of them at once, `overlapped=False`); `files()` yields each once complete.
+
+    Use as a context manager: leaving it stops the writer and deletes every file."""
+
+    def __init__(
+        self, base: Path, parts: Iterator[pl.DataFrame], rows: int, *, overlapped: bool
+    ) -> None:
+        self.base = base
+        self.per_file = max(FILE_ROWS, -(-rows // MAX_FILES))
+        self._parts = parts
+        self._ready: queue.Queue[Any] = queue.Queue()
+        self._stop = threading.Event()
+        self._written: list[Path] = []
+        self.attached: list[str] = []  # schema names attached on the store's connection
+        self._thread: threading.Thread | None = None
+        if overlapped:
+            self._thread = threading.Thread(target=self._run, name="feedledger-stage")
+            self._thread.start()
+        else:
+            self._run()
+
+    def __enter__(self) -> Stager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _file_parts(self, first: pl.DataFrame) -> Iterator[pl.DataFrame]:
+        """`first`, then parts until this file holds `per_file` rows."""
+        held = first.height
+        yield first
+        while held < self.per_file:
+            if self._stop.is_set():
+                raise _Cancelled
+            part = next(self._parts, None)
+            if part is None:
+                return
+            held += part.height
+            yield part
+
+    def _run(self) -> None:
+        try:
+            for n in range(10**9):
+                first = next(self._parts, None)
+                if first is None or self._stop.is_set():
+                    break
+                path = self.base.with_name(f"{self.base.name}-{n}")
+                self._written.append(path)
+                write_file(path, self._file_parts(first))
+                self._ready.put(path)
+        except _Cancelled:
+            pass
+        except BaseException as exc:  # handed to the transaction's thread
+            self._ready.put(exc)
+            return
+        self._ready.put(None)
+
+    def files(self) -> Iterator[Path]:
+        """Each complete scratch file, in order; the writer's error is raised here."""
+        while True:
+            item = self._ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        for path in self._written:
+            path.unlink(missing_ok=True)
+
+    def attach(self, raw: Any, path: Path) -> str:
+        name = f"stage{len(self.attached)}"
+        raw.execute(f"ATTACH DATABASE ? AS {name}", (str(path),))
+        self.attached.append(name)
+        return name
+
+    def attach_all(self, raw: Any) -> None:
+        """Attach every file before the transaction (SQLite without ATTACH inside one;
+        the files were all written when the Stager was made)."""
+        for path in self.files():
+            self.attach(raw, path)
+
+    def detach_all(self, raw: Any) -> None:
+        """Once the transaction is over (SQLite refuses DETACH inside one)."""
+        while self.attached:
+            raw.execute(f"DETACH DATABASE {self.attached.pop()}")
+
+    def copy_into_versions(
+        self, raw: Any, columns: list[str], select: str, constants: tuple[Any, ...]
+    ) -> None:
+        """Inside the open transaction of `raw` (the store's sqlite3 connection): copy
+        each file's rows into `versions`, attaching each as it completes (or using those
+        attached before the transaction)."""
+        names = list(self.attached) or (self.attach(raw, path) for path in self.files())
+        for name in names:
+            raw.execute(
+                f"INSERT INTO versions ({', '.join(columns)}) SELECT {select} FROM {name}.batch",
+                constants,
+            )
