@@ -164,6 +164,6 @@ def test_attribute_texts_by_index_equal_the_whole_payload_gathered(
     src = make_source("s", key=("id",))
     data = b'id,v,w\n0,a,"x,1"\n1,b,\n2,"c ""q""",z\n3,d,z\n4,e,z\n5,f,z\n'
     obs = read_observations(data, src, label="p")
-    every = obs._all_attributes().to_list()
+    every = obs._encode(obs.raw).to_list()  # the whole payload, in its own order
     got = obs.attributes(pl.Series("idx", idx, dtype=pl.UInt32)).to_list()
     assert got == [None if i is None else every[i] for i in idx]

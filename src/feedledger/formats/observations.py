@@ -54,10 +54,8 @@ class Observations:
         if start is not None:
             # consecutive records (a first load, written a chunk at a time): a slice
             return self._encode(self.raw.slice(start, idx.len())).alias("attributes")
-        if idx.len() > self.raw.height // 4:
-            # most rows are wanted: encode the frame once, in its own order, and gather
-            # one column instead of gathering every input column
-            return self._all_attributes().gather(idx).alias("attributes")
+        # otherwise gather just the wanted rows: callers ask a chunk at a time, so
+        # encoding the whole payload per call would repeat it for every chunk
         wanted = idx.drop_nulls()
         texts = self._encode(self.raw[wanted] if wanted.len() else self.raw.clear())
         if wanted.len() == idx.len():
@@ -65,9 +63,6 @@ class Observations:
         position = (idx.is_not_null().cast(pl.Int64).cum_sum() - 1).alias("p")
         slots = pl.select(pl.when(idx.is_not_null()).then(position)).to_series()
         return texts.gather(slots).alias("attributes")
-
-    def _all_attributes(self) -> pl.Series:
-        return self._encode(self.raw)
 
     def _encode(self, rows: pl.DataFrame) -> pl.Series:
         if self.attr_columns is None:
