@@ -217,3 +217,11 @@ def test_every_query_command_has_json_and_help() -> None:
     ):
         result = runner.invoke(app, [*cmd, "--help"])
         assert result.exit_code == 0 and "--json" in result.stdout, cmd
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    from feedledger import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"feedledger {__version__}"

@@ -58,6 +58,14 @@ sync_cmds.register(app)
 demo_cmd.register(app)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from feedledger import __version__
+
+        typer.echo(f"feedledger {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -67,6 +75,13 @@ def _root(
         "-c",
         help="Path to feedledger.toml (default: ./feedledger.toml or $FEEDLEDGER_CONFIG).",
         envvar="FEEDLEDGER_CONFIG",
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print feedledger's version and exit.",
+        is_eager=True,
+        callback=_print_version,
     ),
 ) -> None:
     ctx.obj = {"config": str(config) if config else None}
