@@ -582,3 +582,36 @@ def test_migration_from_0001_keeps_data(store_url: str, tmp_path: Path) -> None:
         store.close()
     cli("source", "add", "p", "--key", "id")
     assert cli.json("gaps", "p") == []
+
+
+def test_a_scratch_file_that_cannot_be_detached_discards_the_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If detaching a scratch file fails after a staged payload's transaction, the
+    store's connection is discarded rather than pooled with the file still attached:
+    the next staged payload (same schema names) still applies."""
+    from feedledger.config import Workspace as Ws
+    from feedledger.config import make_source
+    from feedledger.ledger import bulk, staging
+
+    ws = Ws.create(tmp_path / "w", store_url=f"sqlite:///{tmp_path / 'l.db'}", archive=None)
+    engine = eng.make_engine(ws.store_url)
+    eng.upgrade(engine)
+    engine.dispose()
+    ws.add_source(make_source("s", key=("id",)))
+    monkeypatch.setattr(bulk, "STAGE_MIN_ROWS", 1)
+    real = staging.Stager.detach_all
+    failed: list[int] = []
+
+    def flaky(self: staging.Stager, raw: object) -> None:
+        if not failed:
+            failed.append(1)
+            raise RuntimeError("detach failed")
+        real(self, raw)
+
+    monkeypatch.setattr(staging.Stager, "detach_all", flaky)
+    with Context(ws) as ctx:
+        ingest(ctx, "s", b"id,v\n1,a\n", published_at="2026-08-01")
+        ingest(ctx, "s", b"id,v\n1,b\n", published_at="2026-08-02")
+        hist = queries.history(ctx.store, "s", '["1"]')
+    assert failed and [v.attributes for v in hist] == ['{"id":"1","v":"a"}', '{"id":"1","v":"b"}']

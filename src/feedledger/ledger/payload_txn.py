@@ -100,8 +100,13 @@ def _begin_staged(
                 with timing.stage("txn_commit"):
                     txn.commit()
         finally:
-            stager.detach_all(raw)
-            raw.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            try:
+                stager.detach_all(raw)
+                raw.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            except Exception:
+                # never hand the pool a connection with a scratch file still attached
+                # (nor mask the transaction's own error): discard it instead
+                conn.invalidate()
 
 
 def _write(

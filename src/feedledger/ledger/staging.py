@@ -23,6 +23,7 @@ SQLite builds that refuse ATTACH inside a transaction (older than this project's
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import queue
 import secrets
@@ -160,7 +161,7 @@ class Stager:
 
     def _run(self) -> None:
         try:
-            for n in range(10**9):
+            for n in itertools.count():
                 first = next(self._parts, None)
                 if first is None or self._stop.is_set():
                     break
