@@ -111,17 +111,17 @@ VERSION_CHUNK_ROWS = 50_000
 
 
 def version_parts(frame: pl.DataFrame, encode: Encoder) -> Iterator[pl.DataFrame]:
-    """The varying version columns, CHUNK_ROWS rows at a time, each chunk's attribute
-    texts encoded only when it is reached (`encode`: observation indexes -> texts), on a
-    helper thread one chunk ahead of the writer. Peak memory holds two chunks' texts,
-    never the whole payload's."""
+    """The varying version columns, VERSION_CHUNK_ROWS rows at a time, each chunk's
+    attribute texts encoded only when it is reached (`encode`: observation indexes ->
+    texts), on a helper thread one chunk ahead of the writer when there is more than one
+    chunk. Peak memory holds two chunks' texts, never the whole payload's."""
 
     def encoded() -> Iterator[pl.DataFrame]:
         for part in slices(frame, VERSION_CHUNK_ROWS):
             texts = encode(part.get_column("idx")).alias("attributes")
             yield part.with_columns(texts).select(VERSION_VARYING)
 
-    return ahead(encoded())
+    return ahead(encoded()) if frame.height > VERSION_CHUNK_ROWS else encoded()
 
 
 def insert_versions(

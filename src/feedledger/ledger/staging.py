@@ -86,13 +86,12 @@ def attach_in_transaction() -> bool:
     return True
 
 
-def write_file(path: Path, parts: Iterable[pl.DataFrame]) -> int:
-    """Write `parts` into table `batch` of a fresh scratch SQLite file; returns rows."""
+def write_file(path: Path, parts: Iterable[pl.DataFrame]) -> None:
+    """Write `parts` into table `batch` of a fresh scratch SQLite file."""
     import adbc_driver_sqlite.dbapi as adbc
 
     path.unlink(missing_ok=True)
     conn = adbc.connect(str(path), autocommit=True)
-    rows = 0
     try:
         cur = conn.cursor()
         for pragma in (
@@ -106,11 +105,9 @@ def write_file(path: Path, parts: Iterable[pl.DataFrame]) -> int:
         for part in parts:
             cur.adbc_ingest("batch", part.to_arrow(), mode=mode)
             mode = "append"
-            rows += part.height
         cur.close()
     finally:
         conn.close()
-    return rows
 
 
 class _Cancelled(Exception):
