@@ -186,6 +186,10 @@ def load_truth(
     con: duckdb.DuckDBPyConnection, series: Path, days: list[int], name: str = "truth"
 ) -> int:
     manifest = json.loads((series / "manifest.json").read_text())
+    if manifest.get("columns", [KEY, *ATTRS]) != [KEY, *ATTRS]:
+        # KEY/ATTRS repeat gen_parcels.COLUMNS (this runs in the peers' venv, without
+        # polars, so it cannot import the generator): refuse a series that differs
+        raise SystemExit(f"histories: series {series} has columns {manifest['columns']}")
     by_day = {d["day"]: d for d in manifest["days"]}
     missing = [d for d in days if d not in by_day]
     if missing:

@@ -92,6 +92,7 @@ def run_size(
     files = lib.series(n, args.days, args.seed, args.timeout)
     log(f"== N = {n:,}: {len(files)} day(s) in {lib.series_dir(files)}; tools {', '.join(names)}")
     runs: list[dict[str, Any]] = []
+    loadavgs: list[dict[str, Any]] = []
     crosscheck: dict[str, Any] | None = None
     for r in range(args.rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
@@ -123,18 +124,19 @@ def run_size(
         except BaseException:
             log(f"  (workspace kept for inspection: {ws})")
             raise
-        runs_la = {"round": r, "loadavg_start": la, "loadavg_end": loadavg()}
-        runs.append({"round": r, "tool": "_loadavg", **runs_la})
+        loadavgs.append(
+            {"round": r, "tool": "_loadavg", "loadavg_start": la, "loadavg_end": loadavg()}
+        )
         if not args.keep:
             shutil.rmtree(ws, ignore_errors=True)
-    summary = summarize(names, [r for r in runs if r["tool"] != "_loadavg"])
+    summary = summarize(names, runs)
     return {
         "n": n,
         "days": args.days,
         "rounds": args.rounds,
         "series": str(lib.series_dir(files)),
-        "loadavg": [r for r in runs if r["tool"] == "_loadavg"],
-        "runs": [r for r in runs if r["tool"] != "_loadavg"],
+        "loadavg": loadavgs,
+        "runs": runs,
         "summary": summary,
         "targets": check_targets(summary) if n == TARGET_N else None,
         "crosscheck": crosscheck,
@@ -266,6 +268,11 @@ def size_table(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _crosscheck_section(title: str, cc: dict[str, Any]) -> list[str]:
+    verdict = "all agree" if cc["ok"] else "MISMATCHES"
+    return ["", f"{title}: {verdict}", "", lib.crosscheck_markdown(cc)]
+
+
 def markdown(payload: dict[str, Any]) -> str:
     m = payload["machine"]
     pk = m["packages"]
@@ -310,24 +317,12 @@ def markdown(payload: dict[str, Any]) -> str:
                     f"| {TARGET_LABELS[name]} | {_f(t['value'])} | <= {t['target']:g} | {met} |"
                 )
     for res in payload["results"]:
-        cc = res.get("crosscheck")
-        if cc:
-            lines += [
-                "",
-                f"Cross-check of round 1's histories, N = {res['n']:,}, {res['days']} days: "
-                + ("all agree" if cc["ok"] else "MISMATCHES"),
-                "",
-                lib.crosscheck_markdown(cc),
-            ]
-    cc = payload.get("crosscheck")
-    if cc:
-        lines += [
-            "",
-            f"Cross-check, N = {cc['n']:,}, {cc['days']} days, all three daily: "
-            + ("all agree" if cc["ok"] else "MISMATCHES"),
-            "",
-            lib.crosscheck_markdown(cc),
-        ]
+        if cc := res.get("crosscheck"):
+            title = f"Cross-check of round 1's histories, N = {res['n']:,}, {res['days']} days"
+            lines += _crosscheck_section(title, cc)
+    if cc := payload.get("crosscheck"):
+        title = f"Cross-check, N = {cc['n']:,}, {cc['days']} days, all three daily"
+        lines += _crosscheck_section(title, cc)
     out = payload.get("outage")
     if out:
         s = out["summary"]

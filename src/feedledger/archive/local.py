@@ -36,11 +36,9 @@ from feedledger.archive.sidecar import (
     ambiguous as _ambiguous,
 )
 from feedledger.archive.sidecar import (
-    check_instant as _check_instant,
-)
-from feedledger.archive.sidecar import (
     check_source as _check_source,
 )
+from feedledger.archive.sidecar import new_ref
 from feedledger.archive.sidecar import (
     parse_sidecar as _parse_sidecar,
 )
@@ -57,7 +55,7 @@ from feedledger.model.errors import (
     FeedledgerError,
     NotFoundError,
 )
-from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.payload import PayloadRef
 
 _READ_CHUNK = 1 << 20
 
@@ -136,21 +134,16 @@ class LocalArchive:
         returned. Different bytes claiming the same publisher timestamp are kept under
         `rejected/` for inspection and refused with AmbiguousPayloadError.
         """
-        _check_source(source)
-        _check_instant(published_at, "published_at", source)
-        _check_instant(fetched_at, "fetched_at", source)
-        sha = sha256 or hashlib.sha256(data).hexdigest()
-        payload_id = payload_id_for(source, published_at, sha)
-        ref = PayloadRef(
-            payload_id=payload_id,
-            source=source,
-            sha256=sha,
+        ref = new_ref(
+            source,
+            data,
             published_at=published_at,
             fetched_at=fetched_at,
-            size=len(data),
             original_name=original_name,
             content_type=content_type,
+            sha256=sha256,
         )
+        sha, payload_id = ref.sha256, ref.payload_id
         # Archive first: the bytes are durable before any sidecar names them.
         self._write_object(sha, data)
 

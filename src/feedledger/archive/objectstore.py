@@ -46,15 +46,15 @@ from feedledger.archive.sidecar import (
     SHA_RE,
     SIDECAR_RE,
     ambiguous,
-    check_instant,
     check_source,
+    new_ref,
     parse_sidecar_bytes,
     sidecar_bytes,
     sidecar_name,
     unfiled_note,
 )
 from feedledger.model.errors import FeedledgerError, NotFoundError
-from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.payload import PayloadRef
 
 
 class S3Archive:
@@ -95,21 +95,16 @@ class S3Archive:
         """Archive `data` for `source`; returns (ref, created), exactly as
         LocalArchive.put: identical bytes are a no-op returning the archived ref, and
         different bytes for a taken publisher timestamp raise AmbiguousPayloadError."""
-        check_source(source)
-        check_instant(published_at, "published_at", source)
-        check_instant(fetched_at, "fetched_at", source)
-        sha = sha256 or hashlib.sha256(data).hexdigest()
-        payload_id = payload_id_for(source, published_at, sha)
-        ref = PayloadRef(
-            payload_id=payload_id,
-            source=source,
-            sha256=sha,
+        ref = new_ref(
+            source,
+            data,
             published_at=published_at,
             fetched_at=fetched_at,
-            size=len(data),
             original_name=original_name,
             content_type=content_type,
+            sha256=sha256,
         )
+        sha, payload_id = ref.sha256, ref.payload_id
         self._s3.connect()
         # Archive first: the bytes are stored before any sidecar or claim names them.
         self._write_object(sha, data)

@@ -37,6 +37,34 @@ def check_instant(value: int, what: str, source: str) -> None:
         )
 
 
+def new_ref(
+    source: str,
+    data: bytes,
+    *,
+    published_at: int,
+    fetched_at: int,
+    original_name: str | None,
+    content_type: str | None,
+    sha256: str | None,
+) -> PayloadRef:
+    """The ref of `data` as a publication of `source` (checked; `sha256` is trusted when
+    the caller already hashed the bytes): what every archive backend's `put` files."""
+    check_source(source)
+    check_instant(published_at, "published_at", source)
+    check_instant(fetched_at, "fetched_at", source)
+    sha = sha256 or hashlib.sha256(data).hexdigest()
+    return PayloadRef(
+        payload_id=payload_id_for(source, published_at, sha),
+        source=source,
+        sha256=sha,
+        published_at=published_at,
+        fetched_at=fetched_at,
+        size=len(data),
+        original_name=original_name,
+        content_type=content_type,
+    )
+
+
 def sidecar_name(published_at: int, payload_id: str) -> str:
     return f"{published_at:020d}-{payload_id}.json"
 

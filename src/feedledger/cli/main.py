@@ -196,9 +196,12 @@ def _warn_fetch(src: SourceConfig) -> None:
     location = (src.fetch or "").removeprefix("file://")
     if not location or "://" in location:
         return
+    from feedledger.sources.templates import is_template
+
     folder = Path(location).expanduser()
-    if "{date" in location:
-        folder = folder.parent
+    if is_template(location):
+        # the folder above the first {date} field (which may name a file or a folder)
+        folder = Path(location.split("{date", 1)[0] + "_").expanduser().parent
     if not folder.is_dir():
         err.print(
             f"[yellow]warning:[/] fetch location {folder} does not exist (yet): "

@@ -41,16 +41,11 @@ def set_ttl(seconds: int) -> None:
     _ttl_s = max(1, int(seconds))
 
 
-def ttl_s() -> int:
-    return _ttl_s
-
-
 def acquire(
     store: Store,
     source: str,
     holder: str,
     run_id: str,
-    ttl: int | None = None,
     *,
     run_kind: str | None = None,
     parent_run_id: str | None = None,
@@ -60,7 +55,7 @@ def acquire(
     finds another taking the same lease at this moment is refused at once instead of
     queueing behind it (SQLite serialises writers with BEGIN IMMEDIATE)."""
     now = now_us()
-    ttl = ttl or _ttl_s
+    ttl = _ttl_s
     with store.begin() as conn:
         if store.dialect == "postgresql":
             conn.exec_driver_sql(

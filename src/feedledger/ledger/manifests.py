@@ -5,7 +5,7 @@ creation) and the transform generation."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,17 +125,22 @@ def keys(store: Store, manifest_id: str, after: str | None = None, limit: int = 
         return [r[0] for r in conn.exec_driver_sql(sql, {"m": manifest_id, "a": after}).all()]
 
 
-def all_keys(store: Store, manifest_id: str) -> Iterator[list[str]]:
-    after: str | None = None
-    while batch := keys(store, manifest_id, after):
-        yield batch
-        after = batch[-1]
-
-
-def count(store: Store, manifest_id: str) -> int:
+def all_keys(store: Store, manifest_id: str) -> list[str]:
+    """Every key of the manifest, in one query."""
     with store.engine.connect() as conn:
-        return int(
+        return list(
             conn.execute(
-                select(func.count()).where(manifest_keys.c.manifest_id == manifest_id)
-            ).scalar_one()
+                select(manifest_keys.c.key).where(manifest_keys.c.manifest_id == manifest_id)
+            )
+            .scalars()
+            .all()
         )
+
+
+def count(store: Store, manifest_id: str, *, upto: str | None = None) -> int:
+    """How many keys the manifest has (up to and including `upto`)."""
+    stmt = select(func.count()).where(manifest_keys.c.manifest_id == manifest_id)
+    if upto is not None:
+        stmt = stmt.where(manifest_keys.c.key <= upto)
+    with store.engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())

@@ -250,3 +250,30 @@ def recompute_state(conn: Connection, source: str) -> pl.DataFrame:
         },
         orient="row",
     )
+
+
+def changed_keys(store: Store, applied: set[tuple[str, str]]) -> list[str]:
+    """The keys whose versions these applications (run_id, payload_id) wrote, sorted;
+    one query (each application's versions are its contiguous id range)."""
+    if not applied:
+        return []
+    stmt = (
+        select(versions.c.key, applications.c.run_id, applications.c.payload_id)
+        .select_from(
+            applications.join(
+                versions,
+                and_(
+                    versions.c.version_id >= applications.c.first_version_id,
+                    versions.c.version_id
+                    < applications.c.first_version_id + applications.c.changes,
+                ),
+            )
+        )
+        .where(
+            applications.c.payload_id.in_(sorted({p for _, p in applied})),
+            applications.c.changes > 0,
+        )
+    )
+    with store.engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    return sorted({key for key, run_id, payload_id in rows if (run_id, payload_id) in applied})

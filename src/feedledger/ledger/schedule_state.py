@@ -42,11 +42,6 @@ def get(store: Store, source: str) -> State:
     return _state(row) if row is not None else State(source)
 
 
-def all_states(store: Store) -> dict[str, State]:
-    with store.engine.connect() as conn:
-        return {r.source: _state(r) for r in conn.execute(select(schedule_state))}
-
-
 def _ensure(conn: Connection, source: str) -> None:
     exists = conn.execute(
         select(schedule_state.c.source).where(schedule_state.c.source == source)

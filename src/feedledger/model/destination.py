@@ -57,10 +57,6 @@ class Destination:
     created_at: int = 0
     paused_at: int | None = None
 
-    @property
-    def rank(self) -> int:
-        return generation_rank(self.generation)
-
     def to_json(self) -> dict[str, object]:
         from feedledger.model.timeutil import iso
 

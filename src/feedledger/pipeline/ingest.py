@@ -164,7 +164,8 @@ def ingest(
             sha256=sha,
         )
     faults.point("after_archive")
-    # the bytes are archived and parsed: free them (the caller passed its only reference)
+    # the bytes are archived and parsed: drop them (freed at once where the caller
+    # passed its only reference, as the CLI's `ingest` and `run` do)
     del data
     with stage("store_open"):
         if opened is not None:

@@ -14,8 +14,6 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from sqlalchemy import func, select
-
 from feedledger import faults
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import manifests, sync_state
@@ -87,7 +85,11 @@ def rebuild(
     bucket = TokenBucket(rate * (1 - live_reserve)) if rate else None
     store = ctx.store
     cp = sync_state.start(store, dest.name, man.manifest_id, now_us())
-    done = 0 if cp.acknowledged_key is None else _done(ctx, man.manifest_id, cp.acknowledged_key)
+    done = (
+        0
+        if cp.acknowledged_key is None
+        else manifests.count(store, man.manifest_id, upto=cp.acknowledged_key)
+    )
     if maintenance:
         registry.set_paused(store, dest.name, now_us())
     # A pipeline of three: this thread reads and transforms batch i+1 while a writer
@@ -169,19 +171,6 @@ def rebuild(
     report.checkpoint = got.to_json() if got else None
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _done(ctx: Context, manifest_id: str, acknowledged: str) -> int:
-    from feedledger.ledger.schema import manifest_keys
-
-    with ctx.store.engine.connect() as conn:
-        return int(
-            conn.execute(
-                select(func.count()).where(
-                    manifest_keys.c.manifest_id == manifest_id, manifest_keys.c.key <= acknowledged
-                )
-            ).scalar_one()
-        )
 
 
 def _serve_live(

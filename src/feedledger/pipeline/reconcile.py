@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import manifests, sync_state
@@ -28,7 +28,6 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline.context import Context
 from feedledger.pipeline.query import key_candidates
-from feedledger.pipeline.sync import Builder
 from feedledger.sync.target import Target
 
 BUCKET = 10_000
@@ -162,12 +161,12 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
         ctx.store, dest.name, man.manifest_id, "unresolved"
     ) + sync_state.of_verdict(ctx.store, dest.name, "live", "unresolved")
     want_rank = generation_rank(man.generation)
-    builder = Builder(ctx, dest, man.generation)
+    use_revision = ctx.workspace.source(dest.source).revision is not None
     target = Target(dest)
     try:
         target.ensure()
-        population = set(_population(ctx, man))
-        expected, others = _expected(ctx, dest.source, builder, population)
+        population = set(manifests.all_keys(ctx.store, man.manifest_id))
+        expected, others = _expected(ctx, dest.source, use_revision, population)
         keys = sorted(expected)
         bounds = _bounds(keys)
         result.buckets = len(bounds) + 1
@@ -199,21 +198,8 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
     return result
 
 
-def _population(ctx: Context, man: Manifest) -> list[str]:
-    from feedledger.ledger.schema import manifest_keys
-
-    with ctx.store.engine.connect() as conn:  # one query, not one per 10,000 keys
-        return list(
-            conn.execute(
-                select(manifest_keys.c.key).where(manifest_keys.c.manifest_id == man.manifest_id)
-            )
-            .scalars()
-            .all()
-        )
-
-
 def _expected(
-    ctx: Context, source: str, builder: Builder, population: set[str]
+    ctx: Context, source: str, use_revision: bool, population: set[str]
 ) -> tuple[dict[str, tuple[int, bool]], dict[str, tuple[int, bool]]]:
     """(revision, deleted) per key from the ledger's current state: for the manifest's
     keys (what the destination must hold) and for the others (what may explain a row
@@ -229,7 +215,7 @@ def _expected(
         state = {r[0]: r for r in conn.execute(sql, {"s": source}).all()}
     mine: dict[str, tuple[int, bool]] = {}
     others: dict[str, tuple[int, bool]] = {}
-    use = builder.use_revision
+    use = use_revision
     for key, (_k, revision, deleted, version_id) in state.items():
         if use:
             try:

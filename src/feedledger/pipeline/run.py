@@ -4,7 +4,7 @@ ingest it as a live run (HTTP ETag/Last-Modified are remembered per source)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,10 +54,13 @@ def run_source(
     got = fetch(src, previous=_load_state(path), now_us=now)
     if got.data is None:
         return None
+    # hand ingest the only reference to the bytes, so that it can free them once they
+    # are archived and parsed (`got` keeps just what is known about them)
+    box, got = [got.data], replace(got, data=None)
     result = ingest(
         ctx,
         source,
-        got.data,
+        box.pop(),
         published_at=got.published_at,
         original_name=got.original_name,
         content_type=got.content_type,

@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import sync_state
-from feedledger.ledger.schema import applications, outbox
+from feedledger.ledger.queries import changed_keys
+from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 from feedledger.ledger.sync_state import Verdict
 from feedledger.model.destination import Destination
@@ -184,27 +185,6 @@ def live_lag_s(ctx: Context, dest: Destination, now: int | None = None) -> float
     return max(0.0, ((now or now_us()) - int(oldest)) / 1e6)
 
 
-def _changed_keys(ctx: Context, rows: Sequence[Any]) -> list[str]:
-    keys: set[str] = set()
-    with ctx.store.engine.connect() as conn:
-        for row in rows:
-            app = conn.execute(
-                select(applications.c.first_version_id, applications.c.changes).where(
-                    applications.c.run_id == row.run_id,
-                    applications.c.payload_id == row.payload_id,
-                )
-            ).first()
-            if app is None or not app.changes:
-                continue
-            keys.update(
-                conn.execute(
-                    text("SELECT key FROM versions WHERE version_id >= :a AND version_id < :b"),
-                    {"a": app.first_version_id, "b": app.first_version_id + app.changes},
-                ).scalars()
-            )
-    return sorted(keys)
-
-
 def live_step(ctx: Context, dest: Destination, target: Target, builder: Builder) -> int:
     """Apply the next outbox rows of the destination's source; returns how many keys
     were written through the guard (0: up to date, or paused for maintenance)."""
@@ -225,7 +205,7 @@ def live_step(ctx: Context, dest: Destination, target: Target, builder: Builder)
         ).all()
     if not rows:
         return 0
-    keys = _changed_keys(ctx, rows)
+    keys = changed_keys(ctx.store, {(r.run_id, r.payload_id) for r in rows})
     written = 0
     for start in range(0, len(keys), BATCH):
         part = keys[start : start + BATCH]

@@ -92,8 +92,13 @@ class Scheduler:
             workspace = self.ctx.workspace
         ctx = Context(workspace)
         ctx._store = self.store
-        ctx._archive = self.ctx._archive  # opened on first use, then shared
+        ctx._archive = self.ctx._archive  # opened on first use (_keep_archive), then shared
         return ctx
+
+    def _keep_archive(self, ctx: Context) -> None:
+        """Share the archive a tick's context opened with every later tick."""
+        if self.ctx._archive is None and ctx._archive is not None:
+            self.ctx._archive = ctx._archive
 
     def _progress(self) -> Callable[[int, int, object], None]:
         def step(_done: int, _total: int, _ref: object) -> None:
@@ -104,7 +109,10 @@ class Scheduler:
 
     def _run_one(self, ctx: Context, name: str, now: int) -> Attempt:
         src = ctx.workspace.source(name)
-        result = attempt(ctx, src, now, self.rng, progress=self._progress())
+        try:
+            result = attempt(ctx, src, now, self.rng, progress=self._progress())
+        finally:
+            self._keep_archive(ctx)
         self.emit(result.to_json())
         if self.metrics is not None:
             self.metrics.observe(result)
@@ -146,6 +154,7 @@ class Scheduler:
             self._watch(ctx, idle, now)
         if self.options.dispatch:
             self._dispatch()
+        self._keep_archive(ctx)
         return started
 
     def _running(self) -> set[str]:
