@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 
-from feedledger.ledger.schema import destinations, sync_cursors
+from feedledger.ledger.schema import destinations, outbox, sync_cursors
 from feedledger.ledger.store import Store
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, NotFoundError
@@ -30,6 +30,9 @@ def _row(r: Any) -> Destination:
 
 
 def add(store: Store, d: Destination) -> None:
+    """Register `d`, with its live cursor at the source's newest outbox row in the same
+    transaction: the live route starts from now (what the ledger holds already is a
+    rebuild's work), and no crash can leave a destination without a cursor."""
     with store.begin() as conn:
         if conn.execute(select(destinations.c.name).where(destinations.c.name == d.name)).first():
             raise ConfigError(
@@ -47,6 +50,14 @@ def add(store: Store, d: Destination) -> None:
                 transform=d.transform,
                 generation=d.generation,
                 created_at=d.created_at,
+            )
+        )
+        last = conn.execute(
+            select(func.max(outbox.c.outbox_id)).where(outbox.c.source == d.source)
+        ).scalar()
+        conn.execute(
+            insert(sync_cursors).values(
+                destination=d.name, outbox_id=int(last or 0), updated_at=d.created_at
             )
         )
 

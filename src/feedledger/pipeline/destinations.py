@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import func, select
-
 from feedledger.ledger import destinations as registry
-from feedledger.ledger.schema import outbox
 from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
@@ -53,11 +50,5 @@ def add_destination(
         target.ensure()
     finally:
         target.close()
-    registry.add(ctx.store, dest)
-    # the live route starts from now: what the ledger holds already is a rebuild's work
-    with ctx.store.engine.connect() as conn:
-        last = conn.execute(
-            select(func.max(outbox.c.outbox_id)).where(outbox.c.source == source)
-        ).scalar()
-    registry.advance(ctx.store, name, int(last or 0), now_us())
+    registry.add(ctx.store, dest)  # with its live cursor at the source's newest change
     return dest
