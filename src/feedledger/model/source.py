@@ -16,6 +16,27 @@ _PUBLISHED_FROM_RE = re.compile(r"^(filename|field:[^\s]+|header:[A-Za-z0-9-]+)$
 PayloadFormat = Literal["csv", "jsonl", "json", "parquet"]
 
 
+def name_problem(value: str, what: str = "source") -> str | None:
+    """Why `value` cannot name a source, destination or subscriber (None: it can). One
+    rule for every name that ends up in files, tables, URLs and messages."""
+    if _NAME_RE.match(value):
+        return None
+    return (
+        f"{what} name {value!r} must start with a letter or digit and use only "
+        "letters, digits, '_', '.', '-' (at most 64 characters)"
+    )
+
+
+def check_name(value: str, what: str = "source") -> str:
+    """`value` if it is a valid name (see `name_problem`), else a ConfigError (exit 2)."""
+    problem = name_problem(value, what)
+    if problem is not None:
+        from feedledger.model.errors import ConfigError
+
+        raise ConfigError(problem)
+    return value
+
+
 def validate_cadence(value: str) -> str:
     """`daily`, `weekdays`, or a 5-field cron expression (croniter)."""
     if value in ("daily", "weekdays"):
@@ -66,11 +87,9 @@ class SourceConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME_RE.match(value):
-            raise ValueError(
-                f"source name {value!r} must start with a letter or digit and use only "
-                "letters, digits, '_', '.', '-' (at most 64 characters)"
-            )
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("key")

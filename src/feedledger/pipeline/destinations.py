@@ -8,6 +8,7 @@ from pathlib import Path
 from feedledger.ledger import destinations as registry
 from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
 from feedledger.model.errors import ConfigError
+from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline.context import Context
 from feedledger.sync.target import Target
@@ -26,6 +27,7 @@ def add_destination(
     transform: str | None,
     generation: str,
 ) -> Destination:
+    check_name(name, "destination")
     ctx.workspace.source(source)
     if (postgres is None) == (sqlite is None):
         raise ConfigError("give exactly one of --postgres URL or --sqlite PATH")
