@@ -32,8 +32,9 @@ def subscriber_add(
     secret_env: str | None = typer.Option(
         None,
         "--secret-env",
-        help="Environment variable holding the signing secret (Standard Webhooks; "
-        "`whsec_…` or any text). Only the variable's NAME is stored.",
+        help="NAME of the environment variable holding the signing secret (Standard "
+        "Webhooks; `whsec_…` or any text), never the secret itself. Only the NAME is "
+        "stored.",
     ),
     sources: str | None = typer.Option(None, "--sources", help="Only these sources (A,B)."),
     digest: str = typer.Option(
@@ -84,7 +85,7 @@ def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
                 s.name,
                 s.kind,
                 s.target,
-                s.secret_env or "",
+                s.secret_env_shown or "",
                 ",".join(s.sources) if s.sources else "(all)",
                 s.digest,
                 when(s.created_at),

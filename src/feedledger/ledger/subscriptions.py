@@ -4,6 +4,7 @@ environment variable that holds one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,14 @@ from feedledger.model.timeutil import iso, now_us
 KINDS = ("webhook", "file")
 DIGESTS = ("none", "hourly", "daily")
 UNDELIVERED = ("pending", "failed", "dead")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# shown instead of a stored `secret_env` that is no variable name (an older store may
+# hold the secret itself there): never echoed
+HIDDEN_SECRET_ENV = "<hidden: not an environment variable name>"
+
+
+def is_env_name(value: str) -> bool:
+    return ENV_NAME_RE.match(value) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +41,19 @@ class Subscriber:
     def wants(self, source: str) -> bool:
         return self.sources is None or source in self.sources
 
+    @property
+    def secret_env_shown(self) -> str | None:
+        """`secret_env` as it may be shown: masked unless it is a variable's name."""
+        if self.secret_env is None or is_env_name(self.secret_env):
+            return self.secret_env
+        return HIDDEN_SECRET_ENV
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "kind": self.kind,
             "target": self.target,
-            "secret_env": self.secret_env,
+            "secret_env": self.secret_env_shown,
             "sources": list(self.sources) if self.sources is not None else None,
             "digest": self.digest,
             "created_at": iso(self.created_at),

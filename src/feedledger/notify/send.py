@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feedledger.ledger.deliveries import Due, Outcome
-from feedledger.ledger.subscriptions import Subscriber
+from feedledger.ledger.subscriptions import Subscriber, is_env_name
 from feedledger.model.timeutil import now_us
 from feedledger.notify.signing import headers
 
@@ -89,6 +89,11 @@ def signing_secret(sub: Subscriber) -> tuple[str | None, str | None]:
     """(secret, error): the subscriber's secret from the environment, or why not."""
     if not sub.secret_env:
         return None, None
+    if not is_env_name(sub.secret_env):  # an older store may hold the secret itself
+        return None, (
+            "the subscriber's secret_env is not an environment variable name (never "
+            "shown); re-add it with --secret-env VAR; nothing was sent"
+        )
     secret = os.environ.get(sub.secret_env)
     if secret is None:
         return None, f"signing secret variable {sub.secret_env} is not set; nothing was sent"
@@ -118,11 +123,55 @@ async def post(
         return failure(d, policy, rng, None, error, None)
     except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
         # a bad URL is this message's failure, never the dispatcher's
-        return failure(d, policy, rng, None, f"{type(exc).__name__}: {exc}", None)
+        return failure(d, policy, rng, None, describe(exc, sub.target), None)
     if 200 <= resp.status_code < 300:
         return Outcome(d.delivery_id, True, resp.status_code, None, 0, False)
     wait = retry_after_s(resp.headers.get("retry-after"))
     return failure(d, policy, rng, resp.status_code, f"HTTP {resp.status_code}", wait)
+
+
+_PHASES = (  # httpx exception class name -> what the client was doing
+    (("ConnectError", "ConnectTimeout", "PoolTimeout"), "while connecting to"),
+    (("WriteError", "WriteTimeout"), "while sending the request to"),
+    (("ReadError", "ReadTimeout", "RemoteProtocolError"), "while reading the response from"),
+)
+
+
+def describe(exc: BaseException, target: str) -> str:
+    """One line for a failed request: the exception's type, then the first message found
+    along its `__cause__` / `__context__` chain (httpx often raises with an empty one,
+    e.g. `ReadError()` over a reset connection), naming the underlying type where it
+    differs, and what was being done to which host. Never an empty message."""
+    name = type(exc).__name__
+    detail, origin = "", name
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        text = str(link).strip()
+        if text:
+            detail, origin = text, type(link).__name__
+            break
+        link = link.__cause__ or link.__context__
+    if not detail:
+        detail = "no further detail"
+    elif origin != name:
+        detail = f"{detail} ({origin})"
+    phase = next((what for names, what in _PHASES if name in names), None)
+    if phase is not None:
+        detail += f" {phase} {_host(target)}"
+    return f"{name}: {detail}"
+
+
+def _host(target: str) -> str:
+    import httpx
+
+    try:
+        url = httpx.URL(target)
+    except (httpx.InvalidURL, ValueError):
+        return "the webhook"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return f"{url.host}:{port}"
 
 
 def write_lines(

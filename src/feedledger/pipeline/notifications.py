@@ -9,8 +9,9 @@ from typing import Any
 
 from feedledger.ledger import deliveries, notices, queries, subscriptions
 from feedledger.ledger.retraction import commit_time
-from feedledger.ledger.subscriptions import DIGESTS, Subscriber
+from feedledger.ledger.subscriptions import DIGESTS, Subscriber, is_env_name
 from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us
 from feedledger.notify.dispatch import DispatchReport, Policy, Progress, dispatch
 from feedledger.pipeline.context import Context
@@ -28,8 +29,14 @@ def add_subscriber(
 ) -> tuple[Subscriber, list[str]]:
     """Validate and store a subscriber; returns it and any warnings."""
     warnings: list[str] = []
-    if not name.strip() or len(name) > 64:
-        raise ConfigError("subscriber NAME must be 1-64 characters")
+    check_name(name, "subscriber")
+    if secret_env is not None and not is_env_name(secret_env):
+        # never echoed: it may be the secret itself
+        raise ConfigError(
+            "--secret-env must name an environment variable, not hold the secret",
+            hint="e.g. --secret-env HOOK_SECRET with HOOK_SECRET=whsec_... in the "
+            "dispatcher's environment",
+        )
     if (webhook is None) == (file is None):
         raise ConfigError("give exactly one of --webhook URL or --file PATH")
     if webhook is not None:
