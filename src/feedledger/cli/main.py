@@ -27,7 +27,11 @@ from feedledger.cli import (
 from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
 from feedledger.config import Workspace, make_source
 from feedledger.model.errors import FeedledgerError
-from feedledger.model.source import SourceConfig
+from feedledger.model.source import (
+    DEFAULT_FETCH_DEADLINE_S,
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    SourceConfig,
+)
 
 app = typer.Typer(
     name="feedledger",
@@ -276,6 +280,16 @@ def source_add(
         "--recovery",
         help="Missed publications: auto (fill the archive, backfill) | hold (alert, wait).",
     ),
+    max_payload_bytes: int = typer.Option(
+        DEFAULT_MAX_PAYLOAD_BYTES,
+        "--max-payload-bytes",
+        help="Refuse a fetched payload larger than this (checked while it downloads).",
+    ),
+    fetch_deadline: float = typer.Option(
+        DEFAULT_FETCH_DEADLINE_S,
+        "--fetch-deadline",
+        help="Give up a fetch that takes longer than this many seconds in all.",
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -299,6 +313,8 @@ def source_add(
         retry_s=retry,
         stale_after=stale_after,
         recovery=recovery,
+        max_payload_bytes=max_payload_bytes,
+        fetch_deadline_s=fetch_deadline,
     )
     ws.add_source(src, replace=replace)
     _warn_fetch(src)

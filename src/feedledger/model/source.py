@@ -15,6 +15,12 @@ _PUBLISHED_FROM_RE = re.compile(r"^(filename|field:[^\s]+|header:[A-Za-z0-9-]+)$
 
 PayloadFormat = Literal["csv", "jsonl", "json", "parquet"]
 
+# Fetch limits (per source, in feedledger.toml): a payload larger than this is refused
+# while it is being read (a server streaming without end), and a whole fetch -- connect,
+# headers, body -- is given up after this many seconds (a server trickling bytes).
+DEFAULT_MAX_PAYLOAD_BYTES = 5 * 1024**3
+DEFAULT_FETCH_DEADLINE_S = 1800.0
+
 
 def name_problem(value: str, what: str = "source") -> str | None:
     """Why `value` cannot name a source, destination or subscriber (None: it can). One
@@ -83,6 +89,8 @@ class SourceConfig(BaseModel):
     retry_s: float = Field(default=300.0, gt=0)
     stale_after: int = Field(default=1, ge=0)
     recovery: Literal["auto", "hold"] = "auto"
+    max_payload_bytes: int = Field(default=DEFAULT_MAX_PAYLOAD_BYTES, gt=0)
+    fetch_deadline_s: float = Field(default=DEFAULT_FETCH_DEADLINE_S, gt=0)
 
     @field_validator("name")
     @classmethod

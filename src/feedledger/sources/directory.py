@@ -112,6 +112,15 @@ def read_file(src: SourceConfig, path: Path, instant: int | None = None) -> Fetc
     if not path.is_file():
         raise NotFoundError(f"no payload file {path}", source=src.name)
     try:
+        size = path.stat().st_size
+        if size > src.max_payload_bytes:
+            raise BadPayloadError(
+                f"{path} has {size:,} bytes, over this source's max_payload_bytes of "
+                f"{src.max_payload_bytes:,} bytes; not read, nothing archived",
+                source=src.name,
+                payload=path.name,
+                hint=f"raise max_payload_bytes in [sources.{src.name}] of feedledger.toml",
+            )
         data = path.read_bytes()
     except PermissionError as exc:
         raise ConfigError(f"cannot read {path}: permission denied", source=src.name) from exc

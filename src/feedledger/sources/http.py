@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import email.message
+import tempfile
+import time
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -14,7 +16,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.sources.dated import Fetched, FetchState, date_in_name
 
-TIMEOUT_SECONDS = 30.0
+TIMEOUT_SECONDS = 30.0  # connect, and each wait for the next bytes
 
 
 def display_url(url: str) -> str:
@@ -54,6 +56,62 @@ def _http_date(value: str, tz: str) -> int:
     return to_us(parsed.astimezone(UTC))
 
 
+def _size(n: int) -> str:
+    return f"{n:,} bytes"
+
+
+def _too_large(src: SourceConfig, shown: str, declared: int | None = None) -> BadPayloadError:
+    limit = f"this source's max_payload_bytes of {_size(src.max_payload_bytes)}"
+    problem = (
+        f"the response declares {_size(declared)} (Content-Length), over {limit}; "
+        "not downloaded, nothing archived"
+        if declared is not None
+        else f"the response grew past {limit}; the download was stopped, nothing archived"
+    )
+    return BadPayloadError(
+        problem,
+        source=src.name,
+        payload=shown,
+        hint=f"raise max_payload_bytes in [sources.{src.name}] of feedledger.toml "
+        "if the publisher's files are really this large",
+    )
+
+
+def _deadline_error(src: SourceConfig, shown: str) -> FeedledgerError:
+    return FeedledgerError(
+        f"fetching {shown} took longer than this source's fetch_deadline_s of "
+        f"{src.fetch_deadline_s:g} s; given up, nothing was archived",
+        source=src.name,
+        hint=f"raise fetch_deadline_s in [sources.{src.name}] of feedledger.toml "
+        "if the publisher is really this slow",
+    )
+
+
+def _read_body(response: httpx.Response, src: SourceConfig, shown: str, deadline: float) -> bytes:
+    """The response body, refused once it passes `max_payload_bytes` (checked against a
+    declared Content-Length first, then as it arrives) or once the fetch passes its
+    deadline (checked after each read; a read itself waits at most TIMEOUT_SECONDS).
+    The body is spooled to a temporary file, never gathered in memory, and read back
+    once complete: the peak is one chunk while it downloads, then the payload once."""
+    limit = src.max_payload_bytes
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise _too_large(src, shown, int(declared))
+    received = 0
+    with tempfile.TemporaryFile(prefix="feedledger-fetch-") as spool:
+        # decoded bytes are counted, so a compressed response cannot slip past the limit;
+        # no chunk_size: each read is seen as it arrives, so the deadline is checked
+        for chunk in response.iter_bytes():
+            received += len(chunk)
+            if received > limit:
+                raise _too_large(src, shown)
+            if time.monotonic() > deadline:
+                raise _deadline_error(src, shown)
+            spool.write(chunk)
+        spool.seek(0)
+        return spool.read()
+
+
 def fetch_http(
     src: SourceConfig,
     *,
@@ -74,9 +132,34 @@ def fetch_http(
 
     own_client = client is None
     http = client if client is not None else httpx.Client(timeout=TIMEOUT_SECONDS)
+    deadline = time.monotonic() + src.fetch_deadline_s
+    # no single wait may outlast the whole fetch's deadline
+    timeout = httpx.Timeout(min(TIMEOUT_SECONDS, src.fetch_deadline_s))
     try:
-        response = http.get(url, headers=headers, follow_redirects=True)
+        with http.stream(
+            "GET", url, headers=headers, follow_redirects=True, timeout=timeout
+        ) as response:
+            etag = response.headers.get("etag")
+            last_modified = response.headers.get("last-modified")
+            content_type = response.headers.get("content-type")
+            if response.status_code == 304:
+                return Fetched(
+                    data=None,
+                    published_at=None,
+                    original_name=shown,
+                    content_type=content_type,
+                    etag=etag or (previous.etag if previous else None),
+                    last_modified=last_modified or (previous.last_modified if previous else None),
+                )
+            if not 200 <= response.status_code < 300:
+                raise FeedledgerError(
+                    f"HTTP {response.status_code} {response.reason_phrase} from {shown}".rstrip(),
+                    source=src.name,
+                )
+            data = _read_body(response, src, shown, deadline)
     except httpx.TimeoutException as exc:
+        if time.monotonic() >= deadline:
+            raise _deadline_error(src, shown) from exc
         raise FeedledgerError(
             f"cannot reach {shown}: timed out ({type(exc).__name__})", source=src.name
         ) from exc
@@ -90,24 +173,6 @@ def fetch_http(
     finally:
         if own_client:
             http.close()
-
-    etag = response.headers.get("etag")
-    last_modified = response.headers.get("last-modified")
-    content_type = response.headers.get("content-type")
-    if response.status_code == 304:
-        return Fetched(
-            data=None,
-            published_at=None,
-            original_name=shown,
-            content_type=content_type,
-            etag=etag or (previous.etag if previous else None),
-            last_modified=last_modified or (previous.last_modified if previous else None),
-        )
-    if not 200 <= response.status_code < 300:
-        raise FeedledgerError(
-            f"HTTP {response.status_code} {response.reason_phrase} from {shown}".rstrip(),
-            source=src.name,
-        )
 
     published_at: int | None
     how = src.published_from
@@ -153,7 +218,7 @@ def fetch_http(
         published_at = None
 
     return Fetched(
-        data=response.content,
+        data=data,
         published_at=published_at,
         original_name=shown,
         content_type=content_type,
