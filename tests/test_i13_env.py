@@ -198,3 +198,40 @@ def test_run_refuses_an_endless_stream_and_keeps_the_ledger_untouched(
     assert url in result.stderr
     assert cli.json("archive", "list", "feed") == []
     assert cli.json("runs", "feed") == []
+
+
+# -- item 16: only `init` and `db upgrade` create a store ------------------------------
+
+
+def test_a_mistyped_sqlite_store_path_creates_nothing(tmp_path: Path) -> None:
+    from feedledger.config import Workspace
+
+    ws = Workspace.create(tmp_path / "ws", store_url=None, archive=None)
+    missing = tmp_path / "nonexistent" / "dir" / "l.db"
+    text = ws.config_path.read_text(encoding="utf-8")
+    ws.config_path.write_text(
+        text.replace("sqlite:///.feedledger/ledger.db", f"sqlite:///{missing}"), encoding="utf-8"
+    )
+    cli = Cli(ws)
+    cli("source", "add", "p", "--key", "id")
+    payload = tmp_path / "p_2026-08-06.csv"
+    payload.write_text("id,v\n1,a\n", encoding="utf-8")
+    for args in (
+        ("db", "current"),
+        ("runs", "p"),
+        ("watermark", "p"),
+        ("history", "p", "1"),
+        ("archive", "list", "p"),
+        ("ingest", "p", str(payload)),
+        ("health",),
+    ):
+        result = cli(*args, expect=8)
+        line = result.stderr.strip()
+        assert line.count("\n") == 0, (args, line)
+        assert f"no store at {missing}" in line, (args, line)
+        assert "feedledger init" in line and "db upgrade" in line, (args, line)
+        assert not missing.parent.parent.exists(), args
+    # `db upgrade` is how an operator creates it there on purpose
+    cli("db", "upgrade")
+    assert missing.is_file()
+    assert cli.json("runs", "p") == []

@@ -177,7 +177,7 @@ def db_current(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     from feedledger.ledger import engine as eng
 
     ws = workspace(ctx)
-    engine = eng.make_engine(ws.store_url)
+    engine = eng.make_engine(ws.store_url, create=False)
     eng.check_reachable(engine, ws.store_url)
     current = eng.current_revision(engine)
     engine.dispose()

@@ -54,10 +54,19 @@ def _sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, create: bool = True) -> Engine:
+    """An engine for the store at `url`. `create`: an SQLite store that does not exist
+    yet may be created (its folders too) -- only `init`, `db upgrade` and set-up code
+    pass it; every other command gets "no store at PATH" and nothing is created."""
     real = normalise_url(url)
     if real.startswith("sqlite"):
         path = real.split("sqlite:///", 1)[-1]
+        if path and path != ":memory:" and not create and not Path(path).exists():
+            raise StoreUnavailableError(
+                f"no store at {path}",
+                hint="run `feedledger init` or `feedledger db upgrade` to create it, or "
+                "fix the URL in feedledger.toml [store] (or FEEDLEDGER_STORE)",
+            )
         if path and path != ":memory:":
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)

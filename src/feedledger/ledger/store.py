@@ -38,9 +38,12 @@ WAL_LEAVE_MAX = 128 << 20
 
 
 class Store:
-    def __init__(self, url: str, *, check: bool = True) -> None:
+    def __init__(self, url: str, *, check: bool = True, create: bool | None = None) -> None:
+        """`check`: refuse a store whose schema is not this version's. `create`: an
+        SQLite store may be created where none exists (default: only when not checking,
+        i.e. set-up code; commands never create a store by opening it)."""
         self.url = url
-        self.engine: Engine = eng.make_engine(url)
+        self.engine: Engine = eng.make_engine(url, create=not check if create is None else create)
         self.dialect = self.engine.dialect.name
         if check:
             eng.check_schema(self.engine, url)
