@@ -265,7 +265,8 @@ def test_interrupted_backfill_resumes_from_the_watermark(
     assert cli.json("gaps", SRC) == [] and verified(cli)
 
     second = backfill(cli)
-    assert second["parent_run_id"] == first["run_id"]
+    # issue 13 item 3: the resumed backfill continues under the run id it started with
+    assert second["run_id"] == first["run_id"] and second["resumed"] == 1
     assert [s["published_at"] for s in second["steps"]] == [at("2026-08-09")]
     assert cli.json("watermark", SRC)["published_at"] == at("2026-08-09")
     # ONE summary, for the whole logical backfill
@@ -273,9 +274,12 @@ def test_interrupted_backfill_resumes_from_the_watermark(
         "3 changes recovered across 3 publication day(s) (2026-08-04 to 2026-08-09)"
         in (second["summary"])
     )
-    assert f"resuming run {first['run_id']}" in second["summary"]
+    assert "resumed after 1 interruption(s)" in second["summary"]
     (summary,) = [r for r in outbox_rows(workspace) if r.topic == "summary"]
-    assert summary.run_id == second["run_id"] and json.loads(summary.body)["changes"] == 3
+    assert summary.run_id == first["run_id"] and json.loads(summary.body)["changes"] == 3
+    (only,) = runs_by_kind(cli, "backfill")
+    assert (only["status"], only["payloads"], only["changes"]) == ("succeeded", 3, 3)
+    assert [r["status"] for r in only["resumed"]] == ["failed"]
     assert normalised(cli) == reference
     assert verified(cli)
 
@@ -293,11 +297,13 @@ def test_killed_backfill_is_finished_by_the_same_command(
     assert cli.json("watermark", SRC)["published_at"] == at(ARCHIVED[killed_at - 1][0])
 
     rerun = backfill(cli)
-    assert rerun["parent_run_id"] == dead["run_id"]
+    # issue 13 item 3: one backfill, one run id (the killed one, resumed)
+    assert rerun["run_id"] == dead["run_id"] and rerun["parent_run_id"] is None
     assert len(rerun["steps"]) == 3 - killed_at
-    assert f"resuming run {dead['run_id']}" in rerun["summary"]
-    statuses = {r["run_id"]: r["status"] for r in runs_by_kind(cli, "backfill")}
-    assert statuses == {dead["run_id"]: "abandoned", rerun["run_id"]: "succeeded"}
+    assert "resumed after 1 interruption(s)" in rerun["summary"]
+    (only,) = runs_by_kind(cli, "backfill")
+    assert (only["run_id"], only["status"], only["payloads"]) == (dead["run_id"], "succeeded", 3)
+    assert [r["status"] for r in only["resumed"]] == ["abandoned"]
     assert normalised(cli) == reference
     assert verified(cli)
 

@@ -3,14 +3,11 @@ asof are in entity_cmds.py)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 
 from feedledger.cli.common import (
     JSON_OPT,
@@ -24,11 +21,12 @@ from feedledger.cli.common import (
     table,
     when,
 )
-from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import iso
 
 if TYPE_CHECKING:
     from feedledger.pipeline.ingest import IngestResult
+    from feedledger.pipeline.recovery import Recovery
 
 # Pipeline and ledger modules (Polars, SQLAlchemy) are imported inside the commands, so
 # `--help` is quick and `ingest` can import the store's driver while it parses.
@@ -63,6 +61,39 @@ def _render_ingest(result: IngestResult, json_out: bool) -> None:
             if c.get("unresolved")
             else ""
         )
+    )
+
+
+def _render_recovery(rec: Recovery, json_out: bool) -> None:
+    report = rec.report
+    assert report is not None
+    if json_out:
+        emit_json(
+            {
+                "source": rec.source,
+                "status": "recovered",
+                "run_id": report.run_id,
+                "kind": report.kind,
+                "changes": report.changes,
+                "payloads": len(report.steps),
+                "missed_dates": [d.isoformat() for d in rec.days],
+                "archived_now": len(rec.archived),
+                "gaps_recorded": report.gaps_recorded,
+                "backfill": report.to_json(),
+            }
+        )
+        return
+    err.print(
+        f"[yellow]note:[/] {rec.source}: {len(rec.days)} publication day(s) were waiting "
+        f"({rec.days[0]} .. {rec.days[-1]}); applying only the newest would lose the states "
+        "in between, so every one the source still serves is applied oldest first as one "
+        "backfill run",
+        markup=True,
+    )
+    out.print(
+        f"{rec.source}: recovered {len(report.steps)} payload(s) in backfill run "
+        f"{report.run_id} ({report.changes:,} changes; {len(rec.archived)} newly archived; "
+        f"{report.gaps_recorded} gap(s) recorded)\n  {report.summary}"
     )
 
 
@@ -106,18 +137,39 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         source: str = typer.Argument(..., help="Source name (must have --fetch)."),
         allow_mass_delete: bool = MASS_OPT,
+        no_recover: bool = typer.Option(
+            False,
+            "--no-recover",
+            help="Refuse (naming them) when several publications are waiting, instead of "
+            "applying them all oldest first as one backfill run.",
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Fetch the newest payload from the source's location and ingest it."""
-        from feedledger.pipeline.run import run_source
+        """Fetch from the source's location and ingest. One publication waiting: a live
+        run of the newest. Several waiting (dated files after the watermark, or days the
+        cadence expected): every one the source still serves is archived and applied
+        oldest first as ONE backfill run, with gaps for the rest (as the scheduler does)."""
+        from feedledger.pipeline.recovery import Recovery
+        from feedledger.pipeline.run import NothingNew, run_source
 
         with context(ctx) as c:
-            result = run_source(c, source, allow_mass_delete=allow_mass_delete)
+            result = run_source(
+                c, source, allow_mass_delete=allow_mass_delete, recover=not no_recover
+            )
         if result is None:
             if json_out:
                 emit_json({"source": source, "status": "not_modified"})
             else:
                 out.print(f"{source}: the publisher has nothing new (not modified).")
+            return
+        if isinstance(result, NothingNew):
+            if json_out:
+                emit_json(result)
+            else:
+                out.print(f"{source}: nothing to do: {result.reason}")
+            return
+        if isinstance(result, Recovery):
+            _render_recovery(result, json_out)
             return
         _render_ingest(result, json_out)
 
@@ -166,26 +218,46 @@ def register(app: typer.Typer) -> None:
     @guarded
     def changes_cmd(
         ctx: typer.Context,
-        run: str = typer.Option(..., "--run", help="Run id."),
+        run: str = typer.Option(
+            ..., "--run", help="Run id, or any unique prefix of it (as tables show it)."
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """What one run changed: added / changed / deleted, before and after."""
-        from feedledger.ledger import queries
+        """What one run changed: added / changed / deleted, before and after; then the
+        records it held (`unresolved`) or refused as older (`superseded`)."""
+        from feedledger.ledger import queries, run_ids
 
         with context(ctx) as c:
-            if not queries.run_exists(c.store, run):
-                raise NotFoundError(
-                    f"unknown run id {run!r}", hint="list runs with `feedledger runs SOURCE`"
-                )
+            run = run_ids.resolve(c.store, run)
             items = queries.changes(c.store, run)
+            held = queries.run_outcomes(c.store, run)
         if json_out:
-            emit_json(items)
+            emit_json([*items, *held])
             return
         table(
             f"changes of run {run}",
             ["key", "change", "valid_from", "before", "after"],
             [[ch.key, ch.change, when(ch.valid_from), ch.before, ch.after] for ch in items],
+            fold=True,
         )
+        if held:
+            table(
+                f"records of run {run} not applied (unresolved: held for a decision; "
+                "superseded: older than the revision held)",
+                ["key", "outcome", "valid_from", "revision", "current_revision", "record"],
+                [
+                    [
+                        o.key,
+                        o.outcome,
+                        when(o.valid_from),
+                        o.revision,
+                        o.current_revision,
+                        o.attributes,
+                    ]
+                    for o in held
+                ],
+                fold=True,
+            )
 
     @app.command("watermark")
     @guarded
@@ -216,22 +288,34 @@ def register(app: typer.Typer) -> None:
         known_at: str | None = typer.Option(None, "--known-at"),
         fmt: str = typer.Option("csv", "--format", help="csv | jsonl"),
         output: Path | None = typer.Option(
-            None, "--output", "-o", help="Write here instead of stdout."
+            None, "--output", "-o", help="Write this file instead of stdout."
+        ),
+        strict: bool = typer.Option(
+            False,
+            "--strict",
+            help="Refuse (exit 2, nothing written) when --valid falls in a gap, a stretch "
+            "the source was not observed, instead of warning.",
         ),
     ) -> None:
-        """Write the whole source as it stood at --valid (streaming)."""
-        from feedledger.pipeline import query
+        """Write the whole source as it stood at --valid (streaming); CSV columns in the
+        source's field order. Inside a gap it warns on stderr (`--strict`: refuses)."""
+        from feedledger.pipeline import query, snapshot_export
 
         if fmt not in ("csv", "jsonl"):
             raise ConfigError(f"--format must be csv or jsonl, not {fmt!r}")
+        if output is not None:
+            snapshot_export.check_output(output)
         with context(ctx) as c:
+            inside = query.snapshot_gap(c, source, valid=valid, known_at=known_at)
+            if inside is not None:
+                _gap_notice(source, valid, inside, strict)
+            order = (
+                snapshot_export.field_order(c, source, valid=valid, known_at=known_at)
+                if fmt == "csv"
+                else []
+            )
             rows = query.snapshot_rows(c, source, valid=valid, known_at=known_at)
-            handle = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
-            try:
-                n = _write_snapshot(rows, fmt, handle)
-            finally:
-                if output:
-                    handle.close()
+            n = snapshot_export.write(rows, fmt, output, order)
         if output:
             err.print(f"wrote {n:,} entities to {output}")
 
@@ -259,39 +343,20 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return str.__str__(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _write_snapshot(rows: Any, fmt: str, handle: Any) -> int:
-    from feedledger.formats.canonical import RawNumber
-
-    n = 0
-    if fmt == "jsonl":
-        for _key, attrs in rows:
-            handle.write(attrs + "\n")
-            n += 1
-        return n
-    writer: Any = None
-    columns: list[str] = []
-    buf = io.StringIO()
-    for _key, attrs in rows:
-        record = json.loads(attrs, parse_float=RawNumber, parse_int=RawNumber)
-        if writer is None:
-            columns = list(record)
-            writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(columns)
-        elif list(record) != columns and set(record) - set(columns):
-            raise ConfigError("entities have different fields; use --format jsonl")
-        writer.writerow([_cell(record.get(col)) for col in columns])
-        n += 1
-        if buf.tell() > 1 << 20:
-            handle.write(buf.getvalue())
-            buf.seek(0)
-            buf.truncate()
-    handle.write(buf.getvalue())
-    return n
+def _gap_notice(source: str, valid: str, inside: dict[str, Any], strict: bool) -> None:
+    """`snapshot --valid D` inside a standing gap: say so (or refuse with --strict)."""
+    gap = inside["gap"]
+    text = (
+        f"{valid} is inside a gap {iso(gap.start_at)} .. {iso(gap.end_at)} ({gap.reason}): "
+        f"{source} was not observed then; last observed "
+        f"{inside['last_observed_at'] or 'never'}, next observed "
+        f"{inside['next_observed_at'] or 'not yet'}"
+    )
+    if strict:
+        raise ConfigError(
+            text + "; nothing written", source=source, hint="drop --strict to export anyway"
+        )
+    err.print(
+        f"[yellow]warning:[/] {escape(text)}; the table shows the state as last observed",
+        markup=True,
+    )

@@ -21,7 +21,7 @@ from feedledger.model.timeutil import iso
 if TYPE_CHECKING:
     from feedledger.model.payload import PayloadRef
     from feedledger.pipeline.assess import Assessment
-    from feedledger.pipeline.backfill import Progress, RunReport
+    from feedledger.pipeline.backfill import NothingToDo, Progress, RunReport
 
 FROM_OPT = typer.Option(..., "--from", help="First date (YYYY-MM-DD, source timezone).")
 TO_OPT = typer.Option(..., "--to", help="Last date, inclusive.")
@@ -76,10 +76,27 @@ def _warn_missing(source: str, days: list[date]) -> None:
         )
 
 
-def _render_run(report: RunReport, json_out: bool) -> None:
+def _render_run(report: RunReport | NothingToDo, json_out: bool) -> None:
+    from feedledger.pipeline.backfill import NothingToDo
+
+    if isinstance(report, NothingToDo):
+        if report.hint:
+            err.print(f"[yellow]warning:[/] {report.source}: {report.hint}", markup=True)
+        if json_out:
+            emit_json(report)
+        else:
+            out.print(f"{report.source}: nothing to do ({report.kind}): {report.reason}.")
+        return
     if json_out:
         emit_json(report)
         return
+    if report.fetched:
+        out.print(f"fetched into the archive first: {len(report.fetched)} payload(s)")
+    if report.resumed:
+        out.print(
+            f"resumed run {report.run_id} (interrupted {report.resumed} time(s)); it "
+            "keeps its run id"
+        )
     table(
         f"{report.kind} of {report.source}: run {report.run_id}",
         ["published_at", "payload_id", "changes"],
@@ -107,14 +124,18 @@ def register(app: typer.Typer) -> None:
         source: str = typer.Argument(..., help="Source name."),
         start: str = FROM_OPT,
         end: str = TO_OPT,
+        no_fetch: bool = typer.Option(
+            False, "--no-fetch", help="Do not ask the fetch location what it still serves."
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """What a backfill of the window could replay, what arrived late, and which
-        publication days the archive does not hold (those cannot be recovered)."""
+        """What a backfill of the window could replay, what arrived late, which
+        publication days the archive lacks but the fetch location still serves (a
+        backfill fetches them), and which are unrecoverable (neither)."""
         from feedledger.pipeline.assess import assess
 
         with context(ctx) as c:
-            plan = assess(c, source, start, end)
+            plan = assess(c, source, start, end, fetch=not no_fetch)
         if json_out:
             emit_json(plan)
             return
@@ -129,11 +150,18 @@ def register(app: typer.Typer) -> None:
         end: str = TO_OPT,
         notify: bool = NOTIFY_OPT,
         allow_mass_delete: bool = MASS_OPT,
+        no_fetch: bool = typer.Option(
+            False,
+            "--no-fetch",
+            help="Use only the archive (default: first archive what the source's fetch "
+            "location still serves for the window).",
+        ),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Replay the archived payloads after the watermark in the window, oldest first,
-        each with its own publisher date as valid_from, as ONE run. Run it again after an
-        interruption: it continues from the watermark."""
+        """Archive what the fetch location still serves for the window, then replay the
+        archived payloads after the watermark in it, oldest first, each with its own
+        publisher date as valid_from, as ONE run. Run it again after an interruption: it
+        continues under the same run id. Nothing to replay is a success (exit 0)."""
         from feedledger.pipeline.backfill import backfill
 
         def on_plan(plan: Assessment) -> None:
@@ -147,6 +175,7 @@ def register(app: typer.Typer) -> None:
                 end,
                 notify=notify,
                 allow_mass_delete=allow_mass_delete,
+                fetch=not no_fetch,
                 on_plan=on_plan,
                 progress=step,
             )
@@ -186,7 +215,9 @@ def register(app: typer.Typer) -> None:
     @guarded
     def retract_cmd(
         ctx: typer.Context,
-        run_id: str = typer.Argument(..., help="The run whose writes to retract."),
+        run_id: str = typer.Argument(
+            ..., help="The run whose writes to retract (its id or any unique prefix)."
+        ),
         cascade: bool = typer.Option(
             False, "--cascade", help="Also retract the later runs of the source (newest first)."
         ),
@@ -195,10 +226,11 @@ def register(app: typer.Typer) -> None:
         """Mark every version and gap written by RUN_ID retracted (nothing is deleted) and
         move the watermark back to before it. `--known-at` queries still show the old
         belief."""
+        from feedledger.ledger import run_ids
         from feedledger.pipeline.retract import retract_run
 
         with context(ctx) as c:
-            report = retract_run(c, run_id, cascade=cascade)
+            report = retract_run(c, run_ids.resolve(c.store, run_id), cascade=cascade)
         if json_out:
             emit_json(report)
             return
@@ -214,7 +246,9 @@ def register(app: typer.Typer) -> None:
     @guarded
     def review_cmd(
         ctx: typer.Context,
-        run_id: str = typer.Argument(..., help="A live run held for review."),
+        run_id: str = typer.Argument(
+            ..., help="A live run held for review (its id or any unique prefix)."
+        ),
         release: bool = typer.Option(False, "--release", help="Send its notifications."),
         retract: bool = typer.Option(
             False, "--retract", help="Retract the run; its notifications never go out."
@@ -223,9 +257,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Decide on a live run held for an unusual burst of changes (`runs` shows it
         `held`): release its notifications, or retract it."""
+        from feedledger.ledger import run_ids
         from feedledger.pipeline.review import review
 
         with context(ctx) as c:
+            run_id = run_ids.resolve(c.store, run_id)
             data = review(c, run_id, release=release, retract=retract)
         if json_out:
             emit_json(data)
@@ -246,7 +282,8 @@ def register(app: typer.Typer) -> None:
         known_at: str | None = typer.Option(None, "--known-at", help="As believed then."),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Stretches of valid time in which the source was not observed."""
+        """Stretches of valid time in which the source was not observed, as `asof` judges
+        them: a payload applied later for a day inside a gap shrinks or splits it."""
         from feedledger.pipeline import query
 
         with context(ctx) as c:
@@ -268,6 +305,7 @@ def register(app: typer.Typer) -> None:
                 ]
                 for g in found
             ],
+            fold=True,
         )
 
     @gap_app.command("add")
@@ -354,7 +392,14 @@ def _render_plan(plan: Assessment) -> None:
             f"late (published before the watermark, never applied; fold in with "
             f"`replay --from`): {', '.join(iso(p.published_at) or '' for p in plan.late)}"
         )
+    if plan.fetchable:
+        out.print(
+            f"fetchable now (not archived, still served; `backfill` fetches them): "
+            f"{len(plan.fetchable)} -- {_dates(plan.fetchable_dates)}"
+        )
     out.print(
-        f"missing publication days (not archived, unrecoverable): {plan.unrecoverable_days}"
-        + (f" -- {_dates(plan.missing_dates)}" if plan.missing_dates else "")
+        "missing publication days (not archived"
+        + (", not served" if plan.fetch_checked else "")
+        + f", unrecoverable): {plan.unrecoverable_days}"
+        + (f" -- {_dates(plan.unrecoverable_dates)}" if plan.unrecoverable_dates else "")
     )

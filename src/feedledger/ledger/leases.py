@@ -49,8 +49,12 @@ def acquire(
     *,
     run_kind: str | None = None,
     parent_run_id: str | None = None,
+    resume: bool = False,
+    window: tuple[int, int] | None = None,
 ) -> None:
-    """Take the source's lease; with `run_kind`, also start the run (same transaction).
+    """Take the source's lease; with `run_kind`, also start the run (same transaction):
+    a new run `run_id`, or with `resume` the unfinished run `run_id` continued
+    (ledger/resumes.py). `window`: a backfill's requested window, kept on the run.
     On PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
     finds another taking the same lease at this moment is refused at once instead of
     queueing behind it (SQLite serialises writers with BEGIN IMMEDIATE)."""
@@ -109,7 +113,11 @@ def acquire(
                     hint="backfill, replay and retract still work; "
                     f"`feedledger thaw {source}` resumes live runs",
                 )
-        if run_kind is not None:
+        if run_kind is not None and resume:
+            from feedledger.ledger.resumes import reopen
+
+            reopen(conn, source, run_id, holder, now)
+        elif run_kind is not None:
             conn.execute(
                 insert(runs).values(
                     run_id=run_id,
@@ -121,6 +129,8 @@ def acquire(
                     parent_run_id=parent_run_id,
                     payloads=0,
                     changes=0,
+                    window_start=window[0] if window else None,
+                    window_end=window[1] if window else None,
                 )
             )
 
@@ -178,17 +188,34 @@ class LeasedRun:
 
 @contextmanager
 def leased_run(
-    store: Store, source: str, kind: str, *, parent_run_id: str | None = None
+    store: Store,
+    source: str,
+    kind: str,
+    *,
+    parent_run_id: str | None = None,
+    resume_run_id: str | None = None,
+    window: tuple[int, int] | None = None,
 ) -> Iterator[LeasedRun]:
     """Start a run of `kind` on `source` under the source's lease (refused with
     LeaseHeldError if another live run holds it; SourceFrozenError for a live run of a
-    frozen source), and finish it -- `succeeded`, or `failed` with the error -- releasing
-    the lease, however the block ends."""
-    run = LeasedRun(run_id=str(uuid.uuid4()), holder=new_holder(), source=source)
+    frozen source) -- or continue the unfinished run `resume_run_id` -- and finish it --
+    `succeeded`, or `failed` with the error -- releasing the lease, however the block
+    ends."""
+    run_id = resume_run_id or str(uuid.uuid4())
+    run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
     from feedledger.timing import stage
 
     with stage("lease"):
-        acquire(store, source, run.holder, run.run_id, run_kind=kind, parent_run_id=parent_run_id)
+        acquire(
+            store,
+            source,
+            run.holder,
+            run.run_id,
+            run_kind=kind,
+            parent_run_id=parent_run_id,
+            resume=resume_run_id is not None,
+            window=window,
+        )
     with _active_lock:
         _active[run.holder] = source
     status, error = "failed", None

@@ -9,14 +9,17 @@ retracted_at > K`). Without K, the latest belief (non-retracted versions).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, and_, or_, select, text
+from sqlalchemy import Connection, and_, func, or_, select, text
 
 from feedledger.ledger.records import Change, Run, Version
-from feedledger.ledger.schema import applications, runs, versions
+from feedledger.ledger.schema import applications, outcomes, payloads, runs, versions
 from feedledger.ledger.store import Store
+from feedledger.model.jsonout import RawJSON
+from feedledger.model.timeutil import iso
 
 
 def _visible(known_at: int | None) -> Any:
@@ -107,6 +110,9 @@ def _run(r: Any) -> Run:
         holder=r.holder,
         parent_run_id=r.parent_run_id,
         error=r.error,
+        window_start=r.window_start,
+        window_end=r.window_end,
+        resumptions=r.resumptions,
     )
 
 
@@ -139,6 +145,37 @@ def first_observation(
     with store.engine.connect() as conn:
         row = conn.execute(stmt.order_by(a.c.published_at).limit(1)).first()
     return int(row.published_at) if row is not None else None
+
+
+def first_recorded(store: Store, source: str) -> int | None:
+    """When the ledger first recorded anything of `source` (its first applied payload's
+    commit), retracted or not; None if never."""
+    a = applications
+    with store.engine.connect() as conn:
+        value = conn.execute(select(func.min(a.c.recorded_at)).where(a.c.source == source))
+        first = value.scalar_one()
+    return int(first) if first is not None else None
+
+
+def applied_payload_at(
+    store: Store, source: str, valid_at: int, known_at: int | None = None
+) -> tuple[str, str] | None:
+    """(payload_id, sha256) of the newest payload of `source` published at or before
+    `valid_at` that was applied and stands as known at `known_at`."""
+    a, p = applications, payloads
+    stmt = (
+        select(a.c.payload_id, p.c.sha256)
+        .select_from(a.join(p, p.c.payload_id == a.c.payload_id))
+        .where(a.c.source == source, a.c.published_at <= valid_at)
+    )
+    if known_at is None:
+        stmt = stmt.where(a.c.retracted_at.is_(None))
+    else:
+        standing = or_(a.c.retracted_at.is_(None), a.c.retracted_at > known_at)
+        stmt = stmt.where(a.c.recorded_at <= known_at, standing)
+    with store.engine.connect() as conn:
+        row = conn.execute(stmt.order_by(a.c.published_at.desc()).limit(1)).first()
+    return (str(row.payload_id), str(row.sha256)) if row is not None else None
 
 
 def recent_change_counts(store: Store, source: str, limit: int = 30) -> list[int]:
@@ -199,6 +236,66 @@ def changes(store: Store, run_id: str) -> list[Change]:
                 payload_id=r.payload_id,
             )
             for r in conn.execute(sql, {"run": run_id})
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOutcome:
+    """A key a run's payload stated but did not turn into a version: `unresolved` (held:
+    same revision, different content) or `superseded` (older revision than held)."""
+
+    key: str
+    outcome: str
+    valid_from: int
+    revision: str | None
+    current_revision: str | None
+    attributes: str | None
+    payload_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        # shaped like a change item (`change` null) so `changes --json` stays one list
+        return {
+            "key": RawJSON(self.key),
+            "change": None,
+            "outcome": self.outcome,
+            "valid_from": iso(self.valid_from),
+            "before": None,
+            "after": RawJSON(self.attributes) if self.attributes is not None else None,
+            "payload_id": self.payload_id,
+            "revision": self.revision,
+            "current_revision": self.current_revision,
+        }
+
+
+def run_outcomes(store: Store, run_id: str) -> list[KeyOutcome]:
+    """The per-key outcomes of a run that did not become versions, in publisher order."""
+    o, p = outcomes, payloads
+    stmt = (
+        select(
+            o.c.key,
+            o.c.outcome,
+            p.c.published_at,
+            o.c.revision,
+            o.c.current_revision,
+            o.c.attributes,
+            o.c.payload_id,
+        )
+        .select_from(o.join(p, p.c.payload_id == o.c.payload_id))
+        .where(o.c.run_id == run_id)
+        .order_by(p.c.published_at, o.c.key)
+    )
+    with store.engine.connect() as conn:
+        return [
+            KeyOutcome(
+                key=r.key,
+                outcome=r.outcome,
+                valid_from=int(r.published_at),
+                revision=r.revision,
+                current_revision=r.current_revision,
+                attributes=r.attributes,
+                payload_id=r.payload_id,
+            )
+            for r in conn.execute(stmt)
         ]
 
 

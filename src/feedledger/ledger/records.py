@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,18 @@ class Run:
     holder: str
     parent_run_id: str | None
     error: str | None
+    window_start: int | None = None  # a backfill's requested window (inclusive)
+    window_end: int | None = None
+    resumptions: str | None = None  # JSON list: each interruption and its resumption
+
+    @property
+    def resumed(self) -> list[dict[str, Any]]:
+        """[{"status", "error", "interrupted_at", "resumed_at"}] oldest first (instants
+        in microseconds)."""
+        if not self.resumptions:
+            return []
+        items: list[dict[str, Any]] = json.loads(self.resumptions)
+        return items
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +96,15 @@ class Run:
             "changes": self.changes,
             "parent_run_id": self.parent_run_id,
             "error": self.error,
+            "resumed": [
+                {
+                    "status": r["status"],
+                    "error": r["error"],
+                    "interrupted_at": iso(r["interrupted_at"]),
+                    "resumed_at": iso(r["resumed_at"]),
+                }
+                for r in self.resumed
+            ],
         }
 
 

@@ -59,6 +59,11 @@ runs = Table(
     Column("payloads", Integer, nullable=False, server_default="0"),
     Column("changes", BigInteger, nullable=False, server_default="0"),
     Column("error", Text),
+    # a backfill's requested window [window_start, window_end] and the JSON list of its
+    # interruptions and resumptions (migration 0007)
+    Column("window_start", BigInteger),
+    Column("window_end", BigInteger),
+    Column("resumptions", Text),
     Index("ix_runs_source_started", "source", "started_at"),
 )
 

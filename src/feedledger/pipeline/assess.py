@@ -1,5 +1,7 @@
 """Assess a window of a source before a backfill: what the archive holds, what can be
-replayed, what was published late, and which publication days are simply missing.
+replayed, what was published late, which publication days the archive lacks but the
+source's fetch location still serves (`fetchable`: a backfill fetches them first), and
+which are unrecoverable (neither archived nor served).
 
 The archive is the truth: its sidecars for the source are indexed first (as
 `archive reindex` would), so a payload archived by a process that died before
@@ -32,12 +34,24 @@ class Assessment:
     archived: list[PayloadRef] = field(default_factory=list)
     replayable: list[PayloadRef] = field(default_factory=list)
     late: list[PayloadRef] = field(default_factory=list)
-    missing_dates: list[date] = field(default_factory=list)
+    missing_dates: list[date] = field(default_factory=list)  # not archived
     timezone: str = "UTC"
+    # not archived but served now by the fetch location: (day, name, publisher instant)
+    fetchable: list[tuple[date, str, int | None]] = field(default_factory=list)
+    fetch_checked: bool = False  # whether the fetch location was asked
+
+    @property
+    def fetchable_dates(self) -> list[date]:
+        return sorted({d for d, _n, _at in self.fetchable})
+
+    @property
+    def unrecoverable_dates(self) -> list[date]:
+        served = set(self.fetchable_dates)
+        return [d for d in self.missing_dates if d not in served]
 
     @property
     def unrecoverable_days(self) -> int:
-        return len(self.missing_dates)
+        return len(self.unrecoverable_dates)
 
     def to_json(self) -> dict[str, Any]:
         def brief(p: PayloadRef) -> dict[str, Any]:
@@ -61,6 +75,16 @@ class Assessment:
             "late": [brief(p) for p in self.late],
             "missing_dates": [d.isoformat() for d in self.missing_dates],
             "unrecoverable_days": self.unrecoverable_days,
+            "archived_dates": sorted(
+                {local_date(p.published_at, self.timezone).isoformat() for p in self.archived}
+            ),
+            "fetchable": [
+                {"date": d.isoformat(), "original_name": n, "published_at": iso(at)}
+                for d, n, at in self.fetchable
+            ],
+            "fetchable_dates": [d.isoformat() for d in self.fetchable_dates],
+            "unrecoverable_dates": [d.isoformat() for d in self.unrecoverable_dates],
+            "fetch_checked": self.fetch_checked,
         }
 
 
@@ -125,7 +149,22 @@ def assess_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> Assess
     )
 
 
-def assess(ctx: Context, source: str, start: str, end: str) -> Assessment:
+def assess(ctx: Context, source: str, start: str, end: str, *, fetch: bool = True) -> Assessment:
+    """The window's assessment; with `fetch` (and a fetch location), also what the
+    publisher still serves for it that the archive lacks (nothing is archived)."""
     src = ctx.workspace.source(source)
     lo, hi = window(src, start, end)
-    return assess_window(ctx, src, lo, hi)
+    plan = assess_window(ctx, src, lo, hi)
+    if fetch and src.fetch:
+        from feedledger.pipeline.served import offers, window_days
+
+        days = window_days(src, lo, hi)
+        have = {p.published_at for p in plan.archived}
+        have_days = {local_date(p.published_at, src.timezone) for p in plan.archived}
+        plan.fetchable = [
+            (o.day, o.name, o.published_at)
+            for o in offers(src, days)
+            if o.published_at not in have and (o.path is not None or o.day not in have_days)
+        ]
+        plan.fetch_checked = True
+    return plan

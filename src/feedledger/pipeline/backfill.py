@@ -1,9 +1,12 @@
 """Backfill and replay: archived payloads applied in publisher order, each with ITS OWN
 publisher date as `valid_from`, as one run holding the source's lease throughout.
 
-* `backfill SOURCE --from D --to D` applies the archived payloads after the watermark in
-  the window (oldest first). Interrupted, it resumes from the watermark when run again;
-  the new run records the interrupted one as its parent (one logical backfill).
+* `backfill SOURCE --from D --to D` first archives what the source's fetch location
+  still serves for the window (`fetch=False`: the archive only), then applies the
+  archived payloads after the watermark in the window (oldest first). Interrupted, the
+  same request RESUMES it under the run id it started with (ledger/resumes.py: the
+  source's latest backfill, unfinished, whose window covers the request); a request
+  reaching beyond that window starts a new run naming the unfinished one its parent.
 * `replay SOURCE --from D` first retracts every standing application of the source
   published on or after D (and the gaps after D), moving the watermark back, then applies
   every archived payload from D on, late ones included.
@@ -11,23 +14,23 @@ publisher date as `valid_from`, as one run holding the source's lease throughout
 Each payload commits in its own transaction (versions, outbox rows -- `suppressed`
 unless `notify` -- application, watermark advance). The publication days of the window
 the archive does not hold become gap records, and ONE summary notification is queued,
-in a last transaction.
+in a last transaction (pipeline/runreport.py). A window with nothing to apply is not an
+error: `NothingToDo` (exit 0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any
 
 from feedledger import faults
 from feedledger.formats import read_observations
-from feedledger.ledger import gaps, leases, notices, queries
+from feedledger.ledger import gaps, leases, queries
 from feedledger.ledger.leases import LeasedRun
+from feedledger.ledger.resumes import resumable
 from feedledger.ledger.retraction import commit_time, retract, rewind_watermark, standing
-from feedledger.model.cadence import day_start_us, expected_dates, local_date, stretches
-from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.cadence import day_start_us, expected_dates, local_date
+from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
@@ -35,66 +38,12 @@ from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.assess import Assessment, assess_window, index_archive, parse_day, window
 from feedledger.pipeline.context import Context
+from feedledger.pipeline.runreport import NothingToDo, RunReport, Step, finish
+
+__all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
 
 # progress(done, total, payload just applied or None before the first)
 Progress = Callable[[int, int, PayloadRef | None], None]
-
-
-@dataclass
-class Step:
-    published_at: int
-    payload_id: str
-    changes: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "published_at": iso(self.published_at),
-            "payload_id": self.payload_id,
-            "changes": self.changes,
-        }
-
-
-@dataclass
-class RunReport:
-    """What a backfill or replay did."""
-
-    source: str
-    kind: str
-    run_id: str
-    parent_run_id: str | None = None
-    steps: list[Step] = field(default_factory=list)
-    missing_dates: list[date] = field(default_factory=list)
-    gaps_recorded: int = 0
-    retracted_versions: int = 0
-    retracted_payloads: int = 0
-    late: list[PayloadRef] = field(default_factory=list)  # in the window, behind the watermark
-    summary: str = ""
-    notify: bool = False
-
-    @property
-    def changes(self) -> int:
-        return sum(s.changes for s in self.steps)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "source": self.source,
-            "parent_run_id": self.parent_run_id,
-            "steps": [s.to_json() for s in self.steps],
-            "unrecoverable_days": len(self.missing_dates),
-            "missing_dates": [d.isoformat() for d in self.missing_dates],
-            "gaps_recorded": self.gaps_recorded,
-            "late": [
-                {"payload_id": p.payload_id, "published_at": iso(p.published_at)} for p in self.late
-            ],
-            "notified": self.notify,
-            "summary": self.summary,
-        }
-        if self.kind == RunKind.REPLAY.value:
-            data["retracted_payloads"] = self.retracted_payloads
-            data["retracted_versions"] = self.retracted_versions
-        return data
 
 
 def _one_source(source: str | list[str]) -> str:
@@ -144,105 +93,29 @@ def _apply_payloads(
     return steps
 
 
-def _missing_spans(src: SourceConfig, missing: list[date]) -> list[tuple[int, int]]:
-    return [
-        (day_start_us(a, src.timezone), day_start_us(b + timedelta(days=1), src.timezone))
-        for a, b in stretches(missing)
-    ]
-
-
-def _summary(
-    report: RunReport, src: SourceConfig, chain: list[tuple[str, int, int]], word: str
-) -> str:
-    days = sorted({local_date(at, src.timezone) for _r, at, _n in chain})
-    total = sum(n for _r, _at, n in chain)
-    span = f" ({days[0]} to {days[-1]})" if days else ""
-    text = (
-        f"{word} for {src.name}: {total} changes recovered across {len(days)} publication "
-        f"day(s){span}. {len(report.missing_dates)} day(s) had no archived payload and were "
-        f"not replayed. Change details are queryable by run_id {report.run_id}"
-    )
-    if report.parent_run_id:
-        text += f" (resuming run {report.parent_run_id})"
-    text += "."
-    if report.late:
-        first = local_date(report.late[0].published_at, src.timezone)
-        text += (
-            f" {len(report.late)} archived payload(s) in the window are older than the "
-            f"watermark and were not applied; `feedledger replay {src.name} --from {first}` "
-            "folds them in."
-        )
-    return text
-
-
-def _finish(
-    ctx: Context,
-    src: SourceConfig,
-    report: RunReport,
-    *,
-    run: LeasedRun,
-    reason: str,
-    last_payload: str,
-    word: str,
-) -> None:
-    """Last transaction of the run: gap records for the missing days and ONE summary
-    notification (idempotent per run)."""
-    store = ctx.store
-    chain_ids = [report.run_id]
-    parent = report.parent_run_id
-    while parent is not None:
-        chain_ids.append(parent)
-        earlier = queries.get_run(store, parent)
-        same_kind = earlier is not None and earlier.kind == report.kind
-        parent = earlier.parent_run_id if earlier is not None and same_kind else None
-    chain = queries.run_applications(store, chain_ids)
-    report.summary = _summary(report, src, chain, word)
-    with store.begin() as conn:
-        leases.check_held(conn, src.name, run.holder, run.run_id)
-        _wm, at = commit_time(store, conn, src.name)
-        report.gaps_recorded = gaps.record(
-            conn,
-            src.name,
-            _missing_spans(src, report.missing_dates),
-            reason=reason,
-            run_id=report.run_id,
-            recorded_at=at,
-        )
-        total = sum(n for _r, _at, n in chain)
-        body = {
-            "text": report.summary,
-            "source": src.name,
-            "run_id": report.run_id,
-            "parent_run_id": report.parent_run_id,
-            "changes": total,
-            "publication_days": len({local_date(a, src.timezone) for _r, a, _n in chain}),
-            "first": iso(chain[0][1]) if chain else None,
-            "last": iso(chain[-1][1]) if chain else None,
-            "unrecoverable_days": len(report.missing_dates),
-            "missing_dates": [d.isoformat() for d in report.missing_dates],
-        }
-        notices.queue(
-            conn,
-            source=src.name,
-            run_id=report.run_id,
-            topic="summary",
-            payload_id=last_payload,
-            changes=total,
-            body=body,
-            at_us=at,
-        )
-
-
 def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -> str | None:
-    """The latest earlier run of this kind, if it did not finish (its work is resumed).
-    A run still marked `running` counts: if its process is alive, taking the lease
-    refuses us; if it died, taking the lease marks it abandoned."""
+    """The latest earlier run of this kind, if it did not finish (a request beyond its
+    window starts a new run that names it as its parent). A run still marked `running`
+    counts: if its process is alive, taking the lease refuses us; if it died, taking
+    the lease marks it abandoned."""
     earlier = [
         r for r in queries.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own
     ]
     if earlier and earlier[-1].status != "succeeded":
         return earlier[-1].run_id
     return None
+
+
+def fetch_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> list[PayloadRef]:
+    """Archive what the source's fetch location still serves for the window (every day
+    of it from a directory; the cadence's days from a `{date}` template or a URL)."""
+    from feedledger.pipeline.served import fill, window_days
+
+    if not src.fetch:
+        return []
+    new = fill(ctx, src, window_days(src, lo, hi))
+    index_archive(ctx, src.name)
+    return new
 
 
 def backfill(
@@ -253,26 +126,42 @@ def backfill(
     *,
     notify: bool = False,
     allow_mass_delete: bool = False,
+    fetch: bool = True,
     on_plan: Callable[[Assessment], None] | None = None,
     progress: Progress | None = None,
-) -> RunReport:
+) -> RunReport | NothingToDo:
     src = ctx.workspace.source(_one_source(source))
     lo, hi = window(src, start, end)
+    fetched = fetch_window(ctx, src, lo, hi) if fetch else []
+    span = (day_start_us(lo, src.timezone), day_start_us(hi + timedelta(days=1), src.timezone) - 1)
+    kind = RunKind.BACKFILL.value
     plan = assess_window(ctx, src, lo, hi)
-    parent = _interrupted_parent(ctx, src.name, RunKind.BACKFILL.value, None)
-    if not plan.replayable and parent is None:
-        raise _nothing_to_replay(src, plan)
+    resume = resumable(ctx.store, src.name, kind, *span)
+    parent = None if resume is not None else _interrupted_parent(ctx, src.name, kind, None)
+    if not plan.replayable and resume is None and parent is None:
+        if plan.late:  # work this command must not do: not "nothing to do"
+            raise _late_only(src, plan)
+        return _nothing_to_replay(src, plan)
     if on_plan:
         on_plan(plan)
-    with leases.leased_run(ctx.store, src.name, RunKind.BACKFILL.value) as run:
-        report = RunReport(src.name, RunKind.BACKFILL.value, run.run_id, notify=notify)
+    with leases.leased_run(
+        ctx.store,
+        src.name,
+        kind,
+        resume_run_id=resume.run_id if resume is not None else None,
+        window=span,
+    ) as run:
+        report = RunReport(src.name, kind, run.run_id, notify=notify, fetched=fetched)
         # the lease is ours: the killed holder of an interrupted backfill is now marked
         # abandoned, and the watermark can no longer move under us
-        report.parent_run_id = _interrupted_parent(
-            ctx, src.name, RunKind.BACKFILL.value, run.run_id
-        )
-        if report.parent_run_id:
-            ctx.store.set_run_parent(run.run_id, report.parent_run_id)
+        if resume is not None:
+            now_run = queries.get_run(ctx.store, run.run_id)
+            report.resumed = len(now_run.resumed) if now_run is not None else 0
+            report.parent_run_id = now_run.parent_run_id if now_run is not None else None
+        else:
+            report.parent_run_id = _interrupted_parent(ctx, src.name, kind, run.run_id)
+            if report.parent_run_id:
+                ctx.store.set_run_parent(run.run_id, report.parent_run_id)
         plan = assess_window(ctx, src, lo, hi)
         report.missing_dates = plan.missing_dates
         report.late = plan.late
@@ -286,7 +175,7 @@ def backfill(
             progress=progress,
         )
         last = plan.replayable[-1].payload_id if plan.replayable else ""
-        _finish(
+        finish(
             ctx,
             src,
             report,
@@ -298,20 +187,38 @@ def backfill(
     return report
 
 
-def _nothing_to_replay(src: SourceConfig, plan: Assessment) -> ConfigError:
-    hint = "nothing to do"
-    if plan.late:
-        hint = (
-            f"{len(plan.late)} archived payload(s) in the window are older than the watermark "
-            f"(late or restated); fold them in with `feedledger replay {src.name} --from "
-            f"{local_date(plan.late[0].published_at, src.timezone)}`"
-        )
-    elif not plan.archived:
-        hint = "the archive holds no payload of this source in the window"
+def _late_only(src: SourceConfig, plan: Assessment) -> ConfigError:
+    """Nothing after the watermark, but archived payloads behind it were never applied:
+    a backfill must not apply them over newer state; a replay folds them in."""
     return ConfigError(
         f"nothing to replay between {plan.start} and {plan.end}: no archived payload there "
         f"is after the watermark ({iso(plan.watermark_at) or 'none'})",
         source=src.name,
+        hint=(
+            f"{len(plan.late)} archived payload(s) in the window are older than the watermark "
+            f"(late or restated); fold them in with `feedledger replay {src.name} --from "
+            f"{local_date(plan.late[0].published_at, src.timezone)}`"
+        ),
+    )
+
+
+def _nothing_to_replay(src: SourceConfig, plan: Assessment) -> NothingToDo:
+    hint = None
+    if plan.archived:
+        reason = (
+            f"every archived payload between {plan.start} and {plan.end} is at or before the "
+            f"watermark ({iso(plan.watermark_at) or 'none'})"
+        )
+    else:
+        reason = f"the archive holds no payload of this source between {plan.start} and {plan.end}"
+    return NothingToDo(
+        src.name,
+        RunKind.BACKFILL.value,
+        plan.start,
+        plan.end,
+        plan.watermark_at,
+        reason,
+        late=plan.late,
         hint=hint,
     )
 
@@ -325,16 +232,21 @@ def replay(
     allow_mass_delete: bool = False,
     on_plan: Callable[[list[PayloadRef], list[date]], None] | None = None,
     progress: Progress | None = None,
-) -> RunReport:
+) -> RunReport | NothingToDo:
     src = ctx.workspace.source(_one_source(source))
     day = parse_day(src, start, "--from")
     start_us = day_start_us(day, src.timezone)
     index_archive(ctx, src.name)
     refs = ctx.store.list_payloads(src.name, start_us, None)
     if not refs:
-        raise NotFoundError(
-            f"nothing to replay: the archive holds no payload published on or after {day}",
-            source=src.name,
+        wm = ctx.store.watermark(src.name)
+        return NothingToDo(
+            src.name,
+            RunKind.REPLAY.value,
+            day,
+            None,
+            wm.published_at if wm is not None else None,
+            f"the archive holds no payload published on or after {day}",
             hint="`feedledger archive list` shows what is archived",
         )
     last_day = local_date(refs[-1].published_at, src.timezone)
@@ -364,7 +276,7 @@ def replay(
             allow_mass_delete=allow_mass_delete,
             progress=progress,
         )
-        _finish(
+        finish(
             ctx,
             src,
             report,

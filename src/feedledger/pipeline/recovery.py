@@ -4,8 +4,13 @@ days, then backfill -- each archived payload applied in publisher order at its o
 publisher date, notifications suppressed, ONE summary, and gap records for the days
 nobody can have any more.
 
+`waiting` decides, and `recover` acts, for every entry point: the scheduler's
+attempts and `feedledger run` / `run_source` (DESIGN invariant 5: when several
+publications are waiting, every one the source still serves is applied, oldest first).
+
 The backfill window ends at the newest publication obtained: days after it are not
 lost yet (the publisher may only be late), so they stay missed and are tried again.
+An unfinished recovery is resumed under its run id (ledger/resumes.py).
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from datetime import date
 from typing import Any
 
 from feedledger.model.cadence import local_date
-from feedledger.model.errors import AmbiguousPayloadError
+from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
-from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.assess import index_archive
 from feedledger.pipeline.backfill import Progress, RunReport, backfill
 from feedledger.pipeline.context import Context
+from feedledger.pipeline.health import missed_dates
+from feedledger.pipeline.served import fill
 
 
 @dataclass
@@ -40,48 +46,33 @@ class Recovery:
         }
 
 
-def served(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
-    """Archive what the publisher still serves for `days` (a directory: its dated files
-    of those days; a `{date}` template: one fetch per day; a plain URL: whatever it
-    serves now). Returns the payloads new to the archive. An unreachable publisher
-    raises: nothing is recorded as lost while it cannot be asked."""
-    from feedledger.sources import fetch, fetch_day, is_template, list_dated
-    from feedledger.sources.dated import Fetched
+def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
+    """The publication days waiting after the watermark: those the cadence expected by
+    `now` (minus recorded gaps), plus those of the dated files a directory holds after
+    the watermark. Empty for a source never applied (its first run takes the newest)."""
+    wm = ctx.store.watermark(src.name)
+    if wm is None or wm.published_at is None:
+        return []
+    days = set(missed_dates(ctx, src, now))
+    location = (src.fetch or "").strip()
+    from feedledger.pipeline.served import _directory, _kind
 
-    wanted = set(days)
-    got: list[Fetched] = []
-    location = src.fetch or ""
-    if is_template(location):
-        got = [f for f in (fetch_day(src, d) for d in days) if f is not None]
-    elif location.lower().startswith(("http://", "https://")):
-        got = [fetch(src)]
-    else:
-        from feedledger.sources import read_file
+    if location and _kind(location) == "directory":
+        from feedledger.sources import list_dated
 
-        base = location.removeprefix("file://")
-        for instant, path in list_dated(base, src.timezone, source=src.name):
-            if local_date(instant, src.timezone) in wanted:
-                got.append(read_file(src, path, instant))
-    new: list[PayloadRef] = []
-    for f in got:
-        if f.data is None or f.published_at is None:
-            continue
-        if local_date(f.published_at, src.timezone) not in wanted:
-            continue
         try:
-            ref, created = archive_add(
-                ctx,
-                src.name,
-                f.data,
-                published_at=f.published_at,
-                original_name=f.original_name,
-                content_type=f.content_type,
-            )
-        except AmbiguousPayloadError:
-            continue  # the archive keeps what it has; `archive reindex` reports these
-        if created:
-            new.append(ref)
-    return new
+            listed = list_dated(_directory(location), src.timezone, source=src.name)
+        except FeedledgerError:
+            listed = []  # an unreadable location: the fetch itself reports it
+        for instant, _path in listed:
+            if instant > wm.published_at:
+                days.add(local_date(instant, src.timezone))
+    return sorted(days)
+
+
+def served(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
+    """Archive what the publisher still serves for `days` (pipeline/served.py)."""
+    return fill(ctx, src, days)
 
 
 def recover(
@@ -98,7 +89,15 @@ def recover(
     if not held:
         return out  # nothing to replay yet: the days stay missed, tried again later
     last = local_date(held[-1].published_at, src.timezone)
-    out.report = backfill(
-        ctx, src.name, days[0].isoformat(), max(last, days[0]).isoformat(), progress=progress
+    report = backfill(
+        ctx,
+        src.name,
+        days[0].isoformat(),
+        max(last, days[0]).isoformat(),
+        fetch=False,
+        progress=progress,
     )
+    if isinstance(report, RunReport):
+        out.report = report
+        report.fetched = out.archived
     return out

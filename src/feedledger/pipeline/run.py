@@ -1,20 +1,47 @@
-"""`feedledger run SOURCE`: fetch the newest payload from the source's location and
-ingest it as a live run (HTTP ETag/Last-Modified are remembered per source)."""
+"""`feedledger run SOURCE` / `run_source`: fetch from the source's location and apply.
+
+One publication waiting (the normal day): fetch the newest and ingest it as a live run
+(HTTP ETag/Last-Modified are remembered per source). More than one waiting -- dated
+files after the watermark, or days the cadence expected (pipeline/recovery.py
+`waiting`) -- is never a naive catch-up (DESIGN invariant 5): the same `recover` the
+scheduler uses archives every publication the source still serves for those days and
+applies them oldest first as ONE backfill run, with gap records for the rest and one
+summary. `recover=False` refuses instead, naming the waiting publications.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from feedledger.model.errors import ConfigError
-from feedledger.model.timeutil import now_us
+from feedledger.model.errors import ConfigError, SourceFrozenError, StaleWatermarkError
+from feedledger.model.timeutil import iso, now_us
 from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import IngestResult, ingest
 
 if TYPE_CHECKING:
+    from feedledger.pipeline.backfill import Progress
+    from feedledger.pipeline.recovery import Recovery
     from feedledger.sources import FetchState
+
+
+@dataclass
+class NothingNew:
+    """The publisher serves nothing after the watermark: a success (exit 0)."""
+
+    source: str
+    reason: str
+    missed_dates: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "status": "nothing_to_do",
+            "reason": self.reason,
+            "missed_dates": self.missed_dates,
+        }
 
 
 def _state_path(ctx: Context, source: str) -> Path:
@@ -36,17 +63,88 @@ def run_source(
     *,
     allow_mass_delete: bool = False,
     now: int | None = None,
-) -> IngestResult | None:
-    """Fetch and ingest. Returns None when the publisher has nothing new (HTTP 304).
-    `now`: the caller's clock (the scheduler's), for a `{date}` location's newest date."""
+    recover: bool = True,
+    progress: Progress | None = None,
+) -> IngestResult | Recovery | NothingNew | None:
+    """Fetch and apply what is waiting (see the module docstring). Returns the live
+    run's result, the recovery (several publications were waiting), NothingNew (the
+    newest served is not after the watermark) or None (HTTP 304). `now`: the caller's
+    clock, for the cadence's expected days and a `{date}` location's newest date."""
     src = ctx.workspace.source(source)
-    if not src.fetch:
+    _need_fetch(src.name, src.fetch)
+    from feedledger.ledger.freezes import frozen
+    from feedledger.pipeline.recovery import recover as recover_days
+    from feedledger.pipeline.recovery import waiting
+
+    clock = now if now is not None else now_us()
+    with ctx.store.engine.connect() as conn:
+        ice = frozen(conn, src.name)
+    if ice is not None:
+        raise SourceFrozenError(
+            f"the source is frozen (since {iso(ice.frozen_at)}"
+            + (f": {ice.reason}" if ice.reason else "")
+            + "); live runs are refused while it is, nothing changed",
+            source=src.name,
+            hint=f"backfill, replay and retract still work; `feedledger thaw {src.name}` "
+            "resumes live runs",
+        )
+    days = waiting(ctx, src, clock)
+    if len(days) > 1:
+        if not recover:
+            _refuse(ctx, src.name, days)
+        rec = recover_days(ctx, src, days, progress=progress)
+        if rec.report is not None:
+            return rec
+        # the publisher serves none of the waiting days yet: the newest it serves is
+        # fetched as usual (already applied, not modified, or not after the watermark)
+    try:
+        return live_run(ctx, src.name, allow_mass_delete=allow_mass_delete, now=now)
+    except StaleWatermarkError as exc:
+        return NothingNew(src.name, exc.problem, [d.isoformat() for d in days])
+
+
+def _need_fetch(source: str, fetch: str | None) -> None:
+    if not fetch:
         raise ConfigError(
             "this source has no fetch location",
             source=source,
             hint="declare one with `feedledger source add ... --fetch DIR_OR_URL "
             "--replace`, or use `feedledger ingest SOURCE FILE`",
         )
+
+
+def _refuse(ctx: Context, source: str, days: list[Any]) -> None:
+    """--no-recover: refuse when the source serves more than one waiting publication."""
+    from feedledger.pipeline.served import offers
+
+    src = ctx.workspace.source(source)
+    found = offers(src, days)
+    if len(found) <= 1:
+        return
+    names = ", ".join(o.name for o in found[:10]) + (
+        f" and {len(found) - 10} more" if len(found) > 10 else ""
+    )
+    raise ConfigError(
+        f"{len(found)} publications are waiting ({names}); applying only the newest would "
+        "lose the states in between, and --no-recover forbids applying them all",
+        source=source,
+        hint=f"`feedledger backfill {source} --from {found[0].day} --to {found[-1].day}` "
+        "applies them oldest first as one run (or run without --no-recover)",
+    )
+
+
+def live_run(
+    ctx: Context,
+    source: str,
+    *,
+    allow_mass_delete: bool = False,
+    now: int | None = None,
+) -> IngestResult | None:
+    """Fetch the newest payload and ingest it as a live run (what the scheduler does
+    when one publication is due). None when the publisher has nothing new (HTTP 304)."""
+    src = ctx.workspace.source(source)
+    _need_fetch(source, src.fetch)
+    assert src.fetch is not None
     from feedledger.sources import FetchState, fetch
 
     path = _state_path(ctx, source)

@@ -111,7 +111,11 @@ def attempt(
     started = time.perf_counter()
     store = ctx.store
     state = schedule_state.get(store, src.name)
-    missed = missed_dates(ctx, src, now) if store.watermark(src.name) is not None else []
+    from feedledger.pipeline.recovery import waiting
+
+    # the one decision `feedledger run` makes too: several publications waiting (cadence
+    # days missed, or dated files after the watermark) -> recover, never the newest only
+    missed = waiting(ctx, src, now)
     action = "recover" if len(missed) > 1 else "live"
     if action == "recover" and src.recovery == "hold":
         action = "hold"
@@ -139,9 +143,9 @@ def attempt(
                 result.detail["gaps_recorded"] = rec.report.gaps_recorded
             result.detail["archived_now"] = len(rec.archived)
         else:
-            from feedledger.pipeline.run import run_source
+            from feedledger.pipeline.run import live_run
 
-            got = run_source(ctx, src.name, now=now)
+            got = live_run(ctx, src.name, now=now)
             if got is None or got.status == "already_applied":
                 result.outcome = "not_yet_published"
             else:

@@ -1,0 +1,98 @@
+"""Resuming an unfinished backfill under the run id it started with (issue 13, item 3).
+
+A backfill run records the window it was asked for (`window_start`, `window_end`, the
+first instant of its first day and the last instant of its last day). A later backfill
+request of the same source RESUMES it -- continues under its run id instead of starting
+a new run -- when that run is:
+
+* the source's latest run of the same kind,
+* unfinished: `failed` (an error), `interrupted` (stopped between two payloads),
+  `abandoned` (its process died), or `running` with a dead holder (taking the lease
+  marks it `abandoned` first; a live holder keeps the lease and refuses us),
+* with no retracted application (a retracted run is never continued), and
+* its window covers the new request's window.
+
+Each resumption appends `{"status", "error", "interrupted_at", "resumed_at"}` (what the
+run was when it stopped, and when it went on) to the run's `resumptions`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, and_, select, update
+
+from feedledger.ledger.queries import list_runs
+from feedledger.ledger.records import Run
+from feedledger.ledger.schema import applications, outbox, runs
+from feedledger.model.errors import LeaseHeldError
+
+if TYPE_CHECKING:
+    from feedledger.ledger.store import Store
+
+UNFINISHED = ("failed", "interrupted", "abandoned", "running")
+RESUMABLE = ("failed", "interrupted", "abandoned")
+
+
+def resumable(store: Store, source: str, kind: str, start: int, end: int) -> Run | None:
+    """The unfinished run of `kind` that a request for [start, end] continues, if any."""
+    earlier = [r for r in list_runs(store, source) if r.kind == kind]
+    if not earlier:
+        return None
+    last = earlier[-1]
+    if last.status not in UNFINISHED or last.window_start is None or last.window_end is None:
+        return None
+    if not (last.window_start <= start and end <= last.window_end):
+        return None
+    with store.engine.connect() as conn:
+        retracted = conn.execute(
+            select(applications.c.payload_id)
+            .where(applications.c.run_id == last.run_id, applications.c.retracted_at.is_not(None))
+            .limit(1)
+        ).first()
+    return None if retracted is not None else last
+
+
+def reopen(conn: Connection, source: str, run_id: str, holder: str, now: int) -> None:
+    """Inside the lease's transaction: make `run_id` running again under `holder`,
+    recording the interruption. Refused if the run is not (or no longer) unfinished."""
+    row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    if row is None or row.source != source or row.status not in RESUMABLE:
+        status = row.status if row is not None else "gone"
+        raise LeaseHeldError(
+            f"run {run_id} cannot be resumed: it is {status}",
+            source=source,
+            hint="run the command again",
+        )
+    done = json.loads(row.resumptions) if row.resumptions else []
+    done.append(
+        {
+            "status": row.status,
+            "error": row.error,
+            "interrupted_at": row.finished_at,
+            "resumed_at": now,
+        }
+    )
+    conn.execute(
+        update(runs)
+        .where(runs.c.run_id == run_id)
+        .values(
+            status="running",
+            holder=holder,
+            finished_at=None,
+            error=None,
+            resumptions=json.dumps(done),
+        )
+    )
+
+
+def notice_queued(conn: Connection, source: str, run_id: str, topic: str) -> bool:
+    """Whether the run's one notice of `topic` is already in the outbox (a resumed run
+    that had queued its summary before it stopped does not queue it twice)."""
+    row = conn.execute(
+        select(outbox.c.outbox_id)
+        .where(and_(outbox.c.source == source, outbox.c.run_id == run_id, outbox.c.topic == topic))
+        .limit(1)
+    ).first()
+    return row is not None

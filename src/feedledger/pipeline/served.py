@@ -1,0 +1,128 @@
+"""What the publisher still serves, and filling the archive from it -- the first step
+of every catch-up (`run`, the scheduler's recovery, `backfill`) and what `assess` calls
+"fetchable now".
+
+* a directory: its dated files (listed without reading them);
+* a `{date}` template: one fetch per wanted day (404/410 or no such file: not served);
+* a plain URL: only what it serves now (one fetch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from feedledger.model.cadence import local_date
+from feedledger.model.errors import AmbiguousPayloadError
+from feedledger.model.payload import PayloadRef
+from feedledger.model.source import SourceConfig
+from feedledger.pipeline.archiving import archive_add
+from feedledger.pipeline.context import Context
+
+if TYPE_CHECKING:
+    from feedledger.sources.dated import Fetched
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One publication the publisher serves for a wanted day (not yet downloaded for a
+    directory: `path`)."""
+
+    day: date
+    name: str
+    published_at: int | None
+    path: Path | None = None
+    fetched: Fetched | None = None
+
+
+def _kind(location: str) -> str:
+    from feedledger.sources import is_template
+
+    if is_template(location):
+        return "template"
+    if location.lower().startswith(("http://", "https://")):
+        return "url"
+    return "directory"
+
+
+def _directory(location: str) -> Path:
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    if location.lower().startswith("file://"):
+        return Path(url2pathname(urlsplit(location).path))
+    return Path(location).expanduser()
+
+
+def window_days(src: SourceConfig, lo: date, hi: date) -> list[date]:
+    """The days of [lo, hi] worth asking the publisher for: every day from a directory
+    (listing it costs nothing), the cadence's days from a template or a URL."""
+    from datetime import timedelta
+
+    from feedledger.model.cadence import expected_dates
+
+    if src.fetch and _kind(src.fetch.strip()) == "directory":
+        return [lo + timedelta(days=i) for i in range((hi - lo).days + 1)]
+    return expected_dates(src.cadence, src.timezone, lo, hi)
+
+
+def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
+    """The publications the source's fetch location serves for `days`, oldest first.
+    An unreachable publisher raises (nothing is called lost while it cannot be asked)."""
+    from feedledger.sources import fetch, fetch_day, list_dated
+
+    if not src.fetch or not days:
+        return []
+    wanted = set(days)
+    location = src.fetch.strip()
+    kind = _kind(location)
+    found: list[Offer] = []
+    if kind == "directory":
+        for instant, path in list_dated(_directory(location), src.timezone, source=src.name):
+            day = local_date(instant, src.timezone)
+            if day in wanted:
+                found.append(Offer(day, path.name, instant, path=path))
+        return found
+    got = (
+        [f for f in (fetch_day(src, d) for d in days) if f is not None]
+        if kind == "template"
+        else [fetch(src)]
+    )
+    for f in got:
+        if f.data is None or f.published_at is None:
+            continue
+        day = local_date(f.published_at, src.timezone)
+        if day in wanted:
+            found.append(Offer(day, f.original_name, f.published_at, fetched=f))
+    return found
+
+
+def fill(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
+    """Archive what the publisher still serves for `days`; returns the payloads new to
+    the archive. Two payloads claiming one publisher timestamp: the archive keeps what
+    it has (`archive reindex` reports these)."""
+    from feedledger.sources import read_file
+
+    new: list[PayloadRef] = []
+    for offer in offers(src, days):
+        f = offer.fetched
+        if f is None and offer.path is not None:
+            f = read_file(src, offer.path, offer.published_at)
+        if f is None or f.data is None or f.published_at is None:
+            continue
+        try:
+            ref, created = archive_add(
+                ctx,
+                src.name,
+                f.data,
+                published_at=f.published_at,
+                original_name=f.original_name,
+                content_type=f.content_type,
+            )
+        except AmbiguousPayloadError:
+            continue
+        if created:
+            new.append(ref)
+    return new
