@@ -255,7 +255,8 @@ def test_snapshot_query_streams_state_as_of(cli: Cli, tmp_path: Path) -> None:
         "2026-08-05",
     )
     csv_out = cli("snapshot", "larimer", "--valid", "2026-08-03").stdout
-    assert csv_out.splitlines() == ["owner,parcel_id,zoning", "x,a,R-1", "y,b,R-2"]
+    # columns in the source's order, not alphabetical (issue 13 item 25)
+    assert csv_out.splitlines() == ["parcel_id,zoning,owner", "a,R-1,x", "b,R-2,y"]
     jl = cli("snapshot", "larimer", "--valid", "2026-08-06", "--format", "jsonl").stdout
     assert [json.loads(x)["zoning"] for x in jl.splitlines()] == ["MU-2"]
 

@@ -87,10 +87,12 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+def table(title: str, columns: list[str], rows: list[list[Any]], *, fold: bool = False) -> None:
+    """A Rich table on stdout. `fold`: a cell too wide for its column is wrapped onto
+    further lines, never cut (for JSON and other text that must be read whole)."""
     t = Table(title=title, title_justify="left")
     for c in columns:
-        t.add_column(c)
+        t.add_column(c, overflow="fold" if fold else "ellipsis")
     for r in rows:
         t.add_row(*[show(v) for v in r])
     out.print(t)

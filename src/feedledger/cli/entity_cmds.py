@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
                 f"{source} {key} (with gaps)",
                 ["from", "to", "recorded_at", "what", "run_id"],
                 [_timeline_row(i) for i in items],
+                fold=True,
             )
             return
         with context(ctx) as c:
@@ -76,6 +77,7 @@ def register(app: typer.Typer) -> None:
                 ]
                 for v in versions
             ],
+            fold=True,  # the attribute JSON is shown whole, wrapped, never cut
         )
 
     @app.command("asof")
@@ -90,7 +92,8 @@ def register(app: typer.Typer) -> None:
         ),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """What was KEY at valid time D (optionally as known at TS)? present|absent|not_observed."""
+        """What was KEY at valid time D (optionally as known at TS)?
+        present|absent|not_observed|not_known."""
         from feedledger.pipeline import query
 
         with context(ctx) as c:
@@ -112,7 +115,17 @@ def register(app: typer.Typer) -> None:
             last, nxt = answer["last_observed"], answer["next_observed"]
             detail = (
                 f" (inside a gap {iso(gap.start_at)} .. {iso(gap.end_at)}: {gap.reason}); "
-                f"last observed: {_seen(last)}; next observed: {_seen(nxt)}"
+                f"last observed: {_seen(last)}; next observed: "
+                + (
+                    f"{_seen(nxt)} (payload of {answer['next_observed_at']})"
+                    if answer["next_observed_at"]
+                    else "nothing yet"
+                )
+            )
+        elif answer["status"] == "not_known":
+            first = answer["first_recorded_at"]
+            detail = f" (nothing of {source} was recorded " + (
+                f"before {first})" if first else "yet)"
             )
         out.print(f"{source} {key} at {valid}: {answer['status']}{detail}")
 

@@ -268,9 +268,11 @@ def notify_correction(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Queue ONE correction naming RUN_ID, instead of retracting each alert."""
+    from feedledger.ledger import run_ids
     from feedledger.pipeline.notifications import correction
 
     with context(ctx) as c:
+        run_id = run_ids.resolve(c.store, run_id)  # the whole id or any unique prefix
         data = correction(c, run_id, message)
     if json_out:
         emit_json(data)

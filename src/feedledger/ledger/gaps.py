@@ -3,17 +3,25 @@
 A gap covers [start_at, end_at) (end exclusive). It is visible at transaction time K
 like a version: recorded by then and not retracted by then. Gaps are written by a
 backfill or replay for the publication days the archive does not hold, or by hand.
+
+What STANDS of a gap is one rule (`standing`), used by `gaps`, `asof`, `history
+--with-gaps` and `snapshot` alike: the recorded stretch minus every calendar day (in
+the source's timezone) on which a payload applied later was published -- that day was
+observed after all. A late payload inside a gap shrinks it or splits it in two.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, insert, or_, select, update
 
 from feedledger.ledger.records import Gap
-from feedledger.ledger.schema import gaps
+from feedledger.ledger.schema import applications, gaps
 from feedledger.ledger.store import Store
+from feedledger.model.cadence import day_start_us, local_date
 
 
 def _visible(known_at: int | None) -> Any:
@@ -94,22 +102,73 @@ def listing(
         return [_gap(r) for r in conn.execute(stmt)]
 
 
-def at(store: Store, source: str, instant: int, known_at: int | None = None) -> Gap | None:
-    """The visible gap of `source` covering `instant`, if any."""
-    stmt = (
-        select(gaps)
-        .where(
-            gaps.c.source == source,
-            gaps.c.start_at <= instant,
-            gaps.c.end_at > instant,
-            _visible(known_at),
-        )
-        .order_by(gaps.c.start_at)
-        .limit(1)
-    )
+def observed_at(store: Store, source: str, known_at: int | None = None) -> list[int]:
+    """Publisher times of the source's payloads applied and standing as known at
+    `known_at` (recorded by then, not retracted by then), ascending."""
+    a = applications
+    stmt = select(a.c.published_at).where(a.c.source == source)
+    if known_at is None:
+        stmt = stmt.where(a.c.retracted_at.is_(None))
+    else:
+        standing_then = or_(a.c.retracted_at.is_(None), a.c.retracted_at > known_at)
+        stmt = stmt.where(a.c.recorded_at <= known_at, standing_then)
     with store.engine.connect() as conn:
-        row = conn.execute(stmt).first()
-    return _gap(row) if row is not None else None
+        return sorted({int(r.published_at) for r in conn.execute(stmt)})
+
+
+def _observed_days(observed: list[int], tz: str) -> list[tuple[int, int]]:
+    """The calendar days (source timezone) of these publisher times, as merged spans."""
+    spans: list[tuple[int, int]] = []
+    for day in sorted({local_date(t, tz) for t in observed}):
+        lo, hi = day_start_us(day, tz), day_start_us(day + timedelta(days=1), tz)
+        if spans and spans[-1][1] >= lo:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], hi))
+        else:
+            spans.append((lo, hi))
+    return spans
+
+
+def _subtract(gap: Gap, seen: list[tuple[int, int]]) -> list[Gap]:
+    pieces: list[Gap] = []
+    lo = gap.start_at
+    for s_lo, s_hi in seen:
+        if s_hi <= lo or s_lo >= gap.end_at:
+            continue
+        if s_lo > lo:
+            pieces.append(dataclasses.replace(gap, start_at=lo, end_at=s_lo))
+        lo = max(lo, s_hi)
+    if lo < gap.end_at:
+        pieces.append(dataclasses.replace(gap, start_at=lo, end_at=gap.end_at))
+    return pieces
+
+
+def standing(
+    store: Store,
+    source: str,
+    tz: str,
+    *,
+    known_at: int | None = None,
+    observed: list[int] | None = None,
+) -> list[Gap]:
+    """The stretches of the source's visible gaps still not observed as known at
+    `known_at`: each gap minus the days of the payloads applied inside it (a gap may be
+    shrunk, split, or gone). Each piece keeps its gap's id, reason, run and times;
+    ordered by start. `observed`: `observed_at(...)`, if the caller already has it."""
+    seen = _observed_days(
+        observed if observed is not None else observed_at(store, source, known_at), tz
+    )
+    out: list[Gap] = []
+    for gap in listing(store, source, known_at=known_at):
+        out.extend(_subtract(gap, seen))
+    return sorted(out, key=lambda g: (g.start_at, g.gap_id))
+
+
+def at(store: Store, source: str, tz: str, instant: int, known_at: int | None = None) -> Gap | None:
+    """The standing gap piece of `source` covering `instant`, if any (see `standing`)."""
+    for piece in standing(store, source, tz, known_at=known_at):
+        if piece.start_at <= instant < piece.end_at:
+            return piece
+    return None
 
 
 def retract_by_runs(conn: Connection, run_ids: list[str], *, by: str, at_us: int) -> int:

@@ -50,3 +50,4 @@ class AsOfStatus(StrEnum):
     PRESENT = "present"
     ABSENT = "absent"
     NOT_OBSERVED = "not_observed"
+    NOT_KNOWN = "not_known"  # nothing of the source was recorded yet at the known-at time

@@ -9,7 +9,7 @@ from typing import Any
 
 from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger import queries
-from feedledger.ledger.records import Version
+from feedledger.ledger.records import Gap, Version
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import from_us, iso, parse_instant, to_us, zone
@@ -94,11 +94,16 @@ def history(
 def asof(
     ctx: Context, source: str, key: str, *, valid: str, known_at: str | None
 ) -> dict[str, Any]:
-    """present / absent / not_observed at valid time `valid`, as known at `known_at`.
+    """present / absent / not_observed / not_known at valid time `valid`, as known at
+    `known_at`.
 
-    Inside a gap (a stretch the source was not observed) the answer is `not_observed`,
-    with the version in force just before the gap (`last_observed`) and the first one
-    recorded after it (`next_observed`), instead of a confident answer we do not have."""
+    Inside a standing gap (a stretch the source was not observed; `gaps.standing`) the
+    answer is `not_observed`, with the version in force just before the gap
+    (`last_observed`) and the key's state as the first payload applied after it stated
+    it (`next_observed`, even if that payload left it unchanged; `next_observed_at` is
+    that payload's publisher date), instead of a confident answer we do not have.
+    Before anything of the source was recorded (at `known_at`, or ever) the ledger
+    knew nothing: `not_known`, not `absent`."""
     from feedledger.ledger import gaps
 
     src = ctx.workspace.source(source)
@@ -109,21 +114,22 @@ def asof(
         canon: str | None = resolve_key(ctx, src, key)
     except NotFoundError:
         canon = None
-    gap = gaps.at(ctx.store, src.name, valid_us, k)
-    if gap is not None and (
-        queries.first_observation(ctx.store, src.name, gap.start_at, valid_us, k) is not None
-    ):
-        gap = None  # a payload published inside the gap was applied later: observed
+    observed = gaps.observed_at(ctx.store, src.name, k)
+    gap = _gap_at(ctx, src, valid_us, k, observed)
     if gap is not None:
         chain = queries.history(ctx.store, src.name, canon, known_at=k) if canon else []
-        before = [v for v in chain if v.valid_from < gap.start_at]
-        after = [v for v in chain if v.valid_from >= gap.end_at]
         return {
             "status": AsOfStatus.NOT_OBSERVED.value,
             "version": None,
             "gap": gap,
-            "last_observed": before[-1] if before else None,
-            "next_observed": after[0] if after else None,
+            **_around(chain, gap, observed),
+        }
+    first = queries.first_recorded(ctx.store, src.name)
+    if first is None or (k is not None and first > k):
+        return {
+            "status": AsOfStatus.NOT_KNOWN.value,
+            "version": None,
+            "first_recorded_at": iso(first),
         }
     if canon is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
@@ -134,40 +140,87 @@ def asof(
     return {"status": status.value, "version": version}
 
 
+def _gap_at(
+    ctx: Context, src: SourceConfig, at_us: int, known_at: int | None, observed: list[int]
+) -> Gap | None:
+    from feedledger.ledger import gaps
+
+    pieces = gaps.standing(ctx.store, src.name, src.timezone, known_at=known_at, observed=observed)
+    return next((g for g in pieces if g.start_at <= at_us < g.end_at), None)
+
+
+def _around(chain: list[Version], gap: Gap, observed: list[int]) -> dict[str, Any]:
+    """Last and next observation around a standing gap piece: the version in force just
+    before it, and the state the first payload applied after it stated."""
+    before = [t for t in observed if t < gap.start_at]
+    after = [t for t in observed if t >= gap.end_at]
+    next_at = after[0] if after else None
+
+    def in_force(at_us: int) -> Version | None:
+        found = [v for v in chain if v.valid_from <= at_us]
+        return found[-1] if found else None
+
+    return {
+        "last_observed": in_force(gap.start_at - 1),
+        "next_observed": in_force(next_at) if next_at is not None else None,
+        "last_observed_at": iso(before[-1]) if before else None,
+        "next_observed_at": iso(next_at),
+    }
+
+
 def history_with_gaps(
     ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | None
 ) -> list[dict[str, Any]]:
-    """Versions and the source's gaps in one valid-time line: each item is a version
-    (`"type": "version"`) or a gap (`"type": "gap"`, with start, end, reason)."""
-    from feedledger.ledger import gaps
-
-    src = ctx.workspace.source(source)
-    k = instant(src, known_at, "--known-at")
+    """Versions and the source's standing gaps in one valid-time line: each item is a
+    version (`"type": "version"`) or a gap (`"type": "gap"`, with start, end, reason)."""
     versions = history(ctx, source, key, include_retracted=include_retracted, known_at=known_at)
-    stretches = gaps.listing(ctx.store, src.name, known_at=k, include_retracted=include_retracted)
+    stretches = list_gaps(ctx, source, include_retracted=include_retracted, known_at=known_at)
     items: list[tuple[int, int, dict[str, Any]]] = [
         (v.valid_from, 0, {"type": "version", **v.to_json()}) for v in versions
     ]
-    for g in stretches:
-        # a gap ends where a payload published inside it was applied (observed again)
-        seen = queries.first_observation(ctx.store, src.name, g.start_at, g.end_at - 1, k)
-        if seen == g.start_at:
-            continue
-        item = {"type": "gap", **g.to_json()}
-        if seen is not None:
-            item["end"] = iso(seen)
-        items.append((g.start_at, 1, item))
+    items += [(g.start_at, 1, {"type": "gap", **g.to_json()}) for g in stretches]
     return [item for _t, _o, item in sorted(items, key=lambda x: (x[0], x[1]))]
 
 
 def list_gaps(
     ctx: Context, source: str, *, include_retracted: bool = False, known_at: str | None = None
-) -> list[Any]:
+) -> list[Gap]:
+    """The source's standing gaps as `asof` judges them (`gaps.standing`: recorded gaps
+    minus the days observed since); with `include_retracted`, also the retracted gap
+    records, whole."""
     from feedledger.ledger import gaps
 
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
-    return gaps.listing(ctx.store, src.name, known_at=k, include_retracted=include_retracted)
+    found = gaps.standing(ctx.store, src.name, src.timezone, known_at=k)
+    if include_retracted:
+        visible = {g.gap_id for g in gaps.listing(ctx.store, src.name, known_at=k)}
+        every = gaps.listing(ctx.store, src.name, known_at=k, include_retracted=True)
+        found += [g for g in every if g.gap_id not in visible]
+    return sorted(found, key=lambda g: (g.start_at, g.gap_id))
+
+
+def snapshot_gap(
+    ctx: Context, source: str, *, valid: str, known_at: str | None
+) -> dict[str, Any] | None:
+    """The standing gap `valid` falls in, with the source's last and next observation
+    around it (`{"gap", "last_observed_at", "next_observed_at"}`), or None."""
+    from feedledger.ledger import gaps
+
+    src = ctx.workspace.source(source)
+    valid_us = instant(src, valid, "--valid")
+    assert valid_us is not None
+    k = instant(src, known_at, "--known-at")
+    observed = gaps.observed_at(ctx.store, src.name, k)
+    gap = _gap_at(ctx, src, valid_us, k, observed)
+    if gap is None:
+        return None
+    around = _around([], gap, observed)
+    return {
+        "gap": gap,
+        "last_observed_at": around["last_observed_at"],
+        "next_observed_at": around["next_observed_at"],
+    }
 
 
 def snapshot_rows(
