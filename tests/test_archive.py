@@ -258,15 +258,19 @@ def test_keep_rejected_stores_bytes_and_a_note(archive: Archive, raw: Raw) -> No
     sha = hashlib.sha256(data).hexdigest()
     assert archive.get(sha) == data
     [note] = raw.sidecars("rejected")
-    assert note.startswith(f"rejected/_unfiled/{sha[:16]}-")
-    assert isinstance(where, str) and where.endswith(note)
+    # issue 13 item 31: filed under its (known) source, and `where` is the bytes' location
+    assert note.startswith(f"rejected/larimer/{sha[:16]}-")
+    assert isinstance(where, str) and where.endswith(_object_rel(sha))
     assert where.startswith("s3://") == isinstance(archive, S3Archive)
     doc = json.loads(raw.read(note))
     assert (doc["sha256"], doc["reason"], doc["original_name"]) == (sha, "no date", "x.csv")
     # The same bytes and reason again: nothing new; a bad source name is no problem.
     assert archive.keep_rejected("larimer", data, original_name="x.csv", reason="no date")
     assert archive.keep_rejected("../bad name", data, reason="unknown source")
-    assert len(raw.sidecars("rejected")) == 2
+    assert archive.keep_rejected("typo", data, reason="undeclared source", filed=False)
+    notes = raw.sidecars("rejected")
+    assert len(notes) == 3
+    assert sum(n.startswith("rejected/_unfiled/") for n in notes) == 2
     assert archive.scan() == []
 
 

@@ -235,3 +235,115 @@ def test_a_mistyped_sqlite_store_path_creates_nothing(tmp_path: Path) -> None:
     cli("db", "upgrade")
     assert missing.is_file()
     assert cli.json("runs", "p") == []
+
+
+# -- item 31: refused payloads are listed, and the refusal says where the bytes are ---------
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_archive(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    from feedledger.archive import open_archive
+
+    if request.param == "local":
+        return open_archive(tmp_path / "archive")
+    bucket = request.getfixturevalue("s3_bucket")
+    return open_archive(f"s3://{bucket}/archive")
+
+
+def _write_raw(archive: Any, rel: str, data: bytes, request: pytest.FixtureRequest) -> None:
+    from feedledger.archive import LocalArchive
+
+    if isinstance(archive, LocalArchive):
+        path = archive.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    else:
+        fs = request.getfixturevalue("s3_fs")
+        fs.pipe_file(f"{archive.bucket}/{archive.prefix}/{rel}", data)
+
+
+def test_archive_lists_refused_payloads_of_a_source(
+    any_archive: Any, request: pytest.FixtureRequest
+) -> None:
+    import hashlib
+    import json
+
+    bad, other, typo = b"\x00\x01 not a csv", b"id\n1\n", b"id,v\n9,z\n"
+    where = any_archive.keep_rejected("p", bad, original_name="bad.csv", reason="unreadable")
+    any_archive.keep_rejected("q", other, reason="another source's")
+    any_archive.keep_rejected("p", typo, reason="unknown source", filed=False)
+    # a note written by an older feedledger: unfiled, no time recorded
+    old_sha = hashlib.sha256(b"old").hexdigest()
+    any_archive.put_object(b"old")
+    old_note = {"format": 1, "source": "p", "sha256": old_sha, "size": 3,
+                "original_name": "old.csv", "reason": "no publisher date"}  # fmt: skip
+    _write_raw(any_archive, f"rejected/_unfiled/{old_sha[:16]}-00000000.json",
+               json.dumps(old_note).encode(), request)  # fmt: skip
+    # an ambiguous payload: different bytes for a taken publisher timestamp
+    any_archive.put("p", b"id\n1\n", published_at=1_000_000, fetched_at=2_000_000)
+    with pytest.raises(BadPayloadError):
+        any_archive.put("p", b"id\n2\n", published_at=1_000_000, fetched_at=3_000_000)
+
+    found = any_archive.rejected("p")
+    by_sha = {item.sha256: item for item in found}
+    assert set(by_sha) == {
+        hashlib.sha256(bad).hexdigest(),
+        hashlib.sha256(typo).hexdigest(),
+        old_sha,
+        hashlib.sha256(b"id\n2\n").hexdigest(),
+    }
+    first = by_sha[hashlib.sha256(bad).hexdigest()]
+    assert (first.kind, first.reason, first.original_name, first.size) == (
+        "unreadable", "unreadable", "bad.csv", len(bad)
+    )  # fmt: skip
+    assert first.location == where and first.rejected_at is not None
+    assert "/rejected/p/" in first.note
+    assert "/rejected/_unfiled/" in by_sha[hashlib.sha256(typo).hexdigest()].note
+    old = by_sha[old_sha]
+    assert (old.rejected_at, old.reason, old.kind) == (None, "no publisher date", "unreadable")
+    assert found[0] is old  # unknown times first
+    ambiguous = by_sha[hashlib.sha256(b"id\n2\n").hexdigest()]
+    assert (ambiguous.kind, ambiguous.published_at) == ("ambiguous", 1_000_000)
+    assert ambiguous.payload_id is not None
+    assert [i.sha256 for i in any_archive.rejected("q")] == [hashlib.sha256(other).hexdigest()]
+    assert any_archive.rejected("nothing") == []
+    assert any_archive.get(first.sha256) == bad
+
+
+def test_refusals_say_where_the_bytes_are_and_archive_list_rejected_shows_them(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli("source", "add", "p", "--key", "id")
+    bad = tmp_path / "p_2026-08-06.csv"
+    bad.write_bytes(b"other,v\n1,a\n")  # no key column
+    result = cli("ingest", "p", str(bad), expect=4)
+    line = result.stderr.strip()
+    match = re.search(r"the bytes are kept at (\S+)", line)
+    assert match is not None and "\n" not in line, line
+    kept = Path(match[1])
+    assert kept.read_bytes() == bad.read_bytes()
+    assert kept.is_relative_to(cli.ws.archive_root / "objects")
+
+    undated = tmp_path / "undated.csv"
+    undated.write_bytes(b"id,v\n1,a\n")
+    line = cli("ingest", "p", str(undated), expect=2).stderr
+    assert "no publisher date" in line and "the bytes are kept at " in line
+    line = cli("ingest", "nosuch", str(undated), expect=3).stderr
+    assert "unknown source" in line and "the bytes are kept at " in line
+
+    listed = cli.json("archive", "list", "p", "--rejected")
+    assert [(r["kind"], r["original_name"]) for r in listed] == [
+        ("unreadable", "p_2026-08-06.csv"),
+        ("unreadable", "undated.csv"),
+    ]
+    assert listed[0]["location"] == str(kept)
+    assert "/rejected/p/" in listed[0]["note"]
+    assert set(listed[0]) >= {"source", "sha256", "size", "reason", "rejected_at"}
+    # bytes sent under a mistyped name are unfiled, and listed under that name
+    [typo] = cli.json("archive", "list", "nosuch", "--rejected")
+    assert "/rejected/_unfiled/" in typo["note"] and "unknown source" in typo["reason"]
+    human = cli("archive", "list", "p", "--rejected").stdout
+    assert "p_2026-08-06.csv" in human and "unreadable" in human
+    # the accepted listing is unchanged
+    assert cli.json("archive", "list", "p") == []
+    cli("archive", "list", "p", "--rejected", "--from", "2026-08-01", expect=2)

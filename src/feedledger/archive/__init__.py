@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from feedledger.archive.local import LocalArchive
+from feedledger.archive.rejected import RejectedPayload
 from feedledger.model.errors import ArchiveUnavailableError, ConfigError
 from feedledger.model.payload import PayloadRef
 
@@ -54,7 +55,10 @@ class Archive(Protocol):
         *,
         original_name: str | None = None,
         reason: str = "",
+        filed: bool = True,
     ) -> str: ...
+
+    def rejected(self, source: str) -> builtins.list[RejectedPayload]: ...
 
     def has(self, sha256: str) -> bool: ...
 
@@ -90,6 +94,7 @@ __all__ = [
     "Archive",
     "ArchiveUnavailableError",
     "LocalArchive",
+    "RejectedPayload",
     "is_object_store_url",
     "open_archive",
 ]

@@ -5,6 +5,8 @@ Layout under `root`::
     objects/<sha[:2]>/<sha>                                   payload bytes, read-only
     meta/<source>/<published_at_us:020d>-<payload_id>.json     accepted sidecars
     rejected/<source>/<published_at_us:020d>-<payload_id>.json refused (ambiguous) sidecars
+    rejected/<source>/<sha[:16]>-<reason hash>.json           notes on unusable bytes
+    rejected/_unfiled/<sha[:16]>-<reason hash>.json           ... whose source is unknown
     meta/<source>/.lock                                        per-source put lock
 
 Every file is written to a temporary file in its final directory, fsync'd, then
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from feedledger.archive import rejected as _rejected
 from feedledger.archive.sidecar import (
     SHA_RE as _SHA_RE,
 )
@@ -48,14 +51,12 @@ from feedledger.archive.sidecar import (
 from feedledger.archive.sidecar import (
     sidecar_name as _sidecar_name,
 )
-from feedledger.archive.sidecar import (
-    unfiled_note as _unfiled_note,
-)
 from feedledger.model.errors import (
     FeedledgerError,
     NotFoundError,
 )
 from feedledger.model.payload import PayloadRef
+from feedledger.model.timeutil import now_us
 
 _READ_CHUNK = 1 << 20
 
@@ -181,19 +182,20 @@ class LocalArchive:
         *,
         original_name: str | None = None,
         reason: str = "",
+        filed: bool = True,
     ) -> str:
-        """Keep bytes that could not be archived as a publication (no usable publisher
-        date, unknown source...) for inspection: the object is stored content-addressed
-        and a note is written under `rejected/_unfiled/`. Never raises for a bad name.
-        Returns the note's location (a file path)."""
+        """Keep bytes that could not be archived as a publication (unreadable, no usable
+        publisher date, unknown source...) for inspection: the object is stored
+        content-addressed and a note is written under `rejected/<source>/` (`filed`: the
+        source is known) or `rejected/_unfiled/`. Never raises for a bad name. Returns
+        where the bytes are (the object's path), for the refusal message."""
         sha = hashlib.sha256(data).hexdigest()
         self._write_object(sha, data)
-        note_dir = self.root / "rejected" / "_unfiled"
+        note_dir = self.root / "rejected" / _rejected.note_folder(source, filed=filed)
         self._ensure_dir(note_dir)
-        name, note = _unfiled_note(source, sha, len(data), original_name, reason)
-        path = note_dir / name
-        self._write_once(path, note)
-        return str(path)
+        name, note = _rejected.note(source, sha, len(data), original_name, reason, now_us())
+        self._write_once(note_dir / name, note)
+        return str(self.path_of(sha))
 
     @staticmethod
     def _encode(ref: PayloadRef) -> bytes:
@@ -344,3 +346,33 @@ class LocalArchive:
     ) -> builtins.list[PayloadRef]:
         """Accepted payloads of `source` with start_us <= published_at <= end_us, in order."""
         return self._load(self._sidecars(self.root / "meta", source), start_us, end_us)
+
+    def rejected(self, source: str) -> builtins.list[_rejected.RejectedPayload]:
+        """Refused payloads of `source` (filed under it, or unfiled notes naming it),
+        oldest refusal first. Unreadable notes are skipped with a warning."""
+        _check_source(source)
+        found: builtins.list[_rejected.RejectedPayload] = []
+        for folder in (source, _rejected.UNFILED):
+            directory = self.root / "rejected" / folder
+            try:
+                names = sorted(os.listdir(directory))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                if not name.endswith(".json") or name.startswith("."):
+                    continue
+                path = directory / name
+                try:
+                    item = _rejected.parse(
+                        path.read_bytes(),
+                        folder=folder,
+                        name=name,
+                        note_at=str(path),
+                        object_at=self.path_of,
+                    )
+                except (OSError, ValueError, NotFoundError) as exc:
+                    warnings.warn(f"skipping rejected-payload note {path}: {exc}", stacklevel=2)
+                    continue
+                if item.source == source:
+                    found.append(item)
+        return _rejected.order(found)

@@ -6,7 +6,8 @@ Location ``s3://bucket/prefix``; under the prefix, the local archive's layout::
     objects/<sha[:2]>/<sha>                                    payload bytes
     meta/<source>/<published_at_us:020d>-<payload_id>.json     accepted sidecars
     rejected/<source>/<published_at_us:020d>-<payload_id>.json refused (ambiguous) sidecars
-    rejected/_unfiled/<sha[:16]>-<reason hash>.json            notes on unusable bytes
+    rejected/<source>/<sha[:16]>-<reason hash>.json            notes on unusable bytes
+    rejected/_unfiled/<sha[:16]>-<reason hash>.json            ... whose source is unknown
     claims/<source>/<published_at_us:020d>.json                who holds a publication slot
     claims/.conditional-write-probe                            (empty) see below
 
@@ -41,6 +42,14 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import NoReturn
 
+from feedledger.archive.rejected import (
+    UNFILED,
+    RejectedPayload,
+    note_folder,
+)
+from feedledger.archive.rejected import note as rejected_note
+from feedledger.archive.rejected import order as order_rejected
+from feedledger.archive.rejected import parse as parse_rejected
 from feedledger.archive.s3client import S3Client
 from feedledger.archive.sidecar import (
     SHA_RE,
@@ -51,10 +60,10 @@ from feedledger.archive.sidecar import (
     parse_sidecar_bytes,
     sidecar_bytes,
     sidecar_name,
-    unfiled_note,
 )
 from feedledger.model.errors import FeedledgerError, NotFoundError
 from feedledger.model.payload import PayloadRef
+from feedledger.model.timeutil import now_us
 
 
 class S3Archive:
@@ -186,16 +195,52 @@ class S3Archive:
         *,
         original_name: str | None = None,
         reason: str = "",
+        filed: bool = True,
     ) -> str:
-        """Keep unusable bytes plus a note under `rejected/_unfiled/` (as LocalArchive);
-        returns the note's s3:// URL."""
+        """Keep unusable bytes plus a note under `rejected/<source>/` (`filed`: the source
+        is known) or `rejected/_unfiled/`, as LocalArchive; returns the bytes' s3:// URL."""
         sha = hashlib.sha256(data).hexdigest()
         self._s3.connect()
         self._write_object(sha, data)
-        name, note = unfiled_note(source, sha, len(data), original_name, reason)
-        rel = f"rejected/_unfiled/{name}"
+        name, note = rejected_note(source, sha, len(data), original_name, reason, now_us())
+        rel = f"rejected/{note_folder(source, filed=filed)}/{name}"
         self._s3.create(rel, note)
-        return self._s3.url_of(rel)
+        return self._s3.url_of(f"objects/{sha[:2]}/{sha}")
+
+    def rejected(self, source: str) -> builtins.list[RejectedPayload]:
+        """Refused payloads of `source` (filed under it, or unfiled notes naming it),
+        oldest refusal first. Unreadable notes are skipped with a warning."""
+        check_source(source)
+        self._s3.connect()
+        rels = [
+            rel
+            for folder in (source, UNFILED)
+            for rel in self._s3.list(f"rejected/{folder}/")
+            if rel.endswith(".json") and len(rel.split("/")) == 3
+        ]
+        contents = self._s3.read_many(rels)
+        found: builtins.list[RejectedPayload] = []
+        for rel in rels:
+            raw = contents[rel]
+            if raw is None:
+                continue  # deleted since the listing
+            _, folder, name = rel.split("/")
+            try:
+                item = parse_rejected(
+                    raw,
+                    folder=folder,
+                    name=name,
+                    note_at=self._s3.url_of(rel),
+                    object_at=lambda sha: self._s3.url_of(f"objects/{sha[:2]}/{sha}"),
+                )
+            except ValueError as exc:
+                warnings.warn(
+                    f"skipping rejected-payload note {self._s3.url_of(rel)}: {exc}", stacklevel=2
+                )
+                continue
+            if item.source == source:
+                found.append(item)
+        return order_rejected(found)
 
     # -- reading -----------------------------------------------------------------------
 

@@ -90,23 +90,6 @@ def sidecar_bytes(ref: PayloadRef) -> bytes:
     return (json.dumps(sidecar_json(ref), indent=2) + "\n").encode("utf-8")
 
 
-def unfiled_note(
-    source: str, sha256: str, size: int, original_name: str | None, reason: str
-) -> tuple[str, bytes]:
-    """Name and bytes of the note kept under `rejected/_unfiled/` for bytes that could not
-    be archived as a publication (no usable publisher date, unknown source...)."""
-    note = {
-        "format": 1,
-        "source": source,
-        "sha256": sha256,
-        "size": size,
-        "original_name": original_name,
-        "reason": reason,
-    }
-    name = f"{sha256[:16]}-{hashlib.sha256(reason.encode()).hexdigest()[:8]}.json"
-    return name, (json.dumps(note, indent=2) + "\n").encode("utf-8")
-
-
 def parse_sidecar(path: Path) -> PayloadRef:
     """Read one sidecar file; ValueError (with the reason) if it is not a valid,
     consistent one."""

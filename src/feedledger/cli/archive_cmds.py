@@ -65,11 +65,22 @@ def list_(
     source: str = typer.Argument(...),
     start: str | None = typer.Option(None, "--from", help="From this publisher date."),
     end: str | None = typer.Option(None, "--to", help="Up to this publisher date."),
+    rejected: bool = typer.Option(
+        False,
+        "--rejected",
+        help="List the source's refused payloads instead (unreadable, undated or ambiguous "
+        "bytes kept for inspection), with the reason and where the bytes are.",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Archived payloads of a source in publisher order."""
+    """Archived payloads of a source in publisher order (--rejected: refused ones)."""
     from feedledger.pipeline import query
 
+    if rejected:
+        if start is not None or end is not None:
+            raise ConfigError("--from/--to do not apply to --rejected", source=source)
+        _list_rejected(ctx, source, json_out)
+        return
     with context(ctx) as c:
         src = c.workspace.source(source)
         lo = query.instant(src, start, "--from")
@@ -88,6 +99,24 @@ def list_(
         [
             [when(r.published_at), r.payload_id, f"{r.size:,}", r.original_name, when(r.fetched_at)]
             for r in refs
+        ],
+    )
+
+
+def _list_rejected(ctx: typer.Context, source: str, json_out: bool) -> None:
+    """Refused payloads, read from the archive alone (the source need not be declared:
+    bytes sent under a mistyped name are listed under that name)."""
+    with context(ctx) as c:  # the archive only: the store is not opened
+        items = c.archive.rejected(source)
+    if json_out:
+        emit_json([item.to_json() for item in items])
+        return
+    table(
+        f"refused payloads of {source}",
+        ["rejected_at", "kind", "original_name", "size", "reason", "bytes at"],
+        [
+            [when(i.rejected_at), i.kind, i.original_name, f"{i.size:,}", i.reason, i.location]
+            for i in items
         ],
     )
 

@@ -63,7 +63,7 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         path = real.split("sqlite:///", 1)[-1]
         if path and path != ":memory:" and not create and not Path(path).exists():
             raise StoreUnavailableError(
-                f"no store at {path}",
+                f"cannot reach the store: no store at {path}",
                 hint="run `feedledger init` or `feedledger db upgrade` to create it, or "
                 "fix the URL in feedledger.toml [store] (or FEEDLEDGER_STORE)",
             )

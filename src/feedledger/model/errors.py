@@ -25,6 +25,13 @@ class FeedledgerError(Exception):
         self.hint = hint
         super().__init__(self.render())
 
+    def extend(self, more: str) -> FeedledgerError:
+        """This error with `more` added to its problem (still one line); returns it, to
+        re-raise: `raise exc.extend("the bytes are kept at PATH")`."""
+        self.problem = f"{self.problem}; {more}"
+        self.args = (self.render(),)
+        return self
+
     def render(self) -> str:
         where = []
         if self.source is not None:

@@ -27,12 +27,14 @@ def archive_add(
     try:
         when = resolve_published_at(src, published_at, original_name)
     except ConfigError as exc:
-        _keep_rejected(ctx, source, data, original_name, str(exc))
-        raise ConfigError(exc.problem, source=source, payload=original_name) from None
+        kept = _keep_rejected(ctx, source, data, original_name, str(exc))
+        raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
     if when is None:
-        _keep_rejected(ctx, source, data, original_name, "no publisher date")
+        kept = _keep_rejected(ctx, source, data, original_name, "no publisher date")
         raise ConfigError(
-            "no publisher date: pass --published-at DATE", source=source, payload=original_name
+            f"no publisher date: pass --published-at DATE; {kept}",
+            source=source,
+            payload=original_name,
         )
     ref, created = ctx.archive.put(
         src.name,

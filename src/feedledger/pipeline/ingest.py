@@ -72,9 +72,14 @@ class IngestResult:
         }
 
 
-def _keep_rejected(ctx: Context, source: str, data: bytes, name: str | None, reason: str) -> None:
-    """Bad input is still archived for inspection, even without a usable date/source."""
-    ctx.archive.keep_rejected(source, data, original_name=name, reason=reason)
+def _keep_rejected(
+    ctx: Context, source: str, data: bytes, name: str | None, reason: str, *, filed: bool = True
+) -> str:
+    """Bad input is still archived for inspection, even without a usable date/source
+    (filed under the source when it is known: `archive list SOURCE --rejected`).
+    Returns what the refusal adds: where the bytes were kept."""
+    where = ctx.archive.keep_rejected(source, data, original_name=name, reason=reason, filed=filed)
+    return f"the bytes are kept at {where}"
 
 
 def resolve_published_at(
@@ -113,20 +118,20 @@ def ingest(
     try:
         src = ctx.workspace.source(source)
     except FeedledgerError as exc:
-        _keep_rejected(ctx, source, data, original_name, str(exc))
+        kept = _keep_rejected(ctx, source, data, original_name, str(exc), filed=False)
         raise NotFoundError(
-            exc.problem, source=source, payload=original_name, hint=exc.hint
+            f"{exc.problem}; {kept}", source=source, payload=original_name, hint=exc.hint
         ) from None
     try:
         when = resolve_published_at(src, published_at, original_name)
     except ConfigError as exc:
-        _keep_rejected(ctx, source, data, original_name, str(exc))
-        raise ConfigError(exc.problem, source=source, payload=original_name) from None
+        kept = _keep_rejected(ctx, source, data, original_name, str(exc))
+        raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
     if when is None and not src.published_from.startswith("field:"):
-        _keep_rejected(ctx, source, data, original_name, "no publisher date")
+        kept = _keep_rejected(ctx, source, data, original_name, "no publisher date")
         raise ConfigError(
             "no publisher date: pass --published-at DATE (the publisher's date, never "
-            "today's by default)",
+            f"today's by default); {kept}",
             source=source,
             payload=original_name,
         )
@@ -148,8 +153,7 @@ def ingest(
                 )
         except (BadPayloadError, ConfigError) as exc:
             storing.result()
-            _keep_rejected(ctx, source, data, original_name, str(exc))
-            raise
+            raise exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
         with stage("archive_wait"):
             sha = storing.result()
             opened = opening.result()
