@@ -107,12 +107,14 @@ def health(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Per source: last successful fetch, last publisher date, expected publications
-    missed since, lease, frozen, held runs, undelivered notifications.
+    missed since, lease, frozen, held runs, undelivered notifications. Per destination:
+    its live route's lag (messages and changes behind, age of the oldest).
 
     Exits 1 when any source is stale (it missed more than its `stale_after` expected
     publications, default 1; frozen sources are never stale), 0 otherwise.
     """
     from feedledger.model.timeutil import now_us, parse_instant, to_us
+    from feedledger.pipeline.health import destination_lag
     from feedledger.pipeline.health import health as compute
 
     when = to_us(parse_instant(at, "UTC", what="--at")) if at else now_us()
@@ -121,9 +123,17 @@ def health(
         for n in names:
             c.workspace.source(n)
         report = compute(c, when, names or None)
+        lags = destination_lag(c, when, names or None)
     stale = [h.source for h in report if h.stale]
     if json_out:
-        emit_json({"ok": not stale, "stale": stale, "sources": [h.to_json() for h in report]})
+        emit_json(
+            {
+                "ok": not stale,
+                "stale": stale,
+                "sources": [h.to_json() for h in report],
+                "destinations": lags,
+            }
+        )
     else:
         rows = []
         for h in report:
@@ -156,6 +166,16 @@ def health(
             ],
             rows,
         )
+        if lags:
+            table(
+                "destinations (live route lag)",
+                ["destination", "source", "messages behind", "changes behind", "lag", "paused"],
+                [
+                    [d["destination"], d["source"], f"{d['messages_behind']:,}",
+                     f"{d['changes_behind']:,}", f"{d['lag_s']:.1f} s", str(d["paused"])]
+                    for d in lags
+                ],
+            )  # fmt: skip
         if stale:
             err.print(f"stale: {', '.join(stale)}")
     out.file.flush()

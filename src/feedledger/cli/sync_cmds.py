@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from feedledger.cli import sync_render as render
 from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table
 
 if TYPE_CHECKING:
@@ -27,6 +30,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(destination_app, name="destination")
     app.add_typer(manifest_app, name="manifest")
     app.command("sync")(sync)
+    app.command("sync-explain")(sync_explain)
     app.command("reconcile")(reconcile)
 
 
@@ -140,8 +144,7 @@ def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> N
     if json_out:
         emit_json(data)
         return
-    for k, v in data.items():
-        out.print(f"{k}: {v}")
+    render.manifest(data)
 
 
 @manifest_app.command("list")
@@ -161,8 +164,16 @@ def manifest_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 
 
 @contextmanager
-def _progress(quiet: bool) -> Iterator[Progress | None]:
-    if quiet or not err.is_terminal:
+def _progress(quiet: bool, label: str, every_s: float) -> Iterator[Progress | None]:
+    """A progress bar on a terminal; otherwise (a log) a plain line every `every_s`
+    seconds (0: none), on stderr whatever --json says (stdout stays JSON only)."""
+    if not err.is_terminal:
+        if every_s <= 0:
+            yield None
+            return
+        yield render.ProgressLog(label, every_s, lambda line: err.print(line, markup=False))
+        return
+    if quiet:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -200,10 +211,20 @@ def sync(
         False, "--maintenance", help="Pause the live route to it meanwhile (queued, not lost)."
     ),
     batch: int = typer.Option(20_000, "--batch", min=1, help="Documents per checkpointed batch."),
+    progress_every: float = typer.Option(
+        10.0,
+        "--progress-every",
+        min=0.0,
+        help="A rebuild with stderr not a terminal logs a progress line this often (s; 0: never).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Write ledger state into a destination through its guard: `--live` (the changes of
-    every run since the last sync) or `--manifest NAME` (a rebuild, checkpointed)."""
+    every run since the last sync) or `--manifest NAME` (a rebuild, checkpointed).
+
+    `--live` without `--once` polls until SIGTERM or Ctrl-C, then finishes the step under
+    way (its keys written, its cursor moved), prints its report and exits 0. The report
+    counts what this call did."""
     from feedledger.model.errors import ConfigError
     from feedledger.pipeline import sync as pipe
 
@@ -215,9 +236,10 @@ def sync(
             per_s = float(rate.strip().removesuffix("/s"))
         except ValueError:
             raise ConfigError(f"--rate {rate!r} must be a number of documents per second") from None
-    with context(ctx) as c, _progress(json_out) as step:
+    label = f"rebuild {destination} / {manifest}"
+    with context(ctx) as c, _progress(json_out, label, progress_every if manifest else 0) as step:
         if manifest is None:
-            report = pipe.live(c, destination, once=once)
+            report = pipe.live(c, destination, once=once, stop=None if once else _stop_on_signals())
         else:
             from feedledger.pipeline.rebuild import rebuild
 
@@ -232,11 +254,48 @@ def sync(
                 progress=step,
                 batch=batch,
             )
+    if report.rejected_before_write:
+        err.print(
+            f"warning: destination {report.destination}: {report.rejected_before_write:,} "
+            f"document(s) rejected, not written; first: {report.first_rejection}",
+            markup=False,
+        )
     if json_out:
         emit_json(report.to_json())
         return
-    counts = ", ".join(f"{k} {v:,}" for k, v in report.outcomes.items())
-    out.print(f"{report.destination}: {report.status}; {counts}; live {report.live_written:,}")
+    render.sync(report.to_json())
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set (instead of killing the process)."""
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return stopping
+
+
+@guarded
+def sync_explain(
+    ctx: typer.Context,
+    destination: str = typer.Argument(..., help="Destination name."),
+    key: str = typer.Argument(..., help="The key (a compound one as a JSON array)."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Why the destination holds what it holds for KEY: the row held and the guard's last
+    verdict per route (live, each manifest rebuild) with its reason, the incoming
+    revision, generation and content hash, and when. Exit 3 if nothing is known."""
+    from feedledger.pipeline.destinations import explain
+
+    with context(ctx) as c:
+        data = explain(c, destination, key)
+    if json_out:
+        emit_json(data)
+    else:
+        render.explain(data)
 
 
 @guarded
@@ -256,13 +315,6 @@ def reconcile(
     if json_out:
         emit_json(result.to_json())
     else:
-        data = result.to_json()
-        out.print(
-            f"{destination} / {manifest}: {'complete' if result.complete else 'NOT complete'}; "
-            f"population {result.population:,}, outcomes {result.counted:,} {data['outcomes']}"
-        )
-        for kind in ("missing", "extra", "duplicates", "stale", "wrong_generation", "unresolved"):
-            if data[kind]:
-                out.print(f"  {kind}: {len(data[kind])}, e.g. {data[kind][0]}")
+        render.reconcile(result.to_json())
     if not result.complete:
         raise typer.Exit(1)

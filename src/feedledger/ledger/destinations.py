@@ -4,7 +4,7 @@ maintenance pause."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 
@@ -101,6 +101,28 @@ def cursor(store: Store, name: str) -> int:
             select(sync_cursors.c.outbox_id).where(sync_cursors.c.destination == name)
         ).scalar()
     return int(value or 0)
+
+
+class Lag(NamedTuple):
+    """How far a destination's live route is behind its source's outbox."""
+
+    cursor: int  # the last outbox row it has had
+    messages: int  # outbox rows (one per applied payload) after the cursor
+    changes: int  # the changes they announce
+    oldest_at: int | None  # the oldest of them's commit time
+
+
+def lag(store: Store, name: str, source: str) -> Lag:
+    at = cursor(store, name)
+    with store.engine.connect() as conn:
+        n, changes, oldest = conn.execute(
+            select(
+                func.count(),
+                func.coalesce(func.sum(outbox.c.changes), 0),
+                func.min(outbox.c.created_at),
+            ).where(outbox.c.source == source, outbox.c.topic == "changes", outbox.c.outbox_id > at)
+        ).one()
+    return Lag(at, int(n), int(changes), None if oldest is None else int(oldest))
 
 
 def advance(store: Store, name: str, outbox_id: int, at: int) -> None:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import and_, func, insert, select, update
 
-from feedledger.ledger.schema import sync_checkpoints, sync_outcomes
+from feedledger.ledger.schema import manifest_keys, sync_checkpoints, sync_outcomes
 from feedledger.ledger.store import Store
 
 VERDICTS = ("accepted", "already_current", "superseded", "rejected", "unresolved")
@@ -109,6 +109,60 @@ def of_verdict(store: Store, destination: str, scope: str, verdict: str) -> list
         }
         for r in rows
     ]
+
+
+def verdicts_for(store: Store, destination: str, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Every scope's latest verdict for any of `keys` (canonical texts one typed KEY may
+    mean) at this destination, newest first."""
+    o = sync_outcomes
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(o)
+            .where(o.c.destination == destination, o.c.key.in_(list(keys)))
+            .order_by(o.c.at.desc(), o.c.scope)
+        ).all()
+    return [
+        {
+            "scope": r.scope,
+            "key": r.key,
+            "verdict": r.verdict,
+            "reason": r.reason,
+            "revision": r.revision,
+            "generation": r.generation,
+            "content_hash": r.content_hash,
+            "evidence": json.loads(r.evidence) if r.evidence else None,
+            "attempts": int(r.attempts),
+            "at": int(r.at),
+        }
+        for r in rows
+    ]
+
+
+def without_verdict(
+    store: Store, destination: str, manifest_id: str, limit: int
+) -> tuple[int, list[str]]:
+    """The manifest's keys with no verdict recorded for this destination: how many, and
+    the first `limit` of them in key order."""
+    o, mk = sync_outcomes, manifest_keys
+    joined = mk.outerjoin(
+        o,
+        and_(o.c.destination == destination, o.c.scope == manifest_id, o.c.key == mk.c.key),
+    )
+    where = and_(mk.c.manifest_id == manifest_id, o.c.key.is_(None))
+    with store.engine.connect() as conn:
+        total = int(
+            conn.execute(select(func.count()).select_from(joined).where(where)).scalar_one()
+        )
+        keys = (
+            conn.execute(
+                select(mk.c.key).select_from(joined).where(where).order_by(mk.c.key).limit(limit)
+            )
+            .scalars()
+            .all()
+            if total
+            else []
+        )
+    return total, list(keys)
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from feedledger.ledger import destinations as registry
+from feedledger.ledger import manifests, sync_state
 from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
-from feedledger.model.errors import ConfigError
+from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
-from feedledger.model.timeutil import now_us
+from feedledger.model.timeutil import iso, now_us
 from feedledger.pipeline.context import Context
+from feedledger.pipeline.query import key_candidates
 from feedledger.sync.target import Target
 from feedledger.sync.transform import load
 
@@ -54,3 +58,68 @@ def add_destination(
         target.close()
     registry.add(ctx.store, dest)  # with its live cursor at the source's newest change
     return dest
+
+
+def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:
+    """Why a destination holds what it holds for one key: the row held now, and every
+    scope's latest guard verdict (the live route, each manifest rebuild), newest first,
+    with the incoming revision, generation and content hash, the reason and when."""
+    dest = registry.get(ctx.store, name)
+    src = ctx.workspace.source(dest.source)
+    candidates = key_candidates(src, key)
+    found = sync_state.verdicts_for(ctx.store, dest.name, candidates)
+    target = Target(dest)
+    try:
+        target.ensure()
+        row = target.held([f["key"] for f in found] + candidates)
+    finally:
+        target.close()
+    if row is None and not found:
+        raise NotFoundError(
+            f"destination {dest.name} holds no row and no sync recorded a verdict for key {key!r}",
+            source=dest.source,
+            hint="its live route writes keys changed since it was added; a rebuild "
+            "(`sync --manifest`) writes the rest",
+        )
+    names = {m.manifest_id: m.name for m in manifests.listing(ctx.store)}
+    verdicts = [
+        {
+            "scope": "live" if f["scope"] == "live" else "manifest",
+            "manifest": None if f["scope"] == "live" else names.get(f["scope"], f["scope"]),
+            "verdict": f["verdict"],
+            "reason": f["reason"] or _ACCEPTED_WHY.get(f["verdict"]),
+            "incoming": {
+                "revision": f["revision"],
+                "generation": f["generation"],
+                "content_hash": f["content_hash"],
+            },
+            "evidence": f["evidence"],
+            "attempts": f["attempts"],
+            "at": iso(f["at"]),
+        }
+        for f in found
+    ]
+    held = None
+    if row is not None:
+        _k, revision, generation, _rank, deleted, chash, written_at = row
+        held = {
+            "revision": int(revision),
+            "generation": generation,
+            "content_hash": chash,
+            "deleted": bool(deleted),
+            "written_at": iso(int(written_at)) if written_at is not None else None,
+        }
+    return {
+        "destination": dest.name,
+        "source": dest.source,
+        "key": json.loads(row[0] if row is not None else found[0]["key"]),
+        "held": held,
+        "last": verdicts[0] if verdicts else None,
+        "verdicts": verdicts,
+    }
+
+
+_ACCEPTED_WHY = {
+    "accepted": "newer source revision, or same revision with a newer transform generation",
+    "already_current": "same revision, generation and content as held: not written",
+}

@@ -153,3 +153,32 @@ def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
 def health(ctx: Context, now_us: int, sources: list[str] | None = None) -> list[SourceHealth]:
     names = sources or sorted(ctx.workspace.sources)
     return [source_health(ctx, ctx.workspace.source(n), now_us) for n in names]
+
+
+def destination_lag(
+    ctx: Context, now_us: int, sources: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Per destination (of `sources`, default all): how far its live route is behind
+    its source -- outbox messages and changes after its cursor, and the age of the
+    oldest (seconds at `now_us`); a paused route (a maintenance rebuild) says so."""
+    from feedledger.ledger import destinations as registry
+
+    got = []
+    for d in registry.listing(ctx.store):
+        if sources and d.source not in sources:
+            continue
+        lag = registry.lag(ctx.store, d.name, d.source)
+        age = 0.0 if lag.oldest_at is None else max(0.0, (now_us - lag.oldest_at) / 1e6)
+        got.append(
+            {
+                "destination": d.name,
+                "source": d.source,
+                "paused": d.paused_at is not None,
+                "cursor": lag.cursor,
+                "messages_behind": lag.messages,
+                "changes_behind": lag.changes,
+                "oldest_pending_at": iso(lag.oldest_at),
+                "lag_s": round(age, 3),
+            }
+        )
+    return got

@@ -121,12 +121,14 @@ def rebuild(
             raise RuntimeError(f"batch {n} not acknowledged: an earlier batch failed")
         try:
             verdicts = sent.result()
+            faults.point("after_destination_write", n)
+            sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected,
+                              now_us(), acknowledged=keys[-1])  # fmt: skip
         except BaseException as exc:
+            # the write failed, or recording its verdicts did: either way no later batch
+            # may move the checkpoint past this one (it is repeated on resume)
             broken.append(exc)
             raise
-        faults.point("after_destination_write", n)
-        sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected, now_us(),
-                          acknowledged=keys[-1])  # fmt: skip
         faults.point("after_checkpoint", n)
 
     def settle(room: int) -> None:
@@ -166,6 +168,7 @@ def rebuild(
     while n := live_step(ctx, dest, target, live_builder):  # what waited, or came meanwhile
         report.live_written += n
     target.close()
+    report.note_rejections(builder, live_builder)
     report.outcomes = sync_state.counts(store, dest.name, man.manifest_id)
     got = sync_state.checkpoint(store, dest.name, man.manifest_id)
     report.checkpoint = got.to_json() if got else None

@@ -31,6 +31,7 @@ from feedledger.pipeline.query import key_candidates
 from feedledger.sync.target import Target
 
 BUCKET = 10_000
+MISSING_VERDICTS_SHOWN = 100  # keys without a verdict listed by reconcile (all are counted)
 MOD = 2305843009213693951  # 2^61 - 1, as the destination's checksum uses
 
 
@@ -56,6 +57,12 @@ def create_manifest(
             lines = keys_from.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise ConfigError(f"cannot read --keys-from {keys_from}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"--keys-from {keys_from} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                f"at offset {exc.start})",
+                hint="save it as UTF-8, one key per line",
+            ) from None
         picked: set[str] = set()
         for line in (x.strip() for x in lines):
             if not line:
@@ -113,6 +120,9 @@ class Reconciliation:
     stale: list[dict[str, Any]] = field(default_factory=list)
     wrong_generation: list[dict[str, Any]] = field(default_factory=list)
     unresolved: list[dict[str, Any]] = field(default_factory=list)
+    # manifest keys no sync recorded a verdict for (the first ones; all are counted)
+    missing_verdicts: list[Any] = field(default_factory=list)
+    missing_verdicts_count: int = 0
 
     @property
     def counted(self) -> int:
@@ -122,7 +132,11 @@ class Reconciliation:
     def complete(self) -> bool:
         findings = (self.missing, self.extra, self.duplicates, self.stale,
                     self.wrong_generation, self.unresolved)  # fmt: skip
-        return not any(findings) and self.counted == self.population
+        return (
+            not any(findings)
+            and not self.missing_verdicts_count
+            and self.counted == self.population
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -140,6 +154,8 @@ class Reconciliation:
             "stale": self.stale,
             "wrong_generation": self.wrong_generation,
             "unresolved": self.unresolved,
+            "missing_verdicts": self.missing_verdicts,
+            "missing_verdicts_count": self.missing_verdicts_count,
         }
 
 
@@ -160,6 +176,10 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
     result.unresolved = sync_state.of_verdict(
         ctx.store, dest.name, man.manifest_id, "unresolved"
     ) + sync_state.of_verdict(ctx.store, dest.name, "live", "unresolved")
+    result.missing_verdicts_count, unjudged = sync_state.without_verdict(
+        ctx.store, dest.name, man.manifest_id, MISSING_VERDICTS_SHOWN
+    )
+    result.missing_verdicts = [json.loads(k) for k in unjudged]
     want_rank = generation_rank(man.generation)
     use_revision = ctx.workspace.source(dest.source).revision is not None
     target = Target(dest)

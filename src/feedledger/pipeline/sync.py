@@ -11,12 +11,13 @@ with the rebuild (pipeline/rebuild.py): reading versions, building documents.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import sync_state
@@ -46,6 +47,17 @@ class SyncReport:
     checkpoint: dict[str, Any] | None = None
     live_written: int = 0
     seconds: float = 0.0
+    # documents refused before writing (the transform raised, or no version): how many
+    # in this call, and the first one's key and reason
+    rejected_before_write: int = 0
+    first_rejection: str | None = None
+
+    def note_rejections(self, *builders: Builder | None) -> None:
+        for b in builders:
+            if b is None:
+                continue
+            self.rejected_before_write += b.rejected
+            self.first_rejection = self.first_rejection or b.first_rejection
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +68,8 @@ class SyncReport:
             "checkpoint": self.checkpoint,
             "live_written": self.live_written,
             "seconds": round(self.seconds, 3),
+            "rejected_before_write": self.rejected_before_write,
+            "first_rejection": self.first_rejection,
         }
 
 
@@ -134,6 +148,8 @@ class Builder:
         self.generation = generation or dest.generation
         self.rank = generation_rank(self.generation)
         self.use_revision = ctx.workspace.source(dest.source).revision is not None
+        self.rejected = 0  # documents refused so far (not written), and the first one
+        self.first_rejection: str | None = None
 
     def docs(self, rows: dict[str, Any], keys: Sequence[str]) -> tuple[list[Doc], list[Verdict]]:
         docs: list[Doc] = []
@@ -163,7 +179,22 @@ class Builder:
             except Exception as exc:
                 reason = f"transform failed: {type(exc).__name__}: {exc}"
                 rejected.append(Verdict(key, "rejected", None, self.generation, None, reason))
+        if rejected:
+            self.rejected += len(rejected)
+            if self.first_rejection is None:
+                first = rejected[0]
+                self.first_rejection = f"{_key_text(first.key)}: {first.reason}"
         return docs, rejected
+
+
+def _key_text(key: str) -> str:
+    import json
+
+    try:
+        fields = json.loads(key)
+    except ValueError:
+        return key
+    return ", ".join(str(f) for f in fields) if isinstance(fields, list) else key
 
 
 # -- the live route -------------------------------------------------------------------------
@@ -171,23 +202,22 @@ class Builder:
 
 def live_lag_s(ctx: Context, dest: Destination, now: int | None = None) -> float:
     """Seconds since the oldest ledger commit the destination has not had yet."""
-    cursor = registry.cursor(ctx.store, dest.name)
-    with ctx.store.engine.connect() as conn:
-        oldest = conn.execute(
-            select(func.min(outbox.c.created_at)).where(
-                outbox.c.source == dest.source,
-                outbox.c.topic == "changes",
-                outbox.c.outbox_id > cursor,
-            )
-        ).scalar()
+    oldest = registry.lag(ctx.store, dest.name, dest.source).oldest_at
     if oldest is None:
         return 0.0
-    return max(0.0, ((now or now_us()) - int(oldest)) / 1e6)
+    return max(0.0, ((now or now_us()) - oldest) / 1e6)
 
 
-def live_step(ctx: Context, dest: Destination, target: Target, builder: Builder) -> int:
+def live_step(
+    ctx: Context,
+    dest: Destination,
+    target: Target,
+    builder: Builder,
+    tally: dict[str, int] | None = None,
+) -> int:
     """Apply the next outbox rows of the destination's source; returns how many keys
-    were written through the guard (0: up to date, or paused for maintenance)."""
+    were written through the guard (0: up to date, or paused for maintenance). The
+    verdicts of this step are added to `tally` when given."""
     current = registry.get(ctx.store, dest.name)
     if current.paused_at is not None:
         return 0
@@ -212,30 +242,44 @@ def live_step(ctx: Context, dest: Destination, target: Target, builder: Builder)
         docs, rejected = builder.docs(latest(ctx, dest.source, part, None), part)
         verdicts = target.write(docs)
         sync_state.record(ctx.store, dest.name, "live", verdicts + rejected, now_us())
+        if tally is not None:
+            for v in (*verdicts, *rejected):
+                tally[v.verdict] = tally.get(v.verdict, 0) + 1
         written += len(part)
     registry.advance(ctx.store, dest.name, int(rows[-1].outbox_id), now_us())
     return written or 1
 
 
-def live(ctx: Context, name: str, *, once: bool = True, poll_s: float = 2.0,
-         should_stop: Callable[[], bool] = lambda: False) -> SyncReport:  # fmt: skip
-    """Drain the live route (once), or keep draining until `should_stop`."""
+def live(
+    ctx: Context,
+    name: str,
+    *,
+    once: bool = True,
+    poll_s: float = 2.0,
+    stop: threading.Event | None = None,
+) -> SyncReport:
+    """Drain the live route (once), or keep draining until `stop` is set (SIGTERM: the
+    CLI sets it; the step under way finishes -- its keys written, its cursor moved --
+    and the report is returned). `outcomes` are the verdicts of THIS call."""
     dest = registry.get(ctx.store, name)
     report = SyncReport(dest.name, None)
+    stop = stop or threading.Event()
     started = time.perf_counter()
     target = Target(dest)
+    tally = dict.fromkeys(sync_state.VERDICTS, 0)
+    builder: Builder | None = None
     try:
         target.ensure()
         builder = Builder(ctx, dest)
         while True:
-            while n := live_step(ctx, dest, target, builder):
+            while not stop.is_set() and (n := live_step(ctx, dest, target, builder, tally)):
                 report.live_written += n
-            if once or should_stop():
+            if once or stop.wait(poll_s):
                 break
-            time.sleep(poll_s)
+        report.status = "up_to_date" if not stop.is_set() else "stopped"
     finally:
         target.close()
-    report.status = "up_to_date"
-    report.outcomes = sync_state.counts(ctx.store, dest.name, "live")
+    report.outcomes = tally
+    report.note_rejections(builder)
     report.seconds = time.perf_counter() - started
     return report

@@ -88,6 +88,7 @@ class Target:
     def __init__(self, dest: Destination) -> None:
         self.dest = dest
         self.table = dest.table
+        self.ident = ident(dest.table)  # in every statement: MyTable, select, order work
         self.engine = _engine(dest)
         self.postgres = dest.kind == "postgres"
 
@@ -123,7 +124,7 @@ class Target:
                 conn.exec_driver_sql(stmt)
 
     def _ddl(self) -> list[str]:
-        t = self.table
+        t = self.ident
         if not self.postgres:
             return [
                 f"CREATE TABLE {t} (key TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
@@ -134,7 +135,7 @@ class Target:
             ]
         fields = self.dest.text_fields
         text_expr = (
-            " || ' ' || ".join(f"coalesce(doc->>'{f}', '')" for f in fields)
+            " || ' ' || ".join(f"coalesce(doc->>{literal(f)}, '')" for f in fields)
             if fields
             else "coalesce(doc::text, '')"
         )
@@ -146,7 +147,7 @@ class Target:
             f"{text_expr})) STORED, "
             "written_at bigint NOT NULL DEFAULT (extract(epoch from clock_timestamp()) * "
             "1000000)::bigint)",
-            f"CREATE INDEX {t}_search ON {t} USING gin (search)",
+            f"CREATE INDEX {ident(self.table + '_search')} ON {t} USING gin (search)",
         ]
 
     # -- the guarded write ----------------------------------------------------------------
@@ -178,7 +179,7 @@ class Target:
             else "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
         )
         return (
-            f"INSERT INTO {self.table} AS t ({cols}) {source} "
+            f"INSERT INTO {self.ident} AS t ({cols}) {source} "
             f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
         )
 
@@ -204,7 +205,7 @@ class Target:
                 f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
                 f"h.deleted, CASE WHEN h.revision = s.revision AND h.generation_rank = "
                 f"s.generation_rank AND h.content_hash <> s.content_hash THEN h.doc::text END "
-                f"FROM fl_stage s JOIN {self.table} h ON h.key = s.key "
+                f"FROM fl_stage s JOIN {self.ident} h ON h.key = s.key "
                 "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
             )
             held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}
@@ -225,7 +226,7 @@ class Target:
                 marks = ", ".join("?" * len(part))
                 for r in conn.exec_driver_sql(
                     "SELECT key, revision, generation, generation_rank, content_hash, deleted, "
-                    f"doc FROM {self.table} WHERE key IN ({marks})",
+                    f"doc FROM {self.ident} WHERE key IN ({marks})",
                     tuple(part),
                 ):
                     held[r[0]] = _Held(*r[1:])
@@ -256,7 +257,7 @@ class Target:
         optionally lo <= key <= hi."""
         sql = (
             f"SELECT key, revision, generation, generation_rank, deleted, content_hash "
-            f"FROM {self.table}"
+            f"FROM {self.ident}"
         )
         params: dict[str, Any] = {}
         if lo is not None and hi is not None:
@@ -264,6 +265,22 @@ class Target:
             params = {"lo": lo, "hi": hi}
         with self.engine.connect() as conn:
             return [tuple(r) for r in conn.execute(text(sql + " ORDER BY key"), params)]
+
+    def held(self, keys: Sequence[str]) -> tuple[Any, ...] | None:
+        """The row held for the first of `keys` present: (key, revision, generation,
+        generation_rank, deleted, content_hash, written_at), or None."""
+        with self.engine.connect() as conn:
+            for key in keys:
+                row = conn.execute(
+                    text(
+                        "SELECT key, revision, generation, generation_rank, deleted, "
+                        f"content_hash, written_at FROM {self.ident} WHERE key = :k"
+                    ),
+                    {"k": key},
+                ).first()
+                if row is not None:
+                    return tuple(row)
+        return None
 
     def bucket_sums(self, bounds: Sequence[tuple[str, str]]) -> list[tuple[int, int, int, int]]:
         """Per key range: (rows, sum of revisions mod 2^61, sum of generation ranks,
@@ -276,12 +293,23 @@ class Target:
                         f"SELECT count(*), coalesce(sum(revision % 2305843009213693951), 0), "
                         f"coalesce(sum(generation_rank), 0), "
                         f"coalesce(sum(CASE WHEN deleted THEN 1 ELSE 0 END), 0) "
-                        f"FROM {self.table} WHERE key >= :lo AND key <= :hi"
+                        f"FROM {self.ident} WHERE key >= :lo AND key <= :hi"
                     ),
                     {"lo": lo, "hi": hi},
                 ).one()
                 out.append((int(r[0]), int(r[1]), int(r[2]), int(r[3])))
         return out
+
+
+def ident(name: str) -> str:
+    """A table or index name as a quoted SQL identifier (the same on PostgreSQL and
+    SQLite): its case kept, a reserved word usable. Every statement goes through it."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(value: str) -> str:
+    """A string as an SQL literal (DDL cannot take parameters)."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 class _Held:
