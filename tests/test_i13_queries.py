@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import insert
 
 from conftest import Cli, write_csv
@@ -288,3 +289,77 @@ def test_snapshot_json_sources_keep_the_payload_field_order(cli: Cli, tmp_path: 
     cli("ingest", "js", str(path2), "--published-at", "2026-08-02")
     snap = cli("snapshot", "js", "--valid", "2026-08-02").stdout.splitlines()
     assert snap == ["z,id,m", "1,a,2.50", "3,b,4"]
+
+
+# -- item 26: future publisher dates and local times DST skips or repeats -----------------
+
+
+def test_future_publisher_date_is_refused_unless_allowed(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", SRC, "--key", "parcel", "--timezone", "America/Denver")
+    far = write_csv(tmp_path / "far.csv", ["parcel", "zoning", "owner"], [[KEY, "R-0", "c"]])
+    for cmd in (["ingest"], ["archive", "add"]):
+        refused = cli(*cmd, SRC, str(far), "--published-at", "9999-12-31", expect=2)
+        line = error_line(refused)
+        assert "9999-12-31" in line and "--allow-future" in line and "far.csv" in line
+    named = write_csv(tmp_path / f"{SRC}_2099-12-30.csv", ["parcel", "zoning"], [[KEY, "R"]])
+    line = error_line(cli("ingest", SRC, str(named), expect=2))
+    assert "publisher date in the name" in line and "more than a day after now" in line
+    assert cli.json("watermark", SRC)["published_at"] is None
+    assert cli.json("archive", "list", SRC) == []
+    # the seed's blocked live runs cannot happen by accident; on purpose they still can
+    cli("archive", "add", SRC, str(far), "--published-at", "9999-12-31", "--allow-future")
+    applied = cli.json("ingest", SRC, str(far), "--published-at", "9999-12-31", "--allow-future")
+    assert applied["status"] == "applied"
+
+
+def test_future_check_uses_the_callers_clock() -> None:
+    from feedledger.model.errors import ConfigError
+    from feedledger.model.source import SourceConfig
+    from feedledger.model.timeutil import parse_instant, to_us
+    from feedledger.pipeline.ingest import resolve_published_at
+
+    src = SourceConfig(name="s", key=("id",), timezone="America/Denver")
+    now = to_us(parse_instant("2026-08-06T12:00:00Z"))
+    within = resolve_published_at(src, "2026-08-07T11:00:00Z", None, now=now)
+    assert within == to_us(parse_instant("2026-08-07T11:00:00Z"))
+    with pytest.raises(ConfigError, match="more than a day after now"):
+        resolve_published_at(src, "2026-08-08", None, now=now)
+    with pytest.raises(ConfigError, match="more than a day after now"):
+        resolve_published_at(src, None, "s_2026-08-09.csv", now=now)
+    allowed = resolve_published_at(src, "2026-08-08", None, now=now, allow_future=True)
+    assert allowed == to_us(parse_instant("2026-08-08", "America/Denver"))
+    # no clock given (reading back archived payloads): no check
+    assert resolve_published_at(src, "2026-08-08", None) == allowed
+
+
+@pytest.mark.parametrize(
+    ("local", "problem", "readings"),
+    [
+        (
+            "2026-11-01T01:30",
+            "occurs twice",
+            ("2026-11-01T07:30:00+00:00", "2026-11-01T08:30:00+00:00"),
+        ),
+        (
+            "2026-03-08T02:30",
+            "does not exist",
+            ("2026-03-08T08:30:00+00:00", "2026-03-08T09:30:00+00:00"),
+        ),
+    ],
+)
+def test_local_time_skipped_or_repeated_by_dst_is_refused(
+    cli: Cli, tmp_path: Path, local: str, problem: str, readings: tuple[str, str]
+) -> None:
+    cli("source", "add", SRC, "--key", "parcel", "--timezone", "America/Denver")
+    path = write_csv(tmp_path / "p.csv", ["parcel", "zoning"], [[KEY, "R-0"]])
+    for cmd in (["ingest"], ["archive", "add"]):
+        line = error_line(cli(*cmd, SRC, str(path), "--published-at", local, expect=2))
+        assert problem in line and "America/Denver" in line and "offset" in line
+        assert readings[0] in line and readings[1] in line
+    assert cli.json("archive", "list", SRC) == []
+    # the same wall time with its offset is one instant: accepted
+    ok = cli.json("ingest", SRC, str(path), "--published-at", local + "-06:00")
+    assert ok["published_at"] == readings[0]
+    # other time arguments are read by the same rule
+    asked = ["asof", SRC, KEY, "--valid", local]
+    assert problem in error_line(cli(*asked, expect=2))

@@ -32,6 +32,11 @@ def add(
     published_at: str | None = typer.Option(
         None, "--published-at", help="Publisher date (YYYY-MM-DD or ISO timestamp)."
     ),
+    allow_future: bool = typer.Option(
+        False,
+        "--allow-future",
+        help="Accept a publisher date more than a day after now (refused by default).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Archive FILE (write-once, sha256-addressed, fsynced, with a sidecar) without
@@ -47,6 +52,7 @@ def add(
             published_at=published_at,
             original_name=file.name,
             content_type=guess_type(file),
+            allow_future=allow_future,
         )
     if json_out:
         emit_json({**ref.to_json(), "created": created})

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 # Pipeline and ledger modules (Polars, SQLAlchemy) are imported inside the commands, so
 # `--help` is quick and `ingest` can import the store's driver while it parses.
 
+FUTURE_OPT = typer.Option(
+    False,
+    "--allow-future",
+    help="Accept a publisher date more than a day after now (refused by default: it would "
+    "hold back every later payload).",
+)
 MASS_OPT = typer.Option(
     False,
     "--allow-mass-delete",
@@ -111,6 +117,7 @@ def register(app: typer.Typer) -> None:
             "timestamp. Default: the date in the file name (if the source says so).",
         ),
         allow_mass_delete: bool = MASS_OPT,
+        allow_future: bool = FUTURE_OPT,
         json_out: bool = JSON_OPT,
     ) -> None:
         """Archive FILE and apply it as a live run (one transaction with its changes,
@@ -128,6 +135,7 @@ def register(app: typer.Typer) -> None:
                 original_name=file.name,
                 content_type=guess_type(file),
                 allow_mass_delete=allow_mass_delete,
+                allow_future=allow_future,
             )
         _render_ingest(result, json_out)
 

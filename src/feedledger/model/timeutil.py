@@ -2,7 +2,8 @@
 
 All instants are stored as integer microseconds since the Unix epoch, UTC
 (`BIGINT` on both backends): exact, sortable, identical on SQLite and PostgreSQL.
-A date without a time means 00:00 in the source's timezone.
+A date without a time means 00:00 in the source's timezone; a local time the source's
+timezone skips or repeats (daylight saving) is refused unless given with an offset.
 """
 
 from __future__ import annotations
@@ -45,8 +46,50 @@ def parse_instant(text: str, tz: str = "UTC", *, what: str = "timestamp") -> dat
             "such as 2026-08-06T14:30:00Z"
         ) from exc
     if value.tzinfo is None:
-        value = value.replace(tzinfo=zone(tz))
+        value = local_instant(value, tz, text=raw, what=what)
     return value.astimezone(UTC)
+
+
+def local_instant(value: datetime, tz: str, *, text: str, what: str) -> datetime:
+    """A naive wall-clock time read in `tz`. A time the clocks skip (spring forward) or
+    pass twice (fall back) has two readings: refused, naming both, so the caller gives
+    an offset instead of feedledger guessing one."""
+    z = zone(tz)
+    first, second = value.replace(tzinfo=z, fold=0), value.replace(tzinfo=z, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return first
+    exists = first.astimezone(UTC).astimezone(z).replace(tzinfo=None) == value
+    problem = (
+        "occurs twice there (the clocks go back)"
+        if exists
+        else "does not exist there (the clocks skip it)"
+    )
+    readings = " or ".join(
+        f"{r.isoformat()} (= {r.astimezone(UTC).isoformat()})"
+        for r in sorted((first, second), key=lambda r: r.astimezone(UTC))
+    )
+    raise ConfigError(
+        f"{what} {text!r} is a local time in {tz} that {problem}: it could mean {readings}; "
+        "give it with its offset"
+    )
+
+
+DAY_US = 86_400_000_000
+
+
+def check_not_future(
+    value_us: int, now_us: int, *, what: str = "publisher date", allow_future: bool = False
+) -> int:
+    """A publisher date more than a day after `now_us` (the caller's clock: the fetch
+    time) is refused unless `allow_future`: applied, it would put the watermark in the
+    future and refuse every later live payload as 'not after the watermark'."""
+    if allow_future or value_us <= now_us + DAY_US:
+        return value_us
+    raise ConfigError(
+        f"{what} {iso(value_us)} is more than a day after now ({iso(now_us)}): a future "
+        "publisher date would hold back every later payload (check the date; pass "
+        "--allow-future if the publisher really dates it so)"
+    )
 
 
 def to_us(value: datetime) -> int:

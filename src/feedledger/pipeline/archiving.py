@@ -21,11 +21,16 @@ def archive_add(
     published_at: str | int | None,
     original_name: str | None,
     content_type: str | None = None,
+    allow_future: bool = False,
 ) -> tuple[PayloadRef, bool]:
-    """Archive bytes (write-once, fsynced) and index them. Returns (ref, created)."""
+    """Archive bytes (write-once, fsynced) and index them. Returns (ref, created).
+    A publisher date more than a day after now is refused unless `allow_future`."""
     src = ctx.workspace.source(source)
+    fetched_at = now_us()
     try:
-        when = resolve_published_at(src, published_at, original_name)
+        when = resolve_published_at(
+            src, published_at, original_name, now=fetched_at, allow_future=allow_future
+        )
     except ConfigError as exc:
         kept = _keep_rejected(ctx, source, data, original_name, str(exc))
         raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
@@ -40,7 +45,7 @@ def archive_add(
         src.name,
         data,
         published_at=when,
-        fetched_at=now_us(),
+        fetched_at=fetched_at,
         original_name=original_name,
         content_type=content_type,
     )

@@ -29,7 +29,7 @@ from feedledger.model.errors import (
 )
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import iso, now_us, parse_instant, to_us
+from feedledger.model.timeutil import check_not_future, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
 from feedledger.pipeline.context import Context
 from feedledger.timing import stage
@@ -83,18 +83,29 @@ def _keep_rejected(
 
 
 def resolve_published_at(
-    src: SourceConfig, published_at: str | int | None, name: str | None
+    src: SourceConfig,
+    published_at: str | int | None,
+    name: str | None,
+    *,
+    now: int | None = None,
+    allow_future: bool = False,
 ) -> int | None:
-    """An explicit value wins; else the file name's date when the source says so."""
+    """An explicit value wins; else the file name's date when the source says so.
+    Given `now` (the caller's clock, e.g. the fetch time), a typed or named date more
+    than a day after it is refused unless `allow_future` (timeutil.check_not_future)."""
     if isinstance(published_at, int):
         return published_at
+    found: int | None = None
     if published_at is not None:
-        return to_us(parse_instant(published_at, src.timezone, what="--published-at"))
-    if src.published_from == "filename" and name:
+        found = to_us(parse_instant(published_at, src.timezone, what="--published-at"))
+    elif src.published_from == "filename" and name:
         from feedledger.sources import date_in_name
 
-        return date_in_name(Path(name).name, src.timezone)
-    return None
+        found = date_in_name(Path(name).name, src.timezone)
+    if found is not None and now is not None:
+        what = "--published-at" if published_at is not None else "publisher date in the name"
+        check_not_future(found, now, what=what, allow_future=allow_future)
+    return found
 
 
 def ingest(
@@ -107,6 +118,7 @@ def ingest(
     content_type: str | None = None,
     allow_mass_delete: bool = False,
     fetched_at: int | None = None,
+    allow_future: bool = False,
 ) -> IngestResult:
     """Archive `data` as a publication of `source` and apply it as a live run.
 
@@ -123,7 +135,9 @@ def ingest(
             f"{exc.problem}; {kept}", source=source, payload=original_name, hint=exc.hint
         ) from None
     try:
-        when = resolve_published_at(src, published_at, original_name)
+        when = resolve_published_at(
+            src, published_at, original_name, now=fetched_at, allow_future=allow_future
+        )
     except ConfigError as exc:
         kept = _keep_rejected(ctx, source, data, original_name, str(exc))
         raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
@@ -149,7 +163,11 @@ def ingest(
                     obs,
                     src,
                     label,
-                    lambda t: to_us(parse_instant(t, src.timezone, what="publisher date")),
+                    lambda t: check_not_future(
+                        to_us(parse_instant(t, src.timezone, what="publisher date")),
+                        fetched_at,
+                        allow_future=allow_future,
+                    ),
                 )
         except (BadPayloadError, ConfigError) as exc:
             storing.result()
