@@ -22,9 +22,8 @@ from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.ledger import queries
 from feedledger.ledger.records import Version
-from feedledger.model.errors import ConfigError
 from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.backfill import backfill, replay
+from feedledger.pipeline.backfill import NothingToDo, backfill, replay
 from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
@@ -227,16 +226,18 @@ def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
                 ingest(ctx, SOURCE, data, published_at=day(i))
             else:
                 archive_add(ctx, SOURCE, data, published_at=day(i), original_name=f"{day(i)}.csv")
-    if sc.backfilled == 0:
-        with Context(ws) as ctx, pytest.raises(ConfigError):
-            backfill(ctx, SOURCE, *WINDOW)
+    if sc.backfilled == 0:  # nothing to do is a success (issue 13 item 4)
+        with Context(ws) as ctx:
+            assert isinstance(backfill(ctx, SOURCE, *WINDOW), NothingToDo)
     else:
         attempts = run_backfill(ws, sc)
         if sc.fault is not None:
             assert attempts >= 2  # the fault did fire
         with Context(ws) as ctx:
             runs = [r for r in queries.list_runs(ctx.store, SOURCE) if r.kind == "backfill"]
-        assert [r.status for r in runs] == ["failed"] * (attempts - 1) + ["succeeded"]
+        # one backfill, one run id, resumed after each interruption (issue 13 item 3)
+        assert [r.status for r in runs] == ["succeeded"]
+        assert [r["status"] for r in runs[0].resumed] == ["failed"] * (attempts - 1)
     got = check_ledger(ws, sc.seq, ref)
     # versions written by the backfill are flagged as such, live ones are not
     with Context(ws) as ctx:

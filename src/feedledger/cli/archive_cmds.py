@@ -10,6 +10,7 @@ from feedledger.cli.common import (
     JSON_OPT,
     context,
     emit_json,
+    err,
     guarded,
     guess_type,
     out,
@@ -28,9 +29,12 @@ app = typer.Typer(help="The content-addressed payload archive.", no_args_is_help
 def add(
     ctx: typer.Context,
     source: str = typer.Argument(...),
-    file: Path = typer.Argument(...),
+    files: list[Path] = typer.Argument(..., help="Payload files, or folders of them."),
     published_at: str | None = typer.Option(
-        None, "--published-at", help="Publisher date (YYYY-MM-DD or ISO timestamp)."
+        None,
+        "--published-at",
+        help="Publisher date (YYYY-MM-DD or ISO timestamp) of the ONE file given. Default: "
+        "each file's date from its name (the source's published_from).",
     ),
     allow_future: bool = typer.Option(
         False,
@@ -39,29 +43,36 @@ def add(
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Archive FILE (write-once, sha256-addressed, fsynced, with a sidecar) without
-    applying it. Archiving identical bytes twice is a no-op."""
-    from feedledger.pipeline.archiving import archive_add
+    """Archive FILEs (write-once, sha256-addressed, fsynced, with a sidecar) without
+    applying them; a folder adds its dated payload files. Archiving identical bytes twice
+    is a no-op. JSON: one object for one FILE, else a list of them."""
+    from feedledger.pipeline.archiving import archive_add, expand_files
 
-    data = read_payload_file(file)
+    results = []
     with context(ctx) as c:
-        ref, created = archive_add(
-            c,
-            source,
-            data,
-            published_at=published_at,
-            original_name=file.name,
-            content_type=guess_type(file),
-            allow_future=allow_future,
-        )
+        batch = expand_files(c, source, files, published_at=published_at)
+        for path in batch.skipped:
+            err.print(f"skipped (no date in its name): {path}")
+        for file in batch.files:
+            ref, created = archive_add(
+                c,
+                source,
+                read_payload_file(file),
+                published_at=published_at,
+                original_name=file.name,
+                content_type=guess_type(file),
+                allow_future=allow_future,
+            )
+            results.append({**ref.to_json(), "created": created})
+            if not json_out:
+                verb = "archived" if created else "already archived (no-op)"
+                out.print(
+                    f"{source}: {verb} {ref.payload_id} sha256 {ref.sha256[:12]}… "
+                    f"published {iso(ref.published_at)}"
+                )
     if json_out:
-        emit_json({**ref.to_json(), "created": created})
-    else:
-        verb = "archived" if created else "already archived (no-op)"
-        out.print(
-            f"{source}: {verb} {ref.payload_id} sha256 {ref.sha256[:12]}… "
-            f"published {iso(ref.published_at)}"
-        )
+        single = len(files) == 1 and not files[0].is_dir()
+        emit_json(results[0] if single else results)
 
 
 @app.command("list")

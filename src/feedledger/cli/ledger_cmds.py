@@ -73,6 +73,19 @@ def _render_ingest(result: IngestResult, json_out: bool) -> None:
 def _render_recovery(rec: Recovery, json_out: bool) -> None:
     report = rec.report
     assert report is not None
+    span = (
+        f"{iso(report.steps[0].published_at)} .. {iso(report.steps[-1].published_at)}"
+        if report.steps
+        else "none"
+    )
+    err.print(
+        f"[yellow]note:[/] {rec.source}: several publications were waiting ({len(rec.days)} "
+        f"publication day(s) since {rec.days[0]}); applying only the newest would lose the "
+        "states in between, so every one the source still serves was applied oldest first "
+        f"as one backfill run ({len(report.steps)} payload(s): {span}; "
+        f"{len(report.missing_dates)} day(s) recorded as gaps)",
+        markup=True,
+    )
     if json_out:
         emit_json(
             {
@@ -89,13 +102,6 @@ def _render_recovery(rec: Recovery, json_out: bool) -> None:
             }
         )
         return
-    err.print(
-        f"[yellow]note:[/] {rec.source}: {len(rec.days)} publication day(s) were waiting "
-        f"({rec.days[0]} .. {rec.days[-1]}); applying only the newest would lose the states "
-        "in between, so every one the source still serves is applied oldest first as one "
-        "backfill run",
-        markup=True,
-    )
     out.print(
         f"{rec.source}: recovered {len(report.steps)} payload(s) in backfill run "
         f"{report.run_id} ({report.changes:,} changes; {len(rec.archived)} newly archived; "

@@ -1,8 +1,10 @@
-"""Archive-level operations: add a payload without applying it, rebuild the index."""
+"""Archive-level operations: add payloads without applying them (one file, several, or a
+folder), rebuild the index."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from feedledger import faults
@@ -52,6 +54,69 @@ def archive_add(
     faults.point("after_archive")
     ctx.store.register_payload(ref)
     return ref, created
+
+
+@dataclass
+class Batch:
+    """The files an `archive add` was given, expanded: a folder becomes its dated payload
+    files (oldest first; undated ones are `skipped`)."""
+
+    files: list[Path]
+    skipped: list[str] = field(default_factory=list)
+
+
+def expand_files(
+    ctx: Context, source: str, given: list[Path], *, published_at: str | None
+) -> Batch:
+    """Check an `archive add` request before anything is archived: with `published_at`,
+    exactly one file; otherwise every file must carry its publisher date in its name
+    (the source's `published_from = "filename"`)."""
+    from feedledger.sources.directory import listing
+
+    src = ctx.workspace.source(source)
+    batch = Batch([])
+    for path in given:
+        if path.is_dir():
+            dated, undated = listing(path, src.timezone, source)
+            batch.files.extend(p for _at, p in dated)
+            batch.skipped.extend(str(path / n) for n in undated)
+        else:
+            batch.files.append(path)
+    if published_at is not None:
+        if len(batch.files) != 1 or len(given) != 1 or given[0].is_dir():
+            raise ConfigError(
+                f"--published-at dates ONE file, but {len(batch.files)} were given",
+                source=source,
+                hint="leave --published-at out to date each file from its name",
+            )
+        return batch
+    if not batch.files:
+        raise ConfigError(
+            "no payload file to archive"
+            + (
+                f" (skipped, no date in the name: {', '.join(batch.skipped[:5])})"
+                if batch.skipped
+                else ""
+            ),
+            source=source,
+        )
+    if src.published_from != "filename":
+        raise ConfigError(
+            f"the source dates its payloads by {src.published_from!r}, not by file name",
+            source=source,
+            hint="archive one file at a time with --published-at DATE",
+        )
+    undated = [p.name for p in batch.files if resolve_published_at(src, None, p.name) is None]
+    if undated:
+        raise ConfigError(
+            f"{len(undated)} file(s) carry no date in their name: {', '.join(undated[:5])}"
+            + (f" and {len(undated) - 5} more" if len(undated) > 5 else "")
+            + "; nothing was archived",
+            source=source,
+            hint="name files with a date (parcels_2026-08-06.csv), or archive one with "
+            "--published-at DATE",
+        )
+    return batch
 
 
 @dataclass

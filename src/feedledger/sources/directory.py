@@ -57,6 +57,13 @@ def _listing(path: Path, tz: str, source: str | None) -> tuple[list[tuple[int, P
     return dated, undated
 
 
+def listing(
+    path: Path | str, tz: str, source: str | None = None
+) -> tuple[list[tuple[int, Path]], list[str]]:
+    """(dated payload files ascending by (instant, name), names of undated candidates)."""
+    return _listing(Path(path).expanduser(), tz, source)
+
+
 def list_dated(path: Path | str, tz: str, *, source: str | None = None) -> list[tuple[int, Path]]:
     """Every dated payload file in `path` (not recursive), ascending by (instant, name).
 
