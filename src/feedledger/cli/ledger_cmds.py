@@ -217,7 +217,12 @@ def register(app: typer.Typer) -> None:
                 [
                     r.run_id,
                     r.kind,
-                    r.status if r.status != "held" else "held: needs review (`review RUN_ID`)",
+                    (r.status if r.status != "held" else "held: needs review (`review RUN_ID`)")
+                    + (
+                        f" (resumed after {len(r.resumed)} interruption(s))"
+                        if r.resumptions
+                        else ""
+                    ),
                     when(r.started_at),
                     when(r.finished_at),
                     r.payloads,
