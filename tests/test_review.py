@@ -73,8 +73,9 @@ def test_held_run_retracted_from_review_never_notifies(cli: Cli, tmp_path: Path)
     assert cli.json("watermark", "s")["published_at"].startswith("2026-08-03")
     statuses = {r["run_id"]: r["status"] for r in cli.json("runs", "s")}
     assert statuses[burst["run_id"]] == "retracted"
-    # one retraction notice went out instead
-    assert [m["body"]["type"] for m in _lines(out)].count("retraction") == 1
+    # nobody heard of the held run, so nobody hears of its retraction (issue 13, item 5)
+    assert [m["body"]["type"] for m in _lines(out)].count("retraction") == 0
+    assert cli.json("notify", "status")["subscribers"][0]["cancelled"] == 30
 
 
 def test_review_bad_requests(cli: Cli, tmp_path: Path) -> None:

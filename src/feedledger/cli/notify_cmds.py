@@ -170,6 +170,8 @@ def notify_dispatch(
         f"{report.delivered} delivered, {report.failed} to retry, {report.dead} dead "
         f"({report.seconds:.2f} s)"
     )
+    if report.cancelled:
+        out.print(f"{report.cancelled} claimed message(s) cancelled by a retraction: not sent")
     for name, error in report.errors.items():
         err.print(f"  {name}: {error}")
 

@@ -1,7 +1,8 @@
 """Deliveries: one row per (subscriber, message), written by the fan-out (fanout.py).
 
 Statuses: pending -> delivered | failed (retried at `next_attempt_at`) -> dead (after
-the last attempt; `retry` makes it pending again) | cancelled (subscriber removed).
+the last attempt; `retry` makes it pending again) | cancelled (subscriber removed, or
+its run retracted before it was sent: `cancel_runs`, Invariant 11).
 
 A dispatcher claims the due rows it is about to send (`claimed_by`, `claimed_until`),
 in a write transaction (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so claimers never wait
@@ -9,21 +10,31 @@ on each other; SQLite: BEGIN IMMEDIATE), so two dispatchers never send one messa
 the same time. Recording an attempt clears the claim. A claim whose holder died (a
 process gone from this host) is void at once; any other lapses at `claimed_until`, and
 its messages are sent again with the same id -- at least once, never lost.
+
+A retraction cancels its runs' undelivered messages in its own transaction but leaves
+their claims: a dispatcher looks again just before sending (`not_waiting`), so a claimed
+message not yet sent is never sent; one already on the wire when the retraction
+committed is recorded `delivered` (it was), and the retraction notice waits until no
+such claim is left (`unsettled`) to learn who heard of the runs (`heard_of`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from feedledger.ledger.holders import holder_dead
-from feedledger.ledger.schema import deliveries, outbox, subscribers
+from feedledger.ledger.schema import counters, deliveries, outbox, subscribers
 from feedledger.ledger.store import Store
 
 WAITING = ("pending", "failed")
+UNDELIVERED = ("pending", "failed", "dead")
+DIGEST_SPAN_US = 86_400 * 1_000_000  # the longest digest window (daily)
+EPOCH = "cancel_epoch"  # counters row: one more for every retraction that cancels
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,28 +131,32 @@ class Outcome:
     error: str | None
     next_attempt_at: int  # for a failure
     dead: bool
+    skipped: bool = False  # cancelled since it was claimed: not sent, only unclaimed
 
 
 def record(store: Store, holder: str, outcomes: Sequence[Outcome], now_us: int) -> None:
     """Mark a batch of attempts in one transaction and clear their claims: delivered ones
     by id lists (grouped by answer code), failures with one executemany. Only rows still
     waiting are touched, and a failure only while `holder` still holds the claim (a
-    lapsed claim may be another dispatcher's by now)."""
+    lapsed claim may be another dispatcher's by now). A message cancelled by a retraction
+    while this holder had it on the wire is marked delivered (it went out); the claims
+    of the other cancelled ones are cleared."""
     if not outcomes:
         return
     d = deliveries
     waiting = or_(d.c.status == "pending", d.c.status == "failed")
+    sent_anyway = and_(d.c.status == "cancelled", d.c.claimed_by == holder)
     by_code: dict[int | None, list[int]] = {}
     for o in outcomes:
         if o.ok:
             by_code.setdefault(o.status_code, []).append(o.delivery_id)
-    failed = [o for o in outcomes if not o.ok]
+    failed = [o for o in outcomes if not o.ok and not o.skipped]
     with store.begin() as conn:
         for code, ids in by_code.items():
             for start in range(0, len(ids), 500):
                 conn.execute(
                     update(d)
-                    .where(d.c.delivery_id.in_(ids[start : start + 500]), waiting)
+                    .where(d.c.delivery_id.in_(ids[start : start + 500]), or_(waiting, sent_anyway))
                     .values(
                         status="delivered",
                         delivered_at=now_us,
@@ -179,6 +194,148 @@ def record(store: Store, holder: str, outcomes: Sequence[Outcome], now_us: int) 
                     for o in failed
                 ],
             )
+        unsent = [o.delivery_id for o in outcomes if not o.ok]
+        for start in range(0, len(unsent), 500):
+            conn.execute(
+                update(d)
+                .where(d.c.delivery_id.in_(unsent[start : start + 500]), sent_anyway)
+                .values(claimed_by=None, claimed_until=None)
+            )
+
+
+def not_waiting(store: Store, ids: Sequence[int]) -> set[int]:
+    """Of these (claimed) deliveries, those no longer waiting to be sent: cancelled by a
+    retraction since they were claimed (or settled by another dispatcher)."""
+    d = deliveries
+    gone: set[int] = set()
+    with store.engine.connect() as conn:
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            stmt = select(d.c.delivery_id).where(
+                d.c.delivery_id.in_(chunk), d.c.status.not_in(WAITING)
+            )
+            gone.update(int(i) for i in conn.execute(stmt).scalars())
+    return gone
+
+
+def cancel_epoch(store: Store) -> int:
+    """How many times a retraction has cancelled messages (one indexed read): while it
+    stays the same, nothing a dispatcher holds has been cancelled."""
+    with store.engine.connect() as conn:
+        value = conn.execute(select(counters.c.value).where(counters.c.name == EPOCH)).scalar()
+    return int(value or 0)
+
+
+def _bump_epoch(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    stmt = upsert(counters).values(name=EPOCH, value=1)
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[counters.c.name], set_={"value": counters.c.value + 1}
+        )
+    )
+
+
+def _runs_rows(run_ids: Sequence[str]) -> Any:
+    return select(outbox.c.outbox_id).where(outbox.c.run_id.in_(list(run_ids)))
+
+
+def cancel_runs(conn: Connection, run_ids: Sequence[str], reason: str) -> int:
+    """Cancel the runs' undelivered messages (pending, failed or dead; Invariant 11) in
+    the caller's (the retraction's) transaction, and take their changes out of digests
+    not sent yet; returns the messages cancelled. Claims are left: see `record`."""
+    if not run_ids:
+        return 0
+    d = deliveries
+    result = conn.execute(
+        update(d)
+        .where(
+            d.c.status.in_(UNDELIVERED),
+            d.c.topic != "digest",
+            d.c.outbox_id.in_(_runs_rows(run_ids)),
+        )
+        .values(status="cancelled", last_error=reason)
+    )
+    count = int(result.rowcount or 0)
+    wanted = set(run_ids)
+    digests = conn.execute(
+        select(d.c.delivery_id, d.c.body).where(d.c.status.in_(UNDELIVERED), d.c.topic == "digest")
+    ).all()
+    for delivery_id, text in digests:
+        body = json.loads(text)
+        kept = [c for c in body["changes"] if c.get("run_id") not in wanted]
+        if len(kept) == len(body["changes"]):
+            continue
+        if kept:
+            body.update(changes=kept, count=len(kept))
+            values: dict[str, Any] = {"body": json.dumps(body, ensure_ascii=False)}
+        else:
+            values = {"status": "cancelled", "last_error": reason}
+            count += 1
+        conn.execute(update(d).where(d.c.delivery_id == delivery_id).values(**values))
+    if count:
+        _bump_epoch(conn)
+    return count
+
+
+def unsettled(conn: Connection, run_ids: Sequence[str], now_us: int) -> bool:
+    """True while a live dispatcher still holds a claim on a message of these runs that
+    a retraction cancelled: it may be on the wire (see `record`)."""
+    d = deliveries
+    holders = conn.execute(
+        select(d.c.claimed_by)
+        .distinct()
+        .where(
+            d.c.status == "cancelled",
+            d.c.claimed_by.is_not(None),
+            d.c.claimed_until > now_us,
+            d.c.outbox_id.in_(_runs_rows(run_ids)),
+        )
+    ).scalars()
+    return any(not holder_dead(h) for h in holders)
+
+
+def heard_of(conn: Connection, run_ids: Sequence[str], names: Sequence[str]) -> set[str]:
+    """Which of these subscribers were delivered any message of these runs (one of
+    their own, or a digest holding one of their changes)."""
+    if not run_ids or not names:
+        return set()
+    d = deliveries
+    heard = set(
+        conn.execute(
+            select(d.c.subscriber)
+            .distinct()
+            .where(
+                d.c.status == "delivered",
+                d.c.subscriber.in_(list(names)),
+                d.c.outbox_id.in_(_runs_rows(run_ids)),
+            )
+        ).scalars()
+    )
+    first = conn.execute(
+        select(func.min(outbox.c.created_at)).where(outbox.c.run_id.in_(list(run_ids)))
+    ).scalar()
+    rest = [n for n in names if n not in heard]
+    if first is None or not rest:
+        return heard
+    wanted = set(run_ids)
+    digests = conn.execute(
+        select(d.c.subscriber, d.c.body).where(
+            d.c.status == "delivered",
+            d.c.topic == "digest",
+            d.c.subscriber.in_(rest),
+            d.c.created_at >= int(first) - DIGEST_SPAN_US,
+        )
+    )
+    for name, text in digests:
+        if name not in heard and any(
+            c.get("run_id") in wanted for c in json.loads(text)["changes"]
+        ):
+            heard.add(name)
+    return heard
 
 
 def retry_dead(store: Store, subscriber: str | None) -> int:
@@ -227,6 +384,7 @@ def status(store: Store, now_us: int) -> dict[str, Any]:
                 entry["oldest_pending_age_s"] = max(entry["oldest_pending_age_s"] or 0.0, age)
         for name, count in conn.execute(sending):
             per.setdefault(name, _empty(name))["claimed"] = int(count)
+        _count_unfanned_cancellations(conn, per)
         waiting = conn.execute(
             select(outbox.c.status, func.count()).group_by(outbox.c.status)
         ).all()
@@ -236,6 +394,31 @@ def status(store: Store, now_us: int) -> dict[str, Any]:
         ],
         "outbox": {st: int(n) for st, n in waiting},
     }
+
+
+def _count_unfanned_cancellations(conn: Connection, per: dict[str, dict[str, Any]]) -> None:
+    """Add to each subscriber's `cancelled` the messages it would have been sent from
+    outbox rows cancelled before their fan-out (a run retracted before dispatch): one
+    per change of a `changes` row, one per notice, for rows written after it was added
+    and of a source it wants."""
+    rows = conn.execute(
+        select(outbox.c.source, outbox.c.topic, outbox.c.changes, outbox.c.created_at).where(
+            outbox.c.status == "cancelled"
+        )
+    ).all()
+    if not rows:
+        return
+    subs = conn.execute(
+        select(subscribers.c.name, subscribers.c.sources, subscribers.c.created_at)
+    ).all()
+    for name, sources, created_at in subs:
+        wanted = set(sources.split(",")) if sources else None
+        n = sum(
+            int(changes) if topic == "changes" else 1
+            for source, topic, changes, at in rows
+            if (wanted is None or source in wanted) and int(at) >= int(created_at)
+        )
+        per.setdefault(name, _empty(name))["cancelled"] += n
 
 
 def _empty(name: str) -> dict[str, Any]:

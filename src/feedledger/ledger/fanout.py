@@ -6,7 +6,10 @@ A message's id (`webhook-id`) is derived from (source, payload, run, key, change
 one application of a payload -- or from the notice's idempotency key, so every attempt
 of it, and any redelivery after a crash between sending and marking, carries the same
 id. Rows written `suppressed` (a backfill's per-payload changes) or `held` (a run under
-review) are never fanned out.
+review) are never fanned out, nor are rows `cancelled` by a retraction (Invariant 11).
+A retraction notice goes only to the subscribers that were delivered any message of the
+retracted runs (none if nobody was); while a cancelled message of those runs may still
+be on the wire (a live dispatcher's claim), it waits, and the rows after it with it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, text, update
 
+from feedledger.ledger.deliveries import heard_of, unsettled
 from feedledger.ledger.schema import deliveries, outbox
 from feedledger.ledger.store import Store
 from feedledger.ledger.subscriptions import Subscriber
@@ -92,6 +96,12 @@ def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
                 return created
             for row in rows:
                 wanted = [s for s in subs if s.wants(row.source)]
+                if wanted and row.topic == "retraction":
+                    runs = json.loads(row.body).get("retracted_runs") or []
+                    if unsettled(conn, runs, now_us):
+                        return created  # this row and later ones wait, in order
+                    heard = heard_of(conn, runs, [s.name for s in wanted])
+                    wanted = [s for s in wanted if s.name in heard]
                 if wanted:
                     messages = (
                         _change_messages(conn, row)

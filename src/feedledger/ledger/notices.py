@@ -52,6 +52,24 @@ def move(conn: Connection, run_id: str, *, from_status: str, to_status: str) -> 
     return int(result.rowcount or 0)
 
 
+CANCELLABLE = ("pending", "held")  # not fanned out yet
+
+
+def cancel_runs(conn: Connection, run_ids: list[str]) -> int:
+    """Cancel the runs' outbox rows not fanned out yet (Invariant 11), in the caller's
+    (the retraction's) transaction; returns how many. Run first, before the runs'
+    deliveries are cancelled: on PostgreSQL it waits for a fan-out holding these rows,
+    whose messages the next statement then sees."""
+    if not run_ids:
+        return 0
+    result = conn.execute(
+        update(outbox)
+        .where(outbox.c.run_id.in_(run_ids), outbox.c.status.in_(CANCELLABLE))
+        .values(status="cancelled")
+    )
+    return int(result.rowcount or 0)
+
+
 def exists(conn: Connection, key: str) -> bool:
     row = conn.execute(select(outbox.c.outbox_id).where(outbox.c.idempotency_key == key))
     return row.first() is not None

@@ -13,6 +13,11 @@ A crash between sending and recording leaves the messages pending: claims of a d
 process on this host are void at once, any other claim lapses at `claimed_until`, and
 the messages are sent again with the same `webhook-id`, which is what lets the receiver
 deduplicate. On an error in this process the claims are released before it ends.
+
+Invariant 11: a retraction cancels its runs' undelivered messages, claimed ones too.
+Before sending, a worker reads the store's cancel epoch again (shared for RECHECK_S);
+when it has moved, the stream's claimed, unsent messages are looked up and the
+cancelled ones are not sent (counted `cancelled`, claims cleared).
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ T = TypeVar("T")
 # progress(attempted, due at the start or None, report so far); called on the store thread
 Progress = Callable[[int, int | None, "DispatchReport"], None]
 WAL_CHECKPOINT_BYTES = 32 << 20
+# a claimed message is sent only if no retraction had cancelled anything (the cancel
+# epoch) as of a read started at most this long before, or if looked up since
+RECHECK_S = 0.05
 
 
 @dataclass
@@ -52,6 +60,7 @@ class DispatchReport:
     delivered: int = 0
     failed: int = 0
     dead: int = 0
+    cancelled: int = 0  # claimed, then cancelled by a retraction before sending: not sent
     seconds: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)  # subscriber -> last error
 
@@ -62,6 +71,7 @@ class DispatchReport:
             "delivered": self.delivered,
             "failed": self.failed,
             "dead": self.dead,
+            "cancelled": self.cancelled,
             "seconds": round(self.seconds, 3),
             "errors": self.errors,
         }
@@ -87,6 +97,11 @@ class _Shared:
         self.rng = random.Random(seed)
         self.holder = new_holder()
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="feedledger-store")
+        # the looks before sending (reads) never queue behind recording a batch
+        self.reader = ThreadPoolExecutor(1, thread_name_prefix="feedledger-recheck")
+        self.epoch: int | None = None
+        self.epoch_read_at = 0.0
+        self.epoch_lock: asyncio.Lock | None = None
         self.unrecorded: list[tuple[str, Outcome]] = []
         self.first_unrecorded = 0.0
         self.crashed = False  # the fault point fired: record nothing more
@@ -95,6 +110,22 @@ class _Shared:
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args))
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.reader, functools.partial(fn, *args))
+
+    async def cancel_epoch(self) -> int:
+        """The store's cancel epoch as read at most RECHECK_S ago (one read at a time;
+        those asking meanwhile share the next)."""
+        if self.epoch_lock is None:
+            self.epoch_lock = asyncio.Lock()
+        asked = time.monotonic()
+        async with self.epoch_lock:
+            if self.epoch is None or self.epoch_read_at < asked - RECHECK_S:
+                self.epoch_read_at = time.monotonic()
+                self.epoch = await self.read(deliveries.cancel_epoch, self.store)
+            return self.epoch
 
     # -- recording outcomes -------------------------------------------------------------
     async def add(self, name: str, outcomes: list[Outcome]) -> None:
@@ -130,6 +161,9 @@ class _Shared:
         deliveries.record(self.store, self.holder, [o for _, o in batch], now_us())
         report = self.report
         for name, o in batch:
+            if o.skipped:
+                report.cancelled += 1
+                continue
             report.attempted += 1
             if o.ok:
                 report.delivered += 1
@@ -152,6 +186,7 @@ class _Shared:
                 deliveries.release(self.store, self.holder)
             finally:
                 self.executor.shutdown()
+                self.reader.shutdown()
 
 
 class _Stream:
@@ -166,6 +201,11 @@ class _Stream:
         policy = shared.policy
         self.workers = policy.concurrency if sub.kind == "webhook" else 1
         self.queue: asyncio.Queue[Due | None] = asyncio.Queue(maxsize=policy.batch)
+        # claimed, not yet taken by a worker (ids, in order), and those found cancelled
+        # since; the cancel epoch all of them are known to be still waiting at
+        self.claimed: dict[int, None] = {}
+        self.gone: set[int] = set()
+        self.epoch: int | None = None
 
     async def run(self) -> None:
         work = self._webhook if self.sub.kind == "webhook" else self._file
@@ -193,6 +233,7 @@ class _Stream:
             if got:
                 cursor = got[-1].delivery_id
                 for d in got:
+                    self.claimed[d.delivery_id] = None
                     await self.queue.put(d)
                 continue
             if self.once:
@@ -206,6 +247,29 @@ class _Stream:
                 pass
         for _ in range(self.workers):
             await self.queue.put(None)
+
+    async def sendable(self, batch: list[Due]) -> tuple[list[Due], list[Outcome]]:
+        """(the claimed messages still to be sent, outcomes for those a retraction has
+        cancelled since their claim: not sent). Invariant 11: before sending, the cancel
+        epoch is read again (one indexed read, shared by the streams for RECHECK_S);
+        only if a retraction has cancelled anything since, every message of this stream
+        claimed and not yet sent is looked up."""
+        for d in batch:
+            self.claimed.pop(d.delivery_id, None)
+        epoch = await self.shared.cancel_epoch()
+        if epoch != self.epoch:
+            ids = [d.delivery_id for d in batch] + list(self.claimed)
+            gone = await self.shared.read(deliveries.not_waiting, self.shared.store, ids)
+            self.gone.update(gone)
+            self.epoch = epoch
+        keep, skipped = [], []
+        for d in batch:
+            if d.delivery_id in self.gone:
+                self.gone.discard(d.delivery_id)
+                skipped.append(Outcome(d.delivery_id, False, None, None, 0, False, skipped=True))
+            else:
+                keep.append(d)
+        return keep, skipped
 
     async def _webhook(self) -> None:
         import httpx
@@ -221,6 +285,10 @@ class _Stream:
             limits=limits, timeout=policy.timeout_s, verify=s.ssl or False
         ) as client:
             while (d := await self.queue.get()) is not None:
+                _sendable, skipped = await self.sendable([d])
+                if skipped:
+                    await s.add(self.sub.name, skipped)
+                    continue
                 if missing:
                     outcome = failure(d, policy, s.rng, None, missing, None)
                 else:
@@ -238,7 +306,10 @@ class _Stream:
                     done = True
                     break
                 items.append(more)
-            outcomes = await asyncio.to_thread(write_lines, self.sub, items, s.policy, s.rng)
+            items, skipped = await self.sendable(items)
+            outcomes = skipped
+            if items:
+                outcomes += await asyncio.to_thread(write_lines, self.sub, items, s.policy, s.rng)
             await s.add(self.sub.name, outcomes)
 
 

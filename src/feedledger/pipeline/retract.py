@@ -1,8 +1,11 @@
 """Retract a run by its id (Invariant 6): its versions, applications and gap records are
 marked retracted -- nothing is deleted -- in ONE transaction of a new run of kind
 `retraction`, and the source's watermark moves back to the last application still
-standing. Runs applied after it were diffed on top of what is being removed: they are
-listed and the retraction refused, unless `cascade` retracts them too (newest first).
+standing. The runs' notifications not delivered yet are cancelled in the same
+transaction (Invariant 11); the retraction notice goes only to subscribers that were
+delivered any of them (ledger/fanout.py). Runs applied after it were diffed on top of
+what is being removed: they are listed and the retraction refused, unless `cascade`
+retracts them too (newest first).
 Past belief stays queryable with `--known-at` a time before the retraction.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from feedledger.ledger import gaps, leases, notices, queries
+from feedledger.ledger import deliveries, gaps, leases, notices, queries
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.retraction import (
     AppliedPayload,
@@ -38,6 +41,8 @@ class RetractReport:
     gaps: int = 0
     watermark: Watermark | None = None
     recorded_at: int = 0
+    notifications_cancelled: int = 0  # outbox rows not fanned out yet
+    messages_cancelled: int = 0  # fanned-out messages not delivered yet
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +52,8 @@ class RetractReport:
             "payloads": self.payloads,
             "versions": self.versions,
             "gaps": self.gaps,
+            "notifications_cancelled": self.notifications_cancelled,
+            "messages_cancelled": self.messages_cancelled,
             "retracted_at": iso(self.recorded_at),
             "watermark": {
                 "published_at": iso(self.watermark.published_at) if self.watermark else None,
@@ -119,6 +126,12 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             report.gaps = gaps.retract_by_runs(conn, runs_hit, by=rid, at_us=at)
             report.watermark = rewind_watermark(conn, source, wm, at_us=at) if targets else wm
             store.count_run(conn, rid, payloads=report.payloads, changes=report.versions)
+            # Invariant 11: what was not delivered yet never will be (outbox rows first,
+            # see notices.cancel_runs); the notice below goes to who heard of the runs
+            report.notifications_cancelled = notices.cancel_runs(conn, runs_hit)
+            report.messages_cancelled = deliveries.cancel_runs(
+                conn, runs_hit, f"cancelled: run retracted by {rid}"
+            )
             notices.queue(
                 conn,
                 source=source,

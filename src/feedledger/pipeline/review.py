@@ -36,9 +36,11 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
     if still_standing:
         # refuses (and changes nothing) if later runs were computed on top of this one
         retraction = retract_run(ctx, run_id)
-    with store.begin() as conn:
+    with store.begin() as conn:  # the retraction cancelled them already, if it ran
         n = notices.move(conn, run_id, from_status="held", to_status="cancelled")
         store.set_run_status(conn, run_id, RunStatus.RETRACTED.value)
+    if retraction is not None:
+        n += retraction.notifications_cancelled
     return {
         "run_id": run_id,
         "source": run.source,
