@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, text, update
 
-from feedledger.ledger.deliveries import heard_of, unsettled
+from feedledger.ledger.cancellations import heard_of, unsettled
 from feedledger.ledger.schema import deliveries, outbox
 from feedledger.ledger.store import Store
 from feedledger.ledger.subscriptions import Subscriber

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from feedledger import faults
-from feedledger.ledger import deliveries, fanout
+from feedledger.ledger import cancellations, deliveries, fanout
 from feedledger.ledger.deliveries import Due, Outcome
 from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
@@ -124,7 +124,7 @@ class _Shared:
         async with self.epoch_lock:
             if self.epoch is None or self.epoch_read_at < asked - RECHECK_S:
                 self.epoch_read_at = time.monotonic()
-                self.epoch = await self.read(deliveries.cancel_epoch, self.store)
+                self.epoch = await self.read(cancellations.cancel_epoch, self.store)
             return self.epoch
 
     # -- recording outcomes -------------------------------------------------------------

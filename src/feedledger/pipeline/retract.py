@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from feedledger.ledger import deliveries, gaps, leases, notices, queries
+from feedledger.ledger import cancellations, gaps, leases, notices, queries
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.retraction import (
     AppliedPayload,
@@ -129,7 +129,7 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             # Invariant 11: what was not delivered yet never will be (outbox rows first,
             # see notices.cancel_runs); the notice below goes to who heard of the runs
             report.notifications_cancelled = notices.cancel_runs(conn, runs_hit)
-            report.messages_cancelled = deliveries.cancel_runs(
+            report.messages_cancelled = cancellations.cancel_runs(
                 conn, runs_hit, f"cancelled: run retracted by {rid}"
             )
             notices.queue(

@@ -1,0 +1,145 @@
+"""Cancelling a retracted run's notifications (Invariant 11), in the retraction's
+transaction, and what the retraction notice needs to know afterwards.
+
+Claims on cancelled messages are left in place: a dispatcher that had one on the wire
+records it `delivered` (deliveries.record), and the notice waits until no such claim is
+live (`unsettled`) before learning who heard of the runs (`heard_of`). Every
+cancellation moves the store's cancel epoch on (a `counters` row), which a dispatcher
+reads before sending to know, with one indexed read, whether to look its claims up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+
+from feedledger.ledger.deliveries import UNDELIVERED
+from feedledger.ledger.holders import holder_dead
+from feedledger.ledger.schema import counters, deliveries, outbox
+from feedledger.ledger.store import Store
+
+DIGEST_SPAN_US = 86_400 * 1_000_000  # the longest digest window (daily)
+EPOCH = "cancel_epoch"  # counters row: one more for every retraction that cancels
+
+
+def cancel_epoch(store: Store) -> int:
+    """How many times a retraction has cancelled messages (one indexed read): while it
+    stays the same, nothing a dispatcher holds has been cancelled."""
+    with store.engine.connect() as conn:
+        value = conn.execute(select(counters.c.value).where(counters.c.name == EPOCH)).scalar()
+    return int(value or 0)
+
+
+def _bump_epoch(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    stmt = upsert(counters).values(name=EPOCH, value=1)
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[counters.c.name], set_={"value": counters.c.value + 1}
+        )
+    )
+
+
+def _runs_rows(run_ids: Sequence[str]) -> Any:
+    return select(outbox.c.outbox_id).where(outbox.c.run_id.in_(list(run_ids)))
+
+
+def cancel_runs(conn: Connection, run_ids: Sequence[str], reason: str) -> int:
+    """Cancel the runs' undelivered messages (pending, failed or dead; Invariant 11) in
+    the caller's (the retraction's) transaction, and take their changes out of digests
+    not sent yet; returns the messages cancelled. Claims are left: see `record`."""
+    if not run_ids:
+        return 0
+    d = deliveries
+    result = conn.execute(
+        update(d)
+        .where(
+            d.c.status.in_(UNDELIVERED),
+            d.c.topic != "digest",
+            d.c.outbox_id.in_(_runs_rows(run_ids)),
+        )
+        .values(status="cancelled", last_error=reason)
+    )
+    count = int(result.rowcount or 0)
+    wanted = set(run_ids)
+    digests = conn.execute(
+        select(d.c.delivery_id, d.c.body).where(d.c.status.in_(UNDELIVERED), d.c.topic == "digest")
+    ).all()
+    for delivery_id, text in digests:
+        body = json.loads(text)
+        kept = [c for c in body["changes"] if c.get("run_id") not in wanted]
+        if len(kept) == len(body["changes"]):
+            continue
+        if kept:
+            body.update(changes=kept, count=len(kept))
+            values: dict[str, Any] = {"body": json.dumps(body, ensure_ascii=False)}
+        else:
+            values = {"status": "cancelled", "last_error": reason}
+            count += 1
+        conn.execute(update(d).where(d.c.delivery_id == delivery_id).values(**values))
+    if count:
+        _bump_epoch(conn)
+    return count
+
+
+def unsettled(conn: Connection, run_ids: Sequence[str], now_us: int) -> bool:
+    """True while a live dispatcher still holds a claim on a message of these runs that
+    a retraction cancelled: it may be on the wire (see `record`)."""
+    d = deliveries
+    holders = conn.execute(
+        select(d.c.claimed_by)
+        .distinct()
+        .where(
+            d.c.status == "cancelled",
+            d.c.claimed_by.is_not(None),
+            d.c.claimed_until > now_us,
+            d.c.outbox_id.in_(_runs_rows(run_ids)),
+        )
+    ).scalars()
+    return any(not holder_dead(h) for h in holders)
+
+
+def heard_of(conn: Connection, run_ids: Sequence[str], names: Sequence[str]) -> set[str]:
+    """Which of these subscribers were delivered any message of these runs (one of
+    their own, or a digest holding one of their changes)."""
+    if not run_ids or not names:
+        return set()
+    d = deliveries
+    heard = set(
+        conn.execute(
+            select(d.c.subscriber)
+            .distinct()
+            .where(
+                d.c.status == "delivered",
+                d.c.subscriber.in_(list(names)),
+                d.c.outbox_id.in_(_runs_rows(run_ids)),
+            )
+        ).scalars()
+    )
+    first = conn.execute(
+        select(func.min(outbox.c.created_at)).where(outbox.c.run_id.in_(list(run_ids)))
+    ).scalar()
+    rest = [n for n in names if n not in heard]
+    if first is None or not rest:
+        return heard
+    wanted = set(run_ids)
+    digests = conn.execute(
+        select(d.c.subscriber, d.c.body).where(
+            d.c.status == "delivered",
+            d.c.topic == "digest",
+            d.c.subscriber.in_(rest),
+            d.c.created_at >= int(first) - DIGEST_SPAN_US,
+        )
+    )
+    for name, text in digests:
+        if name not in heard and any(
+            c.get("run_id") in wanted for c in json.loads(text)["changes"]
+        ):
+            heard.add(name)
+    return heard
