@@ -4,6 +4,8 @@ install (items 14, 15, 16, 17, 30, 31)."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import re
 import threading
 import time
@@ -13,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from conftest import Cli
@@ -347,3 +350,160 @@ def test_refusals_say_where_the_bytes_are_and_archive_list_rejected_shows_them(
     # the accepted listing is unchanged
     assert cli.json("archive", "list", "p") == []
     cli("archive", "list", "p", "--rejected", "--from", "2026-08-01", expect=2)
+
+
+# -- item 15: the environment failing: one line naming the path and the fix ---------------
+
+
+def _one_line(result: Any) -> str:
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    return lines[0]
+
+
+def _payload(tmp_path: Path, day: int, rows: int, width: int = 10) -> Path:
+    path = tmp_path / f"p_2026-08-{day:02d}.csv"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("id,v\n")
+        fh.writelines(f"{i},{'v' * width}{day}\n" for i in range(rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (errno.ENOSPC, ("the disk is full", "free space on the disk holding")),
+        (errno.EROFS, ("the file system is read-only", "read-write")),
+    ],
+)
+def test_archive_write_failure_is_one_line_and_the_ledger_untouched(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: tuple[str, str]
+) -> None:
+    """Tests run as root, where chmod stops nothing: the OS error is injected at the
+    archive's fsync (what a full disk or a file system remounted read-only answers)."""
+    cli("source", "add", "p", "--key", "id")
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    result = cli("ingest", "p", str(_payload(tmp_path, 6, 3)), expect=8)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    line = _one_line(result)
+    assert f"cannot write the archive at {cli.ws.archive_root}" in line
+    assert words[0] in line and words[1] in line and "the ledger is unchanged" in line
+    assert cli.json("runs", "p") == [] and cli.json("archive", "list", "p") == []
+
+
+def _fill_sqlite_store_at_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every new connection of the store may not grow its file: SQLite's own 'database
+    or disk is full' (SQLITE_FULL), as on a full disk."""
+    from feedledger.ledger import engine as eng
+
+    real = eng._sqlite_pragmas
+
+    def limited(conn: Any, record: Any) -> None:
+        real(conn, record)
+        cur = conn.cursor()
+        pages = cur.execute("PRAGMA page_count").fetchone()[0]
+        cur.execute(f"PRAGMA max_page_count={pages}")
+        cur.close()
+
+    monkeypatch.setattr(eng, "_sqlite_pragmas", limited)
+
+
+def test_store_disk_full_is_one_line_stored_on_the_run_and_nothing_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedledger.config import Workspace
+
+    ws = Workspace.create(tmp_path / "ws", store_url=None, archive=None)
+    cli = Cli(ws)
+    cli("db", "upgrade")
+    cli("source", "add", "p", "--key", "id")
+    cli("ingest", "p", str(_payload(tmp_path, 6, 10)))
+    db = ws.root / ".feedledger" / "ledger.db"
+    with monkeypatch.context() as patch:
+        _fill_sqlite_store_at_its_size(patch)
+        result = cli("ingest", "p", str(_payload(tmp_path, 7, 3000, width=200)), expect=8)
+    line = _one_line(result)
+    assert f"cannot write the store at {db}: the disk is full (database or disk is full)" in line
+    assert "free space on the disk holding" in line and "schema" not in line
+    runs = cli.json("runs", "p")
+    assert [r["status"] for r in runs] == ["succeeded", "failed"]
+    assert "database or disk is full" in runs[1]["error"]
+    assert "cannot rollback" not in runs[1]["error"]
+    assert cli.json("watermark", "p")["published_at"].startswith("2026-08-06")
+    # space again: the same command applies it
+    cli("ingest", "p", str(_payload(tmp_path, 7, 3000, width=200)))
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs, where it can be mounted (root with CAP_SYS_ADMIN); else skip."""
+    import shutil
+    import subprocess
+
+    mount = shutil.which("mount")
+    point = tmp_path / "tiny"
+    point.mkdir()
+    if mount is None or os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    done = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(point)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_staged_scratch_file_on_a_full_disk_names_the_cause(tiny_disk: Path) -> None:
+    """The bulk-staging driver (ADBC) used to report its own failed ROLLBACK, 'cannot
+    rollback - no transaction is active', instead of the full disk, and escaped as a
+    traceback."""
+    from feedledger.ledger import staging
+
+    data = pl.DataFrame({"a": list(range(200_000)), "b": ["x" * 40] * 200_000})
+    with pytest.raises(Exception, match="database or disk is full") as info:
+        staging.write_file(tiny_disk / "scratch", [data])
+    assert "cannot rollback" not in str(info.value)
+
+
+def test_config_file_a_folder_a_repeated_key_and_an_archive_file(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from feedledger.cli.main import app
+
+    runner = CliRunner()
+
+    def run(config: Path, *args: str) -> str:
+        result = runner.invoke(app, ["--config", str(config), *args])
+        assert result.exit_code == 2, (result.exit_code, result.stderr, result.exception)
+        return _one_line(result)
+
+    folder = tmp_path / "feedledger.toml"
+    folder.mkdir()
+    line = run(folder, "runs", "p")
+    assert f"{folder} is a folder, not a feedledger.toml file" in line and "--config" in line
+
+    repeated = tmp_path / "repeated.toml"
+    repeated.write_text(
+        '[store]\nurl = "sqlite:///a.db"\nurl = "sqlite:///b.db"\n', encoding="utf-8"
+    )
+    line = run(repeated, "runs", "p")
+    assert str(repeated) in line and 'Key "url" already exists' in line
+    assert "once per table" in line
+
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("x", encoding="utf-8")
+    archive = tmp_path / "archive-file.toml"
+    archive.write_text(f'[archive]\npath = "{a_file}"\n', encoding="utf-8")
+    line = run(archive, "runs", "p")
+    assert f"[archive] path {a_file} is a file, not a folder" in line

@@ -83,7 +83,13 @@ def _archive_settings(table: Any, root: Path) -> tuple[str, str | None]:
             f"[archive] path {path!r} is neither a folder nor an s3:// URL",
             hint="use a path, or s3://BUCKET/PREFIX for S3-compatible object storage",
         )
-    return str((root / path).resolve()), endpoint or None
+    folder = (root / path).resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(
+            f"[archive] path {folder} is a file, not a folder",
+            hint=f"point [archive] path in {CONFIG_NAME} at a folder (created if missing)",
+        )
+    return str(folder), endpoint or None
 
 
 @dataclass
@@ -147,9 +153,25 @@ class Workspace:
                 f"no {CONFIG_NAME} at {path}",
                 hint=f"run `feedledger init` in this folder, or pass --config / set {ENV_CONFIG}",
             )
+        if path.is_dir():
+            raise ConfigError(
+                f"{path} is a folder, not a {CONFIG_NAME} file",
+                hint=f"pass --config {path / CONFIG_NAME} (or set {ENV_CONFIG} to the file)",
+            )
         try:
-            doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-        except (tomlkit.exceptions.ParseError, UnicodeDecodeError) as exc:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+        try:
+            doc = tomlkit.parse(text)
+        except tomlkit.exceptions.KeyAlreadyPresent as exc:
+            raise ConfigError(
+                f"{path} is not valid TOML: {str(exc).rstrip('.')} in the same table",
+                hint="a key may appear once per table: remove or rename the repeated one",
+            ) from exc
+        except tomlkit.exceptions.TOMLKitError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
         root = path.parent
         data = doc.unwrap()

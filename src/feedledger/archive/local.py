@@ -51,7 +51,9 @@ from feedledger.archive.sidecar import (
 from feedledger.archive.sidecar import (
     sidecar_name as _sidecar_name,
 )
+from feedledger.model.envfail import env_failure, failing_path
 from feedledger.model.errors import (
+    ArchiveUnavailableError,
     FeedledgerError,
     NotFoundError,
 )
@@ -98,7 +100,24 @@ class LocalArchive:
 
     def prepare(self) -> None:
         """Create the archive folder (`feedledger init`)."""
-        self._ensure_dir(self.root)
+        with self._writing():
+            self._ensure_dir(self.root)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A full disk, a read-only file system, no permission... under a write: one
+        clear error naming the path and the fix (nothing reached the ledger yet)."""
+        try:
+            yield
+        except OSError as exc:
+            failure = env_failure(exc)
+            if failure is None:
+                raise
+            path = failing_path(exc, str(self.root))
+            raise ArchiveUnavailableError(
+                f"cannot write the archive at {path}: {failure.cause} ({failure.detail})",
+                hint=f"{failure.fix(path)}; the ledger is unchanged",
+            ) from exc
 
     # -- paths -------------------------------------------------------------------------
 
@@ -144,6 +163,11 @@ class LocalArchive:
             content_type=content_type,
             sha256=sha256,
         )
+        with self._writing():
+            return self._put(ref, data)
+
+    def _put(self, ref: PayloadRef, data: bytes) -> tuple[PayloadRef, bool]:
+        source, published_at = ref.source, ref.published_at
         sha, payload_id = ref.sha256, ref.payload_id
         # Archive first: the bytes are durable before any sidecar names them.
         self._write_object(sha, data)
@@ -172,7 +196,8 @@ class LocalArchive:
         """Store the bytes alone (content-addressed, fsynced); returns their sha256.
         Naming them as a publication is `put`'s job, once they are known to be usable."""
         sha = hashlib.sha256(data).hexdigest()
-        self._write_object(sha, data)
+        with self._writing():
+            self._write_object(sha, data)
         return sha
 
     def keep_rejected(
@@ -190,11 +215,12 @@ class LocalArchive:
         source is known) or `rejected/_unfiled/`. Never raises for a bad name. Returns
         where the bytes are (the object's path), for the refusal message."""
         sha = hashlib.sha256(data).hexdigest()
-        self._write_object(sha, data)
-        note_dir = self.root / "rejected" / _rejected.note_folder(source, filed=filed)
-        self._ensure_dir(note_dir)
-        name, note = _rejected.note(source, sha, len(data), original_name, reason, now_us())
-        self._write_once(note_dir / name, note)
+        with self._writing():
+            self._write_object(sha, data)
+            note_dir = self.root / "rejected" / _rejected.note_folder(source, filed=filed)
+            self._ensure_dir(note_dir)
+            name, note = _rejected.note(source, sha, len(data), original_name, reason, now_us())
+            self._write_once(note_dir / name, note)
         return str(self.path_of(sha))
 
     @staticmethod
@@ -351,28 +377,4 @@ class LocalArchive:
         """Refused payloads of `source` (filed under it, or unfiled notes naming it),
         oldest refusal first. Unreadable notes are skipped with a warning."""
         _check_source(source)
-        found: builtins.list[_rejected.RejectedPayload] = []
-        for folder in (source, _rejected.UNFILED):
-            directory = self.root / "rejected" / folder
-            try:
-                names = sorted(os.listdir(directory))
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            for name in names:
-                if not name.endswith(".json") or name.startswith("."):
-                    continue
-                path = directory / name
-                try:
-                    item = _rejected.parse(
-                        path.read_bytes(),
-                        folder=folder,
-                        name=name,
-                        note_at=str(path),
-                        object_at=self.path_of,
-                    )
-                except (OSError, ValueError, NotFoundError) as exc:
-                    warnings.warn(f"skipping rejected-payload note {path}: {exc}", stacklevel=2)
-                    continue
-                if item.source == source:
-                    found.append(item)
-        return _rejected.order(found)
+        return _rejected.in_folder(self.root / "rejected", source, self.path_of)

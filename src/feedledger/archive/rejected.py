@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from feedledger.archive.sidecar import SIDECAR_RE, SOURCE_RE, parse_sidecar_bytes
+from feedledger.archive.sidecar import SHA_RE, SIDECAR_RE, SOURCE_RE, parse_sidecar_bytes
 from feedledger.model.timeutil import iso
 
 UNFILED = "_unfiled"
@@ -118,6 +122,8 @@ def parse(raw: bytes, *, folder: str, name: str, note_at: str, object_at: Any) -
     sha, size, source = doc.get("sha256"), doc.get("size"), doc.get("source")
     if not isinstance(sha, str) or not isinstance(size, int) or not isinstance(source, str):
         raise ValueError("its sha256, size or source is missing")
+    if not SHA_RE.match(sha):
+        raise ValueError(f"sha256 {sha!r} is not a sha256 hex digest")
     at = doc.get("rejected_at_us")
     name_of = doc.get("original_name")
     return RejectedPayload(
@@ -138,3 +144,34 @@ def parse(raw: bytes, *, folder: str, name: str, note_at: str, object_at: Any) -
 def order(items: list[RejectedPayload]) -> list[RejectedPayload]:
     """Oldest refusal first (unknown times first), then by bytes."""
     return sorted(items, key=lambda r: (r.rejected_at or 0, r.sha256, r.note))
+
+
+def in_folder(base: Path, source: str, object_at: Callable[[str], Any]) -> list[RejectedPayload]:
+    """The refused payloads of `source` under a local `rejected/` folder `base`: filed
+    under it, or unfiled notes naming it; oldest refusal first. Unreadable notes are
+    skipped with a warning."""
+    found: list[RejectedPayload] = []
+    for folder in (source, UNFILED):
+        directory = base / folder
+        try:
+            names = sorted(os.listdir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            path = directory / name
+            try:
+                item = parse(
+                    path.read_bytes(),
+                    folder=folder,
+                    name=name,
+                    note_at=str(path),
+                    object_at=object_at,
+                )
+            except (OSError, ValueError) as exc:
+                warnings.warn(f"skipping rejected-payload note {path}: {exc}", stacklevel=3)
+                continue
+            if item.source == source:
+                found.append(item)
+    return order(found)

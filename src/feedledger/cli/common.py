@@ -113,6 +113,24 @@ def fail(error: FeedledgerError) -> None:
     raise typer.Exit(error.exit_code)
 
 
+def _fail_on_environment(exc: Exception) -> None:
+    """A full disk, a read-only file system, no permission... that no layer below turned
+    into a FeedledgerError: still one line naming the path and the fix, not a traceback
+    or a misleading schema hint (FEEDLEDGER_DEBUG=1 keeps the traceback)."""
+    from feedledger.model.envfail import env_failure, failing_path
+
+    failure = env_failure(exc)
+    if failure is None or os.environ.get("FEEDLEDGER_DEBUG"):
+        return
+    path = failing_path(exc, "the workspace's files")
+    fail(
+        FeedledgerError(
+            f"cannot write {path}: {failure.cause} ({failure.detail})",
+            hint=f"{failure.fix(path)}; set FEEDLEDGER_DEBUG=1 for the traceback",
+        )
+    )
+
+
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
     """Decorator: FeedledgerError -> one line on stderr + exit code."""
     import functools
@@ -125,6 +143,7 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
             fail(exc)
             raise  # unreachable
         except Exception as exc:
+            _fail_on_environment(exc)
             # SQLAlchemy is imported only by commands that use the store
             sa_exc = sys.modules.get("sqlalchemy.exc")
             if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):

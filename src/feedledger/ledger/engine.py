@@ -87,6 +87,31 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
     )
 
 
+def store_location(url: str) -> str:
+    """The store's file (SQLite) or its redacted URL, for messages."""
+    real = normalise_url(url)
+    if real.startswith("sqlite"):
+        return real.split("sqlite:///", 1)[-1] or url
+    return redact(url)
+
+
+def write_failure(exc: BaseException, url: str) -> StoreUnavailableError | None:
+    """`exc` as one clear line when the environment failed under a store write (a full
+    disk, a read-only file system, no permission, an I/O error), naming the store's
+    path and the fix; None for anything else. The transaction was rolled back: nothing
+    of it was applied."""
+    from feedledger.model.envfail import env_failure
+
+    failure = env_failure(exc)
+    if failure is None:
+        return None
+    where = store_location(url)
+    return StoreUnavailableError(
+        f"cannot write the store at {where}: {failure.cause} ({failure.detail})",
+        hint=f"{failure.fix(where)}; nothing of this transaction was applied",
+    )
+
+
 def _config(connection: Any) -> Any:
     from alembic.config import Config
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 from sqlalchemy import Connection, insert, update
@@ -67,16 +68,24 @@ def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
         with store.begin() as conn, timing.stage("txn_body"):
             result = _write(store, conn, write, versions)
     else:
-        overlapped = staging.attach_in_transaction()
-        parts = bulk.version_parts(versions, write.encode)
-        with (
-            timing.stage("txn_staged"),
-            staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,
-            _begin_staged(store, stager, attach_first=not overlapped) as conn,
-        ):
-            result = _write(store, conn, write, versions, stager=stager)
+        with store.translating():  # a full disk under the scratch files too
+            result = _apply_staged(store, write, versions, base)
     faults.point("after_commit")
     return result
+
+
+def _apply_staged(
+    store: Store, write: PayloadWrite, versions: pl.DataFrame, base: Path
+) -> tuple[int, int]:
+    """The transaction of a large SQLite payload, its versions staged in scratch files."""
+    overlapped = staging.attach_in_transaction()
+    parts = bulk.version_parts(versions, write.encode)
+    with (
+        timing.stage("txn_staged"),
+        staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,
+        _begin_staged(store, stager, attach_first=not overlapped) as conn,
+    ):
+        return _write(store, conn, write, versions, stager=stager)
 
 
 STAGED_CACHE_KIB = 16384

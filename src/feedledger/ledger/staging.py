@@ -22,6 +22,7 @@ SQLite builds that refuse ATTACH inside a transaction (older than this project's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -101,13 +102,21 @@ def write_file(path: Path, parts: Iterable[pl.DataFrame]) -> None:
         ):
             cur.execute(pragma)
             cur.fetchall()
+        # one transaction of our own: in autocommit mode each ingest is the driver's,
+        # and when SQLite ends it itself (a full disk) the driver's ROLLBACK fails and
+        # reports "cannot rollback - no transaction is active" instead of the cause
+        conn.adbc_connection.set_autocommit(False)
         mode: Literal["create", "append"] = "create"
         for part in parts:
             cur.adbc_ingest("batch", part.to_arrow(), mode=mode)
             mode = "append"
+        conn.adbc_connection.commit()  # (the DB-API wrapper still thinks autocommit)
         cur.close()
-    finally:
-        conn.close()
+    except BaseException:
+        with contextlib.suppress(Exception):  # never mask the cause
+            conn.close()
+        raise
+    conn.close()
 
 
 class _Cancelled(Exception):

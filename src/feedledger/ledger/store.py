@@ -90,8 +90,20 @@ class Store:
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        with self.translating(), self.engine.begin() as conn:
             yield conn
+
+    @contextmanager
+    def translating(self) -> Iterator[None]:
+        """A full disk, a read-only file system... under the block's writes becomes one
+        StoreUnavailableError naming the store's path and the fix (eng.write_failure)."""
+        try:
+            yield
+        except Exception as exc:
+            failure = eng.write_failure(exc, self.url)
+            if failure is None:
+                raise
+            raise failure from exc
 
     def param(self, name: str) -> str:
         """A named placeholder in the driver's own style, for `exec_driver_sql` on hot
