@@ -507,3 +507,74 @@ def test_config_file_a_folder_a_repeated_key_and_an_archive_file(tmp_path: Path)
     archive.write_text(f'[archive]\npath = "{a_file}"\n', encoding="utf-8")
     line = run(archive, "runs", "p")
     assert f"[archive] path {a_file} is a file, not a folder" in line
+
+
+# -- item 17: a PostgreSQL backend terminated mid-COPY: "connection lost", one line ---------
+
+
+def test_postgresql_backend_terminated_mid_copy_says_the_connection_was_lost(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+    import uuid
+
+    base = os.environ.get("FEEDLEDGER_TEST_POSTGRES_URL")
+    if not base:
+        pytest.skip("PostgreSQL backend not tested: set FEEDLEDGER_TEST_POSTGRES_URL")
+    import psycopg
+
+    from feedledger.config import Workspace
+    from feedledger.ledger import engine as eng
+
+    schema, app = f"t_{uuid.uuid4().hex[:12]}", f"fl_i13_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        sep = "&" if "?" in base else "?"
+        url = f"{base}{sep}options=-csearch_path%3D{schema}&application_name={app}"
+        ws = Workspace.create(tmp_path / "ws", store_url=url, archive=None)
+        engine = eng.make_engine(url)
+        eng.upgrade(engine)
+        engine.dispose()
+        cli = Cli(ws)
+        cli("source", "add", "p", "--key", "id")
+        # two COPY chunks (50,000 versions each), so the loss is met inside the COPY
+        payload = _payload(tmp_path, 6, 60_000, width=1)
+        env = {**os.environ, "FEEDLEDGER_FAULT": "mid_copy:pause", "FEEDLEDGER_FAULT_PAUSE_S": "3"}
+        command = [sys.executable, "-m", "feedledger", "--config", str(ws.config_path)]
+        proc = subprocess.Popen(
+            [*command, "ingest", "p", str(payload)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        terminated = False
+        deadline = time.monotonic() + 60  # a hang detector
+        with psycopg.connect(base, autocommit=True) as admin:
+            while not terminated and proc.poll() is None and time.monotonic() < deadline:
+                row = admin.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
+                    "AND query ILIKE 'COPY versions%%'",
+                    (app,),
+                ).fetchone()
+                if row is not None:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (row[0],))
+                    terminated = True
+                time.sleep(0.05)
+        out, err = proc.communicate(timeout=120)
+        assert terminated, err
+        assert proc.returncode == 8, (proc.returncode, err)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1, err  # no stray "error ignored terminating <psycopg.Copy>"
+        assert lines[0].startswith("error: lost the connection to the store at "), lines[0]
+        assert "schema" not in lines[0] and out == ""
+        [run] = cli.json("runs", "p")
+        assert run["status"] == "failed" and "lost the connection" in run["error"]
+        assert cli.json("archive", "list", "p")  # archived first, as ever
+        # nothing applied: the same command applies the payload now
+        cli("ingest", "p", str(payload))
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

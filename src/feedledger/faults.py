@@ -7,7 +7,10 @@ counted point, the n-th time). Points: `after_archive`, `after_register`,
 retraction committed), `after_payload:<n>` (the n-th payload of a backfill or replay
 committed), `after_send` (notifications sent, their deliveries not yet marked),
 `before_destination_write:<n>`, `after_destination_write:<n>` (acknowledged, not yet
-checkpointed), `after_checkpoint:<n>` (the n-th batch of a destination rebuild).
+checkpointed), `after_checkpoint:<n>` (the n-th batch of a destination rebuild),
+`mid_copy` (PostgreSQL: a payload's first rows sent by COPY, the COPY still open).
+`:pause` instead of `:kill` makes the process wait there for `FEEDLEDGER_FAULT_PAUSE_S`
+seconds (default 5) and go on: time for a test to break something underneath it.
 """
 
 from __future__ import annotations
@@ -28,11 +31,17 @@ def point(name: str, count: int | None = None) -> None:
         return
     parts = spec.split(":")
     kill = parts[-1] == "kill"
-    if kill:
+    pause = parts[-1] == "pause"
+    if kill or pause:
         parts = parts[:-1]
     if parts[0] != name:
         return
     if count is not None and len(parts) > 1 and parts[1] != str(count):
+        return
+    if pause:
+        import time
+
+        time.sleep(float(os.environ.get("FEEDLEDGER_FAULT_PAUSE_S", "5")))
         return
     if kill:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -151,6 +151,11 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
             if os.environ.get("FEEDLEDGER_DEBUG"):
                 raise
             reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            from feedledger.ledger.engine import lost_connection
+
+            lost = lost_connection(exc, "(see feedledger.toml [store])")
+            if lost is not None:
+                fail(lost)
             fail(
                 StoreUnavailableError(
                     f"the store refused a statement: {reason}",

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import polars as pl
 from sqlalchemy import Connection
 
+from feedledger import faults
 from feedledger.diff import STATE_SCHEMA
 from feedledger.ledger.staging import Stager
 
@@ -40,6 +41,7 @@ def _copy_in(
     ):
         for part in parts:
             copy.write(part.select(columns).write_csv(include_header=False, null_value=""))
+            faults.point("mid_copy")
 
 
 def slices(frame: pl.DataFrame, rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:

@@ -81,6 +81,7 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     if real.startswith("postgresql"):
+        _quiet_psycopg()
         return create_engine(real, pool_pre_ping=True, connect_args={"connect_timeout": 10})
     raise StoreUnavailableError(
         f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
@@ -110,6 +111,57 @@ def write_failure(exc: BaseException, url: str) -> StoreUnavailableError | None:
         f"cannot write the store at {where}: {failure.cause} ({failure.detail})",
         hint=f"{failure.fix(where)}; nothing of this transaction was applied",
     )
+
+
+_LOST = (
+    "the connection is lost",
+    "terminating connection",
+    "server closed the connection",
+    "consuming input failed",
+    "connection is closed",
+    "connection has been closed",
+    "could not receive data from server",
+    "could not send data to server",
+)
+
+
+def lost_connection(exc: BaseException, url: str) -> StoreUnavailableError | None:
+    """`exc` as one clear line when the store's server ended the connection under a
+    statement (restart, failover, pg_terminate_backend, network); None otherwise. The
+    interrupted transaction was not committed: nothing of it was applied."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop(0)
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        text = str(getattr(item, "orig", None) or item).strip()
+        reason = text.splitlines()[0] if text else type(item).__name__
+        if getattr(item, "connection_invalidated", False) or any(
+            needle in text.lower() for needle in _LOST
+        ):
+            return StoreUnavailableError(
+                f"lost the connection to the store at {redact(url)}: {reason}",
+                hint="the server ended it (restart, failover, terminated backend or "
+                "network); nothing of the interrupted transaction was applied: run the "
+                "command again",
+            )
+        todo.extend([item.__cause__, item.__context__])
+    return None
+
+
+def _quiet_psycopg() -> None:
+    """psycopg logs 'error ignored terminating <psycopg.Copy [BAD]>' when a COPY's
+    connection is already gone; with no logging set up, Python prints it on stderr next
+    to the one-line error that already says so."""
+    import logging
+
+    log = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        # a handler of its own: Python's last-resort printer stays out; an application
+        # that set up logging still gets the record (it propagates)
+        log.addHandler(logging.NullHandler())
 
 
 def _config(connection: Any) -> Any:

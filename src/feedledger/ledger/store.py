@@ -95,12 +95,13 @@ class Store:
 
     @contextmanager
     def translating(self) -> Iterator[None]:
-        """A full disk, a read-only file system... under the block's writes becomes one
-        StoreUnavailableError naming the store's path and the fix (eng.write_failure)."""
+        """A full disk, a read-only file system... under the block's writes, or the
+        server ending the connection, becomes one StoreUnavailableError naming the store
+        and the fix (eng.write_failure, eng.lost_connection)."""
         try:
             yield
         except Exception as exc:
-            failure = eng.write_failure(exc, self.url)
+            failure = eng.write_failure(exc, self.url) or eng.lost_connection(exc, self.url)
             if failure is None:
                 raise
             raise failure from exc
