@@ -42,6 +42,14 @@ SEED = 0x243F6A8885A308D3
 PRIME = 0x9E3779B97F4A7C15
 TAG_NULL, TAG_STRING, TAG_JSON = 1, 2, 3
 _U64 = pl.UInt64
+# one row per present field, for sparse_hashes
+FIELDS_SCHEMA = {
+    "row": pl.UInt32,
+    "pos": pl.UInt32,
+    "name": pl.String,
+    "tag": pl.UInt8,
+    "text": pl.String,
+}
 
 _SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
@@ -153,48 +161,118 @@ def array_expr(columns: list[str], frame: pl.DataFrame, special: set[str] | None
     return pl.concat_str(pieces)
 
 
-def _lit(value: int) -> pl.Expr:
-    return pl.lit(value, dtype=_U64)
-
-
-def _mix(h: pl.Expr, x: pl.Expr) -> pl.Expr:
-    return (h ^ x) * _lit(PRIME)
-
-
 def _xxh(text: pl.Expr) -> pl.Expr:
     hashed: pl.Expr = text.nchash.xxh3_64()  # type: ignore[attr-defined]
     return hashed
 
 
 _NAME_HASHES: dict[str, int] = {}
+_NAME_CACHE_MAX = 100_000
+
+
+def name_hashes(names: list[str]) -> list[int]:
+    """xxh3_64 of each field name, hashed in one vectorised call (and cached)."""
+    missing = [n for n in dict.fromkeys(names) if n not in _NAME_HASHES]
+    if missing:
+        if len(_NAME_HASHES) + len(missing) > _NAME_CACHE_MAX:
+            _NAME_HASHES.clear()
+        hashed = _hash_texts(pl.Series("n", missing, dtype=pl.String))
+        _NAME_HASHES.update(zip(missing, hashed.to_list(), strict=True))
+    return [_NAME_HASHES[n] for n in names]
 
 
 def name_hash(name: str) -> int:
-    value = _NAME_HASHES.get(name)
-    if value is None:
-        frame = pl.DataFrame({"n": [name]}, schema={"n": pl.String})
-        value = int(frame.select(_xxh(pl.col("n"))).item())
-        _NAME_HASHES[name] = value
-    return value
+    return name_hashes([name])[0]
 
 
-def fold_hash_expr(fields: list[tuple[str, pl.Expr | None, pl.Expr]]) -> pl.Expr:
-    """The content hash from per-field (name, tag expr or None for "always string",
-    text expr). A tag of 0 means the field is absent from that record (not folded)."""
-    h = _lit(SEED)
-    for name, tag, text in sorted(fields, key=lambda f: f[0]):
-        value_hash = _xxh(text).fill_null(0)
-        if tag is None:
-            h = _mix(_mix(_mix(h, _lit(name_hash(name))), _lit(TAG_STRING)), value_hash)
+def _u64(value: int) -> pl.Series:
+    return pl.Series([value], dtype=_U64)
+
+
+_PRIME = _u64(PRIME)
+
+
+def _fold_step(h: pl.Series, name: pl.Series, tag: pl.Series, value: pl.Series) -> pl.Series:
+    """mix(mix(mix(h, name), tag), value), elementwise (wrapping uint64 arithmetic);
+    a length-1 operand is broadcast."""
+    return ((((((h ^ name) * _PRIME) ^ tag) * _PRIME) ^ value) * _PRIME).rename("hash")
+
+
+def _hash_texts(texts: pl.Series) -> pl.Series:
+    """xxh3_64 of each text; a null text hashes as 0."""
+    return texts.to_frame("x").select(_xxh(pl.col("x")).fill_null(0)).to_series()
+
+
+def _seeds(height: int) -> pl.Series:
+    return pl.repeat(SEED, height, dtype=_U64, eager=True).rename("hash")
+
+
+_BATCH = 256  # columns hashed per select: bounds the hashed block's memory
+_TAG_STRING = _u64(TAG_STRING)
+
+
+def string_column_hashes(frame: pl.DataFrame, columns: list[str]) -> pl.Series:
+    """Content hashes of records whose fields are all non-null strings (the CSV path).
+
+    The fold runs field by field over whole columns (a few vectorised operations per
+    field), so time and memory are linear in the number of cells: no expression grows
+    with the number of fields."""
+    height = frame.height
+    h = _seeds(height)
+    ordered = sorted(columns)
+    names = name_hashes(ordered)
+    for start in range(0, len(ordered), _BATCH):
+        batch = ordered[start : start + _BATCH]
+        # the batch's cells as ONE contiguous column, hashed in one call: a parsed CSV's
+        # columns come in many chunks, whose per-chunk overhead would dominate
+        cells = pl.concat([frame.get_column(c) for c in batch], rechunk=True)
+        hashed = _hash_texts(cells)
+        del cells
+        for j in range(len(batch)):
+            value = hashed.slice(j * height, height)
+            h = _fold_step(h, _u64(names[start + j]), _TAG_STRING, value)
+    return h.reinterpret(signed=True)
+
+
+def sparse_hashes(height: int, fields: pl.DataFrame) -> pl.Series:
+    """Content hashes from one row per present field (the JSON/Parquet path).
+
+    `fields` has `row` (the record, UInt32), `pos` (the field's place among the
+    record's fields in code-point order of their names, UInt32), `name`, `tag` and
+    `text`. Absent fields have no row at all. The fold runs position by position (every
+    record's first field, then every second field...), so time and memory are linear
+    in the number of fields present."""
+    h = _seeds(height)
+    if not fields.height:
+        return h.reinterpret(signed=True)
+    steps = fields.select(
+        "row",
+        "pos",
+        _xxh(pl.col("name")).alias("nh"),
+        pl.col("tag").cast(_U64),
+        _xxh(pl.col("text")).fill_null(0).alias("vh"),
+    )
+    for step in steps.partition_by("pos", maintain_order=True, include_key=False):
+        nh, tag, vh = step.get_column("nh"), step.get_column("tag"), step.get_column("vh")
+        if step.height == height:  # every record has this many fields: no gather needed
+            h = _fold_step(h, nh, tag, vh)
             continue
-        folded = _mix(_mix(_mix(h, _lit(name_hash(name))), tag.cast(_U64)), value_hash)
-        h = pl.when(tag == 0).then(h).otherwise(folded)
+        rows = step.get_column("row")
+        h = h.scatter(rows, _fold_step(h.gather(rows), nh, tag, vh))
     return h.reinterpret(signed=True)
 
 
 def string_record_hash_expr(columns: list[str]) -> pl.Expr:
-    """Content hash of records whose fields are all non-null strings (the CSV path)."""
-    return fold_hash_expr([(c, None, pl.col(c)) for c in columns])
+    """Content hash of records whose fields are all non-null strings, as an expression
+    (evaluated by `string_column_hashes` on the struct of the columns)."""
+    if not columns:
+        return pl.repeat(pl.lit(SEED, dtype=pl.UInt64), pl.len()).reinterpret(signed=True)
+    ordered = list(columns)
+
+    def fold(batch: pl.Series) -> pl.Series:
+        return string_column_hashes(batch.struct.unnest(), ordered)
+
+    return pl.struct(ordered).map_batches(fold, return_dtype=pl.Int64)
 
 
 def field_tag_text(value: Any) -> tuple[int, str | None]:
@@ -208,13 +286,16 @@ def field_tag_text(value: Any) -> tuple[int, str | None]:
 
 def record_hash(record: dict[str, Any]) -> int:
     """Scalar content hash of one parsed record (tests and small paths)."""
-    data: dict[str, list[Any]] = {}
-    fields: list[tuple[str, pl.Expr | None, pl.Expr]] = []
-    for i, name in enumerate(record):
-        tag, text = field_tag_text(record[name])
-        data[f"t{i}"] = [tag]
-        data[f"x{i}"] = [text]
-        fields.append((name, pl.col(f"t{i}"), pl.col(f"x{i}")))
-    schema = {k: (pl.UInt8 if k.startswith("t") else pl.String) for k in data}
-    frame = pl.DataFrame(data, schema=schema) if data else pl.DataFrame({"_": [0]})
-    return int(frame.select(fold_hash_expr(fields).alias("h")).item())
+    names = sorted(record)
+    pairs = [field_tag_text(record[n]) for n in names]
+    fields = pl.DataFrame(
+        {
+            "row": [0] * len(names),
+            "pos": list(range(len(names))),
+            "name": names,
+            "tag": [t for t, _ in pairs],
+            "text": [x for _, x in pairs],
+        },
+        schema=FIELDS_SCHEMA,
+    )
+    return int(sparse_hashes(1, fields)[0])

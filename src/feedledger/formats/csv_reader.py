@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 
 import polars as pl
 
 from feedledger.formats.canonical import (
     array_expr,
     columns_needing_escape,
-    string_record_hash_expr,
+    string_column_hashes,
 )
 from feedledger.formats.observations import (
     DELETE_FIELD,
@@ -20,6 +21,7 @@ from feedledger.formats.observations import (
     TRUE_VALUES,
     Observations,
     check_utf8,
+    clip,
     fail,
     published_field,
     require_columns,
@@ -30,15 +32,40 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.types import PayloadKind
 
 
-def _csv_header(data: bytes, src: SourceConfig, label: str) -> list[str]:
+def _stray_quote(data: bytes) -> str | None:
+    """The first header field holding a quote although it is not quoted (`i"d`), if the
+    header line has one (a quote there would swallow the lines after it)."""
     end = data.find(b"\n")
-    first = data[: end if end >= 0 else len(data)]  # slicing copies only the header line
+    line = data[: end if end >= 0 else len(data)].rstrip(b"\r").decode("utf-8", "replace")
+    fields = line.split(",")
+    if any(f.startswith('"') for f in fields):
+        return None
+    return next((f for f in fields if '"' in f), None)
+
+
+def _parse_problem(data: bytes, exc: Exception) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    problem = f"cannot parse CSV: {clip(first, 200)}"
+    stray = _stray_quote(data)
+    if stray is not None:
+        problem = (
+            f"cannot parse CSV: header field {clip(stray)} holds a quote but is not quoted "
+            '(quote the whole field and double the quote inside: "i""d")'
+        )
+    elif "malformed" in first.lower() and b'"' in data:
+        problem += " (a quote inside an unquoted field? quote the field, doubling its quotes)"
+    return problem
+
+
+def _records_after_header(data: bytes) -> bool:
+    """Whether the csv module finds a non-empty record after the header (errors: yes)."""
+    reader = csv.reader(io.StringIO(data.decode("utf-8", errors="replace"), newline=""))
     try:
-        text = first.decode("utf-8")
-    except UnicodeDecodeError:
-        check_utf8(data, src, label)
-        raise
-    return next(csv.reader([text.rstrip("\r")]), [])
+        next(reader, None)
+        return any(fields for fields in reader)
+    except csv.Error:
+        return True
 
 
 def _field_count_error(
@@ -52,21 +79,27 @@ def _field_count_error(
     )
 
 
-def _check_field_counts(data: bytes, expected: int, src: SourceConfig, label: str) -> None:
+def _check_field_counts(data: bytes, expected: int | None, src: SourceConfig, label: str) -> None:
     """Slow path (errors only, or quoted line breaks): find the first row whose field
-    count differs from the header's, with the csv module."""
+    count differs from the header's (`expected`, or as the csv module reads it), with
+    the csv module."""
     text = data.decode("utf-8", errors="replace")
     reader = csv.reader(io.StringIO(text, newline=""))
-    next(reader, None)
-    for row_no, fields in enumerate(reader, start=1):
-        if fields and len(fields) != expected:
-            raise fail(
-                src,
-                label,
-                f"cannot parse CSV: row {row_no} (line {reader.line_num}) has "
-                f"{len(fields)} field(s), {'fewer' if len(fields) < expected else 'more'} "
-                f"fields than the header's {expected}",
-            )
+    try:
+        header = next(reader, None)
+        if expected is None:
+            expected = len(header or [])
+        for row_no, fields in enumerate(reader, start=1):
+            if fields and len(fields) != expected:
+                raise fail(
+                    src,
+                    label,
+                    f"cannot parse CSV: row {row_no} (line {reader.line_num}) has "
+                    f"{len(fields)} field(s), {'fewer' if len(fields) < expected else 'more'} "
+                    f"fields than the header's {expected}",
+                )
+    except csv.Error:
+        return  # a diagnosis only: the caller reports the parser's own error
 
 
 def _check_short_rows(
@@ -90,25 +123,22 @@ def _check_short_rows(
         i, line = short.row(0)
         raise _field_count_error(src, label, i + 1, line.count(",") + 1, expected)
     for i, line in frame.filter(pl.col("line").str.contains('"', literal=True)).iter_rows():
-        fields = next(csv.reader([line]), [])
+        try:
+            fields = next(csv.reader([line]), [])
+        except csv.Error as exc:
+            raise fail(src, label, f"cannot parse CSV: row {i + 1}: {clip(str(exc))}") from None
         if len(fields) != expected:
             raise _field_count_error(src, label, i + 1, len(fields), expected)
 
 
-def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    header = _csv_header(data, src, label)
-    dupes = sorted({h for h in header if header.count(h) > 1})
-    if dupes:
-        raise fail(src, label, f"duplicate column name(s) in the CSV header: {dupes}")
-    if any(not h.strip() for h in header):
-        raise fail(src, label, "the CSV header has an empty column name")
+def _read(data: bytes, src: SourceConfig, label: str) -> pl.DataFrame:
+    """Header and body read by ONE parser (polars, the header as the first row)."""
     try:
         # Unquoted empty fields AND missing trailing fields both read as null here;
         # quoted "" stays "". Rows with a null are checked against their line below.
-        raw = pl.read_csv(
+        return pl.read_csv(
             data,
+            has_header=False,
             infer_schema=False,
             empty_string_is_null=True,
             raise_if_empty=True,
@@ -116,12 +146,34 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
     except pl.exceptions.ComputeError as exc:
         if "utf-8" in str(exc).lower() or "utf8" in str(exc).lower():
             check_utf8(data, src, label)
-        _check_field_counts(data, len(header), src, label)
-        first = str(exc).strip().splitlines()[0]
-        raise fail(src, label, f"cannot parse CSV: {first}") from None
-    except (pl.exceptions.NoDataError, pl.exceptions.PolarsError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise fail(src, label, f"cannot parse CSV: {first}") from None
+        if _stray_quote(data) is None:
+            _check_field_counts(data, None, src, label)
+        raise fail(src, label, _parse_problem(data, exc)) from None
+    except pl.exceptions.PolarsError as exc:
+        raise fail(src, label, _parse_problem(data, exc)) from None
+
+
+def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if data[:1] in (b"\n", b"\r"):
+        data = data.lstrip(b"\r\n")  # blank lines before the header are skipped
+    table = _read(data, src, label)
+    header = ["" if h is None else h for h in table.row(0)]
+    dupes = sorted(clip(h) for h, n in Counter(header).items() if n > 1)
+    if dupes:
+        raise fail(src, label, f"duplicate column name(s) in the CSV header: {dupes[:5]}")
+    if any(not h.strip() for h in header):
+        raise fail(src, label, "the CSV header has an empty column name")
+    raw = table.slice(1).rename(dict(zip(table.columns, header, strict=True)))
+    del table
+    if not raw.height and _records_after_header(data):
+        raise fail(
+            src,
+            label,
+            "cannot parse CSV: no rows were read although the payload has lines after "
+            "its header (an unbalanced quote?)",
+        )
     nulls = raw.null_count().row(0, named=True) if raw.height else {}
     with_nulls = [c for c, n in nulls.items() if n]
     if with_nulls:
@@ -149,11 +201,12 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
 
     key_special = columns_needing_escape(raw.select(list(src.key)))
     revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
+    hashes = string_column_hashes(raw, attr_columns)
     frame = (
         raw.lazy()
         .select(
             array_expr(list(src.key), raw, key_special).alias("key"),
-            string_record_hash_expr(attr_columns).alias("hash"),
+            pl.lit(hashes).alias("hash"),
             revision.alias("revision"),
             deleted_expr.alias("deleted"),
         )

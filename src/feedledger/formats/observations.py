@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -89,8 +90,35 @@ def row_list(idx: Iterable[int]) -> str:
     return f"row{'s' if len(items) > 1 else ''} {listed}{more}"
 
 
+# an error is one line: payload content quoted in it is clipped, and so is the line
+MAX_PROBLEM = 400
+_CLIP = 80
+
+
+def clip(text: str, limit: int = _CLIP) -> str:
+    """`text` cut to about `limit` characters (marked with an ellipsis), for quoting
+    payload content in an error line."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def fail(src: SourceConfig, label: str, problem: str) -> BadPayloadError:
-    return BadPayloadError(problem, source=src.name, payload=label)
+    flat = " ".join(problem.split()) if "\n" in problem or "\r" in problem else problem
+    return BadPayloadError(clip(flat, MAX_PROBLEM), source=src.name, payload=label)
+
+
+# The Unicode White_Space characters (the same set in Python's `re` and polars' regex)
+WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+BLANK_PATTERN = f"^[{WHITESPACE}]+$"
+_BLANK = re.compile(BLANK_PATTERN)
+
+
+def is_blank(value: object) -> bool:
+    """A key value that is a non-empty string of whitespace only."""
+    return isinstance(value, str) and _BLANK.match(value) is not None
+
+
+def blank_key_problem(rows: list[int], src: SourceConfig) -> str:
+    return f"{row_list(rows)}: key {list(src.key)} is only whitespace"
 
 
 def check_utf8(data: bytes, src: SourceConfig, label: str) -> None:
@@ -110,8 +138,16 @@ def published_field(src: SourceConfig) -> str | None:
 def require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
     missing = [k for k in src.key if k not in columns]
     if missing:
-        raise fail(src, label, f"missing key column(s) {missing}; columns present: {columns[:20]}")
+        raise fail(
+            src, label, f"missing key column(s) {missing}; columns present: {_some(columns)}"
+        )
     if src.revision and src.revision not in columns:
         raise fail(
-            src, label, f"missing revision column {src.revision!r}; columns present: {columns[:20]}"
+            src,
+            label,
+            f"missing revision column {src.revision!r}; columns present: {_some(columns)}",
         )
+
+
+def _some(columns: list[str]) -> list[str]:
+    return [clip(c, 40) for c in columns[:20]]

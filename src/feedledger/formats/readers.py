@@ -13,8 +13,11 @@ import polars as pl
 
 from feedledger.formats.csv_reader import read_csv_payload
 from feedledger.formats.observations import (
+    BLANK_PATTERN,
     Observations,
+    blank_key_problem,
     check_utf8,
+    clip,
     fail,
     published_field,
     row_list,
@@ -29,6 +32,8 @@ def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observat
     """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input."""
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
+    if src.format in ("csv", "jsonl"):
+        _check_line_ends(data, src, label)
     if src.format == "csv":
         obs = read_csv_payload(data, src, label)
     elif src.format == "parquet":
@@ -39,6 +44,22 @@ def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observat
         obs = read_records(records, src, label)
     _check_keys(obs, src, label)
     return obs
+
+
+def _check_line_ends(data: bytes, src: SourceConfig, label: str) -> None:
+    """Lines end with LF or CRLF. A file whose lines end with a bare CR (classic Mac OS)
+    is refused rather than guessed at: read as it stands it is one line, and reading a
+    lone CR as a line end would change what CRs inside values mean."""
+    if b"\n" in data:
+        return
+    cr = data.find(b"\r")
+    if 0 <= cr < len(data.rstrip()):
+        raise fail(
+            src,
+            label,
+            f"lines end with a bare CR (byte {cr}; classic Mac OS line ends): convert "
+            "the file to LF or CRLF line ends",
+        )
 
 
 def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
@@ -55,6 +76,12 @@ def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
             raise fail(
                 src, label, f"{row_list(empty['i'].to_list())}: null or empty key {list(src.key)}"
             )
+        blank = obs.raw.select(
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("i"),
+            pl.any_horizontal([pl.col(k).str.contains(BLANK_PATTERN) for k in src.key]).alias("b"),
+        ).filter(pl.col("b"))
+        if blank.height:
+            raise fail(src, label, blank_key_problem(blank["i"].to_list(), src))
     if frame.get_column("kh").n_unique() == frame.height:
         dup = frame.clear()  # distinct key hashes imply distinct keys (cheap check first)
     else:
@@ -65,7 +92,7 @@ def _check_keys(obs: Observations, src: SourceConfig, label: str) -> None:
         raise fail(
             src,
             label,
-            f"duplicate key {first} at {row_list(rows)} "
+            f"duplicate key {clip(first)} at {row_list(rows)} "
             f"({dup.get_column('key').n_unique()} duplicated key(s) in all)",
         )
     if src.revision:
@@ -88,7 +115,7 @@ def published_from_field(
     if not field or not values:
         raise fail(src, label, f"no publisher date: field {field!r} is missing or empty")
     if len(values) > 1:
-        shown = ", ".join(values[:3])
+        shown = ", ".join(clip(v, 40) for v in values[:3])
         raise fail(
             src,
             label,

@@ -4,15 +4,19 @@ literals exactly as written; the content hash is the same column-wise fold as CS
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import polars as pl
 
 from feedledger.formats.canonical import (
+    FIELDS_SCHEMA,
+    TAG_STRING,
     RawNumber,
     canonical,
     field_tag_text,
-    fold_hash_expr,
+    json_string,
+    sparse_hashes,
 )
 from feedledger.formats.observations import (
     DELETE_FIELD,
@@ -20,7 +24,10 @@ from feedledger.formats.observations import (
     OP_FIELD,
     TRUE_VALUES,
     Observations,
+    blank_key_problem,
+    clip,
     fail,
+    is_blank,
     published_field,
     row_list,
 )
@@ -33,29 +40,77 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+class DuplicateFieldError(ValueError):
+    """A JSON object states one field name twice (`{"id":1,"id":2}`)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise DuplicateFieldError(
+                    f"duplicate field name {clip(json_string(name))} in one object"
+                )
+            seen.add(name)
+    return obj
+
+
 def _loads(text: str) -> Any:
     return json.loads(
-        text, parse_float=RawNumber, parse_int=RawNumber, parse_constant=_reject_constant
+        text,
+        parse_float=RawNumber,
+        parse_int=RawNumber,
+        parse_constant=_reject_constant,
+        object_pairs_hook=_object,
     )
+
+
+def _parse(text: str, src: SourceConfig, label: str, where: str) -> Any:
+    """One JSON document; every way it can be bad is one clear BadPayloadError."""
+    try:
+        return _loads(text)
+    except DuplicateFieldError as exc:
+        raise fail(src, label, f"{where}{exc}") from None
+    except RecursionError:
+        raise fail(src, label, f"{where}invalid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise fail(src, label, f"{where}invalid JSON ({clip(str(exc), 200)})") from None
+
+
+# JSON text may escape a UTF-16 surrogate (\ud800) that no UTF-8 text can hold
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _check_surrogates(text: str, records: list[Any], src: SourceConfig, label: str) -> None:
+    if not _SURROGATE_ESCAPE.search(text):
+        return
+    for i, record in enumerate(records):
+        try:
+            canonical(record).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = f"\\u{ord(exc.object[exc.start]):04x}"
+            raise fail(
+                src,
+                label,
+                f"{row_list([i])}: a string holds a lone surrogate ({code}), which is "
+                "not a Unicode character",
+            ) from None
 
 
 def json_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, Any]]:
     text = data.decode("utf-8").lstrip("\ufeff")
     records: list[Any]
     if src.format == "jsonl":
+        # lines end at \n only (\r\n too); U+2028, U+2029 and U+0085 are characters
         records = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
-            try:
-                records.append(_loads(line))
-            except ValueError as exc:
-                raise fail(src, label, f"line {lineno}: invalid JSON ({exc})") from None
+            records.append(_parse(line, src, label, f"line {lineno}: "))
     else:
-        try:
-            doc = _loads(text)
-        except ValueError as exc:
-            raise fail(src, label, f"invalid JSON ({exc})") from None
+        doc = _parse(text, src, label, "")
         if isinstance(doc, dict):
             lists = [v for v in doc.values() if isinstance(v, list)]
             if len(lists) != 1:
@@ -72,6 +127,10 @@ def json_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, A
     bad = [i for i, r in enumerate(records) if not isinstance(r, dict)]
     if bad:
         raise fail(src, label, f"{row_list(bad)}: not a JSON object")
+    try:
+        _check_surrogates(text, records, src, label)
+    except RecursionError:
+        raise fail(src, label, "invalid JSON (nested too deeply)") from None
     return records
 
 
@@ -108,10 +167,20 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(pa.BufferReader(data))
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise fail(src, label, f"cannot parse Parquet: {exc}") from None
-    return [{k: _py_value(v) for k, v in rec.items()} for rec in table.to_pylist()]
+        table = pq.ParquetFile(pa.BufferReader(data)).read()  # (the file, not a dataset)
+    except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
+        raise fail(src, label, f"cannot parse Parquet: {clip(str(exc), 200)}") from None
+    names = table.column_names
+    if len(set(names)) != len(names):
+        dupes = sorted({clip(n) for n in names if names.count(n) > 1})[:5]
+        raise fail(src, label, f"duplicate column name(s) in the Parquet schema: {dupes}")
+    try:
+        return [{k: _py_value(v) for k, v in rec.items()} for rec in table.to_pylist()]
+    except RecursionError:
+        raise fail(src, label, "cannot read Parquet: a value is nested too deeply") from None
+    except (pa.ArrowException, ValueError, OverflowError, TypeError) as exc:
+        problem = f"{type(exc).__name__}: {clip(str(exc), 200)}"
+        raise fail(src, label, f"cannot read Parquet values: {problem}") from None
 
 
 def _is_delete(record: dict[str, Any]) -> bool:
@@ -131,15 +200,23 @@ def _scalar_text(value: Any) -> str | None:
 
 
 def read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) -> Observations:
+    try:
+        return _read_records(records, src, label)
+    except RecursionError:
+        raise fail(src, label, "a value is nested too deeply") from None
+
+
+def _read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) -> Observations:
     columns: dict[str, None] = {}
     for rec in records[:1000]:
         columns.update(dict.fromkeys(rec))
     missing_key = [k for k in src.key if not any(k in r for r in records)] if records else []
     if missing_key:
+        present = [clip(c, 40) for c in sorted(columns)[:20]]
         raise fail(
             src,
             label,
-            f"missing key field(s) {missing_key}; fields present: {sorted(columns)[:20]}",
+            f"missing key field(s) {missing_key}; fields present: {present}",
         )
     changes = src.kind == PayloadKind.CHANGES
     keys: list[str | None] = []
@@ -147,12 +224,20 @@ def read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) -
     revisions: list[str | None] = []
     deleted: list[bool] = []
     empty_key: list[int] = []
-    names: dict[str, None] = {}
-    bodies: list[dict[str, Any]] = []
+    blank_key: list[int] = []
+    # one entry per present field, for the hash fold (linear in the fields present)
+    f_row: list[int] = []
+    f_pos: list[int] = []
+    f_name: list[str] = []
+    f_tag: list[int] = []
+    f_text: list[str | None] = []
     for i, rec in enumerate(records):
         key_values = [rec.get(k) for k in src.key]
         if any(v is None or v == "" for v in key_values):
             empty_key.append(i)
+            keys.append(None)
+        elif any(is_blank(v) for v in key_values):
+            blank_key.append(i)
             keys.append(None)
         else:
             keys.append("[" + ",".join(canonical(v) for v in key_values) + "]")
@@ -161,18 +246,34 @@ def read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) -
         body = (
             {k: v for k, v in rec.items() if k not in (DELETE_FIELD, OP_FIELD)} if changes else rec
         )
-        attrs.append(canonical(body))
-        bodies.append(body)
-        names.update(dict.fromkeys(body))
+        parts: list[str] = []
+        for pos, name in enumerate(sorted(body)):
+            tag, text = field_tag_text(body[name])
+            f_row.append(i)
+            f_pos.append(pos)
+            f_name.append(name)
+            f_tag.append(tag)
+            f_text.append(text)
+            # canonical(body), piece by piece
+            value = "null" if text is None else json_string(text) if tag == TAG_STRING else text
+            parts.append(json_string(name) + ":" + value)
+        attrs.append("{" + ",".join(parts) + "}")
         revisions.append(_scalar_text(rec.get(src.revision)) if src.revision else None)
     if empty_key:
         raise fail(src, label, f"{row_list(empty_key)}: null or empty key {list(src.key)}")
+    if blank_key:
+        raise fail(src, label, blank_key_problem(blank_key, src))
     raw = pl.DataFrame({"attributes": attrs}, schema={"attributes": pl.String})
+    fields = pl.DataFrame(
+        {"row": f_row, "pos": f_pos, "name": f_name, "tag": f_tag, "text": f_text},
+        schema=FIELDS_SCHEMA,
+    )
+    del f_row, f_pos, f_name, f_tag, f_text
     frame = pl.DataFrame(
         {
             "idx": pl.int_range(len(records), dtype=pl.UInt32, eager=True),
             "key": keys,
-            "hash": _generic_hashes(bodies, list(names)),
+            "hash": sparse_hashes(len(records), fields),
             "revision": revisions,
             "deleted": deleted,
         },
@@ -185,28 +286,3 @@ def read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) -
         else None
     )
     return Observations(frame=frame, raw=raw, attr_columns=None, published_values=values)
-
-
-def _generic_hashes(bodies: list[dict[str, Any]], names: list[str]) -> pl.Series:
-    """Content hashes of parsed records: a wide frame of (tag, text) per field, then the
-    same column-wise fold as the CSV path (tag 0 = field absent from that record)."""
-    data: dict[str, list[Any]] = {}
-    fields: list[tuple[str, pl.Expr | None, pl.Expr]] = []
-    for j, name in enumerate(names):
-        tags: list[int] = []
-        texts: list[str | None] = []
-        for body in bodies:
-            if name in body:
-                tag, text = field_tag_text(body[name])
-            else:
-                tag, text = 0, None
-            tags.append(tag)
-            texts.append(text)
-        data[f"t{j}"] = tags
-        data[f"x{j}"] = texts
-        fields.append((name, pl.col(f"t{j}"), pl.col(f"x{j}")))
-    schema = {k: (pl.UInt8 if k.startswith("t") else pl.String) for k in data}
-    if not bodies:
-        return pl.Series("hash", [], dtype=pl.Int64)
-    wide = pl.DataFrame(data, schema=schema) if data else pl.DataFrame({"_": [0] * len(bodies)})
-    return wide.select(fold_hash_expr(fields).alias("hash")).get_column("hash")
