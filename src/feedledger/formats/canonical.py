@@ -34,6 +34,7 @@ This is a storage contract; changing it changes every stored hash. It is:
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 import polars as pl
@@ -62,7 +63,8 @@ class RawNumber(str):
 
 
 def json_string(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """`json.dumps(value, ensure_ascii=False)` for a str (the very function it calls)."""
+    return encode_basestring(value)
 
 
 def canonical(value: Any) -> str:

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import repeat
 from typing import Any
 
 import polars as pl
 
 from feedledger.formats.canonical import (
     FIELDS_SCHEMA,
+    TAG_JSON,
+    TAG_NULL,
     TAG_STRING,
     RawNumber,
     canonical,
-    field_tag_text,
     json_string,
     sparse_hashes,
 )
@@ -57,14 +59,16 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+_DECODER = json.JSONDecoder(
+    parse_float=RawNumber,
+    parse_int=RawNumber,
+    parse_constant=_reject_constant,
+    object_pairs_hook=_object,
+)
+
+
 def _loads(text: str) -> Any:
-    return json.loads(
-        text,
-        parse_float=RawNumber,
-        parse_int=RawNumber,
-        parse_constant=_reject_constant,
-        object_pairs_hook=_object,
-    )
+    return _DECODER.decode(text)
 
 
 def _parse(text: str, src: SourceConfig, label: str, where: str) -> Any:
@@ -199,6 +203,57 @@ def _scalar_text(value: Any) -> str | None:
     return canonical(value)
 
 
+class _Fields:
+    """One entry per present field of every record (the hash fold's input: linear in
+    the fields present), and each record's canonical attribute text, in one pass."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.positions: list[int] = []
+        self.names: list[str] = []
+        self.tags: list[int] = []
+        self.texts: list[str | None] = []
+        self._labels: dict[str, str] = {}  # field name -> its JSON text and a colon
+
+    def add(self, row: int, body: dict[str, Any]) -> str:
+        """Add the record's fields; returns canonical(body), built piece by piece."""
+        names = sorted(body)
+        self.rows.extend(repeat(row, len(names)))
+        self.positions.extend(range(len(names)))
+        self.names.extend(names)
+        tags, texts, labels = self.tags, self.texts, self._labels
+        parts: list[str] = []
+        for name in names:
+            value = body[name]
+            if value is None:
+                tags.append(TAG_NULL)
+                texts.append(None)
+                text = "null"
+            elif isinstance(value, str) and value.__class__ is not RawNumber:
+                tags.append(TAG_STRING)
+                texts.append(value)
+                text = json_string(value)
+            else:  # numbers (their literal text), booleans, arrays, objects
+                text = canonical(value)
+                tags.append(TAG_JSON)
+                texts.append(text)
+            label = labels.get(name)
+            if label is None:
+                label = labels[name] = json_string(name) + ":"
+            parts.append(label + text)
+        return "{" + ",".join(parts) + "}"
+
+    def frame(self) -> pl.DataFrame:
+        data = {
+            "row": self.rows,
+            "pos": self.positions,
+            "name": self.names,
+            "tag": self.tags,
+            "text": self.texts,
+        }
+        return pl.DataFrame(data, schema=FIELDS_SCHEMA)
+
+
 def read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) -> Observations:
     try:
         return _read_records(records, src, label)
@@ -225,12 +280,7 @@ def _read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) 
     deleted: list[bool] = []
     empty_key: list[int] = []
     blank_key: list[int] = []
-    # one entry per present field, for the hash fold (linear in the fields present)
-    f_row: list[int] = []
-    f_pos: list[int] = []
-    f_name: list[str] = []
-    f_tag: list[int] = []
-    f_text: list[str | None] = []
+    fields = _Fields()
     for i, rec in enumerate(records):
         key_values = [rec.get(k) for k in src.key]
         if any(v is None or v == "" for v in key_values):
@@ -246,34 +296,18 @@ def _read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) 
         body = (
             {k: v for k, v in rec.items() if k not in (DELETE_FIELD, OP_FIELD)} if changes else rec
         )
-        parts: list[str] = []
-        for pos, name in enumerate(sorted(body)):
-            tag, text = field_tag_text(body[name])
-            f_row.append(i)
-            f_pos.append(pos)
-            f_name.append(name)
-            f_tag.append(tag)
-            f_text.append(text)
-            # canonical(body), piece by piece
-            value = "null" if text is None else json_string(text) if tag == TAG_STRING else text
-            parts.append(json_string(name) + ":" + value)
-        attrs.append("{" + ",".join(parts) + "}")
+        attrs.append(fields.add(i, body))
         revisions.append(_scalar_text(rec.get(src.revision)) if src.revision else None)
     if empty_key:
         raise fail(src, label, f"{row_list(empty_key)}: null or empty key {list(src.key)}")
     if blank_key:
         raise fail(src, label, blank_key_problem(blank_key, src))
     raw = pl.DataFrame({"attributes": attrs}, schema={"attributes": pl.String})
-    fields = pl.DataFrame(
-        {"row": f_row, "pos": f_pos, "name": f_name, "tag": f_tag, "text": f_text},
-        schema=FIELDS_SCHEMA,
-    )
-    del f_row, f_pos, f_name, f_tag, f_text
     frame = pl.DataFrame(
         {
             "idx": pl.int_range(len(records), dtype=pl.UInt32, eager=True),
             "key": keys,
-            "hash": sparse_hashes(len(records), fields),
+            "hash": sparse_hashes(len(records), fields.frame()),
             "revision": revisions,
             "deleted": deleted,
         },
