@@ -171,7 +171,8 @@ def ingest(
                 )
         except (BadPayloadError, ConfigError) as exc:
             storing.result()
-            raise exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
+            exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
+            raise
         with stage("archive_wait"):
             sha = storing.result()
             opened = opening.result()
