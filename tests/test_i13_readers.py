@@ -26,7 +26,11 @@ import xxhash
 from conftest import Cli
 from feedledger.config import make_source
 from feedledger.formats import read_observations, record_hash
-from feedledger.formats.canonical import string_column_hashes
+from feedledger.formats.canonical import (
+    NARROW,
+    string_column_hashes,
+    string_record_hash_expr,
+)
 from feedledger.model.errors import BadPayloadError
 
 HANG_S = 180  # far above the few seconds these take; only a hang or a blow-up reaches it
@@ -214,10 +218,20 @@ def test_item9_wide_csv_hashes_equal_reference_and_expression(tmp_path: Path) ->
     assert from_reader == from_expr == [ref_hash(r) for r in records]
 
 
-def test_item9_column_hashes_equal_reference() -> None:
-    frame = pl.DataFrame({"b": ["x", "", "Ω"], "a": ["1", "2", 'q"']})
+@pytest.mark.parametrize("width", [2, NARROW, NARROW + 1, 40])
+def test_item9_column_hashes_equal_reference(width: int) -> None:
+    """Both ways of folding string columns (one expression up to NARROW fields, field by
+    field over hashed blocks beyond) give the documented hash."""
+    values = ["x", "", "Ω", 'q"', "a\nb", "1"]
+    frame = pl.DataFrame(
+        {
+            f"c{(i * 7) % width:03d}_{i}": [values[(i + r) % 6] for r in range(5)]
+            for i in range(width)
+        }
+    )
     expected = [ref_hash(r) for r in frame.to_dicts()]
-    assert string_column_hashes(frame, ["b", "a"]).to_list() == expected
+    assert string_column_hashes(frame, frame.columns).to_list() == expected
+    assert frame.select(string_record_hash_expr(frame.columns))[:, 0].to_list() == expected
 
 
 # -- item 10: header and body read by one parser -----------------------------------------

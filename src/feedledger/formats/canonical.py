@@ -34,6 +34,7 @@ This is a storage contract; changing it changes every stored hash. It is:
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -209,31 +210,66 @@ def _seeds(height: int) -> pl.Series:
     return pl.repeat(SEED, height, dtype=_U64, eager=True).rename("hash")
 
 
-_BATCH = 256  # columns hashed per select: bounds the hashed block's memory
 _TAG_STRING = _u64(TAG_STRING)
+# Up to this many fields, the string fold is one expression (evaluated with the rest of
+# the reader's select, in parallel, on the columns as parsed); a wider one is folded
+# field by field over materialised column hashes (an expression per field would nest
+# one level deeper per field, and polars' planning cost grows faster than linearly).
+NARROW = 16
+_BLOCK_CELLS = 4_000_000  # cells hashed per block on the wide path (bounds the copy)
+_BLOCK_COLUMNS = 64  # (blocks are pipelined: one is hashed while the last is folded)
+
+
+def _string_fold(ordered: list[str]) -> pl.Expr:
+    h = pl.lit(SEED, dtype=_U64)
+    for name, name_h in zip(ordered, name_hashes(ordered), strict=True):
+        for x in (pl.lit(name_h, dtype=_U64), pl.lit(TAG_STRING, dtype=_U64)):
+            h = (h ^ x) * pl.lit(PRIME, dtype=_U64)
+        h = (h ^ _xxh(pl.col(name)).fill_null(0)) * pl.lit(PRIME, dtype=_U64)
+    return h.reinterpret(signed=True)
 
 
 def string_column_hashes(frame: pl.DataFrame, columns: list[str]) -> pl.Series:
     """Content hashes of records whose fields are all non-null strings (the CSV path).
 
-    The fold runs field by field over whole columns (a few vectorised operations per
-    field), so time and memory are linear in the number of cells: no expression grows
-    with the number of fields."""
+    Wide records are folded field by field over whole columns (a few vectorised
+    operations per field) after hashing a block of columns at a time as one contiguous
+    column (a parsed CSV's columns come in many chunks, and per-chunk overhead would
+    dominate a wide frame): time and memory linear in the number of cells."""
+    ordered = sorted(columns)
+    if len(ordered) <= NARROW:
+        return frame.select(_string_fold(ordered).alias("hash")).to_series()
     height = frame.height
     h = _seeds(height)
-    ordered = sorted(columns)
-    names = name_hashes(ordered)
-    for start in range(0, len(ordered), _BATCH):
-        batch = ordered[start : start + _BATCH]
-        # the batch's cells as ONE contiguous column, hashed in one call: a parsed CSV's
-        # columns come in many chunks, whose per-chunk overhead would dominate
-        cells = pl.concat([frame.get_column(c) for c in batch], rechunk=True)
-        hashed = _hash_texts(cells)
-        del cells
-        for j in range(len(batch)):
-            value = hashed.slice(j * height, height)
-            h = _fold_step(h, _u64(names[start + j]), _TAG_STRING, value)
+    names = pl.Series(name_hashes(ordered), dtype=_U64)
+    step = max(NARROW, min(_BLOCK_COLUMNS, _BLOCK_CELLS // max(height, 1)))
+    blocks = [ordered[start : start + step] for start in range(0, len(ordered), step)]
+
+    def hash_block(batch: list[str]) -> pl.Series:
+        # the block's cells as ONE contiguous column, hashed in one call
+        return _hash_texts(pl.concat([frame.get_column(c) for c in batch], rechunk=True))
+
+    with ThreadPoolExecutor(max_workers=1) as pool:  # hashes the next block meanwhile
+        ahead = pool.submit(hash_block, blocks[0])
+        start = 0
+        for i, batch in enumerate(blocks):
+            hashed = ahead.result()
+            if i + 1 < len(blocks):
+                ahead = pool.submit(hash_block, blocks[i + 1])
+            for j in range(len(batch)):
+                value = hashed.slice(j * height, height)
+                h = _fold_step(h, names.slice(start + j, 1), _TAG_STRING, value)
+            start += len(batch)
+            del hashed
     return h.reinterpret(signed=True)
+
+
+def string_hash_expr(frame: pl.DataFrame, columns: list[str]) -> pl.Expr:
+    """The content hash column of `frame` for a select on it: the fold itself when the
+    record is narrow, else the hashes computed by `string_column_hashes`."""
+    if len(columns) <= NARROW:
+        return _string_fold(sorted(columns))
+    return pl.lit(string_column_hashes(frame, columns))
 
 
 def sparse_hashes(height: int, fields: pl.DataFrame) -> pl.Series:
@@ -266,9 +302,10 @@ def sparse_hashes(height: int, fields: pl.DataFrame) -> pl.Series:
 
 def string_record_hash_expr(columns: list[str]) -> pl.Expr:
     """Content hash of records whose fields are all non-null strings, as an expression
-    (evaluated by `string_column_hashes` on the struct of the columns)."""
-    if not columns:
-        return pl.repeat(pl.lit(SEED, dtype=pl.UInt64), pl.len()).reinterpret(signed=True)
+    (a wide record's is evaluated by `string_column_hashes` on the struct of its
+    columns)."""
+    if len(columns) <= NARROW:
+        return _string_fold(sorted(columns))
     ordered = list(columns)
 
     def fold(batch: pl.Series) -> pl.Series:

@@ -13,7 +13,7 @@ import polars as pl
 from feedledger.formats.canonical import (
     array_expr,
     columns_needing_escape,
-    string_column_hashes,
+    string_hash_expr,
 )
 from feedledger.formats.observations import (
     DELETE_FIELD,
@@ -165,7 +165,8 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
         raise fail(src, label, f"duplicate column name(s) in the CSV header: {dupes[:5]}")
     if any(not h.strip() for h in header):
         raise fail(src, label, "the CSV header has an empty column name")
-    raw = table.slice(1).rename(dict(zip(table.columns, header, strict=True)))
+    raw = table.slice(1)
+    raw.columns = header
     del table
     if not raw.height and _records_after_header(data):
         raise fail(
@@ -199,14 +200,13 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
             deleted_expr = pl.any_horizontal(markers)
         attr_columns = [c for c in columns if c not in (DELETE_FIELD, OP_FIELD)]
 
-    key_special = columns_needing_escape(raw.select(list(src.key)))
+    key_special = columns_needing_escape(raw.select(list(src.key)).rechunk())
     revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
-    hashes = string_column_hashes(raw, attr_columns)
     frame = (
         raw.lazy()
         .select(
             array_expr(list(src.key), raw, key_special).alias("key"),
-            pl.lit(hashes).alias("hash"),
+            string_hash_expr(raw, attr_columns).alias("hash"),
             revision.alias("revision"),
             deleted_expr.alias("deleted"),
         )
