@@ -293,7 +293,7 @@ def test_credentials_are_refused_in_feedledger_toml(tmp_path: Path) -> None:
 def test_s3fs_is_imported_only_when_an_s3_archive_is_used(s3_bucket: str) -> None:
     code = (
         "import sys\n"
-        "import feedledger.cli.main, feedledger.pipeline.context\n"
+        "import feedledger.cli.main, feedledger.context\n"
         "from feedledger.archive import open_archive\n"
         f"archive = open_archive('s3://{s3_bucket}/lazy')\n"
         "assert not {'s3fs', 'botocore', 'aiobotocore'} & set(sys.modules), sys.modules\n"

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from conftest import BACKENDS
 from feedledger import faults
 from feedledger.config import Workspace
+from feedledger.context import Context
 from feedledger.ledger import queries
 from feedledger.ledger.records import Version
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.backfill import NothingToDo, backfill, replay
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
 from test_property import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace

@@ -27,6 +27,7 @@ from sqlalchemy import select
 
 from conftest import PG_ENV, Cli, _pg_schema_url, write_csv
 from feedledger.config import Workspace
+from feedledger.context import Context
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.ledger import engine as eng
@@ -34,7 +35,6 @@ from feedledger.ledger.schema import applications, leases, metadata
 from feedledger.ledger.store import Store
 from feedledger.model.jsonout import dumps
 from feedledger.pipeline import query
-from feedledger.pipeline.context import Context
 
 SRC = "parcels"
 HEADER = ["id", "zoning", "rev"]

@@ -19,10 +19,10 @@ import pytest
 
 from conftest import Cli, write_csv
 from feedledger.config import Workspace
+from feedledger.context import Context
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.model.timeutil import to_us
-from feedledger.pipeline.context import Context
 from test_backfill import at, dump, error_line, outbox_rows, runs_by_kind, verified, zonings
 
 SRC = "larimer"

@@ -10,10 +10,10 @@ import pytest
 
 from conftest import Cli, write_csv
 from feedledger.config import Workspace
+from feedledger.context import Context
 from feedledger.ledger import engine as eng
 from feedledger.ledger import queries
 from feedledger.ledger.schema import outbox, versions
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import ingest
 
 HEADER = ["parcel_id", "zoning", "owner"]

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from conftest import PG_ENV, PG_SKIP, _pg_schema_url
 from feedledger import faults
 from feedledger.config import Workspace, make_source
+from feedledger.context import Context
 from feedledger.ledger import engine as eng
 from feedledger.ledger import queries
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
 

@@ -20,7 +20,7 @@ from feedledger.model.errors import FeedledgerError, NotFoundError, StoreUnavail
 from feedledger.model.jsonout import RawJSON, dumps
 
 if TYPE_CHECKING:
-    from feedledger.pipeline.context import Context
+    from feedledger.context import Context
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -52,7 +52,7 @@ def workspace(ctx: typer.Context) -> Workspace:
 
 @contextmanager
 def context(ctx: typer.Context) -> Iterator[Context]:
-    from feedledger.pipeline.context import Context
+    from feedledger.context import Context
 
     with Context(workspace(ctx), leave_wal=LEAVE_WAL) as c:
         yield c

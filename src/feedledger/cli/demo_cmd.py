@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
         """Build a demo workspace with a synthetic county feed, ingest it and show a
         parcel's bitemporal history and as-of answers."""
         from feedledger.config import Workspace
+        from feedledger.context import Context
         from feedledger.pipeline import query
-        from feedledger.pipeline.context import Context
         from feedledger.pipeline.demo import PARCEL, SOURCE, build_demo
 
         result = build_demo(directory, store_url=store)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from feedledger.context import Context
 from feedledger.diff import compute, next_state
 from feedledger.formats import Observations
 from feedledger.ledger.payload_txn import PayloadWrite, apply_payload
@@ -16,7 +17,6 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import PayloadKind
-from feedledger.pipeline.context import Context
 from feedledger.timing import stage
 
 

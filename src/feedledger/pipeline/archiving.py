@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from feedledger import faults
+from feedledger.context import Context
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import _keep_rejected, resolve_published_at
 
 

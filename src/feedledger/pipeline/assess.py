@@ -16,13 +16,13 @@ from typing import Any
 
 from sqlalchemy import select
 
+from feedledger.context import Context
 from feedledger.ledger.schema import applications
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, parse_instant, zone
-from feedledger.pipeline.context import Context
 
 
 @dataclass

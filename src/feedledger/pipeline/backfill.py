@@ -24,6 +24,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 from feedledger import faults
+from feedledger.context import Context
 from feedledger.formats import read_observations
 from feedledger.ledger import gaps, leases, queries
 from feedledger.ledger.leases import LeasedRun
@@ -37,7 +38,6 @@ from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.assess import Assessment, assess_window, index_archive, parse_day, window
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.runreport import NothingToDo, RunReport, Step, finish
 
 __all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]

@@ -11,8 +11,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from feedledger.config import Workspace, make_source
+from feedledger.context import Context
 from feedledger.ledger import engine as eng
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import IngestResult, ingest
 
 SOURCE = "larimer"

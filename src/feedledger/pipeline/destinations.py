@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import manifests, sync_state
 from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import iso, now_us
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.query import key_candidates
 from feedledger.sync.target import Target
 from feedledger.sync.transform import load

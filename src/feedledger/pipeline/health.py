@@ -16,13 +16,13 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from feedledger.context import Context
 from feedledger.ledger import gaps, schedule_state
 from feedledger.ledger.freezes import frozen
 from feedledger.ledger.schema import deliveries, leases, payloads, runs
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
-from feedledger.pipeline.context import Context
 
 SHOWN_DATES = 31
 

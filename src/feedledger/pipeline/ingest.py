@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feedledger import faults
+from feedledger.context import Context
 from feedledger.formats import Observations, published_from_field, read_observations
 from feedledger.model.errors import (
     BadPayloadError,
@@ -31,7 +32,6 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
-from feedledger.pipeline.context import Context
 from feedledger.timing import stage
 
 if TYPE_CHECKING:

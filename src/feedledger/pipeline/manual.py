@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from sqlalchemy import Connection
 
+from feedledger.context import Context
 from feedledger.ledger import freezes, gaps, leases
 from feedledger.ledger.freezes import Freeze
 from feedledger.ledger.records import Gap
@@ -14,7 +15,6 @@ from feedledger.model.cadence import day_start_us, local_date
 from feedledger.model.errors import ConfigError
 from feedledger.model.types import RunKind
 from feedledger.pipeline.assess import window
-from feedledger.pipeline.context import Context
 
 
 def add_gap(ctx: Context, source: str, start: str, end: str, reason: str) -> Gap:

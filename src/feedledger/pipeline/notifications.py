@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.ledger import deliveries, notices, queries, subscriptions
 from feedledger.ledger.retraction import commit_time
 from feedledger.ledger.subscriptions import DIGESTS, Subscriber, is_env_name
@@ -14,7 +15,6 @@ from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us
 from feedledger.notify.dispatch import DispatchReport, Policy, Progress, dispatch
-from feedledger.pipeline.context import Context
 
 
 def add_subscriber(

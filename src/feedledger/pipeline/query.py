@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger import queries
 from feedledger.ledger.records import Gap, Version
@@ -14,7 +15,6 @@ from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import from_us, iso, parse_instant, to_us, zone
 from feedledger.model.types import AsOfStatus
-from feedledger.pipeline.context import Context
 
 
 def key_candidates(src: SourceConfig, key: str) -> list[str]:

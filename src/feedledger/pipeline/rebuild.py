@@ -15,13 +15,13 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from feedledger import faults
+from feedledger.context import Context
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import manifests, sync_state
 from feedledger.ledger.sync_state import Verdict
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.sync import (
     BATCH,
     Builder,

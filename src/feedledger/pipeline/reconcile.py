@@ -20,13 +20,13 @@ from typing import Any
 
 from sqlalchemy import text
 
+from feedledger.context import Context
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import manifests, sync_state
 from feedledger.ledger.manifests import Manifest
 from feedledger.model.destination import generation_rank
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.query import key_candidates
 from feedledger.sync.target import Target
 

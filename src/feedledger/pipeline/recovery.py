@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.model.cadence import local_date
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.pipeline.assess import index_archive
 from feedledger.pipeline.backfill import Progress, RunReport, backfill
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.health import missed_dates
 from feedledger.pipeline.served import fill
 

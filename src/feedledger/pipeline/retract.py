@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.ledger import cancellations, gaps, leases, notices, queries
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.retraction import (
@@ -27,7 +28,6 @@ from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError, NotFoundError, RetractConflictError
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
-from feedledger.pipeline.context import Context
 
 
 @dataclass

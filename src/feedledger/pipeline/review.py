@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.ledger import notices, queries
 from feedledger.ledger.retraction import standing
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.types import RunStatus
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.retract import retract_run
 
 

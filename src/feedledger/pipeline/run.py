@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feedledger.context import Context
 from feedledger.model.errors import ConfigError, SourceFrozenError, StaleWatermarkError
 from feedledger.model.timeutil import iso, now_us
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.ingest import IngestResult, ingest
 
 if TYPE_CHECKING:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.ledger import gaps, leases, notices, queries
 from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.resumes import notice_queued
@@ -17,7 +18,6 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
-from feedledger.pipeline.context import Context
 
 
 @dataclass

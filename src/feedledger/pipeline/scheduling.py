@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from feedledger.context import Context
 from feedledger.ledger import notices, schedule_state
 from feedledger.ledger.freezes import frozen
 from feedledger.model.cadence import due_at, next_due
@@ -26,7 +27,6 @@ from feedledger.model.errors import FeedledgerError, LeaseHeldError, StaleWaterm
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.pipeline.backfill import Progress
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.health import SourceHealth, missed_dates
 
 MAX_BACKOFF_S = 3600.0

@@ -14,12 +14,12 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from feedledger.context import Context
 from feedledger.model.cadence import local_date
 from feedledger.model.errors import AmbiguousPayloadError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.context import Context
 
 if TYPE_CHECKING:
     from feedledger.sources.dated import Fetched

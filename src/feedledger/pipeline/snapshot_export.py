@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from feedledger.context import Context
 from feedledger.ledger import queries
 from feedledger.model.errors import ConfigError, FeedledgerError
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.query import instant
 
 _SCAN_RECORDS = 1_000  # JSON records whose field names give the order (first seen)

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import select
 
+from feedledger.context import Context
 from feedledger.ledger import destinations as registry
 from feedledger.ledger import sync_state
 from feedledger.ledger.queries import changed_keys
@@ -27,7 +28,6 @@ from feedledger.ledger.store import Store
 from feedledger.ledger.sync_state import Verdict
 from feedledger.model.destination import Destination
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.context import Context
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, build, default_doc, load
 

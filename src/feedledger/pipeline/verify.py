@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
+from feedledger.context import Context
 from feedledger.ledger.queries import recompute_state
-from feedledger.pipeline.context import Context
 
 
 def _compare(name: str, expected: pl.DataFrame, found: pl.DataFrame) -> dict[str, Any]:

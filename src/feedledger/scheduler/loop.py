@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from feedledger.config import Workspace
+from feedledger.context import Context
 from feedledger.ledger import leases
 from feedledger.model.timeutil import iso, now_us
-from feedledger.pipeline.context import Context
 from feedledger.pipeline.health import health
 from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
 from feedledger.scheduler.metrics import Metrics
