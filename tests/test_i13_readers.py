@@ -260,6 +260,21 @@ def test_item10_unbalanced_quote_opening_the_header_is_refused() -> None:
     assert "cannot parse CSV" in refused(b'"id,n\n1,a\n2,b\n')
 
 
+def test_item10_zero_rows_from_a_non_empty_body_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever swallows the body (here a parser stand-in that returns the header
+    alone), zero rows read while the payload has records after its header is refused;
+    a header-only payload is still an empty snapshot."""
+    from feedledger.formats import csv_reader
+
+    real = csv_reader._read
+    monkeypatch.setattr(csv_reader, "_read", lambda data, src, label: real(data, src, label)[:1])
+    assert "no rows were read" in refused(b"id,n\n1,a\n")
+    assert read(b"id,n\n").height == 0
+    assert read(b"id,n\n\n\n").height == 0
+
+
 # -- item 11: JSON lines end at \n only ---------------------------------------------------
 
 
