@@ -7,12 +7,14 @@ backfill (`served`)."""
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 
+from feedledger.model.cadence import expected_dates, local_date
 from feedledger.model.errors import ConfigError, FeedledgerError, NotFoundError
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import to_us, zone
+from feedledger.model.timeutil import now_us, to_us, zone
 from feedledger.sources.dated import Fetched
+from feedledger.sources.location import fetch_location
 
 _FIELD_RE = re.compile(r"\{date(?::([^{}]*))?\}")
 
@@ -34,13 +36,11 @@ def for_day(location: str, day: date) -> str:
 def fetch_day(src: SourceConfig, day: date) -> Fetched | None:
     """`day`'s publication, or None when the publisher does not serve it (HTTP 404 or
     410, no such file)."""
-    from feedledger.sources import fetch
-
     if src.fetch is None or not is_template(src.fetch):
         raise ConfigError("the fetch location carries no {date}", source=src.name)
     one = src.model_copy(update={"fetch": for_day(src.fetch, day)})
     try:
-        got = fetch(one, single=True)
+        got = fetch_location(one, (one.fetch or "").strip(), single=True)
     except NotFoundError:
         return None
     except FeedledgerError as exc:
@@ -54,3 +54,18 @@ def fetch_day(src: SourceConfig, day: date) -> Fetched | None:
             got.data, start, got.original_name, got.content_type, got.etag, got.last_modified
         )
     return got
+
+
+def newest_of_template(src: SourceConfig, now: int | None, days_back: int = 31) -> Fetched:
+    """The newest publication the template reaches, trying the newest expected date
+    first and going back at most `days_back` days. `now`: the caller's clock."""
+    today = local_date(now if now is not None else now_us(), src.timezone)
+    days = expected_dates(src.cadence, src.timezone, today - timedelta(days=days_back), today)
+    for day in reversed(days):
+        got = fetch_day(src, day)
+        if got is not None:
+            return got
+    raise NotFoundError(
+        f"the publisher serves none of the last {days_back} days' publications at {src.fetch}",
+        source=src.name,
+    )

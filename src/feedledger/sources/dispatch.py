@@ -1,0 +1,36 @@
+"""The public `fetch`: the newest payload a source has published, whatever its fetch
+location -- a `{date}` template (`templates.py`) or one concrete location
+(`location.py`). Both of those sit below this module, so nothing imports upwards."""
+
+from __future__ import annotations
+
+import httpx
+
+from feedledger.model.errors import ConfigError
+from feedledger.model.source import SourceConfig
+from feedledger.sources.dated import Fetched, FetchState
+from feedledger.sources.location import fetch_location
+from feedledger.sources.templates import is_template, newest_of_template
+
+
+def fetch(
+    src: SourceConfig,
+    *,
+    previous: FetchState | None = None,
+    client: httpx.Client | None = None,
+    single: bool = False,
+    now_us: int | None = None,
+) -> Fetched:
+    """Fetch the newest payload of `src`: an http(s) URL, a file:// URL or a directory
+    path. A location carrying `{date}` (sources/templates.py) is tried for the newest
+    expected publication date first, then earlier ones. `single`: the location is one
+    file (a filled template), not a directory to pick the newest from. `now_us`: the
+    caller's clock (the scheduler's), for a template's newest expected date."""
+    if src.fetch is None:
+        raise ConfigError(
+            "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
+        )
+    location = src.fetch.strip()
+    if not single and is_template(location):
+        return newest_of_template(src, now_us)
+    return fetch_location(src, location, previous=previous, client=client, single=single)
