@@ -14,7 +14,7 @@ from typing import Any
 import tomlkit
 from pydantic import ValidationError
 
-from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.errors import ConfigError, SourceNotFound
 from feedledger.model.source import SourceConfig
 
 CONFIG_NAME = "feedledger.toml"
@@ -129,7 +129,7 @@ class Workspace:
             return self.sources[name]
         except KeyError:
             known = ", ".join(sorted(self.sources)) or "none declared yet"
-            raise NotFoundError(
+            raise SourceNotFound(
                 "unknown source",
                 source=name,
                 hint=f"known sources: {known}; declare one with `feedledger source add`",

@@ -106,3 +106,7 @@ class RetractConflictError(FeedledgerError):
     """Later runs were computed on top of what a retraction would remove."""
 
     exit_code = 10
+
+
+class SourceNotFound(NotFoundError):
+    """A source that feedledger.toml (or the opened ledger) does not declare."""

@@ -51,3 +51,19 @@ class AsOfStatus(StrEnum):
     ABSENT = "absent"
     NOT_OBSERVED = "not_observed"
     NOT_KNOWN = "not_known"  # nothing of the source was recorded yet at the known-at time
+
+
+# The public API's name for an as-of answer (`feedledger.Presence`): present, absent,
+# not_observed (inside a gap) or not_known (nothing of the source recorded yet).
+Presence = AsOfStatus
+
+
+class IngestStatus(StrEnum):
+    APPLIED = "applied"
+    ALREADY_APPLIED = "already_applied"  # the payload was applied before: nothing changed
+
+
+class HealthStatus(StrEnum):
+    OK = "ok"
+    STALE = "stale"
+    FROZEN = "frozen"

@@ -88,12 +88,15 @@ class Assessment:
         }
 
 
-def parse_day(src: SourceConfig, text: str, what: str) -> date:
-    """A window bound: a date (or a timestamp, whose date in the source's timezone)."""
+def parse_day(src: SourceConfig, text: str | date, what: str) -> date:
+    """A window bound: a date (or a timestamp, whose date in the source's timezone);
+    given typed (the public API), a date is taken as it is."""
+    if isinstance(text, date):
+        return text
     return parse_instant(text, src.timezone, what=what).astimezone(zone(src.timezone)).date()
 
 
-def window(src: SourceConfig, start: str, end: str) -> tuple[date, date]:
+def window(src: SourceConfig, start: str | date, end: str | date) -> tuple[date, date]:
     lo, hi = parse_day(src, start, "--from"), parse_day(src, end, "--to")
     if hi < lo:
         raise ConfigError(f"--from {start} is after --to {end}", source=src.name)
@@ -149,7 +152,9 @@ def assess_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> Assess
     )
 
 
-def assess(ctx: Context, source: str, start: str, end: str, *, fetch: bool = True) -> Assessment:
+def assess(
+    ctx: Context, source: str, start: str | date, end: str | date, *, fetch: bool = True
+) -> Assessment:
     """The window's assessment; with `fetch` (and a fetch location), also what the
     publisher still serves for it that the archive lacks (nothing is archived)."""
     src = ctx.workspace.source(source)

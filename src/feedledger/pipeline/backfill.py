@@ -121,8 +121,8 @@ def fetch_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> list[Pa
 def backfill(
     ctx: Context,
     source: str | list[str],
-    start: str,
-    end: str,
+    start: str | date,
+    end: str | date,
     *,
     notify: bool = False,
     allow_mass_delete: bool = False,
@@ -226,7 +226,7 @@ def _nothing_to_replay(src: SourceConfig, plan: Assessment) -> NothingToDo:
 def replay(
     ctx: Context,
     source: str | list[str],
-    start: str,
+    start: str | date,
     *,
     notify: bool = False,
     allow_mass_delete: bool = False,

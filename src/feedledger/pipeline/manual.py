@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 from sqlalchemy import Connection
 
@@ -17,7 +17,7 @@ from feedledger.model.types import RunKind
 from feedledger.pipeline.assess import window
 
 
-def add_gap(ctx: Context, source: str, start: str, end: str, reason: str) -> Gap:
+def add_gap(ctx: Context, source: str, start: str | date, end: str | date, reason: str) -> Gap:
     """Record that `source` was not observed from `start` to `end` (dates, inclusive),
     as a run of kind `manual` (so it can be retracted by its run id)."""
     src = ctx.workspace.source(source)

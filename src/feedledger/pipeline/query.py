@@ -61,9 +61,11 @@ def resolve_key(ctx: Context, src: SourceConfig, key: str) -> str:
     raise NotFoundError(f"no entity with key {key!r} has ever been recorded", source=src.name)
 
 
-def instant(src: SourceConfig, text: str | None, what: str) -> int | None:
-    if text is None:
-        return None
+def instant(src: SourceConfig, text: str | int | None, what: str) -> int | None:
+    """A time given on the command line (text), or already typed (UTC microseconds:
+    the public API converts its date/datetime values first)."""
+    if text is None or isinstance(text, int):
+        return text
     return to_us(parse_instant(text, src.timezone, what=what))
 
 
@@ -78,7 +80,7 @@ def instant_end(src: SourceConfig, text: str | None, what: str) -> int | None:
 
 
 def history(
-    ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | None
+    ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | int | None
 ) -> list[Version]:
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
@@ -92,7 +94,7 @@ def history(
 
 
 def asof(
-    ctx: Context, source: str, key: str, *, valid: str, known_at: str | None
+    ctx: Context, source: str, key: str, *, valid: str | int, known_at: str | int | None
 ) -> dict[str, Any]:
     """present / absent / not_observed / not_known at valid time `valid`, as known at
     `known_at`.
@@ -169,7 +171,7 @@ def _around(chain: list[Version], gap: Gap, observed: list[int]) -> dict[str, An
 
 
 def history_with_gaps(
-    ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | None
+    ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | int | None
 ) -> list[dict[str, Any]]:
     """Versions and the source's standing gaps in one valid-time line: each item is a
     version (`"type": "version"`) or a gap (`"type": "gap"`, with start, end, reason)."""
@@ -183,7 +185,7 @@ def history_with_gaps(
 
 
 def list_gaps(
-    ctx: Context, source: str, *, include_retracted: bool = False, known_at: str | None = None
+    ctx: Context, source: str, *, include_retracted: bool = False, known_at: str | int | None = None
 ) -> list[Gap]:
     """The source's standing gaps as `asof` judges them (`gaps.standing`: recorded gaps
     minus the days observed since); with `include_retracted`, also the retracted gap
@@ -201,7 +203,7 @@ def list_gaps(
 
 
 def snapshot_gap(
-    ctx: Context, source: str, *, valid: str, known_at: str | None
+    ctx: Context, source: str, *, valid: str | int, known_at: str | int | None
 ) -> dict[str, Any] | None:
     """The standing gap `valid` falls in, with the source's last and next observation
     around it (`{"gap", "last_observed_at", "next_observed_at"}`), or None."""
@@ -224,7 +226,7 @@ def snapshot_gap(
 
 
 def snapshot_rows(
-    ctx: Context, source: str, *, valid: str, known_at: str | None
+    ctx: Context, source: str, *, valid: str | int, known_at: str | int | None
 ) -> Iterator[tuple[str, str]]:
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")

@@ -1,0 +1,208 @@
+"""`feedledger.open` / `feedledger.init` and the Ledger: one workspace (its store,
+archive and state cache: one `feedledger.context.Context`), its sources, runs and
+destinations."""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from feedledger.api.reports import Retraction, SourceHealth
+from feedledger.api.results import Change, Run
+from feedledger.api.times import instant_us
+from feedledger.config import (
+    CONFIG_NAME,
+    DEFAULT_ARCHIVE,
+    DEFAULT_STORE,
+    Workspace,
+    make_source,
+    resolve_store_url,
+)
+from feedledger.context import Context
+from feedledger.model.errors import ConfigError
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import now_us
+
+if TYPE_CHECKING:
+    from feedledger.api.destination import Destination
+    from feedledger.api.source import Source
+
+
+class Ledger:
+    """An open workspace. A context manager; `close()` releases the store."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.context = Context(workspace)
+        # opened from a URL pair, not a feedledger.toml: sources live in memory only
+        self._in_memory = not workspace.config_path.exists()
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.context.workspace
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        self.context.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sources ------------------------------------------------------------------------
+    def source(self, name: str) -> Source:
+        """The declared source `name` (feedledger.SourceNotFound if it is not)."""
+        from feedledger.api.source import Source
+
+        return Source(self, self.workspace.source(name))
+
+    def sources(self) -> list[SourceConfig]:
+        """The declared sources, by name."""
+        return [self.workspace.sources[n] for n in sorted(self.workspace.sources)]
+
+    def add_source(self, name: str, *, replace: bool = False, **declaration: Any) -> Source:
+        """Declare a source (the options of `feedledger source add`, as keyword values of
+        `SourceConfig`: key, format, kind, timezone, cadence, fetch, revision...); written
+        to feedledger.toml, or kept in memory by a ledger opened from URLs."""
+        from feedledger.api.source import Source
+
+        src = make_source(name, **declaration)
+        if self._in_memory:
+            if name in self.workspace.sources and not replace:
+                raise ConfigError("source already declared", source=name)
+            self.workspace.sources[name] = src
+        else:
+            self.workspace.add_source(src, replace=replace)
+        return Source(self, src)
+
+    def remove_source(self, name: str) -> None:
+        """Remove the declaration (the ledger keeps the source's history)."""
+        if self._in_memory:
+            self.workspace.source(name)
+            del self.workspace.sources[name]
+        else:
+            self.workspace.remove_source(name)
+
+    # -- runs ---------------------------------------------------------------------------
+    def runs(self, source: str) -> list[Run]:
+        """Runs of a source, oldest first."""
+        from feedledger.ledger import queries
+
+        self.workspace.source(source)
+        return [Run.of(r) for r in queries.list_runs(self.context.store, source)]
+
+    def resolve_run(self, run_id: str) -> str:
+        """A whole run id from any unique prefix (ConfigError if ambiguous)."""
+        from feedledger.ledger import run_ids
+
+        return run_ids.resolve(self.context.store, run_id)
+
+    def changes(self, run_id: str) -> list[Change]:
+        """What a run changed (added/changed/deleted, before and after), then the records
+        it did not apply (`outcome` unresolved or superseded)."""
+        from feedledger.ledger import queries
+
+        run = self.resolve_run(run_id)
+        store = self.context.store
+        return [Change.of(c) for c in queries.changes(store, run)] + [
+            Change.held(o) for o in queries.run_outcomes(store, run)
+        ]
+
+    def retract(self, run_id: str, *, cascade: bool = False) -> Retraction:
+        """Retract everything a run wrote, as a run of kind `retraction`
+        (RetractConflictError if later runs depend on it, unless `cascade`)."""
+        from feedledger.pipeline.retract import retract_run
+
+        run = self.resolve_run(run_id)
+        return Retraction.of(retract_run(self.context, run, cascade=cascade))
+
+    # -- watching -----------------------------------------------------------------------
+    def health(
+        self, sources: list[str] | None = None, *, at: date | datetime | None = None
+    ) -> list[SourceHealth]:
+        """Per source: stale (missed publications), frozen, lease, notifications..."""
+        from feedledger.pipeline.health import health
+
+        for n in sources or []:
+            self.workspace.source(n)
+        when = instant_us(at, "UTC", "at") if at is not None else now_us()
+        return [SourceHealth.of(h) for h in health(self.context, when, sources or None)]
+
+    def destination(self, name: str) -> Destination:
+        """A registered destination (NotFoundError if there is none by that name)."""
+        from feedledger.api.destination import Destination
+        from feedledger.sync import registry
+
+        return Destination(self, registry.get(self.context.store, name))
+
+
+def _path_text(value: str | os.PathLike[str]) -> str:
+    return os.fspath(value)
+
+
+def open(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    store: str | None = None,
+    archive: str | os.PathLike[str] | None = None,
+    archive_endpoint_url: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> Ledger:
+    """Open a workspace: `open("dir")` (or the path of its feedledger.toml) reads its
+    configuration, as the CLI's `--config` does; `open(store=URL, archive=DIR|s3://...)`
+    opens a store and an archive directly (sources then declared with `add_source`, in
+    memory; `root`: where relative paths and the local cache go, default the current
+    folder). The store must exist (`feedledger.init` or `feedledger db upgrade`)."""
+    if path is not None:
+        if store is not None or archive is not None:
+            raise ConfigError("give a workspace path, or store= and archive=, not both")
+        p = Path(path)
+        return Ledger(Workspace.load(p / CONFIG_NAME if p.is_dir() else p))
+    base = Path(root).resolve() if root is not None else Path.cwd()
+    location = _path_text(archive) if archive is not None else DEFAULT_ARCHIVE
+    if "://" not in location:
+        location = str((base / location).resolve())
+    ws = Workspace(
+        root=base,
+        config_path=base / f".{CONFIG_NAME}.in-memory",
+        store_url=resolve_store_url(store or DEFAULT_STORE, base),
+        archive_location=location,
+        archive_endpoint_url=archive_endpoint_url,
+    )
+    return Ledger(ws)
+
+
+def init(
+    path: str | os.PathLike[str] = ".",
+    *,
+    store: str | None = None,
+    archive: str | None = None,
+    archive_endpoint_url: str | None = None,
+) -> Ledger:
+    """Create a workspace (the CLI's `feedledger init`): feedledger.toml, the store
+    (schema by Alembic) and the archive folder (or check that the bucket answers)."""
+    from feedledger.archive import open_archive
+    from feedledger.ledger import engine as eng
+    from feedledger.model.errors import FeedledgerError
+
+    root = Path(path).resolve()
+    if store:
+        probe = eng.make_engine(store)
+        eng.check_reachable(probe, store)
+        probe.dispose()
+    ws = Workspace.create(
+        root, store_url=store, archive=archive, archive_endpoint_url=archive_endpoint_url
+    )
+    try:
+        open_archive(ws.archive_location, endpoint_url=ws.archive_endpoint_url).prepare()
+        engine = eng.make_engine(ws.store_url)
+        eng.check_reachable(engine, ws.store_url)
+        eng.upgrade(engine)
+        engine.dispose()
+    except FeedledgerError:
+        ws.config_path.unlink(missing_ok=True)
+        raise
+    return Ledger(ws)

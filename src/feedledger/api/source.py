@@ -1,0 +1,362 @@
+"""`Ledger.source(name)`: one declared source -- its runs (ingest, run, backfill,
+replay), queries (history, asof, snapshot, gaps, watermark), freezes and archive.
+
+Times are typed: a `date` is 00:00 of that day in the source's timezone, an aware
+`datetime` that instant, a naive one a wall-clock time in the source's timezone."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from feedledger.api.reports import (
+    Assessment,
+    FreezeState,
+    NothingToDo,
+    NotModified,
+    Payload,
+    Recovered,
+    Verification,
+    WindowRun,
+)
+from feedledger.api.results import AsOf, Gap, Ingested, Version, Watermark
+from feedledger.api.times import When, day, instant_us, opt_instant_us
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import check_not_future, now_us
+from feedledger.model.types import RunKind
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
+    from feedledger.api.ledger import Ledger
+
+Key = str | int | list[Any] | tuple[Any, ...]
+RunResult = Ingested | Recovered | NothingToDo | NotModified
+BATCH_ROWS = 65_536
+
+
+def _key_text(key: Key) -> str:
+    """A key as the CLI takes it: a single value, or a JSON array for a compound key."""
+    import json
+
+    if isinstance(key, list | tuple):
+        return json.dumps(list(key), ensure_ascii=False)
+    return str(key)
+
+
+def _content_type(name: str) -> str | None:
+    import mimetypes
+
+    known = {".jsonl": "application/x-ndjson", ".parquet": "application/vnd.apache.parquet"}
+    return known.get(Path(name).suffix.lower()) or mimetypes.guess_type(name)[0]
+
+
+def _window(result: Any) -> WindowRun | NothingToDo:
+    from feedledger.pipeline.runreport import NothingToDo as Nothing
+
+    if isinstance(result, Nothing):
+        return NothingToDo(result.source, result.reason, RunKind(result.kind), result)
+    return WindowRun.of(result)
+
+
+class Source:
+    def __init__(self, ledger: Ledger, config: SourceConfig) -> None:
+        self.ledger = ledger
+        self.config = config
+        self.name = config.name
+
+    def __repr__(self) -> str:
+        return f"Source({self.name!r})"
+
+    @property
+    def _ctx(self) -> Any:
+        return self.ledger.context
+
+    def _us(self, value: When, what: str) -> int:
+        return instant_us(value, self.config.timezone, what)
+
+    def _opt_us(self, value: When | None, what: str) -> int | None:
+        return opt_instant_us(value, self.config.timezone, what)
+
+    # -- runs ---------------------------------------------------------------------------
+    def _published(self, published_at: When | None, allow_future: bool) -> int | None:
+        if published_at is None:
+            return None  # from the file name or a field, as the source declares
+        value = self._us(published_at, "published_at")
+        check_not_future(value, now_us(), what="published_at", allow_future=allow_future)
+        return value
+
+    def ingest(
+        self,
+        payload: str | os.PathLike[str] | bytes,
+        *,
+        published_at: When | None = None,
+        name: str | None = None,
+        content_type: str | None = None,
+        allow_mass_delete: bool = False,
+        allow_future: bool = False,
+    ) -> Ingested:
+        """Archive a payload (a file path, or bytes) and apply it as a live run."""
+        from feedledger.pipeline.ingest import ingest
+
+        if isinstance(payload, bytes):
+            data = payload
+        else:
+            path = Path(payload)
+            from feedledger.model.errors import NotFoundError
+
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise NotFoundError(f"cannot read {path}: {exc.strerror}") from None
+            name = name or path.name
+        result = ingest(
+            self._ctx,
+            self.name,
+            data,
+            published_at=self._published(published_at, allow_future),
+            original_name=name,
+            content_type=content_type or (_content_type(name) if name else None),
+            allow_mass_delete=allow_mass_delete,
+            allow_future=allow_future,
+        )
+        return Ingested.of(result)
+
+    def run(self, *, allow_mass_delete: bool = False, recover: bool = True) -> RunResult:
+        """Fetch from the source's location and apply what is waiting (the CLI's `run`):
+        one publication -> a live run; several -> one backfill of all (Recovered)."""
+        from feedledger.pipeline.recovery import Recovery
+        from feedledger.pipeline.run import NothingNew, run_source
+
+        result = run_source(
+            self._ctx, self.name, allow_mass_delete=allow_mass_delete, recover=recover
+        )
+        if result is None:
+            return NotModified(self.name)
+        if isinstance(result, NothingNew):
+            return NothingToDo(result.source, result.reason, None, result)
+        if isinstance(result, Recovery):
+            assert result.report is not None
+            return Recovered(
+                result.source, list(result.days), len(result.archived), WindowRun.of(result.report)
+            )
+        return Ingested.of(result)
+
+    def backfill(
+        self,
+        start: When,
+        end: When,
+        *,
+        notify: bool = False,
+        fetch: bool = True,
+        allow_mass_delete: bool = False,
+    ) -> WindowRun | NothingToDo:
+        """Apply every archived payload of [start, end] after the watermark, oldest
+        first, each at its own publisher date, as ONE run (gaps for missing days)."""
+        from feedledger.pipeline.backfill import backfill
+
+        tz = self.config.timezone
+        return _window(
+            backfill(
+                self._ctx,
+                self.name,
+                day(start, tz, "start"),
+                day(end, tz, "end"),
+                notify=notify,
+                fetch=fetch,
+                allow_mass_delete=allow_mass_delete,
+            )
+        )
+
+    def replay(
+        self, start: When, *, notify: bool = False, allow_mass_delete: bool = False
+    ) -> WindowRun | NothingToDo:
+        """Retract the versions valid from `start` on and re-apply the archive from it."""
+        from feedledger.pipeline.backfill import replay
+
+        return _window(
+            replay(
+                self._ctx,
+                self.name,
+                day(start, self.config.timezone, "start"),
+                notify=notify,
+                allow_mass_delete=allow_mass_delete,
+            )
+        )
+
+    def assess(self, start: When, end: When, *, fetch: bool = True) -> Assessment:
+        """What a backfill of [start, end] would apply, and what is missing."""
+        from feedledger.pipeline.assess import assess
+
+        tz = self.config.timezone
+        plan = assess(
+            self._ctx, self.name, day(start, tz, "start"), day(end, tz, "end"), fetch=fetch
+        )
+        return Assessment.of(plan)
+
+    # -- queries ------------------------------------------------------------------------
+    def history(
+        self, key: Key, *, known_at: When | None = None, include_retracted: bool = False
+    ) -> list[Version]:
+        """Versions of one entity in valid-time order."""
+        from feedledger.pipeline import query
+
+        found = query.history(
+            self._ctx,
+            self.name,
+            _key_text(key),
+            include_retracted=include_retracted,
+            known_at=self._opt_us(known_at, "known_at"),
+        )
+        return [Version.of(v) for v in found]
+
+    def asof(self, key: Key, *, valid: When, known_at: When | None = None) -> AsOf:
+        """present / absent / not_observed (inside a gap) / not_known."""
+        from feedledger.pipeline import query
+
+        answer = query.asof(
+            self._ctx,
+            self.name,
+            _key_text(key),
+            valid=self._us(valid, "valid"),
+            known_at=self._opt_us(known_at, "known_at"),
+        )
+        return AsOf.of(answer)
+
+    def snapshot_batches(
+        self, *, valid: When, known_at: When | None = None, batch_rows: int = BATCH_ROWS
+    ) -> Iterator[pa.RecordBatch]:
+        """The source as it stood at `valid`, streamed as Arrow batches of `key` and
+        `attributes` (canonical JSON texts)."""
+        import pyarrow as pa
+
+        from feedledger.pipeline import query
+
+        rows = query.snapshot_rows(
+            self._ctx,
+            self.name,
+            valid=self._us(valid, "valid"),
+            known_at=self._opt_us(known_at, "known_at"),
+        )
+        schema = pa.schema([("key", pa.string()), ("attributes", pa.string())])
+        keys: list[str] = []
+        attrs: list[str] = []
+        for k, a in rows:
+            keys.append(k)
+            attrs.append(a)
+            if len(keys) >= batch_rows:
+                yield pa.record_batch([pa.array(keys), pa.array(attrs)], schema=schema)
+                keys, attrs = [], []
+        if keys:
+            yield pa.record_batch([pa.array(keys), pa.array(attrs)], schema=schema)
+
+    def snapshot(self, *, valid: When, known_at: When | None = None) -> pl.DataFrame:
+        """The source as it stood at `valid`: one row per live entity, the key fields
+        and the record's fields as stated (text), as a polars DataFrame."""
+        import json
+
+        import polars as pl
+
+        records = [
+            {**json.loads(a)}
+            for batch in self.snapshot_batches(valid=valid, known_at=known_at)
+            for a in batch.column("attributes").to_pylist()
+        ]
+        if not records:
+            return pl.DataFrame()
+        return pl.DataFrame(records, infer_schema_length=None)
+
+    def gaps(self, *, known_at: When | None = None, include_retracted: bool = False) -> list[Gap]:
+        from feedledger.pipeline import query
+
+        found = query.list_gaps(
+            self._ctx,
+            self.name,
+            include_retracted=include_retracted,
+            known_at=self._opt_us(known_at, "known_at"),
+        )
+        return [Gap.of(g) for g in found]
+
+    def add_gap(self, start: When, end: When, reason: str) -> Gap:
+        """Record that the source was not observed from `start` to `end` (days, inclusive)."""
+        from feedledger.pipeline.manual import add_gap
+
+        tz = self.config.timezone
+        gap = add_gap(self._ctx, self.name, day(start, tz, "start"), day(end, tz, "end"), reason)
+        return Gap.of(gap)
+
+    def watermark(self) -> Watermark:
+        from feedledger.api.times import opt_dt
+
+        wm = self._ctx.store.watermark(self.name)
+        if wm is None:
+            return Watermark(self.name, None, None)
+        return Watermark(self.name, opt_dt(wm.published_at), wm.payload_id)
+
+    def verify(self) -> Verification:
+        from feedledger.pipeline.verify import verify
+
+        r = verify(self._ctx, self.name)
+        return Verification(r["source"], r["ok"], r["entities"], r["live"], r["checks"], r)
+
+    # -- freezes ------------------------------------------------------------------------
+    def freeze(self, reason: str | None = None) -> FreezeState:
+        from feedledger.api.times import opt_dt
+        from feedledger.pipeline.manual import freeze
+
+        ice, new = freeze(self._ctx, self.name, reason)
+        return FreezeState(self.name, True, new, opt_dt(ice.frozen_at), ice.reason)
+
+    def thaw(self) -> FreezeState:
+        from feedledger.pipeline.manual import thaw
+
+        return FreezeState(self.name, False, thaw(self._ctx, self.name))
+
+    # -- archive ------------------------------------------------------------------------
+    def archive_add(
+        self,
+        payload: str | os.PathLike[str] | bytes,
+        *,
+        published_at: When | None = None,
+        name: str | None = None,
+        allow_future: bool = False,
+    ) -> Payload:
+        """Archive a payload without applying it (a later backfill applies it)."""
+        from feedledger.pipeline.archiving import archive_add
+
+        if isinstance(payload, bytes):
+            data = payload
+        else:
+            path = Path(payload)
+            data = path.read_bytes()
+            name = name or path.name
+        ref, created = archive_add(
+            self._ctx,
+            self.name,
+            data,
+            published_at=self._published(published_at, allow_future),
+            original_name=name,
+            content_type=_content_type(name) if name else None,
+            allow_future=allow_future,
+        )
+        return Payload.of(ref, created)
+
+    def archive_list(
+        self, *, start: When | None = None, end: date | datetime | None = None
+    ) -> list[Payload]:
+        """Archived payloads in publisher order, published in [start, end] (a date `end`
+        includes its whole day)."""
+        from datetime import timedelta
+
+        lo = self._opt_us(start, "start")
+        hi: int | None = None
+        if isinstance(end, datetime):
+            hi = self._us(end, "end")
+        elif end is not None:
+            hi = self._us(end + timedelta(days=1), "end") - 1
+        refs = self._ctx.store.list_payloads(self.name, lo, hi)
+        return [Payload.of(r) for r in refs]
