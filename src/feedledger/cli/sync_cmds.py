@@ -16,7 +16,7 @@ from feedledger.cli import sync_render as render
 from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table
 
 if TYPE_CHECKING:
-    from feedledger.pipeline.sync import Progress
+    from feedledger.sync.live import Progress
 
 destination_app = typer.Typer(
     help="Downstream projections of a source's current state.", no_args_is_help=True
@@ -58,7 +58,7 @@ def destination_add(
 ) -> None:
     """Declare a destination and create (or check) its table. Its live route starts now;
     what the ledger already holds is written by `sync --manifest`."""
-    from feedledger.pipeline.destinations import add_destination
+    from feedledger.sync.destinations import add_destination
 
     with context(ctx) as c:
         dest = add_destination(
@@ -82,7 +82,7 @@ def destination_add(
 @guarded
 def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Destinations, by name."""
-    from feedledger.ledger import destinations as registry
+    from feedledger.sync import registry
 
     with context(ctx) as c:
         items = registry.listing(c.store)
@@ -98,7 +98,7 @@ def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 @guarded
 def destination_remove(ctx: typer.Context, name: str) -> None:
     """Forget a destination (its table is left as it is)."""
-    from feedledger.ledger import destinations as registry
+    from feedledger.sync import registry
 
     with context(ctx) as c:
         registry.remove(c.store, name)
@@ -121,7 +121,7 @@ def manifest_create(
 ) -> None:
     """Freeze a population: its keys, the source boundary (watermark and payload, and the
     transaction time) and the transform generation."""
-    from feedledger.pipeline.reconcile import create_manifest
+    from feedledger.sync.reconcile import create_manifest
 
     with context(ctx) as c:
         man = create_manifest(c, name, source, generation=generation, keys_from=keys_from)
@@ -136,7 +136,7 @@ def manifest_create(
 @guarded
 def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
     """A manifest: boundary, generation, population, and whether it is reconstructible."""
-    from feedledger.ledger import manifests
+    from feedledger.sync import manifests
 
     with context(ctx) as c:
         man = manifests.get(c.store, name)
@@ -151,7 +151,7 @@ def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> N
 @guarded
 def manifest_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Manifests, by name."""
-    from feedledger.ledger import manifests
+    from feedledger.sync import manifests
 
     with context(ctx) as c:
         items = manifests.listing(c.store)
@@ -226,7 +226,7 @@ def sync(
     way (its keys written, its cursor moved), prints its report and exits 0. The report
     counts what this call did."""
     from feedledger.model.errors import ConfigError
-    from feedledger.pipeline import sync as pipe
+    from feedledger.sync import live as pipe
 
     if live == (manifest is not None):
         raise ConfigError("give exactly one of --live or --manifest NAME")
@@ -241,7 +241,7 @@ def sync(
         if manifest is None:
             report = pipe.live(c, destination, once=once, stop=None if once else _stop_on_signals())
         else:
-            from feedledger.pipeline.rebuild import rebuild
+            from feedledger.sync.rebuild import rebuild
 
             report = rebuild(
                 c,
@@ -288,7 +288,7 @@ def sync_explain(
     """Why the destination holds what it holds for KEY: the row held and the guard's last
     verdict per route (live, each manifest rebuild) with its reason, the incoming
     revision, generation and content hash, and when. Exit 3 if nothing is known."""
-    from feedledger.pipeline.destinations import explain
+    from feedledger.sync.destinations import explain
 
     with context(ctx) as c:
         data = explain(c, destination, key)
@@ -308,7 +308,7 @@ def reconcile(
     """Prove a destination complete for a manifest: outcome counts that add up, and no
     missing, extra, duplicate, stale, wrong-generation or unresolved record. Exit 1 if
     it is not complete."""
-    from feedledger.pipeline.reconcile import reconcile as run
+    from feedledger.sync.reconcile import reconcile as run
 
     with context(ctx) as c:
         result = run(c, destination, manifest)

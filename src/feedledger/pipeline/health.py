@@ -161,7 +161,7 @@ def destination_lag(
     """Per destination (of `sources`, default all): how far its live route is behind
     its source -- outbox messages and changes after its cursor, and the age of the
     oldest (seconds at `now_us`); a paused route (a maintenance rebuild) says so."""
-    from feedledger.ledger import destinations as registry
+    from feedledger.sync import registry
 
     got = []
     for d in registry.listing(ctx.store):

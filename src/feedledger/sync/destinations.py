@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import destinations as registry
-from feedledger.ledger import manifests, sync_state
+from feedledger.formats.keys import key_candidates
 from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import iso, now_us
-from feedledger.pipeline.query import key_candidates
+from feedledger.sync import manifests, registry
+from feedledger.sync import state as sync_state
 from feedledger.sync.target import Target
 from feedledger.sync.transform import load
 

@@ -1,5 +1,5 @@
 """Keeping destinations in step with the ledger: the live route, and what it shares
-with the rebuild (pipeline/rebuild.py): reading versions, building documents.
+with the rebuild (sync/rebuild.py): reading versions, building documents.
 
 * Live route: every payload application writes an outbox row in its own transaction;
   each destination keeps a cursor over its source's rows (whatever their notification
@@ -20,14 +20,14 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 
 from feedledger.context import Context
-from feedledger.ledger import destinations as registry
-from feedledger.ledger import sync_state
 from feedledger.ledger.queries import changed_keys
 from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
-from feedledger.ledger.sync_state import Verdict
 from feedledger.model.destination import Destination
 from feedledger.model.timeutil import now_us
+from feedledger.sync import registry
+from feedledger.sync import state as sync_state
+from feedledger.sync.state import Verdict
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, build, default_doc, load
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from sqlalchemy import func, insert, select
 
-from feedledger.ledger.schema import manifest_keys, manifests
 from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
+from feedledger.sync.tables import manifest_keys, manifests
 
 BATCH = 10_000
 

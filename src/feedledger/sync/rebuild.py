@@ -1,6 +1,6 @@
 """The rebuild: a manifest's keys in key order, a batch at a time, each key's version
 AS OF the manifest's boundary, through the destination's guard (live route and shared
-pieces: pipeline/sync.py). The checkpoint records a batch as attempted before it is
+pieces: sync/live.py). The checkpoint records a batch as attempted before it is
 sent and as acknowledged after the destination committed; a crash repeats at most the
 unacknowledged batches (IN_FLIGHT). A token bucket leaves `live_reserve` of `rate` to
 the live route, which runs between batches; when the live lag exceeds the recovery
@@ -16,13 +16,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from feedledger import faults
 from feedledger.context import Context
-from feedledger.ledger import destinations as registry
-from feedledger.ledger import manifests, sync_state
-from feedledger.ledger.sync_state import Verdict
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.sync import (
+from feedledger.sync import manifests, registry
+from feedledger.sync import state as sync_state
+from feedledger.sync.live import (
     BATCH,
     Builder,
     Progress,
@@ -31,6 +30,7 @@ from feedledger.pipeline.sync import (
     live_lag_s,
     live_step,
 )
+from feedledger.sync.state import Verdict
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc
 

@@ -21,13 +21,13 @@ from typing import Any
 from sqlalchemy import text
 
 from feedledger.context import Context
-from feedledger.ledger import destinations as registry
-from feedledger.ledger import manifests, sync_state
-from feedledger.ledger.manifests import Manifest
+from feedledger.formats.keys import key_candidates
 from feedledger.model.destination import generation_rank
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.query import key_candidates
+from feedledger.sync import manifests, registry
+from feedledger.sync import state as sync_state
+from feedledger.sync.manifests import Manifest
 from feedledger.sync.target import Target
 
 BUCKET = 10_000

@@ -8,10 +8,11 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 
-from feedledger.ledger.schema import destinations, outbox, sync_cursors
+from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.sync.tables import destinations, sync_cursors
 
 
 def _row(r: Any) -> Destination:

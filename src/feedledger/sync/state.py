@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import and_, func, insert, select, update
 
-from feedledger.ledger.schema import manifest_keys, sync_checkpoints, sync_outcomes
 from feedledger.ledger.store import Store
+from feedledger.sync.tables import manifest_keys, sync_checkpoints, sync_outcomes
 
 VERDICTS = ("accepted", "already_current", "superseded", "rejected", "unresolved")
 

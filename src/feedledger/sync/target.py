@@ -30,9 +30,9 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
-from feedledger.ledger.sync_state import Verdict
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, StoreUnavailableError
+from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
