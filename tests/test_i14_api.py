@@ -195,3 +195,25 @@ def test_run_fetches_from_the_source_location(led: fl.Ledger, tmp_path: Path) ->
     assert isinstance(again, fl.Ingested | fl.NothingToDo)
     if isinstance(again, fl.Ingested):
         assert again.status is fl.IngestStatus.ALREADY_APPLIED
+
+
+def test_destination_live_sync_rebuild_and_reconcile(led: fl.Ledger, tmp_path: Path) -> None:
+    src = led.source("larimer")
+    src.ingest(_csv(("0714-22-1", "R-1"), ("0714-22-2", "A")), published_at=date(2026, 8, 1))
+    dest = led.add_destination(
+        "search", source="larimer", sqlite=tmp_path / "search.db", table="parcels"
+    )
+    assert led.destination("search").source == "larimer"
+    with pytest.raises(fl.NotFoundError):
+        led.destination("nowhere")
+    manifest = dest.create_manifest("X-18")
+    assert manifest["population"] == 2
+    rebuilt = dest.rebuild("X-18")
+    assert rebuilt.outcomes[fl.Outcome.ACCEPTED] == 2 and rebuilt.to_json()["manifest"] == "X-18"
+    src.ingest(_csv(("0714-22-1", "MU-2"), ("0714-22-2", "A")), published_at=date(2026, 8, 2))
+    live = led.destination("search").sync_live(once=True)
+    assert live.status == "up_to_date" and live.outcomes[fl.Outcome.ACCEPTED] == 1
+    assert live.to_json()["destination"] == "search"
+    checked = led.destination("search").reconcile("X-18")
+    assert checked.population == 2 and checked.to_json()["manifest"] == "X-18"
+    assert dest.explain("0714-22-1")["key"] is not None

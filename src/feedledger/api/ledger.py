@@ -131,6 +131,36 @@ class Ledger:
         when = instant_us(at, "UTC", "at") if at is not None else now_us()
         return [SourceHealth.of(h) for h in health(self.context, when, sources or None)]
 
+    def add_destination(
+        self,
+        name: str,
+        *,
+        source: str,
+        table: str,
+        sqlite: str | os.PathLike[str] | None = None,
+        postgres: str | None = None,
+        text_fields: str | None = None,
+        transform: str | None = None,
+        generation: str = "M-1",
+    ) -> Destination:
+        """Declare a destination (SQLite file or PostgreSQL URL) and create or check its
+        table (`destination add`); its live route starts now."""
+        from feedledger.api.destination import Destination
+        from feedledger.sync.destinations import add_destination
+
+        declared = add_destination(
+            self.context,
+            name,
+            source=source,
+            postgres=postgres,
+            sqlite=os.fspath(sqlite) if sqlite is not None else None,
+            table=table,
+            text_fields=text_fields,
+            transform=transform,
+            generation=generation,
+        )
+        return Destination(self, declared)
+
     def destination(self, name: str) -> Destination:
         """A registered destination (NotFoundError if there is none by that name)."""
         from feedledger.api.destination import Destination
