@@ -17,6 +17,7 @@ from sqlalchemy import Connection
 from feedledger import faults
 from feedledger.diff import STATE_SCHEMA
 from feedledger.ledger.staging import Stager
+from feedledger.ledger.visibility import latest_per_key_sql, visible_sql
 
 
 def _dbapi(conn: Connection) -> Any:
@@ -154,16 +155,10 @@ def insert_versions(
         _copy_in(conn, "versions", VERSION_VARYING + VERSION_CONSTANT, parts)
 
 
-_LATEST_SQLITE = (
-    "SELECT key, version_id, content_hash, revision, deleted FROM ("
-    " SELECT key, version_id, content_hash, revision, deleted, ROW_NUMBER() OVER ("
-    "  PARTITION BY key ORDER BY valid_from DESC, txn_seq DESC) AS rn"
-    " FROM versions WHERE source = ? AND retracted_at IS NULL) v WHERE rn = 1"
-)
-_LATEST_PG = (
-    "SELECT DISTINCT ON (key) key, version_id, content_hash, revision, deleted "
-    "FROM versions WHERE source = {} AND retracted_at IS NULL "
-    "ORDER BY key, valid_from DESC, txn_seq DESC"
+_LATEST_COLUMNS = ["key", "version_id", "content_hash", "revision", "deleted"]
+_LATEST_SQLITE = latest_per_key_sql(_LATEST_COLUMNS, f"source = ? AND {visible_sql(None)}")
+_LATEST_PG = latest_per_key_sql(
+    _LATEST_COLUMNS, f"source = {{}} AND {visible_sql(None)}", distinct_on=True
 )
 
 

@@ -1,8 +1,9 @@
 """Gap records: explicit "not observed" stretches of a source's valid time.
 
 A gap covers [start_at, end_at) (end exclusive). It is visible at transaction time K
-like a version: recorded by then and not retracted by then. Gaps are written by a
-backfill or replay for the publication days the archive does not hold, or by hand.
+like a version (`ledger.visibility`): recorded by then and not retracted by then.
+Gaps are written by a backfill or replay for the publication days the archive does
+not hold, or by hand.
 
 What STANDS of a gap is one rule (`standing`), used by `gaps`, `asof`, `history
 --with-gaps` and `snapshot` alike: the recorded stretch minus every calendar day (in
@@ -16,21 +17,13 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, insert, or_, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from feedledger.ledger.records import Gap
 from feedledger.ledger.schema import applications, gaps
 from feedledger.ledger.store import Store
+from feedledger.ledger.visibility import visible
 from feedledger.model.cadence import day_start_us, local_date
-
-
-def _visible(known_at: int | None) -> Any:
-    if known_at is None:
-        return gaps.c.retracted_at.is_(None)
-    return and_(
-        gaps.c.recorded_at <= known_at,
-        or_(gaps.c.retracted_at.is_(None), gaps.c.retracted_at > known_at),
-    )
 
 
 def _gap(row: Any) -> Gap:
@@ -53,7 +46,7 @@ def covering(conn: Connection, source: str, start: int, end: int) -> bool:
             gaps.c.source == source,
             gaps.c.start_at == start,
             gaps.c.end_at == end,
-            gaps.c.retracted_at.is_(None),
+            visible(gaps, None),
         )
     ).first()
     return row is not None
@@ -96,7 +89,7 @@ def listing(
         if known_at is not None:
             stmt = stmt.where(gaps.c.recorded_at <= known_at)
     else:
-        stmt = stmt.where(_visible(known_at))
+        stmt = stmt.where(visible(gaps, known_at))
     stmt = stmt.order_by(gaps.c.start_at, gaps.c.gap_id)
     with store.engine.connect() as conn:
         return [_gap(r) for r in conn.execute(stmt)]
@@ -107,11 +100,7 @@ def observed_at(store: Store, source: str, known_at: int | None = None) -> list[
     `known_at` (recorded by then, not retracted by then), ascending."""
     a = applications
     stmt = select(a.c.published_at).where(a.c.source == source)
-    if known_at is None:
-        stmt = stmt.where(a.c.retracted_at.is_(None))
-    else:
-        standing_then = or_(a.c.retracted_at.is_(None), a.c.retracted_at > known_at)
-        stmt = stmt.where(a.c.recorded_at <= known_at, standing_then)
+    stmt = stmt.where(visible(a, known_at))
     with store.engine.connect() as conn:
         return sorted({int(r.published_at) for r in conn.execute(stmt)})
 
@@ -188,9 +177,7 @@ def retract_from(conn: Connection, source: str, start: int, *, by: str, at_us: i
     again, as a gap of run `by` with the same reason."""
     rows = list(
         conn.execute(
-            select(gaps).where(
-                gaps.c.source == source, gaps.c.end_at > start, gaps.c.retracted_at.is_(None)
-            )
+            select(gaps).where(gaps.c.source == source, gaps.c.end_at > start, visible(gaps, None))
         )
     )
     if not rows:

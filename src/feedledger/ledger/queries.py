@@ -1,9 +1,8 @@
 """Read-side queries: history, as-of, runs, changes, snapshot, consistency check.
 
-Visibility as known at transaction time K: a version is visible when
-`recorded_at <= K` and it was not retracted by then (`retracted_at IS NULL OR
-retracted_at > K`). Without K, the latest belief (non-retracted versions).
-`valid_to` is derived: the next visible version's `valid_from` for the same key.
+Visibility as known at transaction time K and the latest version per key are the
+rules of `ledger.visibility`. `valid_to` is derived: the next visible version's
+`valid_from` for the same key.
 """
 
 from __future__ import annotations
@@ -13,22 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, and_, func, or_, select, text
+from sqlalchemy import Connection, and_, func, select, text
 
 from feedledger.ledger.records import Change, Run, Version
 from feedledger.ledger.schema import applications, outcomes, payloads, runs, versions
 from feedledger.ledger.store import Store
+from feedledger.ledger.visibility import (
+    is_visible,
+    latest_per_key,
+    latest_per_key_sql,
+    visible,
+    visible_sql,
+)
 from feedledger.model.jsonout import RawJSON
 from feedledger.model.timeutil import iso
-
-
-def _visible(known_at: int | None) -> Any:
-    if known_at is None:
-        return versions.c.retracted_at.is_(None)
-    return and_(
-        versions.c.recorded_at <= known_at,
-        or_(versions.c.retracted_at.is_(None), versions.c.retracted_at > known_at),
-    )
 
 
 def _version(row: Any, valid_to: int | None) -> Version:
@@ -65,12 +62,7 @@ def history(
     with store.engine.connect() as conn:
         rows = list(conn.execute(stmt))
 
-    def retracted(row: Any) -> bool:
-        if row.retracted_at is None:
-            return False
-        return known_at is None or row.retracted_at <= known_at
-
-    live = [r for r in rows if not retracted(r)]
+    live = [r for r in rows if is_visible(r.recorded_at, r.retracted_at, known_at)]
     valid_to = {
         r.version_id: (live[i + 1].valid_from if i + 1 < len(live) else None)
         for i, r in enumerate(live)
@@ -137,11 +129,7 @@ def first_observation(
     stmt = select(a.c.published_at).where(
         a.c.source == source, a.c.published_at >= lo, a.c.published_at <= hi
     )
-    if known_at is None:
-        stmt = stmt.where(a.c.retracted_at.is_(None))
-    else:
-        standing = or_(a.c.retracted_at.is_(None), a.c.retracted_at > known_at)
-        stmt = stmt.where(a.c.recorded_at <= known_at, standing)
+    stmt = stmt.where(visible(a, known_at))
     with store.engine.connect() as conn:
         row = conn.execute(stmt.order_by(a.c.published_at).limit(1)).first()
     return int(row.published_at) if row is not None else None
@@ -168,11 +156,7 @@ def applied_payload_at(
         .select_from(a.join(p, p.c.payload_id == a.c.payload_id))
         .where(a.c.source == source, a.c.published_at <= valid_at)
     )
-    if known_at is None:
-        stmt = stmt.where(a.c.retracted_at.is_(None))
-    else:
-        standing = or_(a.c.retracted_at.is_(None), a.c.retracted_at > known_at)
-        stmt = stmt.where(a.c.recorded_at <= known_at, standing)
+    stmt = stmt.where(visible(a, known_at))
     with store.engine.connect() as conn:
         row = conn.execute(stmt.order_by(a.c.published_at.desc()).limit(1)).first()
     return (str(row.payload_id), str(row.sha256)) if row is not None else None
@@ -300,16 +284,11 @@ def run_outcomes(store: Store, run_id: str) -> list[KeyOutcome]:
 
 
 def _snapshot_sql(known_at: int | None) -> str:
-    vis = "retracted_at IS NULL"
-    if known_at is not None:
-        vis = "recorded_at <= :known AND (retracted_at IS NULL OR retracted_at > :known)"
-    return (
-        "SELECT key, deleted, attributes FROM ("
-        " SELECT key, deleted, attributes, ROW_NUMBER() OVER ("
-        "  PARTITION BY key ORDER BY valid_from DESC, txn_seq DESC) AS rn"
-        f" FROM versions WHERE source = :source AND valid_from <= :valid AND {vis}"
-        ") latest WHERE rn = 1 AND NOT deleted ORDER BY key"
+    vis = visible_sql(":known" if known_at is not None else None)
+    latest = latest_per_key_sql(
+        ["key", "deleted", "attributes"], f"source = :source AND valid_from <= :valid AND {vis}"
     )
+    return f"SELECT key, attributes FROM ({latest}) present WHERE NOT deleted ORDER BY key"
 
 
 def snapshot(
@@ -329,13 +308,12 @@ def snapshot(
 
 def recompute_state(conn: Connection, source: str) -> pl.DataFrame:
     """Current state recomputed from history alone (for `verify`)."""
-    sql = text(
-        "SELECT key, version_id, content_hash, revision, deleted FROM ("
-        " SELECT key, version_id, content_hash, revision, deleted, ROW_NUMBER() OVER ("
-        "  PARTITION BY key ORDER BY valid_from DESC, txn_seq DESC) AS rn"
-        " FROM versions WHERE source = :source AND retracted_at IS NULL) v WHERE rn = 1"
+    stmt = latest_per_key(
+        ["key", "version_id", "content_hash", "revision", "deleted"],
+        versions.c.source == source,
+        visible(versions, None),
     )
-    rows = conn.execute(sql, {"source": source}).all()
+    rows = conn.execute(stmt).all()
     return pl.DataFrame(
         [tuple(r) for r in rows],
         schema={

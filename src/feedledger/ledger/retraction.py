@@ -12,6 +12,7 @@ from sqlalchemy import Connection, select, update
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.schema import applications, versions, watermarks
 from feedledger.ledger.store import Store
+from feedledger.ledger.visibility import visible
 from feedledger.model.timeutil import now_us
 
 
@@ -31,7 +32,7 @@ def standing(conn: Connection, source: str) -> list[AppliedPayload]:
     """The source's applications that are not retracted, in commit order."""
     rows = conn.execute(
         select(applications)
-        .where(applications.c.source == source, applications.c.retracted_at.is_(None))
+        .where(applications.c.source == source, visible(applications, None))
         .order_by(applications.c.txn_seq)
     )
     return [

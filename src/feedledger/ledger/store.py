@@ -25,6 +25,7 @@ from feedledger.ledger.schema import (
     runs,
     watermarks,
 )
+from feedledger.ledger.visibility import visible
 from feedledger.model.errors import (
     AmbiguousPayloadError,
     LeaseHeldError,
@@ -200,7 +201,7 @@ class Store:
 
     def application_of(self, payload_id: str) -> Application | None:
         stmt = select(applications).where(
-            applications.c.payload_id == payload_id, applications.c.retracted_at.is_(None)
+            applications.c.payload_id == payload_id, visible(applications, None)
         )
         with self.engine.connect() as conn:
             row = conn.execute(stmt).first()
