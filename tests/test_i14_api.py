@@ -217,3 +217,47 @@ def test_destination_live_sync_rebuild_and_reconcile(led: fl.Ledger, tmp_path: P
     checked = led.destination("search").reconcile("X-18")
     assert checked.population == 2 and checked.to_json()["manifest"] == "X-18"
     assert dest.explain("0714-22-1")["key"] is not None
+
+
+def test_to_json_is_the_cli_json(cli: Any, tmp_path: Path) -> None:
+    """The next step moves the CLI onto this API: its results' JSON must be the CLI's."""
+    cli("source", "add", "larimer", "--key", "parcel_id", "--timezone", "America/Denver")
+    one = tmp_path / "larimer_2026-08-01.csv"
+    one.write_bytes(_csv(("0714-22-1", "R-1"), ("0714-22-2", "A")))
+    ingested = cli.json("ingest", "larimer", str(one))
+    four = tmp_path / "larimer_2026-08-04.csv"
+    four.write_bytes(_csv(("0714-22-1", "MU-2")))
+    cli("archive", "add", "larimer", str(four))
+    backfilled = cli.json("backfill", "larimer", "--from", "2026-08-02", "--to", "2026-08-04")
+    with fl.open(cli.ws.config_path) as led:
+        src = led.source("larimer")
+        run_id = backfilled["run_id"]
+        pairs: list[tuple[Any, Any]] = [
+            (src.history("0714-22-1"), cli.json("history", "larimer", "0714-22-1")),
+            (
+                src.asof("0714-22-1", valid=date(2026, 8, 3)),
+                cli.json("asof", "larimer", "0714-22-1", "--valid", "2026-08-03"),
+            ),
+            (
+                src.asof("0714-22-2", valid=date(2026, 8, 5)),
+                cli.json("asof", "larimer", "0714-22-2", "--valid", "2026-08-05"),
+            ),
+            (src.gaps(), cli.json("gaps", "larimer")),
+            (src.watermark(), cli.json("watermark", "larimer")),
+            (led.runs("larimer"), cli.json("runs", "larimer")),
+            (led.changes(run_id), cli.json("changes", "--run", run_id)),
+            (src.archive_list(), cli.json("archive", "list", "larimer")),
+            (src.verify(), cli.json("verify", "larimer")),
+            (
+                src.assess(date(2026, 8, 1), date(2026, 8, 4), fetch=False),
+                cli.json(
+                    "assess", "larimer", "--from", "2026-08-01", "--to", "2026-08-04", "--no-fetch"
+                ),
+            ),
+        ]
+        for api_value, cli_value in pairs:
+            assert _as_json(api_value) == cli_value
+        assert ingested["run_id"] == led.runs("larimer")[0].run_id
+        frozen = src.freeze(reason="x")
+        assert _as_json(frozen) == {**cli.json("freeze", "larimer"), "changed": True}
+        assert _as_json(src.thaw()) == {"source": "larimer", "frozen": False, "changed": True}
