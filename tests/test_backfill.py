@@ -33,6 +33,7 @@ from feedledger.ledger import engine as eng
 from feedledger.ledger import leases
 from feedledger.ledger.schema import metadata, outbox, versions
 from feedledger.ledger.store import Store
+from feedledger.notify import tables as _notify_tables  # noqa: F401  (its tables in `metadata`)
 from feedledger.sync import tables as _sync_tables  # noqa: F401  (its tables in `metadata`)
 
 SRC = "larimer"

@@ -19,14 +19,14 @@ import pytest
 from sqlalchemy import select, update
 
 from conftest import Cli, write_csv
-from feedledger.ledger import deliveries as deliveries_mod
-from feedledger.ledger import fanout
-from feedledger.ledger.deliveries import Outcome
 from feedledger.ledger.holders import new_holder
-from feedledger.ledger.schema import deliveries, subscribers
 from feedledger.ledger.store import Store
-from feedledger.ledger.subscriptions import listing
 from feedledger.model.timeutil import now_us
+from feedledger.notify import deliveries as deliveries_mod
+from feedledger.notify import fanout
+from feedledger.notify.deliveries import Outcome
+from feedledger.notify.subscriptions import listing
+from feedledger.notify.tables import deliveries, subscribers
 from test_backfill import declare, ingest_args
 from test_notify import Receiver, Reply, dispatch, file_lines, live_payload, receivers, serve
 from test_notify_claims import Gated, finish, receiver, spawn, started, wait_until

@@ -31,8 +31,8 @@ from conftest import Cli, write_csv
 from feedledger.config import Workspace
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
-from feedledger.ledger.schema import deliveries
 from feedledger.ledger.store import Store
+from feedledger.notify.tables import deliveries
 from test_backfill import (
     ARCHIVED,
     KEY,

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from conftest import Cli, write_csv
-from feedledger.ledger import deliveries, fanout
-from feedledger.ledger.deliveries import Outcome
 from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
-from feedledger.ledger.subscriptions import listing
 from feedledger.model.timeutil import now_us
+from feedledger.notify import deliveries, fanout
+from feedledger.notify.deliveries import Outcome
 from feedledger.notify.dispatch import dispatch
+from feedledger.notify.subscriptions import listing
 
 SRC = "parcels"
 

@@ -98,8 +98,8 @@ def test_digest_subscriber_gets_one_message_per_window(
     once the hour has closed; a per-change subscriber still gets them one by one."""
     from sqlalchemy import update
 
-    from feedledger.ledger.schema import deliveries
     from feedledger.ledger.store import Store
+    from feedledger.notify.tables import deliveries
 
     cli("source", "add", "s", "--key", "id")
     digest_out, each_out = tmp_path / "digest.jsonl", tmp_path / "each.jsonl"

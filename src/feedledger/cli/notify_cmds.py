@@ -1,6 +1,6 @@
 """`feedledger subscriber add|list|remove`, `feedledger notify dispatch|status|retry|correction`.
 
-Messages are derived from the outbox; see ledger/deliveries.py and notify/dispatch.py.
+Messages are derived from the outbox; see notify/deliveries.py and notify/dispatch.py.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def subscriber_add(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Add a subscriber."""
-    from feedledger.pipeline.notifications import add_subscriber
+    from feedledger.notify.operations import add_subscriber
 
     with context(ctx) as c:
         sub, warnings = add_subscriber(
@@ -70,7 +70,7 @@ def subscriber_add(
 @guarded
 def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Subscribers, by name."""
-    from feedledger.pipeline.notifications import list_subscribers
+    from feedledger.notify.operations import list_subscribers
 
     with context(ctx) as c:
         subs = list_subscribers(c)
@@ -99,7 +99,7 @@ def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 @guarded
 def subscriber_remove(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
     """Remove a subscriber (its undelivered messages are cancelled)."""
-    from feedledger.pipeline.notifications import remove_subscriber
+    from feedledger.notify.operations import remove_subscriber
 
     with context(ctx) as c:
         cancelled = remove_subscriber(c, name)
@@ -151,7 +151,7 @@ def notify_dispatch(
     answer; a crash before that sends it again later with the same `webhook-id`.
     """
     from feedledger.notify.dispatch import Policy
-    from feedledger.pipeline.notifications import run_dispatch
+    from feedledger.notify.operations import run_dispatch
 
     policy = Policy(
         max_attempts=max_attempts,
@@ -207,7 +207,7 @@ def _progress(quiet: bool) -> Iterator[Progress | None]:
 def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Per subscriber: pending, failed (to retry), delivered, dead, cancelled, being sent
     now by a running dispatcher (claimed); the oldest pending message's age."""
-    from feedledger.pipeline.notifications import status
+    from feedledger.notify.operations import status
 
     with context(ctx) as c:
         data = status(c)
@@ -251,7 +251,7 @@ def notify_retry(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Make dead-lettered messages pending again (same message ids)."""
-    from feedledger.pipeline.notifications import retry
+    from feedledger.notify.operations import retry
 
     with context(ctx) as c:
         n = retry(c, subscriber)
@@ -271,7 +271,7 @@ def notify_correction(
 ) -> None:
     """Queue ONE correction naming RUN_ID, instead of retracting each alert."""
     from feedledger.ledger import run_ids
-    from feedledger.pipeline.notifications import correction
+    from feedledger.notify.operations import correction
 
     with context(ctx) as c:
         run_id = run_ids.resolve(c.store, run_id)  # the whole id or any unique prefix

@@ -1,6 +1,6 @@
 """Outbox rows -- a payload's change set, a backfill's summary, a retraction's notice --
 written in the transaction of the work they announce; fanned out and delivered later by
-the notification layer (ledger/deliveries.py, notify/)."""
+the notification layer (notify/)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,11 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
-from feedledger.ledger.deliveries import UNDELIVERED
 from feedledger.ledger.holders import holder_dead
-from feedledger.ledger.schema import counters, deliveries, outbox
+from feedledger.ledger.schema import counters, outbox
 from feedledger.ledger.store import Store
+from feedledger.notify.deliveries import UNDELIVERED
+from feedledger.notify.tables import deliveries
 
 DIGEST_SPAN_US = 86_400 * 1_000_000  # the longest digest window (daily)
 EPOCH = "cancel_epoch"  # counters row: one more for every retraction that cancels

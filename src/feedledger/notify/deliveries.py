@@ -12,7 +12,7 @@ process gone from this host) is void at once; any other lapses at `claimed_until
 its messages are sent again with the same id -- at least once, never lost.
 
 A retraction cancels its runs' undelivered messages in its own transaction but leaves
-their claims (ledger/cancellations.py): a dispatcher looks again just before sending
+their claims (notify/cancellations.py): a dispatcher looks again just before sending
 (`not_waiting`), so a claimed message not yet sent is never sent; one already on the
 wire when the retraction committed is recorded `delivered` (it was).
 """
@@ -26,8 +26,9 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from feedledger.ledger.holders import holder_dead
-from feedledger.ledger.schema import deliveries, outbox, subscribers
+from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
+from feedledger.notify.tables import deliveries, subscribers
 
 WAITING = ("pending", "failed")
 UNDELIVERED = ("pending", "failed", "dead")

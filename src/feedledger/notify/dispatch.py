@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from feedledger import faults
-from feedledger.ledger import cancellations, deliveries, fanout
-from feedledger.ledger.deliveries import Due, Outcome
 from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
-from feedledger.ledger.subscriptions import Subscriber, listing
 from feedledger.model.timeutil import now_us
+from feedledger.notify import cancellations, deliveries, fanout
+from feedledger.notify.deliveries import Due, Outcome
 from feedledger.notify.send import Policy, failure, post, signing_secret, write_lines
+from feedledger.notify.subscriptions import Subscriber, listing
 
 __all__ = ["DispatchReport", "Policy", "Progress", "dispatch"]
 

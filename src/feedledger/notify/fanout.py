@@ -21,12 +21,13 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, text, update
 
-from feedledger.ledger.cancellations import heard_of, unsettled
-from feedledger.ledger.schema import deliveries, outbox
+from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
-from feedledger.ledger.subscriptions import Subscriber
 from feedledger.model.jsonout import RawJSON, dumps
 from feedledger.model.timeutil import iso
+from feedledger.notify.cancellations import heard_of, unsettled
+from feedledger.notify.subscriptions import Subscriber
+from feedledger.notify.tables import deliveries
 
 EXPAND_BATCH = 50  # outbox rows per fan-out transaction
 

@@ -1,4 +1,6 @@
-"""Subscribers and notification delivery (orchestration; see notify/ and ledger/)."""
+"""Subscribers and notification delivery: what the CLI and the scheduler call (the
+feature's orchestration; its storage is notify/subscriptions.py, deliveries.py, fanout.py
+and cancellations.py over notify/tables.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import deliveries, notices, queries, subscriptions
+from feedledger.ledger import notices, queries
 from feedledger.ledger.retraction import commit_time
-from feedledger.ledger.subscriptions import DIGESTS, Subscriber, is_env_name
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us
+from feedledger.notify import deliveries, subscriptions
 from feedledger.notify.dispatch import DispatchReport, Policy, Progress, dispatch
+from feedledger.notify.subscriptions import DIGESTS, Subscriber, is_env_name
 
 
 def add_subscriber(

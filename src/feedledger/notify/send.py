@@ -17,10 +17,10 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from feedledger.ledger.deliveries import Due, Outcome
-from feedledger.ledger.subscriptions import Subscriber, is_env_name
 from feedledger.model.timeutil import now_us
+from feedledger.notify.deliveries import Due, Outcome
 from feedledger.notify.signing import headers
+from feedledger.notify.subscriptions import Subscriber, is_env_name
 
 if TYPE_CHECKING:
     import httpx

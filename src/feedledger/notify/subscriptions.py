@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
-from feedledger.ledger.schema import deliveries, subscribers
 from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso, now_us
+from feedledger.notify.tables import deliveries, subscribers
 
 KINDS = ("webhook", "file")
 DIGESTS = ("none", "hourly", "daily")

@@ -19,10 +19,11 @@ from sqlalchemy import func, select
 from feedledger.context import Context
 from feedledger.ledger import gaps, schedule_state
 from feedledger.ledger.freezes import frozen
-from feedledger.ledger.schema import deliveries, leases, payloads, runs
+from feedledger.ledger.schema import leases, payloads, runs
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
+from feedledger.notify.tables import deliveries
 
 SHOWN_DATES = 31
 

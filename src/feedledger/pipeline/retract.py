@@ -3,7 +3,7 @@ marked retracted -- nothing is deleted -- in ONE transaction of a new run of kin
 `retraction`, and the source's watermark moves back to the last application still
 standing. The runs' notifications not delivered yet are cancelled in the same
 transaction (Invariant 11); the retraction notice goes only to subscribers that were
-delivered any of them (ledger/fanout.py). Runs applied after it were diffed on top of
+delivered any of them (notify/fanout.py). Runs applied after it were diffed on top of
 what is being removed: they are listed and the retraction refused, unless `cascade`
 retracts them too (newest first).
 Past belief stays queryable with `--known-at` a time before the retraction.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import cancellations, gaps, leases, notices, queries
+from feedledger.ledger import gaps, leases, notices, queries
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.retraction import (
     AppliedPayload,
@@ -28,6 +28,7 @@ from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError, NotFoundError, RetractConflictError
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
+from feedledger.notify import cancellations
 
 
 @dataclass

@@ -178,8 +178,8 @@ class Scheduler:
                 self.emit({"event": "error", "source": h.source, "error": f"alert: {exc}"})
 
     def _dispatch(self) -> None:
-        from feedledger.ledger.subscriptions import listing
         from feedledger.notify.dispatch import dispatch
+        from feedledger.notify.subscriptions import listing
 
         try:
             if not listing(self.store):
