@@ -23,7 +23,6 @@ from feedledger.formats.observations import (
     check_utf8,
     clip,
     fail,
-    published_field,
     require_columns,
 )
 from feedledger.model.errors import BadPayloadError
@@ -215,7 +214,7 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
         .select("idx", "key", "hash", "revision", "deleted", "kh")
         .collect()
     )
-    published = published_field(src)
+    published = src.published_from.field
     values = (
         raw.get_column(published).unique().sort().to_list()
         if published and published in columns

@@ -129,12 +129,6 @@ def check_utf8(data: bytes, src: SourceConfig, label: str) -> None:
         raise fail(src, label, f"invalid UTF-8 at byte {exc.start} (line {line})") from None
 
 
-def published_field(src: SourceConfig) -> str | None:
-    if src.published_from.startswith("field:"):
-        return src.published_from.split(":", 1)[1]
-    return None
-
-
 def require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
     missing = [k for k in src.key if k not in columns]
     if missing:

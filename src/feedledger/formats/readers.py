@@ -19,7 +19,6 @@ from feedledger.formats.observations import (
     check_utf8,
     clip,
     fail,
-    published_field,
     row_list,
 )
 from feedledger.formats.records import json_records, parquet_records, read_records
@@ -110,7 +109,7 @@ def published_from_field(
     obs: Observations, src: SourceConfig, label: str, parse: Callable[[str], int]
 ) -> int:
     """The publisher timestamp stated by the payload's `field:NAME` (it must be one value)."""
-    field = published_field(src)
+    field = src.published_from.field
     values = obs.published_values or []
     if not field or not values:
         raise fail(src, label, f"no publisher date: field {field!r} is missing or empty")

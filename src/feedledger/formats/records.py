@@ -30,7 +30,6 @@ from feedledger.formats.observations import (
     clip,
     fail,
     is_blank,
-    published_field,
     row_list,
 )
 from feedledger.model.hashing import hash_expr
@@ -313,7 +312,7 @@ def _read_records(records: list[dict[str, Any]], src: SourceConfig, label: str) 
         },
         schema=OBS_SCHEMA,
     ).with_columns(hash_expr(pl.col("key")).alias("kh"))
-    published = published_field(src)
+    published = src.published_from.field
     values = (
         sorted({t for r in records if (t := _scalar_text(r.get(published))) is not None})
         if published

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from feedledger.model.timeutil import zone
 from feedledger.model.types import PayloadKind
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PUBLISHED_FROM_RE = re.compile(r"^(filename|field:[^\s]+|header:[A-Za-z0-9-]+)$")
+PublishedFromKind = Literal["filename", "field", "header"]
 
 PayloadFormat = Literal["csv", "jsonl", "json", "parquet"]
 
@@ -43,6 +45,47 @@ def check_name(value: str, what: str = "source") -> str:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class PublishedFrom:
+    """Where a source's publisher date comes from, parsed once from its declaration:
+    the payload's file name (`filename`), a field every record states (`field:NAME`), or
+    an HTTP response header (`header:Last-Modified`). `str()` gives the declaration back
+    exactly as written (feedledger.toml, `source list --json`)."""
+
+    kind: PublishedFromKind
+    name: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> PublishedFrom:
+        """The value `text` declares; a ValueError naming the accepted forms if none."""
+        if not _PUBLISHED_FROM_RE.match(text):
+            raise ValueError(
+                f"published_from {text!r} must be 'filename', 'field:NAME' or "
+                "'header:Last-Modified'"
+            )
+        if text == "filename":
+            return cls("filename")
+        kind, name = text.split(":", 1)
+        return cls("field" if kind == "field" else "header", name)
+
+    @property
+    def by_filename(self) -> bool:
+        return self.kind == "filename"
+
+    @property
+    def field(self) -> str | None:
+        """The payload field stating the publisher date (`field:NAME`), else None."""
+        return self.name if self.kind == "field" else None
+
+    @property
+    def header(self) -> str | None:
+        """The HTTP response header carrying the publisher date (`header:X`), else None."""
+        return self.name if self.kind == "header" else None
+
+    def __str__(self) -> str:
+        return self.kind if self.name is None else f"{self.kind}:{self.name}"
+
+
 def validate_cadence(value: str) -> str:
     """`daily`, `weekdays`, or a 5-field cron expression (croniter)."""
     if value in ("daily", "weekdays"):
@@ -70,7 +113,7 @@ class SourceConfig(BaseModel):
     cadence: str = "daily"
     revision: str | None = None
     fetch: str | None = None
-    published_from: str = "filename"
+    published_from: PublishedFrom = PublishedFrom("filename")
     mass_delete_threshold: float = Field(default=0.5, gt=0.0, le=1.0)
     # A live run is held for review (its notifications not sent) when its change count
     # exceeds hold_factor x the median of the source's last 30 runs AND hold_min_changes.
@@ -134,15 +177,18 @@ class SourceConfig(BaseModel):
             raise ValueError(f"publish_at {value!r} must be a local time HH:MM, such as 06:30")
         return value.strip()
 
-    @field_validator("published_from")
+    @field_validator("published_from", mode="plain")
     @classmethod
-    def _published_from(cls, value: str) -> str:
-        if not _PUBLISHED_FROM_RE.match(value):
-            raise ValueError(
-                f"published_from {value!r} must be 'filename', 'field:NAME' or "
-                "'header:Last-Modified'"
-            )
-        return value
+    def _published_from(cls, value: object) -> PublishedFrom:
+        if isinstance(value, PublishedFrom):
+            return value
+        if not isinstance(value, str):
+            raise ValueError("Input should be a valid string")
+        return PublishedFrom.parse(value)
+
+    @field_serializer("published_from")
+    def _published_from_text(self, value: PublishedFrom) -> str:
+        return str(value)
 
     @field_validator("fetch")
     @classmethod

@@ -100,9 +100,9 @@ def expand_files(
             ),
             source=source,
         )
-    if src.published_from != "filename":
+    if not src.published_from.by_filename:
         raise ConfigError(
-            f"the source dates its payloads by {src.published_from!r}, not by file name",
+            f"the source dates its payloads by {str(src.published_from)!r}, not by file name",
             source=source,
             hint="archive one file at a time with --published-at DATE",
         )

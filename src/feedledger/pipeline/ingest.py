@@ -98,7 +98,7 @@ def resolve_published_at(
     found: int | None = None
     if published_at is not None:
         found = to_us(parse_instant(published_at, src.timezone, what="--published-at"))
-    elif src.published_from == "filename" and name:
+    elif src.published_from.by_filename and name:
         from feedledger.sources import date_in_name
 
         found = date_in_name(Path(name).name, src.timezone)
@@ -141,7 +141,7 @@ def ingest(
     except ConfigError as exc:
         kept = _keep_rejected(ctx, source, data, original_name, str(exc))
         raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
-    if when is None and not src.published_from.startswith("field:"):
+    if when is None and src.published_from.field is None:
         kept = _keep_rejected(ctx, source, data, original_name, "no publisher date")
         raise ConfigError(
             "no publisher date: pass --published-at DATE (the publisher's date, never "

@@ -78,9 +78,9 @@ def fetch_directory(src: SourceConfig) -> Fetched:
     """Read the file whose name carries the newest date."""
     if src.fetch is None:
         raise ConfigError("source has no fetch location", source=src.name)
-    if src.published_from.startswith("header:"):
+    if src.published_from.header is not None:
         raise ConfigError(
-            f"published_from {src.published_from!r} needs an HTTP source, but fetch is the "
+            f"published_from {str(src.published_from)!r} needs an HTTP source, but fetch is the "
             f"directory {src.fetch}",
             source=src.name,
             hint="use 'filename' or 'field:NAME'",
@@ -138,7 +138,7 @@ def read_file(src: SourceConfig, path: Path, instant: int | None = None) -> Fetc
     content_type, _ = mimetypes.guess_type(path.name)
     return Fetched(
         data=data,
-        published_at=instant if src.published_from == "filename" else None,
+        published_at=instant if src.published_from.by_filename else None,
         original_name=path.name,
         content_type=content_type,
     )

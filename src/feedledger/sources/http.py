@@ -176,8 +176,8 @@ def fetch_http(
 
     published_at: int | None
     how = src.published_from
-    if how.startswith("header:"):
-        header = how.split(":", 1)[1]
+    header = how.header
+    if header is not None:
         value = response.headers.get(header)
         if not value:
             raise BadPayloadError(
@@ -194,7 +194,7 @@ def fetch_http(
                 source=src.name,
                 payload=shown,
             ) from exc
-    elif how == "filename":
+    elif how.by_filename:
         candidates = [
             _disposition_filename(response.headers.get("content-disposition")),
             _last_segment(str(response.url)),

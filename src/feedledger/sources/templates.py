@@ -47,7 +47,7 @@ def fetch_day(src: SourceConfig, day: date) -> Fetched | None:
         if re.search(r"HTTP (404|410)\b", exc.problem):
             return None
         raise
-    if got.published_at is None and src.published_from == "filename":
+    if got.published_at is None and src.published_from.by_filename:
         # the template carries the date even where the name does not show it
         start = to_us(datetime.combine(day, time(0), zone(src.timezone)))
         got = Fetched(
