@@ -1,8 +1,10 @@
 """Content-addressed, write-once payload archive (Invariant 1: archive first).
 
-Two backends behind one protocol: a local (or mounted) folder, and S3-compatible object
-storage for workers on several machines (``s3://bucket/prefix``; needs s3fs, imported
-only when such an archive is opened).
+The archive's rules are written once (`archive/core.py`) over a small blob-store
+protocol (`archive/blobs.py`: create-once, read, exists, list, hold a slot) that two
+backends provide: a local (or mounted) folder (`archive/local.py`), and S3-compatible
+object storage for workers on several machines (``s3://bucket/prefix``,
+`archive/s3client.py`; needs s3fs, imported only when such an archive is opened).
 """
 
 from __future__ import annotations

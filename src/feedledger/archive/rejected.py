@@ -9,18 +9,15 @@ Two kinds live under ``rejected/``:
   bytes whose source is unknown (and, in archives written before notes were filed per
   source, for every one of them: those are still listed under the source they name).
 
-The bytes themselves are objects like any other (``objects/<sha[:2]>/<sha>``).
+The bytes themselves are objects like any other (``objects/<sha[:2]>/<sha>``). How they
+are listed, whichever the backend, is `archive/core.py`'s `rejected`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from feedledger.archive.sidecar import SHA_RE, SIDECAR_RE, SOURCE_RE, parse_sidecar_bytes
@@ -144,34 +141,3 @@ def parse(raw: bytes, *, folder: str, name: str, note_at: str, object_at: Any) -
 def order(items: list[RejectedPayload]) -> list[RejectedPayload]:
     """Oldest refusal first (unknown times first), then by bytes."""
     return sorted(items, key=lambda r: (r.rejected_at or 0, r.sha256, r.note))
-
-
-def in_folder(base: Path, source: str, object_at: Callable[[str], Any]) -> list[RejectedPayload]:
-    """The refused payloads of `source` under a local `rejected/` folder `base`: filed
-    under it, or unfiled notes naming it; oldest refusal first. Unreadable notes are
-    skipped with a warning."""
-    found: list[RejectedPayload] = []
-    for folder in (source, UNFILED):
-        directory = base / folder
-        try:
-            names = sorted(os.listdir(directory))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for name in names:
-            if not name.endswith(".json") or name.startswith("."):
-                continue
-            path = directory / name
-            try:
-                item = parse(
-                    path.read_bytes(),
-                    folder=folder,
-                    name=name,
-                    note_at=str(path),
-                    object_at=object_at,
-                )
-            except (OSError, ValueError) as exc:
-                warnings.warn(f"skipping rejected-payload note {path}: {exc}", stacklevel=3)
-                continue
-            if item.source == source:
-                found.append(item)
-    return order(found)

@@ -1,6 +1,7 @@
-"""S3 access for the object-store archive: ``s3://`` URLs, the endpoint, an s3fs
-file system created on first use, conditional puts, listings, and one clear
-FeedledgerError naming the archive for whatever s3fs or botocore raise.
+"""S3 access for the object-store archive, and its blob store (`archive/blobs.py`):
+``s3://`` URLs, the endpoint, an s3fs file system created on first use, conditional
+puts, listings, and one clear FeedledgerError naming the archive for whatever s3fs or
+botocore raise.
 
 Credentials are never handled here: botocore's standard chain finds them.
 """
@@ -14,6 +15,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,7 +81,9 @@ def _error_code(exc: BaseException | None) -> str:
 
 
 class S3Client:
-    """The keys under one ``s3://bucket/prefix``, addressed relative to the prefix."""
+    """The keys under one ``s3://bucket/prefix``, addressed relative to the prefix: the
+    archive's blob store on S3-compatible storage. Every key is created by a conditional
+    put (``If-None-Match: *``), which the store refuses (412) when the key exists."""
 
     def __init__(self, url: str, *, endpoint_url: str | None = None) -> None:
         self.bucket, self.prefix = parse_s3_url(url)
@@ -95,6 +99,25 @@ class S3Client:
 
     def url_of(self, rel: str) -> str:
         return f"{SCHEME}{self.bucket}/{self.key(rel)}"
+
+    # -- the blob store (archive/blobs.py) ---------------------------------------------
+
+    def where(self, rel: str) -> str:
+        return self.url_of(rel)
+
+    def missing(self, sha256: str) -> str:
+        return f"no archived object with sha256 {sha256} in {self.url}"
+
+    def prepare(self) -> None:
+        """Check the bucket answers and takes conditional writes (never creates it)."""
+        self.connect()
+        self.conditional_writes()
+
+    def writing(self) -> AbstractContextManager[None]:
+        return nullcontext()  # every request already fails with one clear error
+
+    def slot(self, folder: str) -> AbstractContextManager[bool]:
+        return nullcontext(False)  # no locks on S3: the archive's claim keys decide
 
     def _filesystem(self) -> Any:
         with self._lock:
@@ -218,10 +241,14 @@ class S3Client:
 
     def read(self, rel: str) -> bytes | None:
         """The bytes at `rel`, None if absent."""
-        return self.read_many([rel])[rel]
+        return self._fetch([rel])[rel]
 
-    def read_many(self, rels: builtins.list[str]) -> dict[str, bytes | None]:
-        """Several keys fetched concurrently; None for those absent."""
+    def read_many(self, rels: builtins.list[str]) -> dict[str, bytes | OSError | None]:
+        """Several keys fetched concurrently; None for those absent (never an OSError:
+        a failure is raised as a FeedledgerError)."""
+        return dict(self._fetch(rels))
+
+    def _fetch(self, rels: builtins.list[str]) -> dict[str, bytes | None]:
         if not rels:
             return {}
         fs = self._filesystem()

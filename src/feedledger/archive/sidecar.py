@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
@@ -88,16 +87,6 @@ def sidecar_json(ref: PayloadRef) -> dict[str, Any]:
 def sidecar_bytes(ref: PayloadRef) -> bytes:
     """A sidecar's exact bytes (every backend writes the same ones)."""
     return (json.dumps(sidecar_json(ref), indent=2) + "\n").encode("utf-8")
-
-
-def parse_sidecar(path: Path) -> PayloadRef:
-    """Read one sidecar file; ValueError (with the reason) if it is not a valid,
-    consistent one."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read it: {exc}") from exc
-    return parse_sidecar_bytes(raw, name=path.name, parent=path.parent.name)
 
 
 def ambiguous(ref: PayloadRef, rival_ids: list[str], kept_at: str) -> AmbiguousPayloadError:
