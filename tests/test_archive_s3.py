@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from conftest import Cli, write_csv
 from feedledger.archive import LocalArchive, open_archive
 from feedledger.archive.objectstore import S3Archive
 from feedledger.archive.s3client import (
@@ -34,6 +33,7 @@ from feedledger.config import Workspace
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef, payload_id_for
 from feedledger.model.timeutil import parse_instant, to_us
+from helpers import Cli, write_csv
 
 DAY1 = to_us(parse_instant("2026-08-06", "America/Denver"))
 FETCHED = to_us(parse_instant("2026-08-09T10:00:00Z"))

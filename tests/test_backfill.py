@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from conftest import PG_ENV, Cli, _pg_schema_url, write_csv
 from feedledger.config import Workspace
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
@@ -35,6 +34,7 @@ from feedledger.ledger.schema import metadata, outbox, versions
 from feedledger.ledger.store import Store
 from feedledger.notify import tables as _notify_tables  # noqa: F401  (its tables in `metadata`)
 from feedledger.sync import tables as _sync_tables  # noqa: F401  (its tables in `metadata`)
+from helpers import PG_ENV, Cli, pg_schema_url, write_csv
 
 SRC = "larimer"
 KEY, OTHER = "0714-22-1", "0714-22-2"
@@ -156,7 +156,7 @@ def _second_store(backend: str, tmp: Path) -> Iterator[str]:
     with psycopg.connect(os.environ[PG_ENV], autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield _pg_schema_url(os.environ[PG_ENV], schema)
+        yield pg_schema_url(os.environ[PG_ENV], schema)
     finally:
         with psycopg.connect(os.environ[PG_ENV], autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

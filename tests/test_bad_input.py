@@ -21,10 +21,10 @@ import tomlkit
 from sqlalchemy import select
 from typer.testing import Result
 
-from conftest import Cli
 from feedledger.config import Workspace
 from feedledger.ledger.schema import metadata
 from feedledger.ledger.store import Store
+from helpers import Cli
 
 FIRST = "2026-08-01"
 NEXT = "2026-08-02"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import Cli, write_csv
 from feedledger.cli.main import app
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
+from helpers import Cli, write_csv
 
 
 def test_init_creates_workspace_and_schema(store_url: str, tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from conftest import PG_ENV, Cli, _pg_schema_url, write_csv
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.faults import ENV as FAULT_ENV
@@ -35,6 +34,7 @@ from feedledger.ledger.schema import applications, leases, metadata
 from feedledger.ledger.store import Store
 from feedledger.model.jsonout import dumps
 from feedledger.pipeline import query
+from helpers import PG_ENV, Cli, pg_schema_url, write_csv
 
 SRC = "parcels"
 HEADER = ["id", "zoning", "rev"]
@@ -240,7 +240,7 @@ def _second_store(backend: str, tmp: Path) -> Iterator[str]:
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield _pg_schema_url(base, schema)
+        yield pg_schema_url(base, schema)
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -18,11 +18,11 @@ from typing import Any
 import polars as pl
 import pytest
 
-from conftest import Cli
 from feedledger.config import make_source
 from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
 from feedledger.model.source import SourceConfig
 from feedledger.sources import fetch
+from helpers import Cli
 
 ROOT = Path(__file__).resolve().parents[1]
 

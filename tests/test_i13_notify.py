@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from conftest import Cli, write_csv
 from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
@@ -27,6 +26,7 @@ from feedledger.notify import fanout
 from feedledger.notify.deliveries import Outcome
 from feedledger.notify.subscriptions import listing
 from feedledger.notify.tables import deliveries, subscribers
+from helpers import Cli, write_csv
 from test_backfill import declare, ingest_args
 from test_notify import Receiver, Reply, dispatch, file_lines, live_payload, receivers, serve
 from test_notify_claims import Gated, finish, receiver, spawn, started, wait_until

@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 import pytest
 import xxhash
 
-from conftest import Cli
 from feedledger.config import make_source
 from feedledger.formats import read_observations, record_hash
 from feedledger.formats.canonical import (
@@ -32,6 +31,7 @@ from feedledger.formats.canonical import (
     string_record_hash_expr,
 )
 from feedledger.model.errors import BadPayloadError
+from helpers import Cli
 
 HANG_S = 180  # far above the few seconds these take; only a hang or a blow-up reaches it
 MEMORY_CAP = 6 << 30

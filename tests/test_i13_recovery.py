@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from conftest import Cli, write_csv
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.model.timeutil import to_us
+from helpers import Cli, write_csv
 from test_backfill import at, dump, error_line, outbox_rows, runs_by_kind, verified, zonings
 
 SRC = "larimer"

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from conftest import Cli
 from feedledger.faults import ENV as FAULT_ENV
+from helpers import Cli
 from test_sync import (  # noqa: F401  (fixtures)
     PG_ENV,
     SRC,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Cli, write_csv
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import engine as eng
 from feedledger.ledger import queries
 from feedledger.ledger.schema import outbox, versions
 from feedledger.pipeline.ingest import ingest
+from helpers import Cli, write_csv
 
 HEADER = ["parcel_id", "zoning", "owner"]
 

@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from conftest import Cli, write_csv
 from feedledger.config import Workspace
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.ledger.store import Store
 from feedledger.notify.tables import deliveries
+from helpers import Cli, write_csv
 from test_backfill import (
     ARCHIVED,
     KEY,

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from conftest import Cli, write_csv
 from feedledger.ledger.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
@@ -29,6 +28,7 @@ from feedledger.notify import deliveries, fanout
 from feedledger.notify.deliveries import Outcome
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
+from helpers import Cli, write_csv
 
 SRC = "parcels"
 

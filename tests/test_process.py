@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Cli, write_csv
 from feedledger.config import Workspace
 from feedledger.ledger.store import WAL_LEAVE_MAX, Store
+from helpers import Cli, write_csv
 
 HEADER = ["id", "zoning"]
 

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PG_ENV, PG_SKIP, _pg_schema_url
 from feedledger import faults
 from feedledger.config import Workspace, make_source
 from feedledger.context import Context
@@ -23,6 +22,7 @@ from feedledger.ledger import engine as eng
 from feedledger.ledger import queries
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
+from helpers import PG_ENV, PG_SKIP, pg_schema_url
 
 KEYS = ["a", "b", "ab", "c", "d"]
 Payload = dict[str, str]  # key -> value ("" allowed)
@@ -51,7 +51,7 @@ def fresh_workspace(backend: str) -> Iterator[Workspace]:
             schema = f"p_{uuid.uuid4().hex[:12]}"
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f"CREATE SCHEMA {schema}")
-            url = _pg_schema_url(base, schema)
+            url = pg_schema_url(base, schema)
         try:
             ws = Workspace.create(Path(tmp) / "ws", store_url=url, archive=None)
             engine = eng.make_engine(ws.store_url)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Cli
 from feedledger.config import Workspace
 from feedledger.ledger import leases
 from feedledger.ledger.store import Store
+from helpers import Cli
 from test_backfill import (
     ARCHIVED,
     KEY,

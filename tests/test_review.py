@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import Cli, write_csv
+from helpers import Cli, write_csv
 
 
 def _day(tmp_path: Path, day: int, values: dict[int, str]) -> list[str]:

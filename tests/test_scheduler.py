@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from conftest import Cli
 from feedledger.ledger.schema import applications, gaps, outbox, versions
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.scheduler.loop import Options, Scheduler
+from helpers import Cli
 
 SRC = "parcels"
 TZ = "America/Denver"

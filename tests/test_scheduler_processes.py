@@ -21,11 +21,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from conftest import Cli
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.ledger.schema import applications, outbox, runs, versions, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import parse_instant, to_us
+from helpers import Cli
 
 DAYS = 6
 

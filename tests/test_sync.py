@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from conftest import Cli, write_csv
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.model.destination import Destination, generation_rank
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, content_hash
+from helpers import Cli, write_csv
 
 PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
 SRC = "suppliers"
