@@ -4,18 +4,17 @@ and cancellations.py over notify/tables.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import notices, queries
-from feedledger.ledger.retraction import commit_time
+from feedledger.ledger import queries
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us
 from feedledger.notify import deliveries, subscriptions
+from feedledger.notify.corrections import queue_correction
 from feedledger.notify.dispatch import DispatchReport, Policy, Progress, dispatch
 from feedledger.notify.subscriptions import DIGESTS, Subscriber, is_env_name
 
@@ -125,23 +124,7 @@ def correction(ctx: Context, run_id: str, message: str) -> dict[str, Any]:
     run = queries.get_run(ctx.store, run_id)
     if run is None:
         raise NotFoundError(f"unknown run id {run_id!r}", hint="`feedledger runs SOURCE`")
-    store = ctx.store
-    tag = hashlib.sha256(message.encode("utf-8")).hexdigest()[:12]
-    key = f"{run.source}:{run_id}:correction:{tag}"
-    body = {"text": message, "corrects_run_id": run_id, "run_kind": run.kind}
-    with store.begin() as conn:
-        if notices.exists(conn, key):
-            return {"source": run.source, "run_id": run_id, "message": message, "queued": False}
-        _wm, at = commit_time(store, conn, run.source)
-        notices.queue(
-            conn,
-            source=run.source,
-            run_id=run_id,
-            topic="correction",
-            key=key,
-            payload_id="",
-            changes=0,
-            body=body,
-            at_us=at,
-        )
-    return {"source": run.source, "run_id": run_id, "message": message, "queued": True}
+    queued = queue_correction(
+        ctx.store, source=run.source, run_id=run_id, run_kind=run.kind, text=message
+    )
+    return {"source": run.source, "run_id": run_id, "message": message, "queued": queued}
