@@ -14,7 +14,7 @@ For every backend, in a fresh workspace (PostgreSQL: a fresh scratch database):
 The data is ``gen_parcels.py`` (1 % changed, 0.1 % added, 0.1 % deleted per day), and
 every step's change count is checked against its manifest. Targets (SQLite): backfill
 <= 30 s; retract + replay <= 2x the backfill. Results: Markdown on stdout, JSON in
-``bench/results/backfill-<timestamp>.json``.
+``bench/results/backfill-latest.json`` (bench/resultfiles.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from ingest_bench import (
     parse_json_output,
     run_measured,
 )
+from resultfiles import save_results
 
 SOURCE = "parcels"
 TARGET_BACKFILL_S = 30.0
@@ -181,16 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     table = markdown(results, cfg)
     print(table)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = RESULTS_DIR / f"backfill-{stamp}.json"
     payload = {
         "machine": machine_info(),
         "config": vars(args) | {"feedledger": str(cfg.feedledger)},
         "results": results,
         "markdown": table,
     }
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    path = save_results(RESULTS_DIR, "backfill", json.dumps(payload, indent=2, default=str) + "\n")
     log(f"results: {path}")
     ok = all(r["counts_ok"] and r["verify_ok"] for r in results)
     return 0 if ok else 1

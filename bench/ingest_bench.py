@@ -11,7 +11,7 @@ directory (and, for PostgreSQL, a fresh database), exactly what a user would typ
 
 Each command is one child process; its wall time and peak RSS (``ru_maxrss`` from
 ``os.wait4``) are recorded. Results: a Markdown table on stdout, JSON in
-``bench/results/ingest-<timestamp>.json`` and ``bench/results/latest.json``.
+``bench/results/ingest-latest.json`` (bench/resultfiles.py).
 Progress goes to stderr. A failing command prints its stderr and stops the run (exit 1).
 """
 
@@ -38,6 +38,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from resultfiles import save_results
 
 # This process must stay small: on Linux a child's ru_maxrss can never be lower than the
 # high-water RSS of the parent that spawned it (exec records the pre-exec mm's peak, and
@@ -534,13 +536,7 @@ def markdown(results: list[dict[str, Any]], machine: dict[str, Any], cfg: Config
 
 
 def write_results(cfg: Config, payload: dict[str, Any]) -> Path:
-    cfg.results_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = cfg.results_dir / f"ingest-{stamp}.json"
-    text = json.dumps(payload, indent=2) + "\n"
-    path.write_text(text)
-    (cfg.results_dir / "latest.json").write_text(text)
-    return path
+    return save_results(cfg.results_dir, "ingest", json.dumps(payload, indent=2) + "\n")
 
 
 @contextlib.contextmanager
@@ -606,7 +602,7 @@ def run(cfg: Config) -> int:
     payload["markdown"] = table
     path = write_results(cfg, payload)
     print(table)
-    log(f"results: {path} (and {cfg.results_dir / 'latest.json'})")
+    log(f"results: {path}")
     for res in payload["results"]:
         if not res["summary"]["counts_ok"]:
             log(f"WARNING: {res['backend']} n={res['n']:,}: ingest counts differ from the feed's")

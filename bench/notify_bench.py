@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_bench import RESULTS_DIR, RUNS_DIR, log, machine_info, run_measured
+from resultfiles import save_results
 
 RECEIVER = r"""
 import asyncio, json, sys
@@ -154,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
         print(line)
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        path = RESULTS_DIR / f"notify-{stamp}.json"
-        path.write_text(json.dumps(result, indent=2) + "\n")
+        path = save_results(RESULTS_DIR, "notify", json.dumps(result, indent=2) + "\n")
         log(f"results: {path}")
         ok = report["delivered"] == seen["requests"] == seen["distinct_ids"] == args.messages
         return 0 if ok else 1

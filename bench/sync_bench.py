@@ -16,7 +16,7 @@ Then, each one whole ``feedledger`` process, timed from spawn to exit:
 documents/s = N / wall of a sync process. Targets (N = 1,000,000, PostgreSQL): rebuild
 >= 50,000 documents/s, reconcile <= 15 s. The table is dropped and the workspace removed
 at the end unless ``--keep``. Results: a Markdown table on stdout, JSON in
-``bench/results/sync-<UTC timestamp>.json``; progress on stderr.
+``bench/results/sync-latest.json`` (bench/resultfiles.py); progress on stderr.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from ingest_bench import (
     psycopg_url,
     run_measured,
 )
+from resultfiles import save_results
 
 DEFAULT_DESTINATION_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SOURCE = "parcels"
@@ -304,9 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown(result)
     result["markdown"] = table
     print(table)
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    path = args.results_dir / f"sync-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    path = save_results(args.results_dir, "sync", json.dumps(result, indent=2) + "\n")
     log(f"results: {path}")
     for p in problems:
         log(f"PROBLEM: {p}")

@@ -16,7 +16,7 @@ After round 1 of each N, the three histories are read back and compared per enti
 the truth computed from the files). Then a dedicated cross-check (``--crosscheck``, all
 tools over 7 days) and the outage comparison (``--outage``: days 4-6 not run, caught up
 on day 7) run. Results: a Markdown report on stdout, JSON in
-``bench/results/peers-<UTC timestamp>.json``. See bench/README.md.
+``bench/results/peers-latest.json`` (bench/resultfiles.py). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # bench/: resultfiles
 
 import peerslib as lib
+
+from resultfiles import save_results
 
 ib = lib.ib
 GIB = 1024**3
@@ -440,10 +443,12 @@ def run(args: argparse.Namespace) -> int:
     payload["harness_maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     report = markdown(payload)
     payload["markdown"] = report
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    stamp = started.strftime("%Y%m%dT%H%M%SZ")
-    path = args.results_dir / f"peers-{stamp}.json"
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    path = save_results(
+        args.results_dir,
+        "peers",
+        json.dumps(payload, indent=2, default=str) + "\n",
+        stamp=started.strftime("%Y%m%dT%H%M%SZ"),
+    )
     print(report)
     log(f"results: {path}")
     bad = [r["n"] for r in payload["results"] if r["crosscheck"] and not r["crosscheck"]["ok"]]
