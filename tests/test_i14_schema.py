@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -118,3 +119,20 @@ def test_migrations_build_exactly_what_the_metadata_declares(store_url: str) -> 
                     f"{table}.{part}: migrations {got[table][part]!r}, metadata {spec[part]!r}"
                 )
     assert problems == [], "\n".join(problems)
+
+
+def test_the_comparison_sees_a_drift(tmp_path: Path) -> None:
+    """The check is not vacuous: an index the migrations did not build, or a column of
+    another nullability, shows up as a difference."""
+    engine = eng.make_engine(f"sqlite:///{tmp_path / 'drift.db'}")
+    try:
+        eng.upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP INDEX ix_versions_source_key"))
+        got = built(engine)
+    finally:
+        engine.dispose()
+    want = declared(declared_metadata())
+    assert got["versions"]["indexes"] == set()
+    assert want["versions"]["indexes"] != got["versions"]["indexes"]
+    assert all(got[t]["columns"] == want[t]["columns"] for t in want)

@@ -9,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import Table, select, text
 
-from conftest import Cli
 from feedledger.config import Workspace
 from feedledger.ledger.schema import applications, gaps, versions
 from feedledger.ledger.store import Store
@@ -21,6 +20,7 @@ from feedledger.ledger.visibility import (
     visible,
     visible_sql,
 )
+from helpers import Cli
 from test_backfill import SRC, backfill, ingest_args, outage
 
 
