@@ -15,14 +15,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-from sqlalchemy import select
+from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger.queries import changed_keys
-from feedledger.ledger.schema import outbox
-from feedledger.ledger.store import Store
 from feedledger.model.destination import Destination
 from feedledger.model.timeutil import now_us
 from feedledger.sync import registry
@@ -30,6 +26,7 @@ from feedledger.sync import state as sync_state
 from feedledger.sync.state import Verdict
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, build, default_doc, load
+from feedledger.sync.versions import VersionRow, latest
 
 BATCH = 20_000
 LIVE_ROWS = 200  # outbox rows per live step
@@ -71,71 +68,6 @@ class SyncReport:
             "rejected_before_write": self.rejected_before_write,
             "first_rejection": self.first_rejection,
         }
-
-
-# -- reading the ledger --------------------------------------------------------------------
-
-
-class VersionRow(NamedTuple):
-    key: str
-    attributes: str | None
-    revision: str | None
-    deleted: bool
-    version_id: int
-    valid_from: int
-
-
-def _versions_sql(store: Store, known_at: int | None, keys: int = 0) -> str:
-    """Versions of a key range, in the driver's own parameter style (rows come back as
-    plain tuples: on the rebuild's hot path SQLAlchemy's Row objects cost more than
-    the query)."""
-
-    p = store.param
-    visible = (
-        "v.retracted_at IS NULL"
-        if known_at is None
-        else f"v.recorded_at <= {p('k')} AND (v.retracted_at IS NULL OR v.retracted_at > {p('k')})"
-    )
-    where = (
-        f"v.key IN ({', '.join(p(f'k{i}') for i in range(keys))})"
-        if keys
-        else f"v.key >= {p('lo')} AND v.key <= {p('hi')}"
-    )
-    return (
-        "SELECT v.key, v.attributes, v.revision, v.deleted, v.version_id, v.valid_from "
-        f"FROM versions v WHERE v.source = {p('s')} AND {where} AND {visible} "
-        "ORDER BY v.key, v.valid_from, v.version_id"
-    )
-
-
-def latest(
-    ctx: Context, source: str, keys: Sequence[str], known_at: int | None, *, dense: bool = False
-) -> dict[str, Any]:
-    """The latest version of each key (valid-time order) visible at `known_at` (None:
-    now), as (key, attributes, revision, deleted, version_id, valid_from) tuples; keys
-    must be sorted. `dense`: the keys are (nearly) every key of their range -- a
-    manifest's batch -- so one range scan reads them; otherwise (the live route's
-    scattered keys) they are looked up."""
-    if not keys:
-        return {}
-    wanted = set(keys)
-    out: dict[str, Any] = {}
-    with ctx.store.engine.connect() as conn:
-        if dense:
-            parts = [(_versions_sql(ctx.store, known_at), {"lo": keys[0], "hi": keys[-1]})]
-        else:
-            parts = [
-                (
-                    _versions_sql(ctx.store, known_at, len(chunk)),
-                    {f"k{i}": k for i, k in enumerate(chunk)},
-                )
-                for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500))
-            ]
-        for sql, params in parts:
-            for r in conn.exec_driver_sql(sql, {"s": source, "k": known_at, **params}).all():
-                if r[0] in wanted:
-                    out[r[0]] = r  # ordered: the last one wins
-    return out
 
 
 class Builder:
@@ -222,24 +154,14 @@ def live_step(
     if current.paused_at is not None:
         return 0
     cursor = registry.cursor(ctx.store, dest.name)
-    with ctx.store.engine.connect() as conn:
-        rows = conn.execute(
-            select(outbox.c.outbox_id, outbox.c.run_id, outbox.c.payload_id)
-            .where(
-                outbox.c.source == dest.source,
-                outbox.c.topic == "changes",
-                outbox.c.outbox_id > cursor,
-            )
-            .order_by(outbox.c.outbox_id)
-            .limit(LIVE_ROWS)
-        ).all()
+    rows = registry.pending(ctx.store, dest.source, cursor, LIVE_ROWS)
     if not rows:
         return 0
     keys = changed_keys(ctx.store, {(r.run_id, r.payload_id) for r in rows})
     written = 0
     for start in range(0, len(keys), BATCH):
         part = keys[start : start + BATCH]
-        docs, rejected = builder.docs(latest(ctx, dest.source, part, None), part)
+        docs, rejected = builder.docs(latest(ctx.store, dest.source, part, None), part)
         verdicts = target.write(docs)
         sync_state.record(ctx.store, dest.name, "live", verdicts + rejected, now_us())
         if tally is not None:

@@ -26,13 +26,13 @@ from feedledger.sync.live import (
     Builder,
     Progress,
     SyncReport,
-    latest,
     live_lag_s,
     live_step,
 )
 from feedledger.sync.state import Verdict
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc
+from feedledger.sync.versions import latest
 
 IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
 
@@ -149,7 +149,7 @@ def rebuild(
             if bucket is not None:
                 bucket.take(len(keys))
             lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
-            rows = latest(ctx, dest.source, keys, man.created_at, dense=True)
+            rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True)
             docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])

@@ -18,14 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
-
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
 from feedledger.model.destination import generation_rank
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
-from feedledger.sync import manifests, registry
+from feedledger.sync import manifests, registry, versions
 from feedledger.sync import state as sync_state
 from feedledger.sync.manifests import Manifest
 from feedledger.sync.target import Target
@@ -48,7 +46,7 @@ def create_manifest(
     generation_rank(gen)
     at = now_us()
     wm = ctx.store.watermark(source)
-    live = _live_keys(ctx, source, at)
+    live = versions.live_keys(ctx.store, source, at)
     if keys_from is None:
         keys = sorted(live)
         reconstructible = True
@@ -86,24 +84,6 @@ def create_manifest(
         keys=keys,
         keys_from=str(keys_from) if keys_from else None,
     )
-
-
-def _live_keys(ctx: Context, source: str, at: int | None) -> set[str]:
-    """Keys present (not deleted) in the source's state visible at `at`."""
-    visible = (
-        "retracted_at IS NULL"
-        if at is None
-        else "recorded_at <= :k AND (retracted_at IS NULL OR retracted_at > :k)"
-    )
-    sql = text(
-        f"SELECT key, deleted FROM versions WHERE source = :s AND {visible} "
-        "ORDER BY key, valid_from, version_id"
-    )
-    state: dict[str, bool] = {}
-    with ctx.store.engine.connect() as conn:
-        for key, deleted in conn.execute(sql, {"s": source, "k": at}):
-            state[key] = bool(deleted)
-    return {k for k, deleted in state.items() if not deleted}
 
 
 @dataclass
@@ -226,17 +206,11 @@ def _expected(
     the live route wrote since)."""
     from feedledger.sync.transform import revision_of
 
-    sql = text(
-        "SELECT key, revision, deleted, version_id FROM versions "
-        "WHERE source = :s AND retracted_at IS NULL ORDER BY key, valid_from, version_id"
-    )
-    with ctx.store.engine.connect() as conn:
-        # fetched at once, as tuples (ordered: the last version of a key wins)
-        state = {r[0]: r for r in conn.execute(sql, {"s": source}).all()}
+    state = versions.current_state(ctx.store, source)
     mine: dict[str, tuple[int, bool]] = {}
     others: dict[str, tuple[int, bool]] = {}
     use = use_revision
-    for key, (_k, revision, deleted, version_id) in state.items():
+    for key, revision, deleted, version_id in state:
         if use:
             try:
                 rev = revision_of(revision, int(version_id), True)

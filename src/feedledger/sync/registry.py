@@ -104,6 +104,24 @@ def cursor(store: Store, name: str) -> int:
     return int(value or 0)
 
 
+def pending(store: Store, source: str, after: int, limit: int) -> list[Any]:
+    """The next `limit` change announcements (outbox rows of topic `changes`) of `source`
+    after the outbox id `after`, oldest first: (outbox_id, run_id, payload_id) rows."""
+    with store.engine.connect() as conn:
+        return list(
+            conn.execute(
+                select(outbox.c.outbox_id, outbox.c.run_id, outbox.c.payload_id)
+                .where(
+                    outbox.c.source == source,
+                    outbox.c.topic == "changes",
+                    outbox.c.outbox_id > after,
+                )
+                .order_by(outbox.c.outbox_id)
+                .limit(limit)
+            ).all()
+        )
+
+
 class Lag(NamedTuple):
     """How far a destination's live route is behind its source's outbox."""
 

@@ -1,0 +1,110 @@
+"""The destinations feature's reads of the ledger's versions (its only SQL over
+`versions`): each key's latest version for the live route and the rebuild, the keys
+present at a transaction time for a manifest, and the current state a reconcile
+expects. Every read applies the ledger's two rules as `ledger/visibility.py` writes
+them: "known at K" (`visible_sql`) and "latest version per key" (the greatest
+`LATEST_ORDER`: versions are read each key's oldest first and the last one read wins).
+
+Rows come back as plain driver tuples: on the rebuild's hot path SQLAlchemy's Row
+objects cost more than the query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from feedledger.ledger.store import Store
+from feedledger.ledger.visibility import LATEST_ORDER, visible_sql
+
+# a key's versions oldest first: the last one read is its latest
+_OLDEST_FIRST = ", ".join(f"v.{c}" for c in ("key", *LATEST_ORDER))
+LOOKUP_CHUNK = 500  # scattered keys looked up per query
+
+
+class VersionRow(NamedTuple):
+    key: str
+    attributes: str | None
+    revision: str | None
+    deleted: bool
+    version_id: int
+    valid_from: int
+
+
+def _versions_sql(store: Store, known_at: int | None, keys: int = 0) -> str:
+    """Versions of a key range (or of `keys` listed keys) visible at `known_at`, each
+    key's oldest first, in the driver's own parameter style."""
+    p = store.param
+    visible = visible_sql(None if known_at is None else p("k"), "v")
+    where = (
+        f"v.key IN ({', '.join(p(f'k{i}') for i in range(keys))})"
+        if keys
+        else f"v.key >= {p('lo')} AND v.key <= {p('hi')}"
+    )
+    return (
+        "SELECT v.key, v.attributes, v.revision, v.deleted, v.version_id, v.valid_from "
+        f"FROM versions v WHERE v.source = {p('s')} AND {where} AND {visible} "
+        f"ORDER BY {_OLDEST_FIRST}"
+    )
+
+
+def latest(
+    store: Store, source: str, keys: Sequence[str], known_at: int | None, *, dense: bool = False
+) -> dict[str, Any]:
+    """The latest version of each key visible at `known_at` (None: now), as
+    (key, attributes, revision, deleted, version_id, valid_from) tuples; keys must be
+    sorted. `dense`: the keys are (nearly) every key of their range -- a manifest's
+    batch -- so one range scan reads them; otherwise (the live route's scattered keys)
+    they are looked up."""
+    if not keys:
+        return {}
+    wanted = set(keys)
+    out: dict[str, Any] = {}
+    if dense:
+        parts = [(_versions_sql(store, known_at), {"lo": keys[0], "hi": keys[-1]})]
+    else:
+        parts = [
+            (_versions_sql(store, known_at, len(chunk)), {f"k{i}": k for i, k in enumerate(chunk)})
+            for chunk in (keys[i : i + LOOKUP_CHUNK] for i in range(0, len(keys), LOOKUP_CHUNK))
+        ]
+    with store.engine.connect() as conn:
+        for sql, params in parts:
+            for r in conn.exec_driver_sql(sql, {"s": source, "k": known_at, **params}).all():
+                if r[0] in wanted:
+                    out[r[0]] = r  # oldest first: the last one wins
+    return out
+
+
+def _state_sql(store: Store, columns: Sequence[str], known_at: int | None) -> str:
+    """`columns` of every version of the source visible at `known_at`, each key's oldest
+    first (its latest read last). An ordered scan and a dict, not `latest_per_key_sql`:
+    on SQLite its ROW_NUMBER() form took twice as long over the whole source (see the
+    report of issue 14), and the reconcile reads the whole source."""
+    p = store.param
+    visible = visible_sql(None if known_at is None else p("k"), "v")
+    cols = ", ".join(f"v.{c}" for c in columns)
+    return (
+        f"SELECT {cols} FROM versions v WHERE v.source = {p('s')} AND {visible} "
+        f"ORDER BY {_OLDEST_FIRST}"
+    )
+
+
+def live_keys(store: Store, source: str, at: int | None) -> set[str]:
+    """Keys present (their latest version not a delete) in the source's state visible
+    at `at` (None: now)."""
+    state: dict[str, bool] = {}
+    with store.engine.connect() as conn:
+        for key, deleted in conn.exec_driver_sql(
+            _state_sql(store, ("key", "deleted"), at), {"s": source, "k": at}
+        ):
+            state[key] = bool(deleted)  # oldest first: the last one wins
+    return {k for k, deleted in state.items() if not deleted}
+
+
+def current_state(store: Store, source: str) -> list[Any]:
+    """(key, revision, deleted, version_id) of each key's latest version as the ledger
+    believes now (fetched at once, as tuples), in key order."""
+    sql = _state_sql(store, ("key", "revision", "deleted", "version_id"), None)
+    with store.engine.connect() as conn:
+        # oldest first: the last version of a key wins
+        return list({r[0]: r for r in conn.exec_driver_sql(sql, {"s": source}).all()}.values())
