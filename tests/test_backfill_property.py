@@ -23,6 +23,7 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import queries
 from feedledger.ledger.records import Version
+from feedledger.ledger.runs import list_runs
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.backfill import NothingToDo, backfill, replay
 from feedledger.pipeline.ingest import ingest
@@ -234,7 +235,7 @@ def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
         if sc.fault is not None:
             assert attempts >= 2  # the fault did fire
         with Context(ws) as ctx:
-            runs = [r for r in queries.list_runs(ctx.store, SOURCE) if r.kind == "backfill"]
+            runs = [r for r in list_runs(ctx.store, SOURCE) if r.kind == "backfill"]
         # one backfill, one run id, resumed after each interruption (issue 13 item 3)
         assert [r.status for r in runs] == ["succeeded"]
         assert [r["status"] for r in runs[0].resumed] == ["failed"] * (attempts - 1)
@@ -254,7 +255,7 @@ def run_replay(
         before = {v.version_id: v for v in versions(ctx, include_retracted=True)}
         before_standing = standing_of(versions(ctx))
         wm_before = ctx.store.watermark(SOURCE)
-        n_runs = len(queries.list_runs(ctx.store, SOURCE))
+        n_runs = len(list_runs(ctx.store, SOURCE))
     assert wm_before is not None
 
     if fault is not None:
@@ -271,7 +272,7 @@ def run_replay(
         after = {v.version_id: v for v in versions(ctx, include_retracted=True)}
         standing_ids = {v.version_id for v in versions(ctx)}
         as_known_before = standing_of(versions(ctx, known_at=wm_before.recorded_at))
-        runs = queries.list_runs(ctx.store, SOURCE)[n_runs:]
+        runs = list_runs(ctx.store, SOURCE)[n_runs:]
     cut = day_us(start)
     # nothing is ever deleted: every earlier version is still there, unchanged; those
     # standing from the cut on are now retracted, the earlier ones still stand

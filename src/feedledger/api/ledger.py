@@ -89,10 +89,10 @@ class Ledger:
     # -- runs ---------------------------------------------------------------------------
     def runs(self, source: str) -> list[Run]:
         """Runs of a source, oldest first."""
-        from feedledger.ledger import queries
+        from feedledger.ledger.runs import list_runs
 
         self.workspace.source(source)
-        return [Run.of(r) for r in queries.list_runs(self.context.store, source)]
+        return [Run.of(r) for r in list_runs(self.context.store, source)]
 
     def resolve_run(self, run_id: str) -> str:
         """A whole run id from any unique prefix (ConfigError if ambiguous)."""

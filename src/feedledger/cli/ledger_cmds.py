@@ -193,11 +193,11 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
     ) -> None:
         """Runs of a source, oldest first."""
-        from feedledger.ledger import queries
+        from feedledger.ledger.runs import list_runs
 
         with context(ctx) as c:
             c.workspace.source(source)
-            items = queries.list_runs(c.store, source)
+            items = list_runs(c.store, source)
         if json_out:
             emit_json(items)
             return

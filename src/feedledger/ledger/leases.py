@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert, select, update
 
+from feedledger.ledger import runs
 from feedledger.ledger.holders import holder_dead
 from feedledger.ledger.holders import new_holder as new_holder
-from feedledger.ledger.schema import leases, runs
+from feedledger.ledger.schema import leases
 from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
 
@@ -88,7 +89,7 @@ def acquire(
                     source=source,
                     hint="one run per source at a time; wait for it to finish",
                 )
-            store.abandon_runs(conn, source, row.holder)
+            runs.abandon(conn, source, row.holder)
         conn.execute(
             update(leases)
             .where(leases.c.source == source)
@@ -114,24 +115,17 @@ def acquire(
                     f"`feedledger thaw {source}` resumes live runs",
                 )
         if run_kind is not None and resume:
-            from feedledger.ledger.resumes import reopen
-
-            reopen(conn, source, run_id, holder, now)
+            runs.reopen(conn, source, run_id, holder, now)
         elif run_kind is not None:
-            conn.execute(
-                insert(runs).values(
-                    run_id=run_id,
-                    source=source,
-                    kind=run_kind,
-                    status="running",
-                    started_at=now,
-                    holder=holder,
-                    parent_run_id=parent_run_id,
-                    payloads=0,
-                    changes=0,
-                    window_start=window[0] if window else None,
-                    window_end=window[1] if window else None,
-                )
+            runs.start(
+                conn,
+                run_id=run_id,
+                source=source,
+                kind=run_kind,
+                holder=holder,
+                started_at=now,
+                parent_run_id=parent_run_id,
+                window=window,
             )
 
 
@@ -162,11 +156,7 @@ def release(
     """Release the lease; with `run_id` and `status`, also finish the run (same txn)."""
     with store.begin() as conn:
         if run_id is not None and status is not None:
-            conn.execute(
-                update(runs)
-                .where(runs.c.run_id == run_id)
-                .values(status=status, finished_at=now_us(), error=error)
-            )
+            runs.finish(conn, run_id, status, error)
         conn.execute(
             update(leases)
             .where(leases.c.source == source, leases.c.holder == holder)

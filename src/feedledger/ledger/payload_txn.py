@@ -18,10 +18,10 @@ import polars as pl
 from sqlalchemy import Connection, insert, update
 
 from feedledger import faults, timing
-from feedledger.ledger import bulk, notices, staging
+from feedledger.ledger import bulk, notices, runs, staging
 from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.leases import check_held
-from feedledger.ledger.schema import applications, runs, watermarks
+from feedledger.ledger.schema import applications, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
@@ -208,10 +208,6 @@ def _write(
         conn.execute(insert(watermarks).values(source=source, **values))
     else:
         conn.execute(update(watermarks).where(watermarks.c.source == source).values(**values))
-    conn.execute(
-        update(runs)
-        .where(runs.c.run_id == w.run_id)
-        .values(payloads=runs.c.payloads + 1, changes=runs.c.changes + n)
-    )
+    runs.count(conn, w.run_id, payloads=1, changes=n)
     faults.point("before_commit")
     return txn_seq, recorded_at

@@ -1,4 +1,4 @@
-"""Read-side queries: history, as-of, runs, changes, snapshot, consistency check.
+"""Read-side queries: history, as-of, changes, snapshot, consistency check.
 
 Visibility as known at transaction time K and the latest version per key are the
 rules of `ledger.visibility`. `valid_to` is derived: the next visible version's
@@ -14,8 +14,8 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, and_, func, select, text
 
-from feedledger.ledger.records import Change, Run, Version
-from feedledger.ledger.schema import applications, outcomes, payloads, runs, versions
+from feedledger.ledger.records import Change, Version
+from feedledger.ledger.schema import applications, outcomes, payloads, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
     is_visible,
@@ -89,37 +89,6 @@ def key_exists(store: Store, source: str, key: str) -> bool:
     return row is not None
 
 
-def _run(r: Any) -> Run:
-    return Run(
-        run_id=r.run_id,
-        source=r.source,
-        kind=r.kind,
-        status=r.status,
-        started_at=r.started_at,
-        finished_at=r.finished_at,
-        payloads=r.payloads,
-        changes=r.changes,
-        holder=r.holder,
-        parent_run_id=r.parent_run_id,
-        error=r.error,
-        window_start=r.window_start,
-        window_end=r.window_end,
-        resumptions=r.resumptions,
-    )
-
-
-def list_runs(store: Store, source: str) -> list[Run]:
-    stmt = select(runs).where(runs.c.source == source).order_by(runs.c.started_at)
-    with store.engine.connect() as conn:
-        return [_run(r) for r in conn.execute(stmt)]
-
-
-def get_run(store: Store, run_id: str) -> Run | None:
-    with store.engine.connect() as conn:
-        row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
-    return _run(row) if row is not None else None
-
-
 def first_observation(
     store: Store, source: str, lo: int, hi: int, known_at: int | None = None
 ) -> int | None:
@@ -162,22 +131,6 @@ def applied_payload_at(
     return (str(row.payload_id), str(row.sha256)) if row is not None else None
 
 
-def recent_change_counts(store: Store, source: str, limit: int = 30) -> list[int]:
-    """Change counts of the source's last `limit` finished live runs, newest first."""
-    stmt = (
-        select(runs.c.changes)
-        .where(
-            runs.c.source == source,
-            runs.c.kind == "live",
-            runs.c.status.in_(("succeeded", "held")),
-        )
-        .order_by(runs.c.started_at.desc())
-        .limit(limit)
-    )
-    with store.engine.connect() as conn:
-        return [int(r.changes) for r in conn.execute(stmt)]
-
-
 def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, int]]:
     """(run_id, published_at, changes) of the runs' applications, in commit order."""
     if not run_ids:
@@ -189,13 +142,6 @@ def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, i
     )
     with store.engine.connect() as conn:
         return [(r.run_id, r.published_at, r.changes) for r in conn.execute(stmt)]
-
-
-def run_exists(store: Store, run_id: str) -> bool:
-    with store.engine.connect() as conn:
-        return (
-            conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is not None
-        )
 
 
 def changes(store: Store, run_id: str) -> list[Change]:

@@ -18,21 +18,16 @@ run was when it stopped, and when it went on) to the run's `resumptions`.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, and_, select, update
+from sqlalchemy import Connection, and_, select
 
-from feedledger.ledger.queries import list_runs
 from feedledger.ledger.records import Run
-from feedledger.ledger.schema import applications, outbox, runs
-from feedledger.model.errors import LeaseHeldError
+from feedledger.ledger.runs import UNFINISHED, list_runs
+from feedledger.ledger.schema import applications, outbox
 
 if TYPE_CHECKING:
     from feedledger.ledger.store import Store
-
-UNFINISHED = ("failed", "interrupted", "abandoned", "running")
-RESUMABLE = ("failed", "interrupted", "abandoned")
 
 
 def resumable(store: Store, source: str, kind: str, start: int, end: int) -> Run | None:
@@ -52,39 +47,6 @@ def resumable(store: Store, source: str, kind: str, start: int, end: int) -> Run
             .limit(1)
         ).first()
     return None if retracted is not None else last
-
-
-def reopen(conn: Connection, source: str, run_id: str, holder: str, now: int) -> None:
-    """Inside the lease's transaction: make `run_id` running again under `holder`,
-    recording the interruption. Refused if the run is not (or no longer) unfinished."""
-    row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
-    if row is None or row.source != source or row.status not in RESUMABLE:
-        status = row.status if row is not None else "gone"
-        raise LeaseHeldError(
-            f"run {run_id} cannot be resumed: it is {status}",
-            source=source,
-            hint="run the command again",
-        )
-    done = json.loads(row.resumptions) if row.resumptions else []
-    done.append(
-        {
-            "status": row.status,
-            "error": row.error,
-            "interrupted_at": row.finished_at,
-            "resumed_at": now,
-        }
-    )
-    conn.execute(
-        update(runs)
-        .where(runs.c.run_id == run_id)
-        .values(
-            status="running",
-            holder=holder,
-            finished_at=None,
-            error=None,
-            resumptions=json.dumps(done),
-        )
-    )
 
 
 def notice_queued(conn: Connection, source: str, run_id: str, topic: str) -> bool:

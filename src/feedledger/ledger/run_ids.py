@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import select
-
-from feedledger.ledger.schema import runs
+from feedledger.ledger import runs
 from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError, NotFoundError
 
@@ -28,17 +26,10 @@ def resolve(store: Store, text: str) -> str:
         raise NotFoundError(
             f"unknown run id {text!r}", hint="list runs with `feedledger runs SOURCE`"
         )
-    with store.engine.connect() as conn:
-        exact = conn.execute(select(runs.c.run_id).where(runs.c.run_id == wanted)).first()
-        if exact is not None:
-            return str(exact.run_id)
-        # run ids are letters, digits and '-': no LIKE wildcard can occur in the prefix
-        rows = conn.execute(
-            select(runs.c.run_id, runs.c.source, runs.c.kind)
-            .where(runs.c.run_id.like(wanted.lower() + "%"))
-            .order_by(runs.c.started_at, runs.c.run_id)
-            .limit(_SHOWN + 1)
-        ).all()
+    if runs.run_exists(store, wanted):
+        return wanted
+    # run ids are letters, digits and '-': no LIKE wildcard can occur in the prefix
+    rows = runs.with_prefix(store, wanted.lower(), _SHOWN + 1)
     if not rows:
         raise NotFoundError(
             f"unknown run id {text!r}", hint="list runs with `feedledger runs SOURCE`"

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, Engine, and_, insert, select, update
+from sqlalchemy import Connection, Engine, insert, select, update
 
 from feedledger.diff import STATE_SCHEMA
 from feedledger.ledger import bulk
@@ -22,7 +22,6 @@ from feedledger.ledger.schema import (
     applications,
     counters,
     payloads,
-    runs,
     watermarks,
 )
 from feedledger.ledger.visibility import visible
@@ -237,37 +236,6 @@ class Store:
                 .returning(counters.c.value)
             ).scalar_one()
         return int(row) - n + 1
-
-    # -- runs ---------------------------------------------------------------------------
-    def count_run(self, conn: Connection, run_id: str, *, payloads: int, changes: int) -> None:
-        """Add to a run's payload and change counters (inside the caller's transaction)."""
-        conn.execute(
-            update(runs)
-            .where(runs.c.run_id == run_id)
-            .values(payloads=runs.c.payloads + payloads, changes=runs.c.changes + changes)
-        )
-
-    def set_run_status(self, conn: Connection, run_id: str, status: str) -> None:
-        conn.execute(update(runs).where(runs.c.run_id == run_id).values(status=status))
-
-    def set_run_parent(self, run_id: str, parent_run_id: str) -> None:
-        """Link a run to the one it continues (a resumed backfill)."""
-        with self.begin() as conn:
-            conn.execute(
-                update(runs).where(runs.c.run_id == run_id).values(parent_run_id=parent_run_id)
-            )
-
-    def abandon_runs(self, conn: Connection, source: str, holder: str) -> None:
-        """Mark runs left `running` by a dead lease holder as abandoned."""
-        conn.execute(
-            update(runs)
-            .where(
-                and_(runs.c.source == source, runs.c.holder == holder, runs.c.status == "running")
-            )
-            .values(
-                status="abandoned", finished_at=now_us(), error="the process holding the lease died"
-            )
-        )
 
 
 __all__ = ["LeaseHeldError", "Store"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import queries
+from feedledger.ledger.runs import get_run
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us
@@ -121,7 +121,7 @@ def correction(ctx: Context, run_id: str, message: str) -> dict[str, Any]:
     """Queue ONE correction naming a run whose notifications went out wrongly."""
     if not message.strip():
         raise ConfigError("--message must say what was wrong")
-    run = queries.get_run(ctx.store, run_id)
+    run = get_run(ctx.store, run_id)
     if run is None:
         raise NotFoundError(f"unknown run id {run_id!r}", hint="`feedledger runs SOURCE`")
     queued = queue_correction(

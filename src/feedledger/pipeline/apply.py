@@ -58,7 +58,7 @@ def _is_burst(store: Store, src: SourceConfig, changes: int) -> bool:
     source's first run: there is no normal yet)."""
     if changes <= src.hold_min_changes:
         return False
-    from feedledger.ledger.queries import recent_change_counts
+    from feedledger.ledger.runs import recent_change_counts
 
     recent = sorted(recent_change_counts(store, src.name))
     if not recent:

@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from feedledger import faults
 from feedledger.context import Context
 from feedledger.formats import read_observations
-from feedledger.ledger import gaps, leases, queries
+from feedledger.ledger import gaps, leases, runs
 from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.resumes import resumable
 from feedledger.ledger.retraction import commit_time, retract, rewind_watermark, standing
@@ -98,9 +98,7 @@ def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -
     window starts a new run that names it as its parent). A run still marked `running`
     counts: if its process is alive, taking the lease refuses us; if it died, taking
     the lease marks it abandoned."""
-    earlier = [
-        r for r in queries.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own
-    ]
+    earlier = [r for r in runs.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own]
     if earlier and earlier[-1].status != "succeeded":
         return earlier[-1].run_id
     return None
@@ -155,13 +153,13 @@ def backfill(
         # the lease is ours: the killed holder of an interrupted backfill is now marked
         # abandoned, and the watermark can no longer move under us
         if resume is not None:
-            now_run = queries.get_run(ctx.store, run.run_id)
+            now_run = runs.get_run(ctx.store, run.run_id)
             report.resumed = len(now_run.resumed) if now_run is not None else 0
             report.parent_run_id = now_run.parent_run_id if now_run is not None else None
         else:
             report.parent_run_id = _interrupted_parent(ctx, src.name, kind, run.run_id)
             if report.parent_run_id:
-                ctx.store.set_run_parent(run.run_id, report.parent_run_id)
+                runs.set_parent(ctx.store, run.run_id, report.parent_run_id)
         plan = assess_window(ctx, src, lo, hi)
         report.missing_dates = plan.missing_dates
         report.late = plan.late

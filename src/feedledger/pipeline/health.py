@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import func, select
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, schedule_state
+from feedledger.ledger import gaps, runs, schedule_state
 from feedledger.ledger.freezes import frozen
-from feedledger.ledger.schema import leases, payloads, runs
+from feedledger.ledger.schema import leases, payloads
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
@@ -98,9 +98,7 @@ def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
     with store.engine.connect() as conn:
         ice = frozen(conn, src.name)
         lease = conn.execute(select(leases).where(leases.c.source == src.name)).first()
-        held = conn.execute(
-            select(func.count()).where(runs.c.source == src.name, runs.c.status == "held")
-        ).scalar_one()
+        held = runs.held_count(conn, src.name)
         fetched = conn.execute(
             select(func.max(payloads.c.fetched_at)).where(payloads.c.source == src.name)
         ).scalar_one()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, notices, queries
+from feedledger.ledger import gaps, leases, notices, runs
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.retraction import (
     AppliedPayload,
@@ -90,7 +90,7 @@ def _standing_gaps(store: Store, source: str, run_id: str) -> int:
 
 def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractReport:
     store = ctx.store
-    run = queries.get_run(store, run_id)
+    run = runs.get_run(store, run_id)
     if run is None:
         raise NotFoundError(
             f"unknown run id {run_id!r}", hint="list runs with `feedledger runs SOURCE`"
@@ -126,7 +126,7 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             report.versions = retract(conn, targets, by=rid, at_us=at)
             report.gaps = gaps.retract_by_runs(conn, runs_hit, by=rid, at_us=at)
             report.watermark = rewind_watermark(conn, source, wm, at_us=at) if targets else wm
-            store.count_run(conn, rid, payloads=report.payloads, changes=report.versions)
+            runs.count(conn, rid, payloads=report.payloads, changes=report.versions)
             # Invariant 11: what was not delivered yet never will be (outbox rows first,
             # see notices.cancel_runs); the notice below goes to who heard of the runs
             report.notifications_cancelled = notices.cancel_runs(conn, runs_hit)

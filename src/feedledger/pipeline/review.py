@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import notices, queries
+from feedledger.ledger import notices, runs
 from feedledger.ledger.retraction import standing
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.types import RunStatus
@@ -17,7 +17,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
     if release == retract:
         raise ConfigError("give exactly one of --release or --retract")
     store = ctx.store
-    run = queries.get_run(store, run_id)
+    run = runs.get_run(store, run_id)
     if run is None:
         raise NotFoundError(f"unknown run id {run_id!r}", hint="`feedledger runs SOURCE`")
     if run.status != RunStatus.HELD.value:
@@ -28,7 +28,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
     if release:
         with store.begin() as conn:
             n = notices.move(conn, run_id, from_status="held", to_status="pending")
-            store.set_run_status(conn, run_id, RunStatus.SUCCEEDED.value)
+            runs.set_status(conn, run_id, RunStatus.SUCCEEDED.value)
         return {"run_id": run_id, "source": run.source, "action": "released", "notifications": n}
     retraction: Any = None
     with store.engine.connect() as conn:
@@ -38,7 +38,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
         retraction = retract_run(ctx, run_id)
     with store.begin() as conn:  # the retraction cancelled them already, if it ran
         n = notices.move(conn, run_id, from_status="held", to_status="cancelled")
-        store.set_run_status(conn, run_id, RunStatus.RETRACTED.value)
+        runs.set_status(conn, run_id, RunStatus.RETRACTED.value)
     if retraction is not None:
         n += retraction.notifications_cancelled
     return {

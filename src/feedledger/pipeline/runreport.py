@@ -9,7 +9,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, notices, queries
+from feedledger.ledger import gaps, leases, notices, queries, runs
 from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.resumes import notice_queued
 from feedledger.ledger.retraction import commit_time
@@ -167,7 +167,7 @@ def finish(
     parent = report.parent_run_id
     while parent is not None:
         chain_ids.append(parent)
-        earlier = queries.get_run(store, parent)
+        earlier = runs.get_run(store, parent)
         same_kind = earlier is not None and earlier.kind == report.kind
         parent = earlier.parent_run_id if earlier is not None and same_kind else None
     chain = queries.run_applications(store, chain_ids)

@@ -1,0 +1,220 @@
+"""The `runs` table: every statement that writes or reads it is here.
+
+A run is one unit of work on one source with one run id (`live`, `backfill`,
+`replay`, `retraction`, `sync`). It is started with the source's lease (`start`,
+or `reopen` for a resumed backfill), counts what its payload transactions applied
+(`count`), and is finished with the lease's release (`finish`), or marked
+`abandoned` when its holder died (`abandon`). Functions taking a `Connection` run
+inside the caller's transaction; the others open their own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from feedledger.ledger.records import Run
+from feedledger.ledger.schema import runs
+from feedledger.model.errors import LeaseHeldError
+from feedledger.model.timeutil import now_us
+
+if TYPE_CHECKING:
+    from feedledger.ledger.store import Store
+
+UNFINISHED = ("failed", "interrupted", "abandoned", "running")
+RESUMABLE = ("failed", "interrupted", "abandoned")
+
+
+@dataclass(frozen=True, slots=True)
+class RunName:
+    """A run as an ambiguous run-id prefix lists it."""
+
+    run_id: str
+    source: str
+    kind: str
+
+
+def _run(r: Any) -> Run:
+    return Run(
+        run_id=r.run_id,
+        source=r.source,
+        kind=r.kind,
+        status=r.status,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        payloads=r.payloads,
+        changes=r.changes,
+        holder=r.holder,
+        parent_run_id=r.parent_run_id,
+        error=r.error,
+        window_start=r.window_start,
+        window_end=r.window_end,
+        resumptions=r.resumptions,
+    )
+
+
+# -- writes (inside the caller's transaction unless a Store is passed) -------------------
+
+
+def start(
+    conn: Connection,
+    *,
+    run_id: str,
+    source: str,
+    kind: str,
+    holder: str,
+    started_at: int,
+    parent_run_id: str | None = None,
+    window: tuple[int, int] | None = None,
+) -> None:
+    """Record a new run, `running` under `holder`."""
+    conn.execute(
+        insert(runs).values(
+            run_id=run_id,
+            source=source,
+            kind=kind,
+            status="running",
+            started_at=started_at,
+            holder=holder,
+            parent_run_id=parent_run_id,
+            payloads=0,
+            changes=0,
+            window_start=window[0] if window else None,
+            window_end=window[1] if window else None,
+        )
+    )
+
+
+def reopen(conn: Connection, source: str, run_id: str, holder: str, now: int) -> None:
+    """Make the unfinished run `run_id` running again under `holder`, appending the
+    interruption to its `resumptions`. Refused if the run is not (or no longer)
+    resumable."""
+    row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    if row is None or row.source != source or row.status not in RESUMABLE:
+        status = row.status if row is not None else "gone"
+        raise LeaseHeldError(
+            f"run {run_id} cannot be resumed: it is {status}",
+            source=source,
+            hint="run the command again",
+        )
+    done = json.loads(row.resumptions) if row.resumptions else []
+    done.append(
+        {
+            "status": row.status,
+            "error": row.error,
+            "interrupted_at": row.finished_at,
+            "resumed_at": now,
+        }
+    )
+    conn.execute(
+        update(runs)
+        .where(runs.c.run_id == run_id)
+        .values(
+            status="running",
+            holder=holder,
+            finished_at=None,
+            error=None,
+            resumptions=json.dumps(done),
+        )
+    )
+
+
+def count(conn: Connection, run_id: str, *, payloads: int, changes: int) -> None:
+    """Add to a run's payload and change counters."""
+    conn.execute(
+        update(runs)
+        .where(runs.c.run_id == run_id)
+        .values(payloads=runs.c.payloads + payloads, changes=runs.c.changes + changes)
+    )
+
+
+def set_status(conn: Connection, run_id: str, status: str) -> None:
+    conn.execute(update(runs).where(runs.c.run_id == run_id).values(status=status))
+
+
+def finish(conn: Connection, run_id: str, status: str, error: str | None = None) -> None:
+    """A run's final status, finish time and error."""
+    conn.execute(
+        update(runs)
+        .where(runs.c.run_id == run_id)
+        .values(status=status, finished_at=now_us(), error=error)
+    )
+
+
+def set_parent(store: Store, run_id: str, parent_run_id: str) -> None:
+    """Link a run to the one it continues (its own transaction)."""
+    with store.begin() as conn:
+        conn.execute(
+            update(runs).where(runs.c.run_id == run_id).values(parent_run_id=parent_run_id)
+        )
+
+
+def abandon(conn: Connection, source: str, holder: str) -> None:
+    """Mark runs left `running` by a dead lease holder as abandoned."""
+    conn.execute(
+        update(runs)
+        .where(runs.c.source == source, runs.c.holder == holder, runs.c.status == "running")
+        .values(
+            status="abandoned", finished_at=now_us(), error="the process holding the lease died"
+        )
+    )
+
+
+# -- reads ---------------------------------------------------------------------------------
+
+
+def list_runs(store: Store, source: str) -> list[Run]:
+    """The source's runs, oldest first."""
+    stmt = select(runs).where(runs.c.source == source).order_by(runs.c.started_at)
+    with store.engine.connect() as conn:
+        return [_run(r) for r in conn.execute(stmt)]
+
+
+def get_run(store: Store, run_id: str) -> Run | None:
+    with store.engine.connect() as conn:
+        row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    return _run(row) if row is not None else None
+
+
+def run_exists(store: Store, run_id: str) -> bool:
+    with store.engine.connect() as conn:
+        found = conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first()
+    return found is not None
+
+
+def with_prefix(store: Store, prefix: str, limit: int) -> list[RunName]:
+    """Up to `limit` runs whose id starts with `prefix` (letters, digits and '-' only:
+    no LIKE wildcard), oldest first."""
+    stmt = (
+        select(runs.c.run_id, runs.c.source, runs.c.kind)
+        .where(runs.c.run_id.like(prefix + "%"))
+        .order_by(runs.c.started_at, runs.c.run_id)
+        .limit(limit)
+    )
+    with store.engine.connect() as conn:
+        return [RunName(r.run_id, r.source, r.kind) for r in conn.execute(stmt)]
+
+
+def recent_change_counts(store: Store, source: str, limit: int = 30) -> list[int]:
+    """Change counts of the source's last `limit` finished live runs, newest first."""
+    stmt = (
+        select(runs.c.changes)
+        .where(
+            runs.c.source == source,
+            runs.c.kind == "live",
+            runs.c.status.in_(("succeeded", "held")),
+        )
+        .order_by(runs.c.started_at.desc())
+        .limit(limit)
+    )
+    with store.engine.connect() as conn:
+        return [int(r.changes) for r in conn.execute(stmt)]
+
+
+def held_count(conn: Connection, source: str) -> int:
+    """How many of the source's runs are held for review."""
+    stmt = select(func.count()).where(runs.c.source == source, runs.c.status == "held")
+    return int(conn.execute(stmt).scalar_one())
