@@ -26,10 +26,10 @@ from datetime import date, timedelta
 from feedledger import faults
 from feedledger.context import Context
 from feedledger.formats import read_observations
-from feedledger.ledger import gaps, leases, runs
+from feedledger.ledger import leases, runs
 from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.resumes import resumable
-from feedledger.ledger.retraction import commit_time, retract, rewind_watermark, standing
+from feedledger.ledger.retraction import Scope, retract_scope
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
@@ -255,15 +255,15 @@ def replay(
     with leases.leased_run(ctx.store, src.name, RunKind.REPLAY.value) as run:
         report = RunReport(src.name, RunKind.REPLAY.value, run.run_id, notify=notify)
         report.missing_dates = missing
-        store = ctx.store
-        with store.begin() as conn:
-            leases.check_held(conn, src.name, run.holder, run.run_id)
-            wm, at = commit_time(store, conn, src.name)
-            doomed = [a for a in standing(conn, src.name) if a.published_at >= start_us]
-            report.retracted_payloads = len(doomed)
-            report.retracted_versions = retract(conn, doomed, by=run.run_id, at_us=at)
-            gaps.retract_from(conn, src.name, start_us, by=run.run_id, at_us=at)
-            rewind_watermark(conn, src.name, wm, at_us=at)
+        done = retract_scope(
+            ctx.store,
+            src.name,
+            Scope(published_from=start_us),
+            holder=run.holder,
+            by=run.run_id,
+        )
+        report.retracted_payloads = len(done.payloads)
+        report.retracted_versions = done.versions
         faults.point("after_retraction")
         report.steps = _apply_payloads(
             ctx,

@@ -14,18 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import Connection
+
 from feedledger.context import Context
 from feedledger.ledger import gaps, leases, notices, runs
 from feedledger.ledger.records import Watermark
-from feedledger.ledger.retraction import (
-    AppliedPayload,
-    commit_time,
-    retract,
-    rewind_watermark,
-    standing,
-)
+from feedledger.ledger.retraction import Retracted, Scope, planned, retract_scope
 from feedledger.ledger.store import Store
-from feedledger.model.errors import ConfigError, NotFoundError, RetractConflictError
+from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
 from feedledger.notify import cancellations
@@ -63,27 +59,6 @@ class RetractReport:
         }
 
 
-def _plan(
-    apps: list[AppliedPayload], target: str, cascade: bool, source: str
-) -> list[AppliedPayload]:
-    """The applications to retract: the target's, plus (with cascade) every later one."""
-    mine = [a for a in apps if a.run_id == target]
-    if not mine:
-        return []
-    first = min(a.txn_seq for a in mine)
-    later = [a for a in apps if a.txn_seq > first and a.run_id != target]
-    if later and not cascade:
-        names = list(dict.fromkeys(a.run_id for a in reversed(later)))
-        raise RetractConflictError(
-            f"run {target} has {len(names)} later run(s) whose changes were computed on "
-            f"top of it: {', '.join(names)}; nothing was retracted",
-            source=source,
-            hint="retract with --cascade to retract them too (newest first), or replay the "
-            "source from the first affected date",
-        )
-    return [a for a in apps if a.txn_seq >= first]
-
-
 def _standing_gaps(store: Store, source: str, run_id: str) -> int:
     return sum(1 for g in gaps.listing(store, source) if g.run_id == run_id)
 
@@ -102,9 +77,9 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             hint="to restore what it removed, replay the source from the first affected date",
         )
     source = run.source
+    scope = Scope(run_id=run_id, cascade=cascade)
     # checked before taking the lease, so a refusal leaves no trace at all
-    with store.engine.connect() as conn:
-        targets = _plan(standing(conn, source), run_id, cascade, source)
+    targets = planned(store, source, scope)
     if not targets and not _standing_gaps(store, source, run_id):
         raise ConfigError(
             f"run {run_id} ({run.kind}, {run.status}) has nothing standing to retract "
@@ -115,35 +90,34 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
     with leases.leased_run(store, source, kind, parent_run_id=run_id) as lease:
         rid = lease.run_id
         report = RetractReport(run_id=rid, source=source, target=run_id)
-        with store.begin() as conn:
-            leases.check_held(conn, source, lease.holder, rid)
-            wm, at = commit_time(store, conn, source)
-            targets = _plan(standing(conn, source), run_id, cascade, source)
-            runs_hit = list(dict.fromkeys([a.run_id for a in reversed(targets)] or [run_id]))
-            report.recorded_at = at
-            report.retracted_runs = runs_hit
-            report.payloads = len(targets)
-            report.versions = retract(conn, targets, by=rid, at_us=at)
-            report.gaps = gaps.retract_by_runs(conn, runs_hit, by=rid, at_us=at)
-            report.watermark = rewind_watermark(conn, source, wm, at_us=at) if targets else wm
+
+        def announce(conn: Connection, done: Retracted) -> None:
+            """In the retraction's transaction: count it on its run, cancel what the
+            runs hit have not delivered yet, queue the retraction notice."""
+            report.recorded_at = done.recorded_at
+            report.retracted_runs = done.runs
+            report.payloads = len(done.payloads)
+            report.versions = done.versions
+            report.gaps = done.gaps
+            report.watermark = done.watermark
             runs.count(conn, rid, payloads=report.payloads, changes=report.versions)
             # Invariant 11: what was not delivered yet never will be (outbox rows first,
             # see notices.cancel_runs); the notice below goes to who heard of the runs
-            report.notifications_cancelled = notices.cancel_runs(conn, runs_hit)
+            report.notifications_cancelled = notices.cancel_runs(conn, done.runs)
             report.messages_cancelled = cancellations.cancel_runs(
-                conn, runs_hit, f"cancelled: run retracted by {rid}"
+                conn, done.runs, f"cancelled: run retracted by {rid}"
             )
             notices.queue(
                 conn,
                 source=source,
                 run_id=rid,
                 topic="retraction",
-                payload_id=targets[-1].payload_id if targets else "",
+                payload_id=done.payloads[-1].payload_id if done.payloads else "",
                 changes=report.versions,
                 body={
                     "source": source,
                     "retraction_run_id": rid,
-                    "retracted_runs": runs_hit,
+                    "retracted_runs": done.runs,
                     "versions": report.versions,
                     "payloads": report.payloads,
                     "gaps": report.gaps,
@@ -151,6 +125,8 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
                     if report.watermark
                     else None,
                 },
-                at_us=at,
+                at_us=done.recorded_at,
             )
+
+        retract_scope(store, source, scope, holder=lease.holder, by=rid, then=announce)
     return report
