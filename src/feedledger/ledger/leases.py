@@ -129,6 +129,24 @@ def acquire(
             )
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseState:
+    """Who holds a source's lease now (all None: free)."""
+
+    holder: str | None
+    run_id: str | None
+    expires_at: int | None
+    heartbeat_at: int | None
+
+
+def current(conn: Connection, source: str) -> LeaseState | None:
+    """The source's lease row, if it has one."""
+    row = conn.execute(select(leases).where(leases.c.source == source)).first()
+    if row is None:
+        return None
+    return LeaseState(row.holder, row.run_id, row.expires_at, row.heartbeat_at)
+
+
 def check_held(conn: Connection, source: str, holder: str, run_id: str) -> None:
     """Fencing check inside a payload transaction; also extends the lease."""
     row = conn.execute(select(leases).where(leases.c.source == source)).first()

@@ -252,14 +252,15 @@ def snapshot(
             yield row.key, row.attributes
 
 
-def recompute_state(conn: Connection, source: str) -> pl.DataFrame:
+def recompute_state(store: Store, source: str) -> pl.DataFrame:
     """Current state recomputed from history alone (for `verify`)."""
     stmt = latest_per_key(
         ["key", "version_id", "content_hash", "revision", "deleted"],
         versions.c.source == source,
         visible(versions, None),
     )
-    rows = conn.execute(stmt).all()
+    with store.begin() as conn:
+        rows = conn.execute(stmt).all()
     return pl.DataFrame(
         [tuple(r) for r in rows],
         schema={
@@ -298,3 +299,20 @@ def changed_keys(store: Store, applied: set[tuple[str, str]]) -> list[str]:
     with store.engine.connect() as conn:
         rows = conn.execute(stmt).all()
     return sorted({key for key, run_id, payload_id in rows if (run_id, payload_id) in applied})
+
+
+def last_fetched_at(conn: Connection, source: str) -> int | None:
+    """When a payload of `source` was last fetched (archived), if ever."""
+    value = conn.execute(
+        select(func.max(payloads.c.fetched_at)).where(payloads.c.source == source)
+    ).scalar_one()
+    return int(value) if value is not None else None
+
+
+def applied_ids(store: Store, source: str) -> set[str]:
+    """Payload ids of the source with a standing (non-retracted) application."""
+    stmt = select(applications.c.payload_id).where(
+        applications.c.source == source, visible(applications, None)
+    )
+    with store.engine.connect() as conn:
+        return {r.payload_id for r in conn.execute(stmt)}

@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import select
-
 from feedledger.context import Context
-from feedledger.ledger.schema import applications
+from feedledger.ledger import queries
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef
@@ -112,17 +110,6 @@ def index_archive(ctx: Context, source: str) -> None:
             continue  # the index keeps the payload it has; `archive reindex` reports these
 
 
-def applied_ids(ctx: Context, source: str) -> set[str]:
-    """Payload ids with a standing (non-retracted) application."""
-    with ctx.store.engine.connect() as conn:
-        rows = conn.execute(
-            select(applications.c.payload_id).where(
-                applications.c.source == source, applications.c.retracted_at.is_(None)
-            )
-        )
-        return {r.payload_id for r in rows}
-
-
 def assess_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> Assessment:
     index_archive(ctx, src.name)
     start_us = day_start_us(lo, src.timezone)
@@ -130,7 +117,7 @@ def assess_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> Assess
     archived = ctx.store.list_payloads(src.name, start_us, end_us)
     wm = ctx.store.watermark(src.name)
     wm_at = wm.published_at if wm else None
-    applied = applied_ids(ctx, src.name)
+    applied = queries.applied_ids(ctx.store, src.name)
     replayable = [p for p in archived if wm_at is None or p.published_at > wm_at]
     late = [
         p

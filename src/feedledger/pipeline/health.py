@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
-
 from feedledger.context import Context
-from feedledger.ledger import gaps, runs, schedule_state
+from feedledger.ledger import gaps, leases, queries, runs, schedule_state
 from feedledger.ledger.freezes import frozen
-from feedledger.ledger.schema import leases, payloads
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
-from feedledger.notify.tables import deliveries
+from feedledger.notify import deliveries
 
 SHOWN_DATES = 31
 
@@ -97,21 +94,10 @@ def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
     state = schedule_state.get(store, src.name)
     with store.engine.connect() as conn:
         ice = frozen(conn, src.name)
-        lease = conn.execute(select(leases).where(leases.c.source == src.name)).first()
+        lease = leases.current(conn, src.name)
         held = runs.held_count(conn, src.name)
-        fetched = conn.execute(
-            select(func.max(payloads.c.fetched_at)).where(payloads.c.source == src.name)
-        ).scalar_one()
-        waiting: dict[str, int] = dict(
-            conn.execute(
-                select(deliveries.c.status, func.count())
-                .where(
-                    deliveries.c.source == src.name,
-                    deliveries.c.status.in_(("pending", "failed", "dead")),
-                )
-                .group_by(deliveries.c.status)
-            ).all()
-        )
+        fetched = queries.last_fetched_at(conn, src.name)
+        waiting = deliveries.waiting_counts(conn, src.name)
     wm = store.watermark(src.name)
     missed = missed_dates(ctx, src, now_us)
     lease_info: dict[str, Any] = {"state": "free"}

@@ -35,8 +35,7 @@ def _compare(name: str, expected: pl.DataFrame, found: pl.DataFrame) -> dict[str
 def verify(ctx: Context, source: str) -> dict[str, Any]:
     src = ctx.workspace.source(source)
     store = ctx.store
-    with store.begin() as conn:
-        truth = recompute_state(conn, src.name)
+    truth = recompute_state(store, src.name)
     table, wm = store.read_state(src.name)
     seq = wm.txn_seq if wm else 0
     cache, _ = ctx.cache.load(src.name)
