@@ -40,3 +40,8 @@ def thaw(store: Store, source: str) -> bool:
 def frozen(conn: Connection, source: str) -> Freeze | None:
     row = conn.execute(select(freezes).where(freezes.c.source == source)).first()
     return Freeze(row.source, row.frozen_at, row.reason) if row is not None else None
+
+
+def is_frozen(store: Store, source: str) -> bool:
+    with store.engine.connect() as conn:
+        return frozen(conn, source) is not None

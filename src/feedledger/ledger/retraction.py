@@ -59,6 +59,12 @@ def standing(conn: Connection, source: str) -> list[AppliedPayload]:
     ]
 
 
+def stands(store: Store, source: str, run_id: str) -> bool:
+    """Whether any application of run `run_id` is still standing."""
+    with store.engine.connect() as conn:
+        return any(a.run_id == run_id for a in standing(conn, source))
+
+
 def commit_time(store: Store, conn: Connection, source: str) -> tuple[Watermark | None, int]:
     """(the source's watermark, locked; a commit timestamp after its last commit)."""
     wm = store.watermark(source, conn)

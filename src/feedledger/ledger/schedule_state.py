@@ -11,8 +11,10 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
+from feedledger.ledger import notices
 from feedledger.ledger.schema import schedule_state
 from feedledger.ledger.store import Store
+from feedledger.model.timeutil import iso
 
 EPISODES = ("stale_alerted_at", "failure_alerted_at", "hold_alerted_at")
 
@@ -111,3 +113,47 @@ def close_episode(conn: Connection, source: str, column: str) -> int | None:
         .values({column: None})
     )
     return int(row[0]) if result.rowcount else None
+
+
+def alert_episode(
+    store: Store,
+    source: str,
+    column: str,
+    topic: str,
+    *,
+    active: bool,
+    now: int,
+    opened_body: dict[str, Any],
+    cleared_body: dict[str, Any],
+) -> str | None:
+    """In one transaction: open the alert episode `column` when `active` and queue its
+    notice `topic`, or close an open one and queue `TOPIC_cleared` (with `since`);
+    returns the topic queued, if any. Each episode's notice is keyed by its start."""
+    with store.begin() as conn:
+        if active:
+            if open_episode(conn, source, column, now):
+                _episode_notice(conn, source, topic, now, now, opened_body)
+                return topic
+            return None
+        opened = close_episode(conn, source, column)
+        if opened is None:
+            return None
+        body = {**cleared_body, "since": iso(opened)}
+        _episode_notice(conn, source, f"{topic}_cleared", opened, now, body)
+        return f"{topic}_cleared"
+
+
+def _episode_notice(
+    conn: Connection, source: str, topic: str, episode: int, now: int, body: Any
+) -> None:
+    notices.queue(
+        conn,
+        source=source,
+        run_id=f"episode-{episode}",
+        topic=topic,
+        payload_id="",
+        changes=0,
+        body=body,
+        at_us=now,
+        key=f"{source}:{topic}:{episode}",
+    )

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import notices, runs
-from feedledger.ledger.retraction import standing
+from feedledger.ledger import holds, runs
+from feedledger.ledger.retraction import stands
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.types import RunStatus
 from feedledger.pipeline.retract import retract_run
@@ -26,19 +26,18 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
             source=run.source,
         )
     if release:
-        with store.begin() as conn:
-            n = notices.move(conn, run_id, from_status="held", to_status="pending")
-            runs.set_status(conn, run_id, RunStatus.SUCCEEDED.value)
+        n = holds.settle(
+            store, run_id, notifications_to="pending", run_status=RunStatus.SUCCEEDED.value
+        )
         return {"run_id": run_id, "source": run.source, "action": "released", "notifications": n}
     retraction: Any = None
-    with store.engine.connect() as conn:
-        still_standing = any(a.run_id == run_id for a in standing(conn, run.source))
-    if still_standing:
+    if stands(store, run.source, run_id):
         # refuses (and changes nothing) if later runs were computed on top of this one
         retraction = retract_run(ctx, run_id)
-    with store.begin() as conn:  # the retraction cancelled them already, if it ran
-        n = notices.move(conn, run_id, from_status="held", to_status="cancelled")
-        runs.set_status(conn, run_id, RunStatus.RETRACTED.value)
+    # the retraction cancelled them already, if it ran
+    n = holds.settle(
+        store, run_id, notifications_to="cancelled", run_status=RunStatus.RETRACTED.value
+    )
     if retraction is not None:
         n += retraction.notifications_cancelled
     return {

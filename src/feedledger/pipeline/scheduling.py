@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import notices, schedule_state
-from feedledger.ledger.freezes import frozen
+from feedledger.ledger import freezes, schedule_state
 from feedledger.model.cadence import due_at, next_due
 from feedledger.model.errors import FeedledgerError, LeaseHeldError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
@@ -91,9 +90,8 @@ def due_now(ctx: Context, src: SourceConfig, now: int) -> bool:
     state = schedule_state.get(ctx.store, src.name)
     if state.next_attempt_at is not None and now < state.next_attempt_at:
         return False
-    with ctx.store.engine.connect() as conn:
-        if frozen(conn, src.name) is not None:
-            return False
+    if freezes.is_frozen(ctx.store, src.name):
+        return False
     if ctx.store.watermark(src.name) is None:
         return True  # never applied: the first live run
     return bool(missed_dates(ctx, src, now))
@@ -224,36 +222,17 @@ def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
             "for an operator (recovery = hold)",
         ),
     ):
-        with store.begin() as conn:
-            if active:
-                if schedule_state.open_episode(conn, health.source, column, now):
-                    _notice(conn, health.source, topic, now, now, {**body, "text": text})
-                    queued.append(topic)
-            else:
-                opened = schedule_state.close_episode(conn, health.source, column)
-                if opened is not None:
-                    done = f"{health.source}: {topic.replace('_', ' ')} cleared"
-                    _notice(
-                        conn,
-                        health.source,
-                        f"{topic}_cleared",
-                        opened,
-                        now,
-                        {**body, "text": done, "since": iso(opened)},
-                    )
-                    queued.append(f"{topic}_cleared")
+        done = f"{health.source}: {topic.replace('_', ' ')} cleared"
+        sent = schedule_state.alert_episode(
+            store,
+            health.source,
+            column,
+            topic,
+            active=active,
+            now=now,
+            opened_body={**body, "text": text},
+            cleared_body={**body, "text": done},
+        )
+        if sent is not None:
+            queued.append(sent)
     return queued
-
-
-def _notice(conn: Any, source: str, topic: str, episode: int, now: int, body: Any) -> None:
-    notices.queue(
-        conn,
-        source=source,
-        run_id=f"episode-{episode}",
-        topic=topic,
-        payload_id="",
-        changes=0,
-        body=body,
-        at_us=now,
-        key=f"{source}:{topic}:{episode}",
-    )
