@@ -36,6 +36,10 @@ from feedledger.model.timeutil import iso, now_us
 # if the process is about to end (a daily payload's log is a few tens of MB).
 WAL_LEAVE_MAX = 128 << 20
 
+# An open transaction, as storage functions take it. Code above the storage layer names
+# it by this alias and never imports SQLAlchemy (the `storage` import contract).
+Transaction = Connection
+
 
 class Store:
     def __init__(self, url: str, *, check: bool = True, create: bool | None = None) -> None:

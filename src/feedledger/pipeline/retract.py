@@ -14,13 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection
-
 from feedledger.context import Context
 from feedledger.ledger import gaps, leases, notices, runs
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.retraction import Retracted, Scope, planned, retract_scope
-from feedledger.ledger.store import Store
+from feedledger.ledger.store import Store, Transaction
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
@@ -91,7 +89,7 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
         rid = lease.run_id
         report = RetractReport(run_id=rid, source=source, target=run_id)
 
-        def announce(conn: Connection, done: Retracted) -> None:
+        def announce(conn: Transaction, done: Retracted) -> None:
             """In the retraction's transaction: count it on its run, cancel what the
             runs hit have not delivered yet, queue the retraction notice."""
             report.recorded_at = done.recorded_at

@@ -1,0 +1,1 @@
+"""The bitemporal core: payloads, versions, runs, gaps, watermark, leases (docs/architecture.md)."""
