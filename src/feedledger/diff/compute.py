@@ -5,7 +5,7 @@ source's current state (key, version_id, hash, revision, deleted) — one row pe
 ever seen, tombstones included, so a delayed older revision cannot resurrect a
 deleted entity.
 
-Rules (see DESIGN.md, Outcome):
+Rules (see docs/architecture.md, Vocabulary: outcome):
 * new key -> added; a key whose current version is a tombstone -> added again
   (present -> deleted -> present), unless the revision guard says the observation
   is older (superseded) or equal (unresolved).

@@ -1,4 +1,4 @@
-"""Enumerations of the vocabulary in DESIGN.md."""
+"""Enumerations of the vocabulary in docs/architecture.md."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ publisher date, notifications suppressed, ONE summary, and gap records for the d
 nobody can have any more.
 
 `waiting` decides, and `recover` acts, for every entry point: the scheduler's
-attempts and `feedledger run` / `run_source` (DESIGN invariant 5: when several
+attempts and `feedledger run` / `run_source` (docs/architecture.md, Invariant 5: when several
 publications are waiting, every one the source still serves is applied, oldest first).
 
 The backfill window ends at the newest publication obtained: days after it are not

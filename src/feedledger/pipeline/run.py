@@ -3,7 +3,7 @@
 One publication waiting (the normal day): fetch the newest and ingest it as a live run
 (HTTP ETag/Last-Modified are remembered per source). More than one waiting -- dated
 files after the watermark, or days the cadence expected (pipeline/recovery.py
-`waiting`) -- is never a naive catch-up (DESIGN invariant 5): the same `recover` the
+`waiting`) -- is never a naive catch-up (docs/architecture.md, Invariant 5): the same `recover` the
 scheduler uses archives every publication the source still serves for those days and
 applies them oldest first as ONE backfill run, with gap records for the rest and one
 summary. `recover=False` refuses instead, naming the waiting publications.
