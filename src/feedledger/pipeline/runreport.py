@@ -9,10 +9,9 @@ from datetime import date, timedelta
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, notices, queries, runs
+from feedledger.ledger import queries, runs
 from feedledger.ledger.leases import LeasedRun
-from feedledger.ledger.resumes import notice_queued
-from feedledger.ledger.retraction import commit_time
+from feedledger.ledger.run_end import close_run
 from feedledger.model.cadence import day_start_us, local_date, stretches
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
@@ -172,39 +171,28 @@ def finish(
         parent = earlier.parent_run_id if earlier is not None and same_kind else None
     chain = queries.run_applications(store, chain_ids)
     report.summary = _summary(report, src, chain, word)
-    with store.begin() as conn:
-        leases.check_held(conn, src.name, run.holder, run.run_id)
-        _wm, at = commit_time(store, conn, src.name)
-        report.gaps_recorded = gaps.record(
-            conn,
-            src.name,
-            _missing_spans(src, report.missing_dates),
-            reason=reason,
-            run_id=report.run_id,
-            recorded_at=at,
-        )
-        if notice_queued(conn, src.name, report.run_id, "summary"):
-            return
-        total = sum(n for _r, _at, n in chain)
-        body = {
-            "text": report.summary,
-            "source": src.name,
-            "run_id": report.run_id,
-            "parent_run_id": report.parent_run_id,
-            "changes": total,
-            "publication_days": len({local_date(a, src.timezone) for _r, a, _n in chain}),
-            "first": iso(chain[0][1]) if chain else None,
-            "last": iso(chain[-1][1]) if chain else None,
-            "unrecoverable_days": len(report.missing_dates),
-            "missing_dates": [d.isoformat() for d in report.missing_dates],
-        }
-        notices.queue(
-            conn,
-            source=src.name,
-            run_id=report.run_id,
-            topic="summary",
-            payload_id=last_payload,
-            changes=total,
-            body=body,
-            at_us=at,
-        )
+    total = sum(n for _r, _at, n in chain)
+    body = {
+        "text": report.summary,
+        "source": src.name,
+        "run_id": report.run_id,
+        "parent_run_id": report.parent_run_id,
+        "changes": total,
+        "publication_days": len({local_date(a, src.timezone) for _r, a, _n in chain}),
+        "first": iso(chain[0][1]) if chain else None,
+        "last": iso(chain[-1][1]) if chain else None,
+        "unrecoverable_days": len(report.missing_dates),
+        "missing_dates": [d.isoformat() for d in report.missing_dates],
+    }
+    report.gaps_recorded = close_run(
+        store,
+        src.name,
+        holder=run.holder,
+        leased_run_id=run.run_id,
+        run_id=report.run_id,
+        spans=_missing_spans(src, report.missing_dates),
+        reason=reason,
+        summary=body,
+        payload_id=last_payload,
+        changes=total,
+    )
