@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +21,7 @@ from feedledger.model.errors import FeedledgerError, NotFoundError, StoreUnavail
 from feedledger.model.jsonout import RawJSON, dumps
 
 if TYPE_CHECKING:
+    from feedledger.api.ledger import Ledger
     from feedledger.context import Context
 
 out = Console(highlight=False, soft_wrap=True)
@@ -56,6 +58,16 @@ def context(ctx: typer.Context) -> Iterator[Context]:
 
     with Context(workspace(ctx), leave_wal=LEAVE_WAL) as c:
         yield c
+
+
+@contextmanager
+def open_ledger(ctx: typer.Context) -> Iterator[Ledger]:
+    """The workspace of the global options (`--config`) as the public API's Ledger."""
+    from feedledger.api.ledger import Ledger
+
+    with Ledger(workspace(ctx)) as led:
+        led.context.leave_wal = LEAVE_WAL
+        yield led
 
 
 def read_payload_file(path: Path) -> bytes:
@@ -131,38 +143,48 @@ def _fail_on_environment(exc: Exception) -> None:
     )
 
 
+def handle_error(exc: Exception) -> None:
+    """The CLI's error boundary (cli/app.py's root group): a FeedledgerError, an
+    environment failure or a refused SQL statement -> one line on stderr and the error's
+    exit code (raises typer.Exit). Returns for anything else, which the caller re-raises
+    (click's own exits and usage errors pass through untouched)."""
+    if isinstance(exc, typer.Exit | typer.Abort | click.exceptions.Exit | click.ClickException):
+        return
+    if isinstance(exc, FeedledgerError):
+        fail(exc)
+    _fail_on_environment(exc)
+    # SQLAlchemy is imported only by commands that use the store
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
+        return
+    if os.environ.get("FEEDLEDGER_DEBUG"):
+        return
+    reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+    from feedledger.ledger.engine import lost_connection
+
+    lost = lost_connection(exc, "(see feedledger.toml [store])")
+    if lost is not None:
+        fail(lost)
+    fail(
+        StoreUnavailableError(
+            f"the store refused a statement: {reason}",
+            hint="is its schema from this feedledger version? `feedledger db current`; "
+            "set FEEDLEDGER_DEBUG=1 for the traceback",
+        )
+    )
+
+
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
-    """Decorator: FeedledgerError -> one line on stderr + exit code."""
+    """Decorator (transitional, issue 14: cli/app.py's root group is the boundary now):
+    FeedledgerError -> one line on stderr + exit code."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
             return fn(*args, **kwargs)
-        except FeedledgerError as exc:
-            fail(exc)
-            raise  # unreachable
         except Exception as exc:
-            _fail_on_environment(exc)
-            # SQLAlchemy is imported only by commands that use the store
-            sa_exc = sys.modules.get("sqlalchemy.exc")
-            if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
-                raise
-            if os.environ.get("FEEDLEDGER_DEBUG"):
-                raise
-            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-            from feedledger.ledger.engine import lost_connection
-
-            lost = lost_connection(exc, "(see feedledger.toml [store])")
-            if lost is not None:
-                fail(lost)
-            fail(
-                StoreUnavailableError(
-                    f"the store refused a statement: {reason}",
-                    hint="is its schema from this feedledger version? `feedledger db current`; "
-                    "set FEEDLEDGER_DEBUG=1 for the traceback",
-                )
-            )
-            raise  # unreachable
+            handle_error(exc)
+            raise
 
     return wrapper

@@ -6,6 +6,7 @@ Every query command has `--json`; errors are one line on stderr and a non-zero e
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -13,16 +14,16 @@ from typing import NoReturn
 
 import typer
 
-from feedledger.cli import (
-    archive_cmds,
-    common,
-    demo_cmd,
-    entity_cmds,
-    ledger_cmds,
-    notify_cmds,
-    recovery_cmds,
-    scheduler_cmds,
-    sync_cmds,
+from feedledger.cli import common
+from feedledger.cli.app import (
+    app,
+    archive_app,
+    db_app,
+    destination_app,
+    manifest_app,
+    notify_app,
+    source_app,
+    subscriber_app,
 )
 from feedledger.cli.common import JSON_OPT, emit_json, err, guarded, out, table, workspace
 from feedledger.config import Workspace, make_source
@@ -33,62 +34,46 @@ from feedledger.model.source import (
     SourceConfig,
 )
 
-app = typer.Typer(
-    name="feedledger",
-    help=(
-        "Keep an honest, replayable, bitemporal history of external data feeds.\n\n"
-        "Start with `feedledger init`, declare a source with `feedledger source add`, "
-        "then `feedledger ingest SOURCE FILE --published-at DATE`. valid time comes from "
-        "the publisher's date, transaction time from the commit."
-    ),
-    no_args_is_help=True,
-    rich_markup_mode="markdown",
-    pretty_exceptions_enable=False,
+# The command modules register their commands on cli/app.py's groups when imported;
+# `--help` lists the commands in this order.
+COMMAND_MODULES = (
+    "ledger_cmds",
+    "entity_cmds",
+    "recovery_cmds",
+    "scheduler_cmds",
+    "sync_cmds",
+    "demo_cmd",
+    "archive_cmds",
+    "notify_cmds",
 )
-source_app = typer.Typer(
-    help="Declare and list sources (stored in feedledger.toml).", no_args_is_help=True
-)
-db_app = typer.Typer(help="The store's schema (Alembic migrations).", no_args_is_help=True)
-app.add_typer(source_app, name="source")
-app.add_typer(db_app, name="db")
-app.add_typer(archive_cmds.app, name="archive")
-app.add_typer(notify_cmds.subscriber_app, name="subscriber")
-app.add_typer(notify_cmds.notify_app, name="notify")
-ledger_cmds.register(app)
-entity_cmds.register(app)
-recovery_cmds.register(app)
-scheduler_cmds.register(app)
-sync_cmds.register(app)
-demo_cmd.register(app)
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        from feedledger import __version__
+def _adopt(module: object, name: str, group: typer.Typer) -> None:
+    """Transitional (issue 14 phase 2): the commands of a module's own sub-group join
+    cli/app.py's (a no-op once the module registers on that group)."""
+    legacy = getattr(module, name, group)
+    if legacy is not group and legacy is not app:
+        group.registered_commands.extend(legacy.registered_commands)
 
-        typer.echo(f"feedledger {__version__}")
-        raise typer.Exit()
+
+def _register_legacy(module: object) -> None:
+    """Transitional: a module still exposing `register(app)` registers on a staging
+    Typer; its commands join the root (its sub-groups are adopted by `_adopt`)."""
+    register = getattr(module, "register", None)
+    if register is not None:
+        staging = typer.Typer()
+        register(staging)
+        app.registered_commands.extend(staging.registered_commands)
 
 
-@app.callback()
-def _root(
-    ctx: typer.Context,
-    config: Path | None = typer.Option(
-        None,
-        "--config",
-        "-c",
-        help="Path to feedledger.toml (default: ./feedledger.toml or $FEEDLEDGER_CONFIG).",
-        envvar="FEEDLEDGER_CONFIG",
-    ),
-    version: bool = typer.Option(
-        False,
-        "--version",
-        help="Print feedledger's version and exit.",
-        is_eager=True,
-        callback=_print_version,
-    ),
-) -> None:
-    ctx.obj = {"config": str(config) if config else None}
+for _name in COMMAND_MODULES:
+    _module = importlib.import_module(f"feedledger.cli.{_name}")
+    _register_legacy(_module)
+    _adopt(_module, "app", archive_app)
+    _adopt(_module, "subscriber_app", subscriber_app)
+    _adopt(_module, "notify_app", notify_app)
+    _adopt(_module, "destination_app", destination_app)
+    _adopt(_module, "manifest_app", manifest_app)
 
 
 @app.command()

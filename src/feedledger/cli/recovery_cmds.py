@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from feedledger.cli.app import gap_app
 from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, when
 from feedledger.model.timeutil import iso
 
@@ -34,8 +35,6 @@ NOTIFY_OPT = typer.Option(
 MASS_OPT = typer.Option(
     False, "--allow-mass-delete", help="Apply snapshots that delete more than the threshold."
 )
-
-gap_app = typer.Typer(help="Record stretches in which a source was not observed.")
 
 
 def _dates(days: list[date]) -> str:
@@ -115,7 +114,6 @@ def _render_run(report: RunReport | NothingToDo, json_out: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(gap_app, name="gap")
 
     @app.command("assess")
     @guarded
