@@ -315,14 +315,15 @@ def _round(value: float | None) -> float | None:
     return round(value, 3) if value is not None else None
 
 
-def waiting_counts(conn: Connection, source: str) -> dict[str, int]:
+def waiting_counts(store: Store, source: str) -> dict[str, int]:
     """The source's messages not delivered yet, by status (pending, failed, dead)."""
-    rows = conn.execute(
-        select(deliveries.c.status, func.count())
-        .where(
-            deliveries.c.source == source,
-            deliveries.c.status.in_(("pending", "failed", "dead")),
-        )
-        .group_by(deliveries.c.status)
-    ).all()
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(deliveries.c.status, func.count())
+            .where(
+                deliveries.c.source == source,
+                deliveries.c.status.in_(("pending", "failed", "dead")),
+            )
+            .group_by(deliveries.c.status)
+        ).all()
     return {str(status): int(n) for status, n in rows}

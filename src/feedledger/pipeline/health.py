@@ -15,8 +15,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, queries, runs, schedule_state
-from feedledger.ledger.freezes import frozen
+from feedledger.ledger import gaps, schedule_state
+from feedledger.ledger.facts import source_facts
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
@@ -92,12 +92,9 @@ def missed_dates(ctx: Context, src: SourceConfig, now_us: int) -> list[date]:
 def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
     store = ctx.store
     state = schedule_state.get(store, src.name)
-    with store.engine.connect() as conn:
-        ice = frozen(conn, src.name)
-        lease = leases.current(conn, src.name)
-        held = runs.held_count(conn, src.name)
-        fetched = queries.last_fetched_at(conn, src.name)
-        waiting = deliveries.waiting_counts(conn, src.name)
+    facts = source_facts(store, src.name)
+    ice, lease, held, fetched = facts.freeze, facts.lease, facts.held_runs, facts.last_fetched_at
+    waiting = deliveries.waiting_counts(store, src.name)
     wm = store.watermark(src.name)
     missed = missed_dates(ctx, src, now_us)
     lease_info: dict[str, Any] = {"state": "free"}
