@@ -10,13 +10,15 @@ in the order added below).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
 from feedledger.cli.common import handle_error
+
+if TYPE_CHECKING:
+    from typer import _click  # typer's own click (its Context type)
 
 
 class GuardedGroup(TyperGroup):
@@ -24,7 +26,7 @@ class GuardedGroup(TyperGroup):
     raised by any command below it becomes one line on stderr and its exit code. It is in
     the click group, so it holds under `CliRunner` as well as under `main()`."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: _click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except Exception as exc:

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -147,8 +146,8 @@ def handle_error(exc: Exception) -> None:
     """The CLI's error boundary (cli/app.py's root group): a FeedledgerError, an
     environment failure or a refused SQL statement -> one line on stderr and the error's
     exit code (raises typer.Exit). Returns for anything else, which the caller re-raises
-    (click's own exits and usage errors pass through untouched)."""
-    if isinstance(exc, typer.Exit | typer.Abort | click.exceptions.Exit | click.ClickException):
+    (typer's own exits and usage errors pass through untouched)."""
+    if isinstance(exc, typer.Exit | typer.Abort | typer.TyperException):
         return
     if isinstance(exc, FeedledgerError):
         fail(exc)
