@@ -26,7 +26,8 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
 
 if TYPE_CHECKING:
-    from feedledger.api.destination import Destination
+    from feedledger.api.destination import Destination, DestinationLag, Manifest
+    from feedledger.api.notify import Notifications
     from feedledger.api.source import Source
 
 
@@ -167,6 +168,69 @@ class Ledger:
         from feedledger.sync import registry
 
         return Destination(self, registry.get(self.context.store, name))
+
+    def destinations(self) -> list[Destination]:
+        """The registered destinations, by name (`destination list`)."""
+        from feedledger.api.destination import Destination
+        from feedledger.sync import registry
+
+        return [Destination(self, d) for d in registry.listing(self.context.store)]
+
+    def remove_destination(self, name: str) -> None:
+        """Forget a destination (its table is left as it is)."""
+        from feedledger.sync import registry
+
+        registry.remove(self.context.store, name)
+
+    def destination_lag(
+        self, sources: list[str] | None = None, *, at: date | datetime | None = None
+    ) -> list[DestinationLag]:
+        """Per destination (of `sources`, default all): its live route's lag (`health`)."""
+        from feedledger.api.destination import DestinationLag
+        from feedledger.pipeline.health import destination_lag
+
+        when = instant_us(at, "UTC", "at") if at is not None else now_us()
+        return [DestinationLag.of(d) for d in destination_lag(self.context, when, sources)]
+
+    # -- manifests (populations for destination rebuilds) ---------------------------------
+    def create_manifest(
+        self,
+        name: str,
+        *,
+        source: str,
+        generation: str | None = None,
+        keys_from: str | os.PathLike[str] | None = None,
+    ) -> Manifest:
+        """Freeze the keys of `source` live now (or those of `keys_from`, one per line),
+        its boundary and the transform generation (default: its destination's)."""
+        from feedledger.api.destination import Manifest
+        from feedledger.sync.reconcile import create_manifest
+
+        keys = Path(keys_from) if keys_from is not None else None
+        man = create_manifest(self.context, name, source, generation=generation, keys_from=keys)
+        return Manifest.of(man)
+
+    def manifest(self, name: str) -> Manifest:
+        """A manifest by name (NotFoundError if there is none)."""
+        from feedledger.api.destination import Manifest
+        from feedledger.sync import manifests
+
+        return Manifest.of(manifests.get(self.context.store, name))
+
+    def manifests(self) -> list[Manifest]:
+        """The manifests, by name."""
+        from feedledger.api.destination import Manifest
+        from feedledger.sync import manifests
+
+        return [Manifest.of(m) for m in manifests.listing(self.context.store)]
+
+    # -- notifications --------------------------------------------------------------------
+    @property
+    def notify(self) -> Notifications:
+        """Subscribers and the delivery of their notifications."""
+        from feedledger.api.notify import Notifications
+
+        return Notifications(self)
 
 
 def _path_text(value: str | os.PathLike[str]) -> str:
