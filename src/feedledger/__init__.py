@@ -6,8 +6,9 @@
 
 See docs/api.md. Everything not in `__all__` is private by convention."""
 
-from feedledger.api.destination import Destination
+from feedledger.api.destination import Destination, DestinationLag, Manifest
 from feedledger.api.ledger import Ledger, init, open
+from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
 from feedledger.api.reports import (
     Assessment,
     FreezeState,
@@ -63,8 +64,13 @@ __all__ = [
     "Change",
     "ChangeKind",
     "ConfigError",
+    "Correction",
     "Counts",
+    "Deliveries",
+    "DeliveryStatus",
     "Destination",
+    "DestinationLag",
+    "Dispatched",
     "FeedledgerError",
     "FreezeState",
     "Gap",
@@ -73,6 +79,7 @@ __all__ = [
     "Ingested",
     "LeaseHeldError",
     "Ledger",
+    "Manifest",
     "MassDeleteError",
     "NotFoundError",
     "NotModified",
@@ -96,6 +103,7 @@ __all__ = [
     "StaleWatermarkError",
     "Step",
     "StoreUnavailableError",
+    "Subscriber",
     "SyncReport",
     "Verification",
     "Version",
