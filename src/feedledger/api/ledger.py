@@ -28,14 +28,17 @@ from feedledger.model.timeutil import now_us
 if TYPE_CHECKING:
     from feedledger.api.destination import Destination, DestinationLag, Manifest
     from feedledger.api.notify import Notifications
+    from feedledger.api.results import Ingested
     from feedledger.api.source import Source
 
 
 class Ledger:
     """An open workspace. A context manager; `close()` releases the store."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.context = Context(workspace)
+    def __init__(self, workspace: Workspace, *, leave_wal: bool = False) -> None:
+        # leave_wal: the process ends right after close() (the CLI), so an SQLite store
+        # leaves its write-ahead log to the next writer (Store.close)
+        self.context = Context(workspace, leave_wal=leave_wal)
         # opened from a URL pair, not a feedledger.toml: sources live in memory only
         self._in_memory = not workspace.config_path.exists()
 
@@ -86,6 +89,33 @@ class Ledger:
             del self.workspace.sources[name]
         else:
             self.workspace.remove_source(name)
+
+    def ingest(
+        self,
+        source: str,
+        payload: str | os.PathLike[str] | bytes,
+        *,
+        published_at: str | None = None,
+        name: str | None = None,
+        content_type: str | None = None,
+        allow_mass_delete: bool = False,
+        allow_future: bool = False,
+    ) -> Ingested:
+        """`source(name).ingest(...)` by name, `published_at` as text (the CLI's
+        `ingest`): an unknown source or an unparseable date is refused naming the
+        payload, whose bytes are kept in the archive for inspection."""
+        from feedledger.api.source import ingest_payload
+
+        return ingest_payload(
+            self.context,
+            source,
+            payload,
+            published_at=published_at,
+            name=name,
+            content_type=content_type,
+            allow_mass_delete=allow_mass_delete,
+            allow_future=allow_future,
+        )
 
     # -- runs ---------------------------------------------------------------------------
     def runs(self, source: str) -> list[Run]:
@@ -267,6 +297,18 @@ def open(
         archive_endpoint_url=archive_endpoint_url,
     )
     return Ledger(ws)
+
+
+def open_config(
+    config: str | os.PathLike[str] | None = None, *, leave_wal: bool = False
+) -> Ledger:
+    """Open the workspace of a feedledger.toml as the CLI's `--config` names it (None:
+    ./feedledger.toml or $FEEDLEDGER_CONFIG). `leave_wal`: see `Ledger`."""
+    from feedledger.timing import stage
+
+    with stage("config"):
+        ws = Workspace.load(Path(config) if config is not None else None)
+    return Ledger(ws, leave_wal=leave_wal)
 
 
 def init(

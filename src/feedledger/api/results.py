@@ -204,6 +204,16 @@ class AsOf:
 
 
 @dataclass(frozen=True)
+class SnapshotGap:
+    """A snapshot's valid time inside a standing gap: the gap, and the publisher dates
+    (ISO-8601 text) of the source's last observation before it and next after it."""
+
+    gap: Gap
+    last_observed_at: str | None
+    next_observed_at: str | None
+
+
+@dataclass(frozen=True)
 class Watermark:
     """The source's last applied payload (None values: nothing applied yet)."""
 

@@ -22,7 +22,7 @@ from feedledger.api.reports import (
     Verification,
     WindowRun,
 )
-from feedledger.api.results import AsOf, Gap, Ingested, Version, Watermark
+from feedledger.api.results import AsOf, Gap, Ingested, SnapshotGap, Version, Watermark
 from feedledger.api.times import When, day, instant_us, opt_instant_us
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, now_us
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from feedledger.api.ledger import Ledger
+    from feedledger.context import Context
 
 Key = str | int | list[Any] | tuple[Any, ...]
 RunResult = Ingested | Recovered | NothingToDo | NotModified
@@ -53,6 +54,59 @@ def _content_type(name: str) -> str | None:
 
     known = {".jsonl": "application/x-ndjson", ".parquet": "application/vnd.apache.parquet"}
     return known.get(Path(name).suffix.lower()) or mimetypes.guess_type(name)[0]
+
+
+def _read(path: Path) -> bytes:
+    from feedledger.model.errors import NotFoundError
+
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise NotFoundError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def ingest_payload(
+    ctx: Context,
+    source: str,
+    payload: str | os.PathLike[str] | bytes,
+    *,
+    published_at: int | str | None,
+    name: str | None,
+    content_type: str | None,
+    allow_mass_delete: bool,
+    allow_future: bool,
+) -> Ingested:
+    """`Source.ingest` and `Ledger.ingest` (by name: an unknown source's bytes are kept
+    in the archive for inspection, as are a bad date's)."""
+    from feedledger.pipeline.ingest import ingest
+
+    if not isinstance(payload, bytes):
+        name = name or Path(payload).name
+    result = ingest(
+        ctx,
+        source,
+        # a file's bytes are bound to no name here, so that ingest can free them once
+        # they are archived and parsed (a large payload's copy is not held to the end)
+        payload if isinstance(payload, bytes) else _read(Path(payload)),
+        published_at=published_at,
+        original_name=name,
+        content_type=content_type or (_content_type(name) if name else None),
+        allow_mass_delete=allow_mass_delete,
+        allow_future=allow_future,
+    )
+    return Ingested.of(result)
+
+
+def check_export(format: str, output: str | os.PathLike[str] | None) -> None:
+    """What `Source.export_snapshot` refuses before anything is read: a format other
+    than csv or jsonl, an output path that cannot be a file (ConfigError)."""
+    from feedledger.model.errors import ConfigError
+    from feedledger.pipeline import snapshot_export
+
+    if format not in ("csv", "jsonl"):
+        raise ConfigError(f"--format must be csv or jsonl, not {format!r}")
+    if output is not None:
+        snapshot_export.check_output(Path(output))
 
 
 def _window(result: Any) -> WindowRun | NothingToDo:
@@ -83,9 +137,13 @@ class Source:
         return opt_instant_us(value, self.config.timezone, what)
 
     # -- runs ---------------------------------------------------------------------------
-    def _published(self, published_at: When | None, allow_future: bool) -> int | None:
+    def _published(self, published_at: When | str | None, allow_future: bool) -> int | str | None:
         if published_at is None:
             return None  # from the file name or a field, as the source declares
+        if isinstance(published_at, str):
+            # text as typed (`--published-at`): parsed below with the payload at hand, so
+            # a bad value is refused naming source and payload, the bytes kept
+            return published_at
         value = self._us(published_at, "published_at")
         check_not_future(value, now_us(), what="published_at", allow_future=allow_future)
         return value
@@ -94,37 +152,25 @@ class Source:
         self,
         payload: str | os.PathLike[str] | bytes,
         *,
-        published_at: When | None = None,
+        published_at: When | str | None = None,
         name: str | None = None,
         content_type: str | None = None,
         allow_mass_delete: bool = False,
         allow_future: bool = False,
     ) -> Ingested:
-        """Archive a payload (a file path, or bytes) and apply it as a live run."""
-        from feedledger.pipeline.ingest import ingest
-
-        if isinstance(payload, bytes):
-            data = payload
-        else:
-            path = Path(payload)
-            from feedledger.model.errors import NotFoundError
-
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                raise NotFoundError(f"cannot read {path}: {exc.strerror}") from None
-            name = name or path.name
-        result = ingest(
+        """Archive a payload (a file path, or bytes) and apply it as a live run.
+        `published_at` may also be text as the CLI takes it (YYYY-MM-DD: 00:00 in the
+        source's timezone, or ISO-8601); unparseable text is refused like bad bytes."""
+        return ingest_payload(
             self._ctx,
             self.name,
-            data,
+            payload,
             published_at=self._published(published_at, allow_future),
-            original_name=name,
-            content_type=content_type or (_content_type(name) if name else None),
+            name=name,
+            content_type=content_type,
             allow_mass_delete=allow_mass_delete,
             allow_future=allow_future,
         )
-        return Ingested.of(result)
 
     def run(self, *, allow_mass_delete: bool = False, recover: bool = True) -> RunResult:
         """Fetch from the source's location and apply what is waiting (the CLI's `run`):
@@ -269,6 +315,48 @@ class Source:
         if not records:
             return pl.DataFrame()
         return pl.DataFrame(records, infer_schema_length=None)
+
+    def snapshot_gap(self, *, valid: When, known_at: When | None = None) -> SnapshotGap | None:
+        """The standing gap `valid` falls in (the source was not observed then), with
+        its last and next observation around it; None outside every gap."""
+        from feedledger.pipeline import query
+
+        found = query.snapshot_gap(
+            self._ctx,
+            self.name,
+            valid=self._us(valid, "valid"),
+            known_at=self._opt_us(known_at, "known_at"),
+        )
+        if found is None:
+            return None
+        return SnapshotGap(
+            Gap.of(found["gap"]), found["last_observed_at"], found["next_observed_at"]
+        )
+
+    def export_snapshot(
+        self,
+        output: str | os.PathLike[str] | None,
+        *,
+        valid: When,
+        known_at: When | None = None,
+        format: str = "csv",
+    ) -> int:
+        """Write the source as it stood at `valid` to `output` (stdout if None),
+        streaming: CSV with columns in the source's field order, or JSON lines (`jsonl`);
+        a file appears only when complete. Returns the number of entities written."""
+        from feedledger.pipeline import query, snapshot_export
+
+        path = Path(output) if output is not None else None
+        check_export(format, path)
+        valid_us = self._us(valid, "valid")
+        known_us = self._opt_us(known_at, "known_at")
+        order = (
+            snapshot_export.field_order(self._ctx, self.name, valid=valid_us, known_at=known_us)
+            if format == "csv"
+            else []
+        )
+        rows = query.snapshot_rows(self._ctx, self.name, valid=valid_us, known_at=known_us)
+        return snapshot_export.write(rows, format, path, order)
 
     def gaps(self, *, known_at: When | None = None, include_retracted: bool = False) -> list[Gap]:
         from feedledger.pipeline import query

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -49,6 +50,26 @@ def workspace(ctx: typer.Context) -> Workspace:
 
     with stage("config"):
         return Workspace.load(config_path(ctx))
+
+
+@contextmanager
+def ledger(ctx: typer.Context) -> Iterator[Ledger]:
+    """The workspace named by the global options, opened through the public API."""
+    from feedledger.api.ledger import open_config
+
+    with open_config(config_path(ctx), leave_wal=LEAVE_WAL) as led:
+        yield led
+
+
+def instant(text: str, tz: str, what: str) -> datetime:
+    """A time typed on the command line (YYYY-MM-DD: 00:00 in `tz`; or ISO-8601)."""
+    from feedledger.model.timeutil import parse_instant
+
+    return parse_instant(text, tz, what=what)
+
+
+def opt_instant(text: str | None, tz: str, what: str) -> datetime | None:
+    return None if text is None else instant(text, tz, what)
 
 
 @contextmanager
@@ -109,12 +130,14 @@ def table(title: str, columns: list[str], rows: list[list[Any]], *, fold: bool =
     out.print(t)
 
 
-def when(value: int | None) -> str:
+def when(value: int | datetime | None) -> str:
     """Compact UTC time for tables (JSON output keeps full ISO-8601)."""
     if value is None:
         return ""
-    from feedledger.model.timeutil import from_us
+    from feedledger.model.timeutil import from_us, to_us
 
+    if isinstance(value, datetime):
+        value = to_us(value)
     text = from_us(value).strftime("%Y-%m-%d %H:%M:%S")
     return text.removesuffix(" 00:00:00") + "Z" if text.endswith(" 00:00:00") else text + "Z"
 

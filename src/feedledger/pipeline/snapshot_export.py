@@ -26,7 +26,9 @@ from feedledger.pipeline.query import instant
 _SCAN_RECORDS = 1_000  # JSON records whose field names give the order (first seen)
 
 
-def field_order(ctx: Context, source: str, *, valid: str, known_at: str | None) -> list[str]:
+def field_order(
+    ctx: Context, source: str, *, valid: str | int, known_at: str | int | None
+) -> list[str]:
     """The source's field order at `valid` (see module doc); [] if it cannot be told."""
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
