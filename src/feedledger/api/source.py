@@ -260,6 +260,17 @@ class Source:
         )
         return [Version.of(v) for v in found]
 
+    def history_with_gaps(
+        self, key: Key, *, known_at: When | None = None, include_retracted: bool = False
+    ) -> list[Version | Gap]:
+        """The entity's versions and the source's standing gaps in one valid-time line
+        (a version before a gap starting at the same instant)."""
+        versions = self.history(key, known_at=known_at, include_retracted=include_retracted)
+        gaps = self.gaps(known_at=known_at, include_retracted=include_retracted)
+        items: list[tuple[datetime, int, Version | Gap]] = [(v.valid_from, 0, v) for v in versions]
+        items += [(g.start, 1, g) for g in gaps]
+        return [item for _t, _o, item in sorted(items, key=lambda x: (x[0], x[1]))]
+
     def asof(self, key: Key, *, valid: When, known_at: When | None = None) -> AsOf:
         """present / absent / not_observed (inside a gap) / not_known."""
         from feedledger.pipeline import query
