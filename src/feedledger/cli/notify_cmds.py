@@ -1,4 +1,5 @@
-"""`feedledger subscriber add|list|remove`, `feedledger notify dispatch|status|retry|correction`.
+"""`feedledger subscriber add|list|remove`, `feedledger notify dispatch|status|retry|correction`:
+the public API's `Ledger.notify` (api/notify.py), rendered.
 
 Messages are derived from the outbox; see notify/deliveries.py and notify/dispatch.py.
 """
@@ -7,21 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import typer
 
-from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, when
-
-if TYPE_CHECKING:
-    from feedledger.notify.dispatch import DispatchReport, Progress
-
-subscriber_app = typer.Typer(help="Who hears about changes (webhooks, JSON-lines files).")
-notify_app = typer.Typer(help="Deliver the outbox: at least once, signed, retried.")
+from feedledger.api.notify import Dispatched, DispatchProgress
+from feedledger.cli.app import notify_app, subscriber_app
+from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table, when
 
 
 @subscriber_app.command("add")
-@guarded
 def subscriber_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Subscriber name."),
@@ -46,11 +41,8 @@ def subscriber_add(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Add a subscriber."""
-    from feedledger.notify.operations import add_subscriber
-
-    with context(ctx) as c:
-        sub, warnings = add_subscriber(
-            c,
+    with ledger(ctx) as led:
+        sub = led.notify.add_subscriber(
             name,
             webhook=webhook,
             file=file,
@@ -58,24 +50,21 @@ def subscriber_add(
             sources=sources,
             digest=digest,
         )
-    for w in warnings:
+    for w in sub.warnings:
         err.print(f"[yellow]warning:[/] {w}", markup=True)
     if json_out:
-        emit_json(sub)
+        emit_json(sub.to_json())
     else:
         out.print(f"subscriber {sub.name}: {sub.kind} {sub.target}")
 
 
 @subscriber_app.command("list")
-@guarded
 def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Subscribers, by name."""
-    from feedledger.notify.operations import list_subscribers
-
-    with context(ctx) as c:
-        subs = list_subscribers(c)
+    with ledger(ctx) as led:
+        subs = led.notify.subscribers()
     if json_out:
-        emit_json(subs)
+        emit_json([s.to_json() for s in subs])
         return
     table(
         "subscribers",
@@ -85,7 +74,7 @@ def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
                 s.name,
                 s.kind,
                 s.target,
-                s.secret_env_shown or "",
+                s.secret_env or "",
                 ",".join(s.sources) if s.sources else "(all)",
                 s.digest,
                 when(s.created_at),
@@ -96,13 +85,10 @@ def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 
 
 @subscriber_app.command("remove")
-@guarded
 def subscriber_remove(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
     """Remove a subscriber (its undelivered messages are cancelled)."""
-    from feedledger.notify.operations import remove_subscriber
-
-    with context(ctx) as c:
-        cancelled = remove_subscriber(c, name)
+    with ledger(ctx) as led:
+        cancelled = led.notify.remove_subscriber(name)
     if json_out:
         emit_json({"name": name, "removed": True, "cancelled": cancelled})
     else:
@@ -110,7 +96,6 @@ def subscriber_remove(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) 
 
 
 @notify_app.command("dispatch")
-@guarded
 def notify_dispatch(
     ctx: typer.Context,
     once: bool = typer.Option(
@@ -150,20 +135,19 @@ def notify_dispatch(
     message is claimed by one of them. A message is marked delivered only after a 2xx
     answer; a crash before that sends it again later with the same `webhook-id`.
     """
-    from feedledger.notify.dispatch import Policy
-    from feedledger.notify.operations import run_dispatch
-
-    policy = Policy(
-        max_attempts=max_attempts,
-        backoff_base_s=backoff,
-        timeout_s=timeout,
-        concurrency=concurrency,
-        batch=batch,
-    )
-    with context(ctx) as c, _progress(quiet=json_out) as step:
-        report = run_dispatch(c, once=once, policy=policy, poll_s=poll, progress=step)
+    with ledger(ctx) as led, _progress(quiet=json_out) as step:
+        report = led.notify.dispatch(
+            once=once,
+            max_attempts=max_attempts,
+            backoff_s=backoff,
+            timeout_s=timeout,
+            concurrency=concurrency,
+            batch=batch,
+            poll_s=poll,
+            progress=step,
+        )
     if json_out:
-        emit_json(report)
+        emit_json(report.to_json())
         return
     out.print(
         f"{report.messages_created} message(s) queued; {report.attempted} attempted: "
@@ -177,7 +161,7 @@ def notify_dispatch(
 
 
 @contextmanager
-def _progress(quiet: bool) -> Iterator[Progress | None]:
+def _progress(quiet: bool) -> Iterator[DispatchProgress | None]:
     """Messages attempted so far, on stderr (nothing when stderr is not a terminal)."""
     if quiet or not err.is_terminal:
         yield None
@@ -195,7 +179,7 @@ def _progress(quiet: bool) -> Iterator[Progress | None]:
     ) as bar:
         task = bar.add_task("", total=None)
 
-        def step(attempted: int, total: int | None, report: DispatchReport) -> None:
+        def step(attempted: int, total: int | None, report: Dispatched) -> None:
             shown = f"{report.delivered} delivered, {report.failed} to retry, {report.dead} dead"
             bar.update(task, completed=attempted, total=total, description=shown)
 
@@ -203,14 +187,12 @@ def _progress(quiet: bool) -> Iterator[Progress | None]:
 
 
 @notify_app.command("status")
-@guarded
 def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Per subscriber: pending, failed (to retry), delivered, dead, cancelled, being sent
     now by a running dispatcher (claimed); the oldest pending message's age."""
-    from feedledger.notify.operations import status
-
-    with context(ctx) as c:
-        data = status(c)
+    with ledger(ctx) as led:
+        status = led.notify.status()
+    data = status.to_json()
     if json_out:
         emit_json(data)
         return
@@ -244,17 +226,14 @@ def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 
 
 @notify_app.command("retry")
-@guarded
 def notify_retry(
     ctx: typer.Context,
     subscriber: str | None = typer.Option(None, "--subscriber", help="Only this subscriber."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Make dead-lettered messages pending again (same message ids)."""
-    from feedledger.notify.operations import retry
-
-    with context(ctx) as c:
-        n = retry(c, subscriber)
+    with ledger(ctx) as led:
+        n = led.notify.retry(subscriber)
     if json_out:
         emit_json({"requeued": n, "subscriber": subscriber})
     else:
@@ -262,7 +241,6 @@ def notify_retry(
 
 
 @notify_app.command("correction")
-@guarded
 def notify_correction(
     ctx: typer.Context,
     run_id: str = typer.Argument(..., help="The run whose notifications went out wrongly."),
@@ -270,13 +248,11 @@ def notify_correction(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Queue ONE correction naming RUN_ID, instead of retracting each alert."""
-    from feedledger.ledger import run_ids
-    from feedledger.notify.operations import correction
-
-    with context(ctx) as c:
-        run_id = run_ids.resolve(c.store, run_id)  # the whole id or any unique prefix
-        data = correction(c, run_id, message)
+    with ledger(ctx) as led:
+        queued = led.notify.correction(run_id, message)  # the whole id or a unique prefix
     if json_out:
-        emit_json(data)
+        emit_json(queued.to_json())
     else:
-        out.print(f"correction for run {run_id} queued; `feedledger notify dispatch` sends it")
+        out.print(
+            f"correction for run {queued.run_id} queued; `feedledger notify dispatch` sends it"
+        )

@@ -1,4 +1,5 @@
-"""`feedledger scheduler` (long-running) and `feedledger health` (is any source stale?)."""
+"""`feedledger scheduler` (long-running; the scheduler is a sibling face) and
+`feedledger health` (is any source stale? through the public API's `Ledger.health`)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,21 @@ import sys
 
 import typer
 
-from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table, workspace
+from feedledger.cli.app import app
+from feedledger.cli.common import (
+    JSON_OPT,
+    emit_json,
+    err,
+    instant,
+    ledger,
+    out,
+    table,
+    workspace,
+)
 from feedledger.model.errors import ConfigError
 
 
-def register(app: typer.Typer) -> None:
-    app.command("scheduler")(scheduler)
-    app.command("health")(health)
-
-
-@guarded
+@app.command("scheduler")
 def scheduler(
     ctx: typer.Context,
     workers: int = typer.Option(2, "--workers", min=1, help="Sources run at once here."),
@@ -97,7 +103,7 @@ def scheduler(
         sched.close()
 
 
-@guarded
+@app.command("health")
 def health(
     ctx: typer.Context,
     sources: list[str] | None = typer.Argument(None, help="Only these sources."),
@@ -113,17 +119,13 @@ def health(
     Exits 1 when any source is stale (it missed more than its `stale_after` expected
     publications, default 1; frozen sources are never stale), 0 otherwise.
     """
-    from feedledger.model.timeutil import now_us, parse_instant, to_us
-    from feedledger.pipeline.health import destination_lag
-    from feedledger.pipeline.health import health as compute
+    from feedledger.model.timeutil import from_us, now_us
 
-    when = to_us(parse_instant(at, "UTC", what="--at")) if at else now_us()
-    with context(ctx) as c:
+    when = instant(at, "UTC", "--at") if at else from_us(now_us())
+    with ledger(ctx) as led:
         names = [n for part in sources or [] for n in part.split(",") if n]
-        for n in names:
-            c.workspace.source(n)
-        report = compute(c, when, names or None)
-        lags = destination_lag(c, when, names or None)
+        report = led.health(names, at=when)
+        lags = [d.to_json() for d in led.destination_lag(names or None, at=when)]
     stale = [h.source for h in report if h.stale]
     if json_out:
         emit_json(
@@ -138,17 +140,18 @@ def health(
         rows = []
         for h in report:
             j = h.to_json()
+            notes = j["notifications"]
             rows.append(
                 [
                     h.source,
                     j["status"],
-                    str(h.missed),
+                    str(j["missed_publications"]),
                     j["last_publisher_date"] or "",
                     j["last_successful_fetch"] or "",
-                    h.lease.get("state", ""),
+                    j["lease"].get("state", ""),
                     str(h.held_runs),
-                    f"{h.notifications.get('pending', 0)}/{h.notifications.get('dead', 0)}",
-                    (h.schedule.get("last_error") or "")[:60],
+                    f"{notes.get('pending', 0)}/{notes.get('dead', 0)}",
+                    (j["schedule"].get("last_error") or "")[:60],
                 ]
             )
         table(

@@ -1,5 +1,6 @@
 """`feedledger destination add|list|remove`, `manifest create|show|list`, `sync`,
-`reconcile`: guarded projections of the ledger into a search table."""
+`sync-explain`, `reconcile`: guarded projections of the ledger into a search table,
+through the public API (`Ledger.destination(...)`, api/destination.py), rendered."""
 
 from __future__ import annotations
 
@@ -8,34 +9,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
+from feedledger.api.destination import RebuildProgress
 from feedledger.cli import sync_render as render
-from feedledger.cli.common import JSON_OPT, context, emit_json, err, guarded, out, table
-
-if TYPE_CHECKING:
-    from feedledger.sync.live import Progress
-
-destination_app = typer.Typer(
-    help="Downstream projections of a source's current state.", no_args_is_help=True
-)
-manifest_app = typer.Typer(
-    help="Frozen populations for destination rebuilds.", no_args_is_help=True
-)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(destination_app, name="destination")
-    app.add_typer(manifest_app, name="manifest")
-    app.command("sync")(sync)
-    app.command("sync-explain")(sync_explain)
-    app.command("reconcile")(reconcile)
+from feedledger.cli.app import app, destination_app, manifest_app
+from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table
+from feedledger.model.errors import ConfigError
 
 
 @destination_app.command("add")
-@guarded
 def destination_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Destination name."),
@@ -58,11 +42,8 @@ def destination_add(
 ) -> None:
     """Declare a destination and create (or check) its table. Its live route starts now;
     what the ledger already holds is written by `sync --manifest`."""
-    from feedledger.sync.destinations import add_destination
-
-    with context(ctx) as c:
-        dest = add_destination(
-            c,
+    with ledger(ctx) as led:
+        dest = led.add_destination(
             name,
             source=source,
             postgres=postgres,
@@ -71,23 +52,20 @@ def destination_add(
             text_fields=text_fields,
             transform=transform,
             generation=generation,
-        )
+        ).declared
     if json_out:
-        emit_json(dest)
+        emit_json(dest.to_json())
     else:
         out.print(f"destination {dest.name}: {dest.kind} table {dest.table} for {dest.source}")
 
 
 @destination_app.command("list")
-@guarded
 def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Destinations, by name."""
-    from feedledger.sync import registry
-
-    with context(ctx) as c:
-        items = registry.listing(c.store)
+    with ledger(ctx) as led:
+        items = [d.declared for d in led.destinations()]
     if json_out:
-        emit_json(items)
+        emit_json([d.to_json() for d in items])
         return
     rows = [[d.name, d.source, d.kind, d.table, d.generation, str(d.paused_at is not None)]
             for d in items]  # fmt: skip
@@ -95,18 +73,14 @@ def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 
 
 @destination_app.command("remove")
-@guarded
 def destination_remove(ctx: typer.Context, name: str) -> None:
     """Forget a destination (its table is left as it is)."""
-    from feedledger.sync import registry
-
-    with context(ctx) as c:
-        registry.remove(c.store, name)
+    with ledger(ctx) as led:
+        led.remove_destination(name)
     out.print(f"removed destination {name}")
 
 
 @manifest_app.command("create")
-@guarded
 def manifest_create(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Manifest name."),
@@ -121,26 +95,20 @@ def manifest_create(
 ) -> None:
     """Freeze a population: its keys, the source boundary (watermark and payload, and the
     transaction time) and the transform generation."""
-    from feedledger.sync.reconcile import create_manifest
-
-    with context(ctx) as c:
-        man = create_manifest(c, name, source, generation=generation, keys_from=keys_from)
+    with ledger(ctx) as led:
+        man = led.create_manifest(name, source=source, generation=generation, keys_from=keys_from)
     if json_out:
-        emit_json(man)
+        emit_json(man.to_json())
     else:
         kind = "reconstructible snapshot" if man.reconstructible else "population of keys only"
         out.print(f"manifest {man.name}: {man.population:,} keys of {man.source} ({kind})")
 
 
 @manifest_app.command("show")
-@guarded
 def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
     """A manifest: boundary, generation, population, and whether it is reconstructible."""
-    from feedledger.sync import manifests
-
-    with context(ctx) as c:
-        man = manifests.get(c.store, name)
-    data = man.to_json()
+    with ledger(ctx) as led:
+        data = led.manifest(name).to_json()
     if json_out:
         emit_json(data)
         return
@@ -148,13 +116,10 @@ def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> N
 
 
 @manifest_app.command("list")
-@guarded
 def manifest_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Manifests, by name."""
-    from feedledger.sync import manifests
-
-    with context(ctx) as c:
-        items = manifests.listing(c.store)
+    with ledger(ctx) as led:
+        items = led.manifests()
     if json_out:
         emit_json([m.to_json() for m in items])
         return
@@ -164,7 +129,7 @@ def manifest_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 
 
 @contextmanager
-def _progress(quiet: bool, label: str, every_s: float) -> Iterator[Progress | None]:
+def _progress(quiet: bool, label: str, every_s: float) -> Iterator[RebuildProgress | None]:
     """A progress bar on a terminal; otherwise (a log) a plain line every `every_s`
     seconds (0: none), on stderr whatever --json says (stdout stays JSON only)."""
     if not err.is_terminal:
@@ -193,7 +158,7 @@ def _progress(quiet: bool, label: str, every_s: float) -> Iterator[Progress | No
         yield step
 
 
-@guarded
+@app.command("sync")
 def sync(
     ctx: typer.Context,
     destination: str = typer.Argument(..., help="Destination name."),
@@ -225,9 +190,6 @@ def sync(
     `--live` without `--once` polls until SIGTERM or Ctrl-C, then finishes the step under
     way (its keys written, its cursor moved), prints its report and exits 0. The report
     counts what this call did."""
-    from feedledger.model.errors import ConfigError
-    from feedledger.sync import live as pipe
-
     if live == (manifest is not None):
         raise ConfigError("give exactly one of --live or --manifest NAME")
     per_s = None
@@ -237,15 +199,15 @@ def sync(
         except ValueError:
             raise ConfigError(f"--rate {rate!r} must be a number of documents per second") from None
     label = f"rebuild {destination} / {manifest}"
-    with context(ctx) as c, _progress(json_out, label, progress_every if manifest else 0) as step:
+    with (
+        ledger(ctx) as led,
+        _progress(json_out, label, progress_every if manifest else 0) as step,
+    ):
+        dest = led.destination(destination)
         if manifest is None:
-            report = pipe.live(c, destination, once=once, stop=None if once else _stop_on_signals())
+            report = dest.sync_live(once=once, stop=None if once else _stop_on_signals())
         else:
-            from feedledger.sync.rebuild import rebuild
-
-            report = rebuild(
-                c,
-                destination,
+            report = dest.rebuild(
                 manifest,
                 rate=per_s,
                 live_reserve=live_reserve,
@@ -254,16 +216,17 @@ def sync(
                 progress=step,
                 batch=batch,
             )
-    if report.rejected_before_write:
+    data = report.to_json()
+    if data["rejected_before_write"]:
         err.print(
-            f"warning: destination {report.destination}: {report.rejected_before_write:,} "
-            f"document(s) rejected, not written; first: {report.first_rejection}",
+            f"warning: destination {data['destination']}: {data['rejected_before_write']:,} "
+            f"document(s) rejected, not written; first: {data['first_rejection']}",
             markup=False,
         )
     if json_out:
-        emit_json(report.to_json())
+        emit_json(data)
         return
-    render.sync(report.to_json())
+    render.sync(data)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -278,7 +241,7 @@ def _stop_on_signals() -> threading.Event:
     return stopping
 
 
-@guarded
+@app.command("sync-explain")
 def sync_explain(
     ctx: typer.Context,
     destination: str = typer.Argument(..., help="Destination name."),
@@ -288,17 +251,15 @@ def sync_explain(
     """Why the destination holds what it holds for KEY: the row held and the guard's last
     verdict per route (live, each manifest rebuild) with its reason, the incoming
     revision, generation and content hash, and when. Exit 3 if nothing is known."""
-    from feedledger.sync.destinations import explain
-
-    with context(ctx) as c:
-        data = explain(c, destination, key)
+    with ledger(ctx) as led:
+        data = led.destination(destination).explain(key)
     if json_out:
         emit_json(data)
     else:
         render.explain(data)
 
 
-@guarded
+@app.command("reconcile")
 def reconcile(
     ctx: typer.Context,
     destination: str = typer.Argument(..., help="Destination name."),
@@ -308,10 +269,8 @@ def reconcile(
     """Prove a destination complete for a manifest: outcome counts that add up, and no
     missing, extra, duplicate, stale, wrong-generation or unresolved record. Exit 1 if
     it is not complete."""
-    from feedledger.sync.reconcile import reconcile as run
-
-    with context(ctx) as c:
-        result = run(c, destination, manifest)
+    with ledger(ctx) as led:
+        result = led.destination(destination).reconcile(manifest)
     if json_out:
         emit_json(result.to_json())
     else:
