@@ -26,6 +26,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
 
 if TYPE_CHECKING:
+    from feedledger.api.archive import Reindexed, Rejected
     from feedledger.api.destination import Destination, DestinationLag, Manifest
     from feedledger.api.notify import Notifications
     from feedledger.api.results import Ingested
@@ -116,6 +117,20 @@ class Ledger:
             allow_mass_delete=allow_mass_delete,
             allow_future=allow_future,
         )
+
+    # -- archive ------------------------------------------------------------------------
+    def rejected_payloads(self, source: str) -> list[Rejected]:
+        """Refused payloads of `source` kept for inspection (`archive list --rejected`;
+        the source need not be declared, the store is not opened)."""
+        from feedledger.api.archive import rejected
+
+        return rejected(self.context, source)
+
+    def reindex_archive(self) -> Reindexed:
+        """Rebuild the store's payload index from the archive alone (`archive reindex`)."""
+        from feedledger.api.archive import reindex
+
+        return reindex(self.context)
 
     # -- runs ---------------------------------------------------------------------------
     def runs(self, source: str) -> list[Run]:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from feedledger.api.archive import PayloadFiles
     from feedledger.api.ledger import Ledger
     from feedledger.context import Context
 
@@ -420,29 +421,36 @@ class Source:
         self,
         payload: str | os.PathLike[str] | bytes,
         *,
-        published_at: When | None = None,
+        published_at: When | str | None = None,
         name: str | None = None,
         allow_future: bool = False,
     ) -> Payload:
-        """Archive a payload without applying it (a later backfill applies it)."""
+        """Archive a payload without applying it (a later backfill applies it);
+        `published_at` as in `ingest` (text as the CLI takes it too)."""
         from feedledger.pipeline.archiving import archive_add
 
-        if isinstance(payload, bytes):
-            data = payload
-        else:
-            path = Path(payload)
-            data = path.read_bytes()
-            name = name or path.name
+        if not isinstance(payload, bytes):
+            name = name or Path(payload).name
         ref, created = archive_add(
             self._ctx,
             self.name,
-            data,
+            payload if isinstance(payload, bytes) else _read(Path(payload)),
             published_at=self._published(published_at, allow_future),
             original_name=name,
             content_type=_content_type(name) if name else None,
             allow_future=allow_future,
         )
         return Payload.of(ref, created)
+
+    def payload_files(
+        self, paths: list[str | os.PathLike[str]], *, published_at: str | None = None
+    ) -> PayloadFiles:
+        """The files an `archive add` of `paths` would archive (folders expanded to their
+        dated payload files); refused before anything is archived if one is undated, or
+        if `published_at` is given for more than one file."""
+        from feedledger.api.archive import payload_files
+
+        return payload_files(self._ctx, self.name, paths, published_at=published_at)
 
     def archive_list(
         self, *, start: When | None = None, end: date | datetime | None = None

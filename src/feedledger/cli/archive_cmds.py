@@ -1,31 +1,30 @@
-"""`feedledger archive add|list|reindex` (pipeline modules are imported by each command)."""
+"""`feedledger archive add|list|reindex` over the public API (its archive and pipeline
+modules are imported by each call)."""
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import typer
 
+from feedledger.cli.app import archive_app
 from feedledger.cli.common import (
     JSON_OPT,
-    context,
     emit_json,
     err,
-    guarded,
-    guess_type,
+    instant,
+    ledger,
+    opt_instant,
     out,
-    read_payload_file,
     table,
     when,
 )
 from feedledger.model.errors import ConfigError
-from feedledger.model.timeutil import iso
-
-app = typer.Typer(help="The content-addressed payload archive.", no_args_is_help=True)
+from feedledger.model.timeutil import to_us, zone
 
 
-@app.command("add")
-@guarded
+@archive_app.command("add")
 def add(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -46,37 +45,27 @@ def add(
     """Archive FILEs (write-once, sha256-addressed, fsynced, with a sidecar) without
     applying them; a folder adds its dated payload files. Archiving identical bytes twice
     is a no-op. JSON: one object for one FILE, else a list of them."""
-    from feedledger.pipeline.archiving import archive_add, expand_files
-
     results = []
-    with context(ctx) as c:
-        batch = expand_files(c, source, files, published_at=published_at)
+    with ledger(ctx) as led:
+        src = led.source(source)
+        batch = src.payload_files(list(files), published_at=published_at)
         for path in batch.skipped:
             err.print(f"skipped (no date in its name): {path}")
         for file in batch.files:
-            ref, created = archive_add(
-                c,
-                source,
-                read_payload_file(file),
-                published_at=published_at,
-                original_name=file.name,
-                content_type=guess_type(file),
-                allow_future=allow_future,
-            )
-            results.append({**ref.to_json(), "created": created})
+            payload = src.archive_add(file, published_at=published_at, allow_future=allow_future)
+            results.append(payload.to_json())
             if not json_out:
-                verb = "archived" if created else "already archived (no-op)"
+                verb = "archived" if payload.created else "already archived (no-op)"
                 out.print(
-                    f"{source}: {verb} {ref.payload_id} sha256 {ref.sha256[:12]}… "
-                    f"published {iso(ref.published_at)}"
+                    f"{source}: {verb} {payload.payload_id} sha256 {payload.sha256[:12]}… "
+                    f"published {payload.published_at.isoformat()}"
                 )
     if json_out:
         single = len(files) == 1 and not files[0].is_dir()
         emit_json(results[0] if single else results)
 
 
-@app.command("list")
-@guarded
+@archive_app.command("list")
 def list_(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -91,24 +80,21 @@ def list_(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Archived payloads of a source in publisher order (--rejected: refused ones)."""
-    from feedledger.pipeline import query
-
     if rejected:
         if start is not None or end is not None:
             raise ConfigError("--from/--to do not apply to --rejected", source=source)
         _list_rejected(ctx, source, json_out)
         return
-    with context(ctx) as c:
-        src = c.workspace.source(source)
-        lo = query.instant(src, start, "--from")
-        if lo is not None and end is not None:
-            hi_check = query.instant_end(src, end, "--to")
-            if hi_check is not None and hi_check < lo:
-                raise ConfigError(f"--from {start} is after --to {end}", source=source)
-        hi = query.instant_end(src, end, "--to")
-        refs = c.store.list_payloads(source, lo, hi)
+    with ledger(ctx) as led:
+        src = led.source(source)
+        tz = src.config.timezone
+        lo = opt_instant(start, tz, "--from")
+        hi = _end(end, tz)
+        if lo is not None and hi is not None and _last_us(hi, tz) < to_us(lo):
+            raise ConfigError(f"--from {start} is after --to {end}", source=source)
+        refs = src.archive_list(start=lo, end=hi)
     if json_out:
-        emit_json(refs)
+        emit_json([r.to_json() for r in refs])
         return
     table(
         f"archive of {source}",
@@ -120,11 +106,28 @@ def list_(
     )
 
 
+def _end(text: str | None, tz: str) -> date | datetime | None:
+    """`--to`: a bare date includes its whole day; a timestamp is that instant."""
+    if text is None:
+        return None
+    value = instant(text, tz, "--to")
+    return value.astimezone(zone(tz)).date() if len(text.strip()) == 10 else value
+
+
+def _last_us(end: date | datetime, tz: str) -> int:
+    """The last microsecond `end` includes (a date: the end of its day in `tz`)."""
+    if isinstance(end, datetime):
+        return to_us(end)
+    from feedledger.model.cadence import day_start_us
+
+    return day_start_us(end + timedelta(days=1), tz) - 1
+
+
 def _list_rejected(ctx: typer.Context, source: str, json_out: bool) -> None:
     """Refused payloads, read from the archive alone (the source need not be declared:
     bytes sent under a mistyped name are listed under that name)."""
-    with context(ctx) as c:  # the archive only: the store is not opened
-        items = c.archive.rejected(source)
+    with ledger(ctx) as led:  # the archive only: the store is not opened
+        items = led.rejected_payloads(source)
     if json_out:
         emit_json([item.to_json() for item in items])
         return
@@ -138,16 +141,13 @@ def _list_rejected(ctx: typer.Context, source: str, json_out: bool) -> None:
     )
 
 
-@app.command("reindex")
-@guarded
+@archive_app.command("reindex")
 def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Rebuild the payload index in the store from the archive alone (folder or bucket)."""
-    from feedledger.pipeline.archiving import reindex
-
-    with context(ctx) as c:
-        result = reindex(c)
+    with ledger(ctx) as led:
+        result = led.reindex_archive()
     if json_out:
-        emit_json(result)
+        emit_json(result.to_json())
     else:
         out.print(
             f"scanned {result.scanned} sidecars: {result.added} added, "
