@@ -29,8 +29,11 @@ if TYPE_CHECKING:
     from feedledger.api.archive import Reindexed, Rejected
     from feedledger.api.destination import Destination, DestinationLag, Manifest
     from feedledger.api.notify import Notifications
+    from feedledger.api.reports import NothingToDo, WindowRun
     from feedledger.api.results import Ingested
+    from feedledger.api.review import ReviewDecision
     from feedledger.api.source import Source
+    from feedledger.api.windows import OnPlan, OnProgress, OnReplayPlan
 
 
 class Ledger:
@@ -118,6 +121,57 @@ class Ledger:
             allow_future=allow_future,
         )
 
+    def backfill(
+        self,
+        source: str | list[str],
+        start: date | str,
+        end: date | str,
+        *,
+        notify: bool = False,
+        fetch: bool = True,
+        allow_mass_delete: bool = False,
+        on_plan: OnPlan | None = None,
+        progress: OnProgress | None = None,
+    ) -> WindowRun | NothingToDo:
+        """`source(name).backfill(...)` by name, as the CLI's `backfill` takes it: ONE
+        source (several are refused with the reason), bounds as dates or text."""
+        from feedledger.api.windows import run_backfill
+
+        return run_backfill(
+            self.context,
+            source,
+            start,
+            end,
+            notify=notify,
+            fetch=fetch,
+            allow_mass_delete=allow_mass_delete,
+            on_plan=on_plan,
+            progress=progress,
+        )
+
+    def replay(
+        self,
+        source: str | list[str],
+        start: date | str,
+        *,
+        notify: bool = False,
+        allow_mass_delete: bool = False,
+        on_plan: OnReplayPlan | None = None,
+        progress: OnProgress | None = None,
+    ) -> WindowRun | NothingToDo:
+        """`source(name).replay(...)` by name, as the CLI's `replay` takes it."""
+        from feedledger.api.windows import run_replay
+
+        return run_replay(
+            self.context,
+            source,
+            start,
+            notify=notify,
+            allow_mass_delete=allow_mass_delete,
+            on_plan=on_plan,
+            progress=progress,
+        )
+
     # -- archive ------------------------------------------------------------------------
     def rejected_payloads(self, source: str) -> list[Rejected]:
         """Refused payloads of `source` kept for inspection (`archive list --rejected`;
@@ -164,6 +218,15 @@ class Ledger:
 
         run = self.resolve_run(run_id)
         return Retraction.of(retract_run(self.context, run, cascade=cascade))
+
+    def review(
+        self, run_id: str, *, release: bool = False, retract: bool = False
+    ) -> ReviewDecision:
+        """Decide on a live run held for review: `release` its notifications, or
+        `retract` it (exactly one)."""
+        from feedledger.api.review import review
+
+        return review(self.context, run_id, release=release, retract=retract)
 
     # -- watching -----------------------------------------------------------------------
     def health(

@@ -102,6 +102,10 @@ class WindowRun(_Raw):
     resumed: int
     summary: str
     _raw: Any = field(repr=False, compare=False)
+    fetched: int = 0  # payloads archived first by this call (backfill)
+    retracted_payloads: int = 0  # replay: retracted first
+    retracted_versions: int = 0
+    notify: bool = False  # per-payload notifications queued (else one summary only)
 
     @classmethod
     def of(cls, r: Any) -> WindowRun:
@@ -117,6 +121,10 @@ class WindowRun(_Raw):
             r.resumed,
             r.summary,
             r,
+            fetched=len(r.fetched),
+            retracted_payloads=r.retracted_payloads,
+            retracted_versions=r.retracted_versions,
+            notify=r.notify,
         )
 
 
@@ -128,6 +136,7 @@ class NothingToDo(_Raw):
     reason: str
     kind: RunKind | None = None
     _raw: Any = field(default=None, repr=False, compare=False)
+    hint: str | None = None  # e.g. late payloads a replay would fold in
 
 
 @dataclass(frozen=True)

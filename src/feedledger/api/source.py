@@ -23,10 +23,17 @@ from feedledger.api.reports import (
     WindowRun,
 )
 from feedledger.api.results import AsOf, Gap, Ingested, SnapshotGap, Version, Watermark
-from feedledger.api.times import When, day, instant_us, opt_instant_us
+from feedledger.api.times import When, instant_us, opt_instant_us
+from feedledger.api.windows import (
+    OnPlan,
+    OnProgress,
+    OnReplayPlan,
+    day_arg,
+    run_backfill,
+    run_replay,
+)
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, now_us
-from feedledger.model.types import RunKind
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,14 +117,6 @@ def check_export(format: str, output: str | os.PathLike[str] | None) -> None:
         snapshot_export.check_output(Path(output))
 
 
-def _window(result: Any) -> WindowRun | NothingToDo:
-    from feedledger.pipeline.runreport import NothingToDo as Nothing
-
-    if isinstance(result, Nothing):
-        return NothingToDo(result.source, result.reason, RunKind(result.kind), result)
-    return WindowRun.of(result)
-
-
 class Source:
     def __init__(self, ledger: Ledger, config: SourceConfig) -> None:
         self.ledger = ledger
@@ -195,55 +194,58 @@ class Source:
 
     def backfill(
         self,
-        start: When,
-        end: When,
+        start: When | str,
+        end: When | str,
         *,
         notify: bool = False,
         fetch: bool = True,
         allow_mass_delete: bool = False,
+        on_plan: OnPlan | None = None,
+        progress: OnProgress | None = None,
     ) -> WindowRun | NothingToDo:
         """Apply every archived payload of [start, end] after the watermark, oldest
-        first, each at its own publisher date, as ONE run (gaps for missing days)."""
-        from feedledger.pipeline.backfill import backfill
-
-        tz = self.config.timezone
-        return _window(
-            backfill(
-                self._ctx,
-                self.name,
-                day(start, tz, "start"),
-                day(end, tz, "end"),
-                notify=notify,
-                fetch=fetch,
-                allow_mass_delete=allow_mass_delete,
-            )
+        first, each at its own publisher date, as ONE run (gaps for missing days).
+        `on_plan` hears the window's assessment first; `progress` each payload applied."""
+        return run_backfill(
+            self._ctx,
+            self.name,
+            start,
+            end,
+            notify=notify,
+            fetch=fetch,
+            allow_mass_delete=allow_mass_delete,
+            on_plan=on_plan,
+            progress=progress,
         )
 
     def replay(
-        self, start: When, *, notify: bool = False, allow_mass_delete: bool = False
+        self,
+        start: When | str,
+        *,
+        notify: bool = False,
+        allow_mass_delete: bool = False,
+        on_plan: OnReplayPlan | None = None,
+        progress: OnProgress | None = None,
     ) -> WindowRun | NothingToDo:
-        """Retract the versions valid from `start` on and re-apply the archive from it."""
-        from feedledger.pipeline.backfill import replay
-
-        return _window(
-            replay(
-                self._ctx,
-                self.name,
-                day(start, self.config.timezone, "start"),
-                notify=notify,
-                allow_mass_delete=allow_mass_delete,
-            )
+        """Retract the versions valid from `start` on and re-apply the archive from it.
+        `on_plan` hears the payloads to apply and the days without one first."""
+        return run_replay(
+            self._ctx,
+            self.name,
+            start,
+            notify=notify,
+            allow_mass_delete=allow_mass_delete,
+            on_plan=on_plan,
+            progress=progress,
         )
 
-    def assess(self, start: When, end: When, *, fetch: bool = True) -> Assessment:
+    def assess(self, start: When | str, end: When | str, *, fetch: bool = True) -> Assessment:
         """What a backfill of [start, end] would apply, and what is missing."""
         from feedledger.pipeline.assess import assess
 
-        tz = self.config.timezone
-        plan = assess(
-            self._ctx, self.name, day(start, tz, "start"), day(end, tz, "end"), fetch=fetch
-        )
-        return Assessment.of(plan)
+        lo = day_arg(self._ctx, self.name, start, "start")
+        hi = day_arg(self._ctx, self.name, end, "end")
+        return Assessment.of(assess(self._ctx, self.name, lo, hi, fetch=fetch))
 
     # -- queries ------------------------------------------------------------------------
     def history(
@@ -381,13 +383,14 @@ class Source:
         )
         return [Gap.of(g) for g in found]
 
-    def add_gap(self, start: When, end: When, reason: str) -> Gap:
-        """Record that the source was not observed from `start` to `end` (days, inclusive)."""
+    def add_gap(self, start: When | str, end: When | str, reason: str) -> Gap:
+        """Record that the source was not observed from `start` to `end` (days, inclusive;
+        text as the CLI takes it too)."""
         from feedledger.pipeline.manual import add_gap
 
-        tz = self.config.timezone
-        gap = add_gap(self._ctx, self.name, day(start, tz, "start"), day(end, tz, "end"), reason)
-        return Gap.of(gap)
+        lo = day_arg(self._ctx, self.name, start, "start")
+        hi = day_arg(self._ctx, self.name, end, "end")
+        return Gap.of(add_gap(self._ctx, self.name, lo, hi, reason))
 
     def watermark(self) -> Watermark:
         from feedledger.api.times import opt_dt

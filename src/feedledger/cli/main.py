@@ -40,6 +40,7 @@ COMMAND_MODULES = (
     "ledger_cmds",
     "entity_cmds",
     "recovery_cmds",
+    "gap_cmds",
     "scheduler_cmds",
     "sync_cmds",
     "demo_cmd",
