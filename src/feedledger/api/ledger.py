@@ -67,8 +67,11 @@ class Ledger:
 
         return Source(self, self.workspace.source(name))
 
-    def sources(self) -> list[SourceConfig]:
-        """The declared sources, by name."""
+    def sources(self, *, by_name: bool = True) -> list[SourceConfig]:
+        """The declared sources, by name (`by_name=False`: in declaration order, as
+        `source list` shows them)."""
+        if not by_name:
+            return list(self.workspace.sources.values())
         return [self.workspace.sources[n] for n in sorted(self.workspace.sources)]
 
     def add_source(self, name: str, *, replace: bool = False, **declaration: Any) -> Source:
@@ -382,11 +385,9 @@ def open_config(
 ) -> Ledger:
     """Open the workspace of a feedledger.toml as the CLI's `--config` names it (None:
     ./feedledger.toml or $FEEDLEDGER_CONFIG). `leave_wal`: see `Ledger`."""
-    from feedledger.timing import stage
+    from feedledger.api.workspace import load_workspace
 
-    with stage("config"):
-        ws = Workspace.load(Path(config) if config is not None else None)
-    return Ledger(ws, leave_wal=leave_wal)
+    return Ledger(load_workspace(config), leave_wal=leave_wal)
 
 
 def init(
@@ -398,25 +399,9 @@ def init(
 ) -> Ledger:
     """Create a workspace (the CLI's `feedledger init`): feedledger.toml, the store
     (schema by Alembic) and the archive folder (or check that the bucket answers)."""
-    from feedledger.archive import open_archive
-    from feedledger.ledger import engine as eng
-    from feedledger.model.errors import FeedledgerError
+    from feedledger.api.workspace import create
 
-    root = Path(path).resolve()
-    if store:
-        probe = eng.make_engine(store)
-        eng.check_reachable(probe, store)
-        probe.dispose()
-    ws = Workspace.create(
-        root, store_url=store, archive=archive, archive_endpoint_url=archive_endpoint_url
+    ws, _created = create(
+        path, store=store, archive=archive, archive_endpoint_url=archive_endpoint_url
     )
-    try:
-        open_archive(ws.archive_location, endpoint_url=ws.archive_endpoint_url).prepare()
-        engine = eng.make_engine(ws.store_url)
-        eng.check_reachable(engine, ws.store_url)
-        eng.upgrade(engine)
-        engine.dispose()
-    except FeedledgerError:
-        ws.config_path.unlink(missing_ok=True)
-        raise
     return Ledger(ws)
