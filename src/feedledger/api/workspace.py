@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from feedledger.config import Workspace
+from feedledger.config import Workspace as Workspace  # the configuration type, public here
 from feedledger.model.source import SourceConfig
 
 

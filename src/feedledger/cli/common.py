@@ -1,35 +1,33 @@
-"""Shared CLI plumbing: workspace/context from the global options, JSON and Rich output,
-and turning FeedledgerError into one clear line on stderr with a distinct exit code."""
+"""Shared CLI plumbing: the ledger (public API) from the global options, times typed on
+the command line, JSON and Rich output, and the error boundary's rendering of a
+FeedledgerError as one clear line on stderr with a distinct exit code."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from feedledger.config import Workspace
-from feedledger.model.errors import FeedledgerError, NotFoundError, StoreUnavailableError
+from feedledger.model.errors import FeedledgerError
 from feedledger.model.jsonout import RawJSON, dumps
 
 if TYPE_CHECKING:
     from feedledger.api.ledger import Ledger
-    from feedledger.context import Context
+    from feedledger.api.workspace import Workspace
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal and "COLUMNS" not in os.environ:
     out.width = 160  # piped output: do not squeeze tables into 80 columns
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-T = TypeVar("T")
 
 # Set by the console entry point (cli.main.main), whose process ends right after the
 # command: an SQLite store then leaves its write-ahead log for the next writer to
@@ -46,10 +44,10 @@ def config_path(ctx: typer.Context) -> Path | None:
 
 
 def workspace(ctx: typer.Context) -> Workspace:
-    from feedledger.timing import stage
+    """The workspace's configuration (the scheduler face runs on it)."""
+    from feedledger.api.workspace import load_workspace
 
-    with stage("config"):
-        return Workspace.load(config_path(ctx))
+    return load_workspace(config_path(ctx))
 
 
 @contextmanager
@@ -70,40 +68,6 @@ def instant(text: str, tz: str, what: str) -> datetime:
 
 def opt_instant(text: str | None, tz: str, what: str) -> datetime | None:
     return None if text is None else instant(text, tz, what)
-
-
-@contextmanager
-def context(ctx: typer.Context) -> Iterator[Context]:
-    from feedledger.context import Context
-
-    with Context(workspace(ctx), leave_wal=LEAVE_WAL) as c:
-        yield c
-
-
-@contextmanager
-def open_ledger(ctx: typer.Context) -> Iterator[Ledger]:
-    """The workspace of the global options (`--config`) as the public API's Ledger."""
-    from feedledger.api.ledger import Ledger
-
-    with Ledger(workspace(ctx)) as led:
-        led.context.leave_wal = LEAVE_WAL
-        yield led
-
-
-def read_payload_file(path: Path) -> bytes:
-    """The bytes of a payload file named on the command line (clear error if unreadable)."""
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise NotFoundError(f"cannot read {path}: {exc.strerror}") from None
-
-
-def guess_type(path: Path) -> str | None:
-    """Content type recorded in the archive sidecar for a local file (by its name)."""
-    import mimetypes
-
-    known = {".jsonl": "application/x-ndjson", ".parquet": "application/vnd.apache.parquet"}
-    return known.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0]
 
 
 def emit_json(value: Any) -> None:
@@ -175,38 +139,10 @@ def handle_error(exc: Exception) -> None:
     if isinstance(exc, FeedledgerError):
         fail(exc)
     _fail_on_environment(exc)
-    # SQLAlchemy is imported only by commands that use the store
-    sa_exc = sys.modules.get("sqlalchemy.exc")
-    if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
-        return
     if os.environ.get("FEEDLEDGER_DEBUG"):
         return
-    reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-    from feedledger.ledger.engine import lost_connection
+    from feedledger.api.errors import store_failure
 
-    lost = lost_connection(exc, "(see feedledger.toml [store])")
-    if lost is not None:
-        fail(lost)
-    fail(
-        StoreUnavailableError(
-            f"the store refused a statement: {reason}",
-            hint="is its schema from this feedledger version? `feedledger db current`; "
-            "set FEEDLEDGER_DEBUG=1 for the traceback",
-        )
-    )
-
-
-def guarded(fn: Callable[..., T]) -> Callable[..., T]:
-    """Decorator (transitional, issue 14: cli/app.py's root group is the boundary now):
-    FeedledgerError -> one line on stderr + exit code."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            handle_error(exc)
-            raise
-
-    return wrapper
+    failure = store_failure(exc)
+    if failure is not None:
+        fail(failure)
