@@ -273,7 +273,7 @@ def snapshot_cmd(
 ) -> None:
     """Write the whole source as it stood at --valid (streaming); CSV columns in the
     source's field order. Inside a gap it warns on stderr (`--strict`: refuses)."""
-    from feedledger.api.source import check_export
+    from feedledger.api.source_queries import check_export
 
     check_export(fmt, output)
     with ledger(ctx) as led:
