@@ -277,9 +277,7 @@ def open(
     return Ledger(ws)
 
 
-def open_config(
-    config: str | os.PathLike[str] | None = None, *, leave_wal: bool = False
-) -> Ledger:
+def open_config(config: str | os.PathLike[str] | None = None, *, leave_wal: bool = False) -> Ledger:
     """Open the workspace of a feedledger.toml as the CLI's `--config` names it (None:
     ./feedledger.toml or $FEEDLEDGER_CONFIG). `leave_wal`: see `Ledger`."""
     from feedledger.api.workspace import load_workspace
