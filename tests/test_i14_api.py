@@ -73,6 +73,10 @@ def test_ingest_history_asof_changes_retract(led: fl.Ledger) -> None:
     r1 = src.ingest(_csv(("0714-22-1", "R-1"), ("0714-22-2", "A")), published_at=date(2026, 8, 1))
     assert r1.status is fl.IngestStatus.APPLIED
     assert (r1.counts.added, r1.counts.changed, r1.counts.deleted) == (2, 0, 0)
+    assert r1.counts.by_change == {
+        fl.ChangeKind.ADDED: 2, fl.ChangeKind.CHANGED: 0, fl.ChangeKind.DELETED: 0
+    }  # fmt: skip
+    assert r1.counts.held_back == {fl.Outcome.SUPERSEDED: 0, fl.Outcome.UNRESOLVED: 0}
     assert r1.published_at == datetime(2026, 8, 1, 6, tzinfo=UTC)  # 00:00 in Denver
     again = src.ingest(
         _csv(("0714-22-1", "R-1"), ("0714-22-2", "A")), published_at=date(2026, 8, 1)
@@ -105,6 +109,7 @@ def test_ingest_history_asof_changes_retract(led: fl.Ledger) -> None:
     ]
     runs = led.runs("larimer")
     assert [(r.kind, r.status) for r in runs] == [(fl.RunKind.LIVE, fl.RunStatus.SUCCEEDED)] * 2
+    assert [r.resumed for r in runs] == [[], []]
 
     with pytest.raises(fl.RetractConflictError):
         led.retract(r1.run_id)
@@ -175,6 +180,10 @@ def test_backfill_gaps_snapshot_freeze_health_verify(led: fl.Ledger) -> None:
     assert health[0].to_json()["status"] == "ok"
     checked = src.verify()
     assert checked.ok and checked.to_json()["ok"] is True
+    assert [(type(c), c.name, c.ok) for c in checked.checks] == [
+        (fl.Check, "store_state", True), (fl.Check, "cache", True)
+    ]  # fmt: skip
+    assert checked.checks[0].rows == checked.entities and checked.checks[0].missing == []
 
     replayed = src.replay(date(2026, 8, 4))
     assert isinstance(replayed, fl.WindowRun) and replayed.kind is fl.RunKind.REPLAY
@@ -207,16 +216,25 @@ def test_destination_live_sync_rebuild_and_reconcile(led: fl.Ledger, tmp_path: P
     with pytest.raises(fl.NotFoundError):
         led.destination("nowhere")
     manifest = dest.create_manifest("X-18")
-    assert manifest["population"] == 2
+    assert isinstance(manifest, fl.Manifest) and manifest.population == 2
+    assert manifest.to_json()["population"] == 2
     rebuilt = dest.rebuild("X-18")
     assert rebuilt.outcomes[fl.Outcome.ACCEPTED] == 2 and rebuilt.to_json()["manifest"] == "X-18"
     src.ingest(_csv(("0714-22-1", "MU-2"), ("0714-22-2", "A")), published_at=date(2026, 8, 2))
     live = led.destination("search").sync_live(once=True)
-    assert live.status == "up_to_date" and live.outcomes[fl.Outcome.ACCEPTED] == 1
+    assert live.status is fl.SyncStatus.UP_TO_DATE and live.outcomes[fl.Outcome.ACCEPTED] == 1
+    assert rebuilt.status is fl.SyncStatus.FINISHED
+    assert all(isinstance(k, fl.Outcome) for k in [*live.outcomes, *rebuilt.outcomes])
     assert live.to_json()["destination"] == "search"
     checked = led.destination("search").reconcile("X-18")
     assert checked.population == 2 and checked.to_json()["manifest"] == "X-18"
-    assert dest.explain("0714-22-1")["key"] is not None
+    assert all(isinstance(k, fl.Outcome) for k in checked.outcomes)
+    why = dest.explain("0714-22-1")
+    assert isinstance(why, fl.Explanation) and why.key is not None
+    assert why.to_json()["key"] == why.key and why.held is not None and not why.held.deleted
+    assert why.last is not None and why.last.verdict is fl.Outcome.ACCEPTED
+    assert [v.scope for v in why.verdicts] == ["live", "manifest"]
+    assert why.verdicts[1].manifest == "X-18" and why.verdicts[1].at is not None
 
 
 def test_to_json_is_the_cli_json(cli: Any, tmp_path: Path) -> None:
@@ -261,3 +279,17 @@ def test_to_json_is_the_cli_json(cli: Any, tmp_path: Path) -> None:
         frozen = src.freeze(reason="x")
         assert _as_json(frozen) == {**cli.json("freeze", "larimer"), "changed": True}
         assert _as_json(src.thaw()) == {"source": "larimer", "frozen": False, "changed": True}
+
+
+def test_verify_text_renders_typed_checks(cli: Any, tmp_path: Path) -> None:
+    """`verify` (text) reads the typed `Check`s: one line per check, as before."""
+    cli("source", "add", "larimer", "--key", "parcel_id", "--timezone", "America/Denver")
+    one = tmp_path / "larimer_2026-08-01.csv"
+    one.write_bytes(_csv(("0714-22-1", "R-1"), ("0714-22-2", "A")))
+    cli("ingest", "larimer", str(one))
+    lines = cli("verify", "larimer").stdout.splitlines()
+    assert [line.split(" (")[0] for line in lines if ": " in line] == [
+        "store_state: ok",
+        "cache: ok",
+    ]
+    assert "(2 rows; missing 0, extra 0, different 0)" in lines[0]

@@ -7,10 +7,12 @@
 See docs/api.md. Everything not in `__all__` is private by convention."""
 
 from feedledger.api.destination import Destination, DestinationLag, Manifest
+from feedledger.api.explain import ExplainVerdict, Explanation, HeldRow, Incoming
 from feedledger.api.ledger import Ledger, init, open
 from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
 from feedledger.api.reports import (
     Assessment,
+    Check,
     FreezeState,
     NothingToDo,
     NotModified,
@@ -24,7 +26,17 @@ from feedledger.api.reports import (
     Verification,
     WindowRun,
 )
-from feedledger.api.results import AsOf, Change, Counts, Gap, Ingested, Run, Version, Watermark
+from feedledger.api.results import (
+    AsOf,
+    Change,
+    Counts,
+    Gap,
+    Ingested,
+    Resumption,
+    Run,
+    Version,
+    Watermark,
+)
 from feedledger.api.source import Source
 from feedledger.model.errors import (
     AmbiguousPayloadError,
@@ -51,6 +63,7 @@ from feedledger.model.types import (
     Presence,
     RunKind,
     RunStatus,
+    SyncStatus,
 )
 
 __version__ = "0.1.0"
@@ -63,6 +76,7 @@ __all__ = [
     "BadPayloadError",
     "Change",
     "ChangeKind",
+    "Check",
     "ConfigError",
     "Correction",
     "Counts",
@@ -71,10 +85,14 @@ __all__ = [
     "Destination",
     "DestinationLag",
     "Dispatched",
+    "ExplainVerdict",
+    "Explanation",
     "FeedledgerError",
     "FreezeState",
     "Gap",
     "HealthStatus",
+    "HeldRow",
+    "Incoming",
     "IngestStatus",
     "Ingested",
     "LeaseHeldError",
@@ -90,6 +108,7 @@ __all__ = [
     "Presence",
     "Reconciliation",
     "Recovered",
+    "Resumption",
     "RetractConflictError",
     "Retraction",
     "Run",
@@ -105,6 +124,7 @@ __all__ = [
     "StoreUnavailableError",
     "Subscriber",
     "SyncReport",
+    "SyncStatus",
     "Verification",
     "Version",
     "Watermark",

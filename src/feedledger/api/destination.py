@@ -14,6 +14,7 @@ from feedledger.api.reports import Reconciliation, SyncReport, _Raw
 from feedledger.model.timeutil import from_us
 
 if TYPE_CHECKING:
+    from feedledger.api.explain import Explanation
     from feedledger.api.ledger import Ledger
     from feedledger.model.destination import Destination as Declared
 
@@ -48,16 +49,13 @@ class Destination:
 
     def create_manifest(
         self, name: str, *, generation: str | None = None, keys_from: Path | None = None
-    ) -> dict[str, Any]:
+    ) -> Manifest:
         """Freeze the keys live now (or those of `keys_from`), the source boundary and the
-        generation under `name` (the JSON of `manifest create`)."""
-        from feedledger.api.results import plain
-        from feedledger.sync.reconcile import create_manifest
-
-        man = create_manifest(
-            self.ledger.context, name, self.source, generation=generation, keys_from=keys_from
+        generation under `name` (`Ledger.create_manifest` for this destination's source;
+        `to_json()` is the JSON of `manifest create`)."""
+        return self.ledger.create_manifest(
+            name, source=self.source, generation=generation, keys_from=keys_from
         )
-        return plain(man)  # type: ignore[no-any-return]
 
     def rebuild(
         self,
@@ -96,11 +94,13 @@ class Destination:
 
         return Reconciliation.of(reconcile(self.ledger.context, self.name, manifest))
 
-    def explain(self, key: str) -> dict[str, Any]:
-        """Why a key is what it is in the destination (the JSON of `sync-explain`)."""
+    def explain(self, key: str) -> Explanation:
+        """Why a key is what it is in the destination: the row held and each route's
+        latest verdict (`to_json()` is the JSON of `sync-explain`)."""
+        from feedledger.api.explain import Explanation
         from feedledger.sync.destinations import explain
 
-        return explain(self.ledger.context, self.name, key)
+        return Explanation.of(explain(self.ledger.context, self.name, key))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 from feedledger.api.results import plain
 from feedledger.api.times import opt_dt
 from feedledger.model.timeutil import from_us
-from feedledger.model.types import HealthStatus, RunKind
+from feedledger.model.types import HealthStatus, Outcome, RunKind, SyncStatus
 
 
 class _Raw:
@@ -268,6 +268,26 @@ class Assessment(_Raw):
 
 
 @dataclass(frozen=True)
+class Check:
+    """One `verify` comparison (`store_state` or `cache`) against the state recomputed
+    from history: rows found, and the first keys missing, extra or different."""
+
+    name: str
+    rows: int
+    missing: list[Any]
+    extra: list[Any]
+    different: list[Any]
+    ok: bool
+
+    @classmethod
+    def of(cls, c: dict[str, Any]) -> Check:
+        return cls(
+            c["name"], c["rows"], list(c["missing"]), list(c["extra"]), list(c["different"]),
+            c["ok"],
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Verification:
     """`verify`: the diff state (store read and local cache) against history."""
 
@@ -275,25 +295,37 @@ class Verification:
     ok: bool
     entities: int
     live: int
-    checks: list[dict[str, Any]]
+    checks: list[Check]
     _raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> Verification:
+        checks = [Check.of(c) for c in r["checks"]]
+        return cls(r["source"], r["ok"], r["entities"], r["live"], checks, r)
 
     def to_json(self) -> dict[str, Any]:
         return plain(self._raw)  # type: ignore[no-any-return]
+
+
+def _outcomes(counts: dict[str, int]) -> dict[Outcome, int]:
+    return {Outcome(k): int(v) for k, v in counts.items()}
 
 
 @dataclass(frozen=True)
 class SyncReport(_Raw):
     destination: str
     manifest: str | None
-    status: str  # finished | up_to_date | stopped
-    outcomes: dict[str, int]  # per Outcome value
+    status: SyncStatus
+    outcomes: dict[Outcome, int]  # the guard's verdicts
     live_written: int
     _raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, r: Any) -> SyncReport:
-        return cls(r.destination, r.manifest, r.status, dict(r.outcomes), r.live_written, r)
+        return cls(
+            r.destination, r.manifest, SyncStatus(r.status), _outcomes(r.outcomes),
+            r.live_written, r,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -302,9 +334,9 @@ class Reconciliation(_Raw):
     manifest: str
     complete: bool
     population: int
-    outcomes: dict[str, int]
+    outcomes: dict[Outcome, int]
     _raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, r: Any) -> Reconciliation:
-        return cls(r.destination, r.manifest, r.complete, r.population, dict(r.outcomes), r)
+        return cls(r.destination, r.manifest, r.complete, r.population, _outcomes(r.outcomes), r)

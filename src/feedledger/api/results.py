@@ -8,6 +8,7 @@ record's JSON: exactly what the CLI's `--json` prints for the same command (READ
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -51,9 +52,21 @@ class Counts:
     live_before: int = 0
 
     @classmethod
-    def of(cls, counts: dict[str, int]) -> Counts:
+    def of(cls, counts: Mapping[str, int]) -> Counts:
+        """From the diff's tally, keyed by `ChangeKind` / `Outcome` values and the
+        `unchanged`, `observations` and `live_before` totals."""
         names = cls.__dataclass_fields__
-        return cls(**{k: int(v) for k, v in counts.items() if k in names})
+        return cls(**{str(k): int(v) for k, v in counts.items() if k in names})
+
+    @property
+    def by_change(self) -> dict[ChangeKind, int]:
+        """The changes by kind (`ChangeKind` keys)."""
+        return {kind: getattr(self, kind.value) for kind in ChangeKind}
+
+    @property
+    def held_back(self) -> dict[Outcome, int]:
+        """The records not applied, by verdict (`Outcome.SUPERSEDED`, `.UNRESOLVED`)."""
+        return {o: getattr(self, o.value) for o in (Outcome.SUPERSEDED, Outcome.UNRESOLVED)}
 
 
 @dataclass(frozen=True)
@@ -230,6 +243,24 @@ class Watermark:
 
 
 @dataclass(frozen=True)
+class Resumption:
+    """An unfinished run taken up again: the status and error it was left with, when it
+    stopped (None: not recorded) and when it was resumed."""
+
+    status: RunStatus
+    error: str | None
+    interrupted_at: datetime | None
+    resumed_at: datetime
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> Resumption:
+        return cls(
+            RunStatus(r["status"]), r["error"], opt_dt(r["interrupted_at"]),
+            from_us(r["resumed_at"]),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Run:
     run_id: str
     source: str
@@ -241,12 +272,11 @@ class Run:
     changes: int
     parent_run_id: str | None
     error: str | None
-    resumed: list[dict[str, Any]]  # each interruption and its resumption (JSON form)
+    resumed: list[Resumption]  # each interruption and its resumption, oldest first
     _raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, r: Any) -> Run:
-        data = r.to_json()
         return cls(
             run_id=r.run_id,
             source=r.source,
@@ -258,7 +288,7 @@ class Run:
             changes=r.changes,
             parent_run_id=r.parent_run_id,
             error=r.error,
-            resumed=data["resumed"],
+            resumed=[Resumption.of(x) for x in r.resumed],
             _raw=r,
         )
 

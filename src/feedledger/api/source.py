@@ -216,8 +216,7 @@ class Source(SourceQueries):
     def verify(self) -> Verification:
         from feedledger.pipeline.verify import verify
 
-        r = verify(self._ctx, self.name)
-        return Verification(r["source"], r["ok"], r["entities"], r["live"], r["checks"], r)
+        return Verification.of(verify(self._ctx, self.name))
 
     # -- freezes ------------------------------------------------------------------------
     def freeze(self, reason: str | None = None) -> FreezeState:

@@ -302,9 +302,9 @@ def verify_cmd(
     else:
         for chk in report.checks:
             out.print(
-                f"{chk['name']}: {'ok' if chk['ok'] else 'MISMATCH'} "
-                f"({chk['rows']:,} rows; missing {len(chk['missing'])}, extra "
-                f"{len(chk['extra'])}, different {len(chk['different'])})"
+                f"{chk.name}: {'ok' if chk.ok else 'MISMATCH'} "
+                f"({chk.rows:,} rows; missing {len(chk.missing)}, extra "
+                f"{len(chk.extra)}, different {len(chk.different)})"
             )
     if not report.ok:
         raise typer.Exit(1)

@@ -252,7 +252,7 @@ def sync_explain(
     verdict per route (live, each manifest rebuild) with its reason, the incoming
     revision, generation and content hash, and when. Exit 3 if nothing is known."""
     with ledger(ctx) as led:
-        data = led.destination(destination).explain(key)
+        data = led.destination(destination).explain(key).to_json()
     if json_out:
         emit_json(data)
     else:

@@ -67,3 +67,12 @@ class HealthStatus(StrEnum):
     OK = "ok"
     STALE = "stale"
     FROZEN = "frozen"
+
+
+class SyncStatus(StrEnum):
+    """How a destination sync call ended (`SyncReport.status`)."""
+
+    RUNNING = "running"  # under way (never returned by a finished call)
+    FINISHED = "finished"  # a manifest rebuild wrote its whole population
+    UP_TO_DATE = "up_to_date"  # the live route drained what was waiting
+    STOPPED = "stopped"  # the live route was asked to stop
