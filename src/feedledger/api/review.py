@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from feedledger.api.results import plain
+from feedledger.model.types import ReviewAction
 
 if TYPE_CHECKING:
     from feedledger.context import Context
@@ -19,7 +20,7 @@ class ReviewDecision:
 
     run_id: str
     source: str
-    action: str  # released | retracted
+    action: ReviewAction
     notifications: int = 0
     notifications_cancelled: int = 0
     _raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -38,7 +39,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> Review
     return ReviewDecision(
         data["run_id"],
         data["source"],
-        data["action"],
+        ReviewAction(data["action"]),
         data.get("notifications", 0),
         data.get("notifications_cancelled", 0),
         data,

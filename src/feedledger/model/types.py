@@ -76,3 +76,10 @@ class SyncStatus(StrEnum):
     FINISHED = "finished"  # a manifest rebuild wrote its whole population
     UP_TO_DATE = "up_to_date"  # the live route drained what was waiting
     STOPPED = "stopped"  # the live route was asked to stop
+
+
+class ReviewAction(StrEnum):
+    """What `review` did to a held run (`ReviewDecision.action`)."""
+
+    RELEASED = "released"  # its notifications go out
+    RETRACTED = "retracted"  # retracted; its notifications never go out
