@@ -74,8 +74,9 @@ class Ledger(LedgerOperations):
 
     def add_source(self, name: str, *, replace: bool = False, **declaration: Any) -> Source:
         """Declare a source (the options of `feedledger source add`, as keyword values of
-        `SourceConfig`: key, format, kind, timezone, cadence, fetch, revision...); written
-        to feedledger.toml, or kept in memory by a ledger opened from URLs."""
+        `SourceConfig`: key, format, kind, timezone, cadence, fetch, revision, csv_delimiter,
+        encoding...); written to feedledger.toml, or kept in memory by a ledger opened from
+        URLs."""
         from feedledger.api.source import Source
 
         src = make_source(name, **declaration)

@@ -175,6 +175,16 @@ def source_add(
         "--fetch-deadline",
         help="Give up a fetch that takes longer than this many seconds in all.",
     ),
+    csv_delimiter: str = typer.Option(
+        ",",
+        "--csv-delimiter",
+        help="CSV field separator, one character: ';', '|', or tab (`tab` or `\\t`).",
+    ),
+    encoding: str = typer.Option(
+        "utf-8",
+        "--encoding",
+        help="Text encoding of the payloads (utf-8, latin-1, cp1252, utf-16...).",
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -201,6 +211,8 @@ def source_add(
             recovery=recovery,
             max_payload_bytes=max_payload_bytes,
             fetch_deadline_s=fetch_deadline,
+            csv_delimiter=csv_delimiter,
+            encoding=encoding,
         ).config
         config = led.workspace.config_path
     _warn_fetch(src)

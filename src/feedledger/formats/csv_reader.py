@@ -31,22 +31,22 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.types import PayloadKind
 
 
-def _stray_quote(data: bytes) -> str | None:
+def _stray_quote(data: bytes, sep: str = ",") -> str | None:
     """The first header field holding a quote although it is not quoted (`i"d`), if the
     header line has one (a quote there would swallow the lines after it)."""
     end = data.find(b"\n")
     line = data[: end if end >= 0 else len(data)].rstrip(b"\r").decode("utf-8", "replace")
-    fields = line.split(",")
+    fields = line.split(sep)
     if any(f.startswith('"') for f in fields):
         return None
     return next((f for f in fields if '"' in f), None)
 
 
-def _parse_problem(data: bytes, exc: Exception) -> str:
+def _parse_problem(data: bytes, exc: Exception, sep: str = ",") -> str:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     problem = f"cannot parse CSV: {clip(first, 200)}"
-    stray = _stray_quote(data)
+    stray = _stray_quote(data, sep)
     if stray is not None:
         problem = (
             f"cannot parse CSV: header field {clip(stray)} holds a quote but is not quoted "
@@ -57,9 +57,10 @@ def _parse_problem(data: bytes, exc: Exception) -> str:
     return problem
 
 
-def _records_after_header(data: bytes) -> bool:
+def _records_after_header(data: bytes, sep: str = ",") -> bool:
     """Whether the csv module finds a non-empty record after the header (errors: yes)."""
-    reader = csv.reader(io.StringIO(data.decode("utf-8", errors="replace"), newline=""))
+    text = data.decode("utf-8", errors="replace")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     try:
         next(reader, None)
         return any(fields for fields in reader)
@@ -83,7 +84,7 @@ def _check_field_counts(data: bytes, expected: int | None, src: SourceConfig, la
     count differs from the header's (`expected`, or as the csv module reads it), with
     the csv module."""
     text = data.decode("utf-8", errors="replace")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=src.csv_delimiter)
     try:
         header = next(reader, None)
         if expected is None:
@@ -116,14 +117,15 @@ def _check_short_rows(
     texts = [lines[i + 1].rstrip(b"\r").decode("utf-8", errors="replace") for i in suspects]
     # lines without quotes: fields = separators + 1, counted in one vectorised pass
     frame = pl.DataFrame({"i": suspects, "line": texts}, schema={"i": pl.Int64, "line": pl.String})
+    sep = src.csv_delimiter
     plain = frame.filter(~pl.col("line").str.contains('"', literal=True))
-    short = plain.filter(pl.col("line").str.count_matches(",", literal=True) + 1 != expected)
+    short = plain.filter(pl.col("line").str.count_matches(sep, literal=True) + 1 != expected)
     if short.height:
         i, line = short.row(0)
-        raise _field_count_error(src, label, i + 1, line.count(",") + 1, expected)
+        raise _field_count_error(src, label, i + 1, line.count(sep) + 1, expected)
     for i, line in frame.filter(pl.col("line").str.contains('"', literal=True)).iter_rows():
         try:
-            fields = next(csv.reader([line]), [])
+            fields = next(csv.reader([line], delimiter=sep), [])
         except csv.Error as exc:
             raise fail(src, label, f"cannot parse CSV: row {i + 1}: {clip(str(exc))}") from None
         if len(fields) != expected:
@@ -138,6 +140,7 @@ def _read(data: bytes, src: SourceConfig, label: str) -> pl.DataFrame:
         return pl.read_csv(
             data,
             has_header=False,
+            separator=src.csv_delimiter,
             infer_schema=False,
             empty_string_is_null=True,
             raise_if_empty=True,
@@ -145,11 +148,11 @@ def _read(data: bytes, src: SourceConfig, label: str) -> pl.DataFrame:
     except pl.exceptions.ComputeError as exc:
         if "utf-8" in str(exc).lower() or "utf8" in str(exc).lower():
             check_utf8(data, src, label)
-        if _stray_quote(data) is None:
+        if _stray_quote(data, src.csv_delimiter) is None:
             _check_field_counts(data, None, src, label)
-        raise fail(src, label, _parse_problem(data, exc)) from None
+        raise fail(src, label, _parse_problem(data, exc, src.csv_delimiter)) from None
     except pl.exceptions.PolarsError as exc:
-        raise fail(src, label, _parse_problem(data, exc)) from None
+        raise fail(src, label, _parse_problem(data, exc, src.csv_delimiter)) from None
 
 
 def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations:
@@ -167,7 +170,7 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
     raw = table.slice(1)
     raw.columns = header
     del table
-    if not raw.height and _records_after_header(data):
+    if not raw.height and _records_after_header(data, src.csv_delimiter):
         raise fail(
             src,
             label,

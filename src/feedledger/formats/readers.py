@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import polars as pl
 
+from feedledger.formats.compressed import decode_text, decompress
 from feedledger.formats.csv_reader import read_csv_payload
 from feedledger.formats.observations import (
     BLANK_PATTERN,
@@ -31,6 +32,11 @@ def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observat
     """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input."""
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
+    if src.format != "parquet":
+        # gzip/zip by their first bytes; the declared encoding decoded to UTF-8
+        data = decode_text(decompress(data, src, label), src, label)
+        if not data or data.isspace():
+            raise fail(src, label, f"payload is empty ({len(data)} bytes once decompressed)")
     if src.format in ("csv", "jsonl"):
         _check_line_ends(data, src, label)
     if src.format == "csv":

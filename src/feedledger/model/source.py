@@ -134,6 +134,10 @@ class SourceConfig(BaseModel):
     recovery: Literal["auto", "hold"] = "auto"
     max_payload_bytes: int = Field(default=DEFAULT_MAX_PAYLOAD_BYTES, gt=0)
     fetch_deadline_s: float = Field(default=DEFAULT_FETCH_DEADLINE_S, gt=0)
+    # CSV dialect: the field separator (one character; `tab` or `\t` for a tab) and the
+    # text encoding of csv/jsonl/json payloads (decoded to UTF-8 before they are read).
+    csv_delimiter: str = ","
+    encoding: str = "utf-8"
 
     @field_validator("name")
     @classmethod
@@ -196,3 +200,44 @@ class SourceConfig(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("fetch location is empty")
         return value
+
+    @field_validator("csv_delimiter")
+    @classmethod
+    def _csv_delimiter(cls, value: str) -> str:
+        return parse_csv_delimiter(value)
+
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str) -> str:
+        return check_encoding(value)
+
+
+_DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+
+
+def parse_csv_delimiter(value: str) -> str:
+    """The one-character CSV field separator `value` names (`tab` or `\\t` for a tab);
+    a ValueError saying what is accepted otherwise."""
+    char = _DELIMITER_NAMES.get(value.lower() if len(value) > 1 else value, value)
+    if len(char) != 1 or not char.isascii() or char in ('"', "\n", "\r") or char.isalnum():
+        raise ValueError(
+            f"{value!r} must be one ASCII character other than a quote, a line break, a "
+            "letter or a digit (such as ';' or '|'), or 'tab' / '\\t' for a tab"
+        )
+    return char
+
+
+def check_encoding(value: str) -> str:
+    """`value` if Python knows it as a text encoding (utf-8, latin-1, cp1252, utf-16...);
+    a ValueError otherwise."""
+    import codecs
+
+    try:
+        info = codecs.lookup(value)
+    except LookupError:
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        raise ValueError(
+            f"{value!r} is not a known text encoding (such as utf-8, latin-1, cp1252, utf-16)"
+        )
+    return value

@@ -1,0 +1,138 @@
+"""Compressed payloads and non-UTF-8 text, undone before a reader sees the bytes.
+
+A payload is recognised as gzip (`1f 8b`) or zip (`PK\\x03\\x04`) by its first bytes,
+never by its name alone. The archive keeps the bytes as published (compressed): only
+the reader works on the decompressed form. Decompression stops as soon as the output
+passes the source's `max_payload_bytes` (a decompression bomb is refused, not read).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+
+from feedledger.formats.observations import clip, fail
+from feedledger.model.source import SourceConfig
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+_CHUNK = 1 << 20
+_IGNORED_MEMBERS = ("__MACOSX/",)  # resource forks macOS's archiver adds
+
+__all__ = ["GZIP_MAGIC", "ZIP_MAGIC", "decode_text", "decompress"]
+
+
+def _bomb(src: SourceConfig, label: str, what: str) -> Exception:
+    return fail(
+        src,
+        label,
+        f"{what} decompresses to more than this source's max_payload_bytes of "
+        f"{src.max_payload_bytes:,} bytes (a decompression bomb?); not read "
+        f"(raise max_payload_bytes in [sources.{src.name}] of feedledger.toml if it is genuine)",
+    )
+
+
+def decompress(data: bytes, src: SourceConfig, label: str) -> bytes:
+    """The payload's content: `data` itself, or what its gzip/zip wrapper holds.
+    BadPayloadError for a corrupt or truncated archive, a zip holding several files,
+    or content larger than `src.max_payload_bytes`."""
+    if data.startswith(GZIP_MAGIC):
+        return _gunzip(data, src, label)
+    if data.startswith(ZIP_MAGIC):
+        return _unzip(data, src, label)
+    return data
+
+
+def _gunzip(data: bytes, src: SourceConfig, label: str) -> bytes:
+    """Every gzip member in turn (concatenated members are one stream, as gzip reads them)."""
+    limit = src.max_payload_bytes
+    out = bytearray()
+    rest = data
+    try:
+        while rest:
+            inflater = zlib.decompressobj(wbits=31)
+            pending = rest
+            while pending and not inflater.eof:
+                out += inflater.decompress(pending, _CHUNK)
+                pending = inflater.unconsumed_tail
+                if len(out) > limit:
+                    raise _bomb(src, label, "the gzip payload")
+            if not inflater.eof:
+                raise fail(
+                    src,
+                    label,
+                    f"truncated gzip payload: the compressed stream ends early "
+                    f"({len(data):,} bytes, {len(out):,} decompressed)",
+                )
+            rest = inflater.unused_data
+            if rest and not rest.startswith(GZIP_MAGIC):
+                if rest.strip(b"\x00"):  # zero padding after the last member is tolerated
+                    raise fail(
+                        src,
+                        label,
+                        f"corrupt gzip payload: {len(rest):,} byte(s) of trailing garbage "
+                        "after the compressed stream",
+                    )
+                break
+    except zlib.error as exc:
+        raise fail(src, label, f"corrupt gzip payload: {clip(str(exc), 120)}") from None
+    return bytes(out)
+
+
+def _unzip(data: bytes, src: SourceConfig, label: str) -> bytes:
+    limit = src.max_payload_bytes
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = [
+                info
+                for info in archive.infolist()
+                if not info.is_dir() and not info.filename.startswith(_IGNORED_MEMBERS)
+            ]
+            if len(members) != 1:
+                names = [clip(m.filename, 60) for m in members[:10]]
+                more = f" and {len(members) - 10} more" if len(members) > 10 else ""
+                raise fail(
+                    src,
+                    label,
+                    f"zip payload holds {len(members)} files {names}{more}; "
+                    "a payload must be a zip of exactly one file",
+                )
+            member = members[0]
+            if member.file_size > limit:
+                raise _bomb(src, label, f"zip member {clip(member.filename, 60)!r}")
+            out = bytearray()
+            with archive.open(member) as stream:
+                while chunk := stream.read(_CHUNK):
+                    out += chunk
+                    if len(out) > limit:
+                        raise _bomb(src, label, f"zip member {clip(member.filename, 60)!r}")
+            return bytes(out)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+        raise fail(src, label, f"corrupt or truncated zip payload: {clip(str(exc), 120)}") from None
+
+
+def decode_text(data: bytes, src: SourceConfig, label: str) -> bytes:
+    """`data` as UTF-8, decoded from the source's declared `encoding` (UTF-8 is returned
+    as it is: its checks stay with the readers). A byte sequence invalid in the declared
+    encoding is a BadPayloadError naming its byte offset."""
+    encoding = src.encoding
+    if _is_utf8(encoding):
+        return data
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise fail(
+            src,
+            label,
+            f"invalid {encoding} at byte {exc.start} (line {line}): "
+            f"{data[exc.start : exc.start + 4]!r} cannot be decoded",
+        ) from None
+    return text.encode("utf-8")
+
+
+def _is_utf8(encoding: str) -> bool:
+    import codecs
+
+    return codecs.lookup(encoding).name == "utf-8"
