@@ -185,6 +185,18 @@ def source_add(
         "--encoding",
         help="Text encoding of the payloads (utf-8, latin-1, cp1252, utf-16...).",
     ),
+    connector: str | None = typer.Option(
+        None,
+        "--connector",
+        help="socrata | ckan: --fetch names a portal dataset (https://HOST/resource/"
+        "abcd-1234.json, or https://HOST/dataset/NAME with --resource).",
+    ),
+    resource: str | None = typer.Option(
+        None, "--resource", help="CKAN only: the dataset's resource to fetch (name or id)."
+    ),
+    page_size: int | None = typer.Option(
+        None, "--page-size", help="Socrata only: rows per request (default 50,000)."
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -211,6 +223,9 @@ def source_add(
             recovery=recovery,
             max_payload_bytes=max_payload_bytes,
             fetch_deadline_s=fetch_deadline,
+            connector=connector,
+            resource=resource,
+            page_size=page_size,
             csv_delimiter=csv_delimiter,
             encoding=encoding,
         ).config

@@ -6,7 +6,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from feedledger.model.timeutil import zone
 from feedledger.model.types import PayloadKind
@@ -22,6 +29,42 @@ PayloadFormat = Literal["csv", "jsonl", "json", "parquet"]
 # headers, body -- is given up after this many seconds (a server trickling bytes).
 DEFAULT_MAX_PAYLOAD_BYTES = 5 * 1024**3
 DEFAULT_FETCH_DEADLINE_S = 1800.0
+
+# Portal connectors (sources/socrata.py, sources/ckan.py): `fetch` names the dataset on
+# the portal, and the connector asks the portal's API for its rows and publisher date.
+Connector = Literal["socrata", "ckan"]
+DEFAULT_PAGE_SIZE = 50_000  # Socrata rows per request ($limit)
+SOCRATA_URL_RE = re.compile(
+    r"^(?P<base>https?://[^/?#]+)/resource/(?P<id>[a-z0-9]{4}-[a-z0-9]{4})\.json$"
+)
+CKAN_URL_RE = re.compile(r"^(?P<base>https?://[^?#]+?)/dataset/(?P<name>[^/?#]+)/?$")
+
+
+def connector_problem(src: SourceConfig) -> str | None:
+    """Why the source's connector options do not fit together (None: they do)."""
+    if src.resource is not None and src.connector != "ckan":
+        return "resource (--resource) is only for --connector ckan"
+    if src.page_size is not None and src.connector != "socrata":
+        return "page_size (--page-size) is only for --connector socrata"
+    if src.connector is None:
+        return None
+    url = (src.fetch or "").strip()
+    if not url:
+        return f"--connector {src.connector} needs --fetch URL naming the dataset"
+    if src.connector == "socrata":
+        if SOCRATA_URL_RE.match(url) is None:
+            return (
+                f"a Socrata fetch URL must be https://HOST/resource/<4x4 id>.json "
+                f"(such as https://data.example.gov/resource/abcd-1234.json), not {url!r}"
+            )
+        if src.format != "json":
+            return "a Socrata source's rows arrive as one JSON array: use --format json"
+        return None
+    if CKAN_URL_RE.match(url) is None:
+        return f"a CKAN fetch URL must be https://HOST/dataset/NAME, not {url!r}"
+    if not src.resource:
+        return "--connector ckan needs --resource NAME_OR_ID (which of the dataset's files)"
+    return None
 
 
 def name_problem(value: str, what: str = "source") -> str | None:
@@ -134,6 +177,11 @@ class SourceConfig(BaseModel):
     recovery: Literal["auto", "hold"] = "auto"
     max_payload_bytes: int = Field(default=DEFAULT_MAX_PAYLOAD_BYTES, gt=0)
     fetch_deadline_s: float = Field(default=DEFAULT_FETCH_DEADLINE_S, gt=0)
+    # a portal connector (None: `fetch` is a directory, file or plain URL); `resource`
+    # picks a CKAN dataset's file, `page_size` is Socrata's rows per request
+    connector: Connector | None = None
+    resource: str | None = None
+    page_size: int | None = Field(default=None, gt=0)
     # CSV dialect: the field separator (one character; `tab` or `\t` for a tab) and the
     # text encoding of csv/jsonl/json payloads (decoded to UTF-8 before they are read).
     csv_delimiter: str = ","
@@ -200,6 +248,13 @@ class SourceConfig(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("fetch location is empty")
         return value
+
+    @model_validator(mode="after")
+    def _connector(self) -> SourceConfig:
+        problem = connector_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @field_validator("csv_delimiter")
     @classmethod

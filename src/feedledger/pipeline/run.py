@@ -149,7 +149,9 @@ def live_run(
 
     path = _state_path(ctx, source)
     fetched_at = now_us()
-    got = fetch(src, previous=_load_state(path), now_us=now)
+    wm = ctx.store.watermark(source) if src.connector else None
+    watermark = wm.published_at if wm is not None else None
+    got = fetch(src, previous=_load_state(path), now_us=now, watermark=watermark)
     if got.data is None:
         return None
     # hand ingest the only reference to the bytes, so that it can free them once they

@@ -4,7 +4,9 @@ of every catch-up (`run`, the scheduler's recovery, `backfill`) and what `assess
 
 * a directory: its dated files (listed without reading them);
 * a `{date}` template: one fetch per wanted day (404/410 or no such file: not served);
-* a plain URL: only what it serves now (one fetch).
+* a plain URL: only what it serves now (one fetch);
+* a portal connector (Socrata, CKAN): likewise only now, and its rows are downloaded
+  only when the portal's publisher date falls in the wanted days.
 """
 
 from __future__ import annotations
@@ -85,11 +87,14 @@ def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
             if day in wanted:
                 found.append(Offer(day, path.name, instant, path=path))
         return found
-    got = (
-        [f for f in (fetch_day(src, d) for d in days) if f is not None]
-        if kind == "template"
-        else [fetch(src)]
-    )
+    if src.connector is not None:
+        got = _connector_now(src, min(days))
+    else:
+        got = (
+            [f for f in (fetch_day(src, d) for d in days) if f is not None]
+            if kind == "template"
+            else [fetch(src)]
+        )
     for f in got:
         if f.data is None or f.published_at is None:
             continue
@@ -97,6 +102,19 @@ def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
         if day in wanted:
             found.append(Offer(day, f.original_name, f.published_at, fetched=f))
     return found
+
+
+def _connector_now(src: SourceConfig, first: date) -> list[Fetched]:
+    """A portal connector serves only what the portal has now: fetched only when its
+    publisher date falls on or after the first wanted day (else nothing is downloaded)."""
+    from feedledger.model.cadence import day_start_us
+    from feedledger.model.errors import StaleWatermarkError
+    from feedledger.sources import fetch
+
+    try:
+        return [fetch(src, watermark=day_start_us(first, src.timezone) - 1)]
+    except StaleWatermarkError:
+        return []
 
 
 def fill(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:

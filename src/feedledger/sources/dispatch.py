@@ -20,16 +20,28 @@ def fetch(
     client: httpx.Client | None = None,
     single: bool = False,
     now_us: int | None = None,
+    watermark: int | None = None,
 ) -> Fetched:
     """Fetch the newest payload of `src`: an http(s) URL, a file:// URL or a directory
     path. A location carrying `{date}` (sources/templates.py) is tried for the newest
     expected publication date first, then earlier ones. `single`: the location is one
     file (a filled template), not a directory to pick the newest from. `now_us`: the
-    caller's clock (the scheduler's), for a template's newest expected date."""
+    caller's clock (the scheduler's), for a template's newest expected date. A portal
+    connector (`src.connector`: sources/socrata.py, sources/ckan.py) asks the portal's
+    API instead; `watermark` (us UTC): it stops before downloading rows when the
+    portal's publisher date is not after it (StaleWatermarkError, "nothing new")."""
     if src.fetch is None:
         raise ConfigError(
             "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
         )
+    if src.connector == "socrata":
+        from feedledger.sources.socrata import fetch_socrata
+
+        return fetch_socrata(src, watermark=watermark, client=client)
+    if src.connector == "ckan":
+        from feedledger.sources.ckan import fetch_ckan
+
+        return fetch_ckan(src, watermark=watermark, client=client)
     location = src.fetch.strip()
     if not single and is_template(location):
         return newest_of_template(src, now_us)

@@ -1,0 +1,148 @@
+"""HTTP for the portal connectors (`socrata.py`, `ckan.py`): one GET with retries of
+429/5xx (bounded backoff, injectable sleep), the source's size limit and whole-fetch
+deadline (the plumbing of `http.py`), and JSON answers told apart from HTML pages."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from feedledger.model.errors import BadPayloadError, FeedledgerError, StaleWatermarkError
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import iso
+from feedledger.sources.http import TIMEOUT_SECONDS, _deadline_error, _read_body, display_url
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_ATTEMPTS = 5  # one request and at most four retries
+BACKOFF_S = 1.0  # first wait; doubles, capped at MAX_WAIT_S
+MAX_WAIT_S = 60.0
+
+Sleep = Callable[[float], None]
+
+
+def default_sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+@dataclass
+class Portal:
+    """One connector fetch: the client, the deadline shared by all its requests, the
+    sleep used between retries (tests inject one that does not sleep), and a log of the
+    URLs asked."""
+
+    src: SourceConfig
+    client: httpx.Client | None = None
+    sleep: Sleep | None = None
+    deadline: float = 0.0
+    requests: list[str] = field(default_factory=list)
+    _own: httpx.Client | None = None
+
+    def __enter__(self) -> Portal:
+        self.deadline = time.monotonic() + self.src.fetch_deadline_s
+        if self.client is None:
+            self._own = httpx.Client(timeout=TIMEOUT_SECONDS)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._own is not None:
+            self._own.close()
+
+    @property
+    def http(self) -> httpx.Client:
+        client = self.client or self._own
+        assert client is not None, "use Portal as a context manager"
+        return client
+
+    def _wait(self, attempt: int, response: httpx.Response) -> float:
+        wait: float = min(BACKOFF_S * 2.0 ** (attempt - 1), MAX_WAIT_S)
+        after = response.headers.get("retry-after", "").strip()
+        if after.isdigit():
+            wait = min(float(after), MAX_WAIT_S)
+        return wait
+
+    def get(
+        self, url: str, params: dict[str, str] | None = None, *, error_json: bool = False
+    ) -> tuple[bytes, str]:
+        """The body and content type of GET `url`; 429/5xx retried (at most
+        MAX_ATTEMPTS in all, within the deadline), other non-2xx refused -- unless
+        `error_json` and the answer is a JSON body (CKAN states its errors in one)."""
+        shown = display_url(url)
+        sleep = self.sleep or default_sleep
+        timeout = httpx.Timeout(min(TIMEOUT_SECONDS, self.src.fetch_deadline_s))
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            self.requests.append(url)
+            try:
+                with self.http.stream(
+                    "GET", url, params=params, follow_redirects=True, timeout=timeout
+                ) as response:
+                    status = response.status_code
+                    content_type = response.headers.get("content-type", "")
+                    if 200 <= status < 300 or (
+                        error_json
+                        and 400 <= status < 500
+                        and status != 429
+                        and "json" in content_type.lower()
+                    ):
+                        body = _read_body(response, self.src, shown, self.deadline)
+                        return body, content_type
+                    retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS
+                    wait = self._wait(attempt, response) if retry else 0.0
+                    reason = f"HTTP {status} {response.reason_phrase}".rstrip()
+            except httpx.TimeoutException as exc:
+                if time.monotonic() >= self.deadline:
+                    raise _deadline_error(self.src, shown) from exc
+                raise FeedledgerError(
+                    f"cannot reach {shown}: timed out ({type(exc).__name__})", source=self.src.name
+                ) from exc
+            except httpx.TransportError as exc:
+                reason = str(exc) or type(exc).__name__
+                raise FeedledgerError(
+                    f"cannot reach {shown}: {reason}", source=self.src.name
+                ) from exc
+            if not retry:
+                tried = f" after {attempt} attempts" if attempt > 1 else ""
+                raise FeedledgerError(
+                    f"{reason} from {shown}{tried}; nothing was archived", source=self.src.name
+                )
+            if time.monotonic() + wait > self.deadline:
+                raise _deadline_error(self.src, shown)
+            sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def get_json(
+        self, url: str, params: dict[str, str] | None = None, *, error_json: bool = False
+    ) -> Any:
+        """GET `url` and parse its JSON; an HTML page (a login or error page) or other
+        non-JSON answer is refused in one line."""
+        body, content_type = self.get(url, params, error_json=error_json)
+        shown = display_url(url)
+        head = body[:512].lstrip().lower()
+        if "html" in content_type.lower() or head.startswith((b"<!doctype", b"<html", b"<")):
+            raise BadPayloadError(
+                f"the portal answered with an HTML page ({content_type or 'no content type'}) "
+                "instead of JSON -- a login, maintenance or error page?",
+                source=self.src.name,
+                payload=shown,
+                hint="open the URL in a browser; a private dataset needs a public URL",
+            )
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise BadPayloadError(
+                f"the portal's answer is not JSON: {exc}", source=self.src.name, payload=shown
+            ) from exc
+
+
+def nothing_new(src: SourceConfig, what: str, published_at: int, watermark: int) -> Exception:
+    """The portal's publisher date is not after the watermark: `run` reports "nothing
+    new" (exit 0) and the scheduler "not yet published"; no rows were downloaded."""
+    return StaleWatermarkError(
+        f"nothing new: {what} is {iso(published_at)}, not after the watermark "
+        f"{iso(watermark)}; no rows were downloaded",
+        source=src.name,
+    )
