@@ -258,3 +258,37 @@ def test_compressed_payload_reads_as_the_payload(
     expected = _read(data, fmt)
     assert _read(gz(data), fmt) == expected
     assert _read(zipped({f"x.{fmt}": data}), fmt) == expected
+
+
+def test_concatenated_gzip_members_and_macos_zip_entries(cli: Cli, tmp_path: Path) -> None:
+    """gzip reads concatenated members as one stream; a zip's folder entries and the
+    `__MACOSX/` resource forks macOS's archiver adds are not counted as members."""
+    cli("source", "add", "cat", "--key", "id")
+    data = gz(b"id,zoning\n1,R1\n") + gz(b"2,C2\n")
+    assert ingest(cli, tmp_path, "cat", "c.csv.gz", data, DAY1)["added"] == 2
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        archive.writestr("export/", b"")
+        archive.writestr("export/c.csv", b"id,zoning\n1,R1\n2,C3\n")
+        archive.writestr("__MACOSX/export/._c.csv", b"\x00\x05\x16\x07")
+    out = ingest(cli, tmp_path, "cat", "c.zip", buf.getvalue(), DAY2)
+    assert out["status"] == "applied" and out["changed"] == 1
+
+
+def test_corrupt_gzip_crc_is_refused(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "crc", "--key", "id")
+    data = bytearray(gz(b"id,zoning\n1,R1\n"))
+    data[-8] ^= 0xFF  # the CRC32 in the trailer
+    message = refused(cli, tmp_path, "crc", "crc.csv.gz", bytes(data), BAD_PAYLOAD)
+    assert "corrupt gzip payload" in message
+
+
+def test_run_fetches_dated_gz_files(cli: Cli, tmp_path: Path) -> None:
+    """`run` over a folder of dated .csv.gz files: the dates come from the names, the
+    content from inside the gzip."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / f"parcels_{DAY1}.csv.gz").write_bytes(gz(b"id,zoning\n1,R1\n2,C2\n"))
+    cli("source", "add", "dated", "--key", "id", "--fetch", str(folder))
+    cli("run", "dated")
+    assert [row[0] for row in history(cli, "dated")] == ['["1"]', '["2"]']

@@ -8,6 +8,7 @@ passes the source's `max_payload_bytes` (a decompression bomb is refused, not re
 
 from __future__ import annotations
 
+import gzip
 import io
 import zipfile
 import zlib
@@ -45,37 +46,23 @@ def decompress(data: bytes, src: SourceConfig, label: str) -> bytes:
 
 
 def _gunzip(data: bytes, src: SourceConfig, label: str) -> bytes:
-    """Every gzip member in turn (concatenated members are one stream, as gzip reads them)."""
+    """Every gzip member in turn (concatenated members are one stream, as gzip reads
+    them; zero padding after the last is allowed), read a chunk at a time."""
     limit = src.max_payload_bytes
     out = bytearray()
-    rest = data
     try:
-        while rest:
-            inflater = zlib.decompressobj(wbits=31)
-            pending = rest
-            while pending and not inflater.eof:
-                out += inflater.decompress(pending, _CHUNK)
-                pending = inflater.unconsumed_tail
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                out += chunk
                 if len(out) > limit:
                     raise _bomb(src, label, "the gzip payload")
-            if not inflater.eof:
-                raise fail(
-                    src,
-                    label,
-                    f"truncated gzip payload: the compressed stream ends early "
-                    f"({len(data):,} bytes, {len(out):,} decompressed)",
-                )
-            rest = inflater.unused_data
-            if rest and not rest.startswith(GZIP_MAGIC):
-                if rest.strip(b"\x00"):  # zero padding after the last member is tolerated
-                    raise fail(
-                        src,
-                        label,
-                        f"corrupt gzip payload: {len(rest):,} byte(s) of trailing garbage "
-                        "after the compressed stream",
-                    )
-                break
-    except zlib.error as exc:
+    except EOFError:
+        raise fail(
+            src,
+            label,
+            f"truncated gzip payload: the compressed stream ends early (after {len(data):,} bytes)",
+        ) from None
+    except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise fail(src, label, f"corrupt gzip payload: {clip(str(exc), 120)}") from None
     return bytes(out)
 
