@@ -3,13 +3,19 @@ and the API (`src.run()`), against local fake portals (tests/fakes), on both bac
 
 from __future__ import annotations
 
+import io
+import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import feedledger as fl
 from fakes.ckan import FakeCkan, ckan_fixture  # noqa: F401 (the `ckan` fixture)
 from fakes.socrata import FakeSocrata, socrata_fixture  # noqa: F401 (the `socrata` fixture)
+from feedledger.model.timeutil import parse_instant, to_us
+from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli
 
 
@@ -234,3 +240,52 @@ def test_ckan_through_the_api(tmp_path: Path, cli: Cli, ckan: FakeCkan) -> None:
         first = src.run()
         assert isinstance(first, fl.Ingested) and first.counts.added == 1
         assert isinstance(src.run(), fl.NothingToDo)
+
+
+def test_ckan_html_login_page_instead_of_the_file(cli: Cli, ckan: FakeCkan) -> None:
+    login = b"<!DOCTYPE html><html><body>Sign in</body></html>"
+    ckan.resources = {"parcels.csv": ("CSV", login, "2026-06-02T09:30:00")}
+    ckan.html_downloads = True
+    _add_ckan(cli, ckan, "parcels.csv")
+    result = cli("run", "parcels", expect=4)
+    assert "HTML page" in result.stderr and cli.json("runs", "parcels") == []
+
+
+# -- the scheduler fetches through the connector --------------------------------------
+
+
+class _Clock:
+    def __init__(self, when: str) -> None:
+        self.now = to_us(parse_instant(when))
+
+    def now_us(self) -> int:
+        return self.now
+
+    def sleep(self, seconds: float, stop: threading.Event) -> None:
+        self.now += int(seconds * 1e6)
+
+
+def _tick(sched: Scheduler) -> list[dict[str, Any]]:
+    assert isinstance(sched.log, io.StringIO)
+    before = len(sched.log.getvalue().splitlines())
+    sched.tick(wait=True)
+    lines = [json.loads(x) for x in sched.log.getvalue().splitlines()[before:]]
+    return [x for x in lines if x["event"] == "run"]
+
+
+def test_scheduler_runs_socrata_and_waits_while_nothing_new(cli: Cli, socrata: FakeSocrata) -> None:
+    socrata.rows = _rows(3)
+    socrata.rows_updated_at = to_us(parse_instant("2026-08-01T12:00:00Z")) // 1_000_000
+    _add_socrata(cli, socrata)
+    clock = _Clock("2026-08-01T13:00:00Z")
+    sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), clock, io.StringIO())
+    assert [r["outcome"] for r in _tick(sched)] == ["applied"]
+    rows_asked = len(socrata.row_requests)
+    clock.now = to_us(parse_instant("2026-08-02T01:00:00Z"))  # 08-02 is due: not there yet
+    assert [r["outcome"] for r in _tick(sched)] == ["not_yet_published"]
+    assert len(socrata.row_requests) == rows_asked  # no row was downloaded
+    socrata.rows = _rows(3, zoning="MU-2")
+    socrata.rows_updated_at += 86_400
+    clock.now = to_us(parse_instant("2026-08-02T05:00:00Z"))
+    [run] = _tick(sched)
+    assert (run["outcome"], run["changes"]) == ("applied", 3)

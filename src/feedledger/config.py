@@ -30,9 +30,10 @@ _CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential", "profil
 def _pydantic_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "value"
+        loc = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
+        # a check across fields (the connector's options) names its fields itself
+        parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts)
 
 

@@ -30,6 +30,7 @@ class FakeCkan:
     metadata_modified: str = "2026-06-01T08:00:00.123456"
     fail: bool = False
     duplicate_name: str | None = None
+    html_downloads: bool = False  # resource urls answer as text/html (a login page)
     server: FakeServer | None = None
 
     @property
@@ -83,7 +84,7 @@ class FakeCkan:
             kind = {"CSV": "text/csv", "JSON": "application/json"}.get(
                 fmt, "application/octet-stream"
             )
-            return Reply(200, data, kind)
+            return Reply(200, data, "text/html" if self.html_downloads else kind)
         return Reply(404, b"<html>not found</html>", "text/html")
 
 

@@ -146,16 +146,12 @@ def fetch_ckan(
                 f"resource {label!r} has no http(s) url to download", source=src.name
             )
         data, content_type = portal.get(target)
-    if fmt != "json" and "html" in content_type.lower():
+    head = data[:512].lstrip().lower()
+    if "html" in content_type.lower() or head.startswith((b"<!doctype html", b"<html")):
+        shown_type = content_type or "no content type"
         raise BadPayloadError(
-            f"the resource's url answered with an HTML page ({content_type}) instead of "
-            f"{stated} -- a login or error page?",
-            source=src.name,
-            payload=display_url(target),
-        )
-    if fmt == "json" and data[:512].lstrip().startswith(b"<"):
-        raise BadPayloadError(
-            "the resource's url answered with an HTML page instead of JSON",
+            f"the resource's url answered with an HTML page ({shown_type}) instead of "
+            f"{stated} -- a login or error page? nothing was archived",
             source=src.name,
             payload=display_url(target),
         )
