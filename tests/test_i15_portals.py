@@ -137,6 +137,17 @@ def test_socrata_html_login_page(cli: Cli, socrata: FakeSocrata) -> None:
     assert cli.json("runs", "parcels") == []
 
 
+def test_socrata_limits_bound_the_whole_download(cli: Cli, socrata: FakeSocrata) -> None:
+    socrata.rows = _rows(7)
+    _add_socrata(cli, socrata, "--page-size", "3", "--max-payload-bytes", "200")
+    result = cli("run", "parcels", expect=4)
+    assert "max_payload_bytes" in result.stderr and cli.json("runs", "parcels") == []
+    socrata.hang_s = 3.0  # a portal that does not answer: given up at the deadline
+    _add_socrata(cli, socrata, "--fetch-deadline", "0.5", "--replace")
+    result = cli("run", "parcels", expect=1)
+    assert "fetch_deadline_s" in result.stderr and cli.json("runs", "parcels") == []
+
+
 def test_socrata_through_the_api(cli: Cli, socrata: FakeSocrata) -> None:
     socrata.rows = _rows(4)
     with fl.open(cli.ws.config_path) as led:

@@ -16,6 +16,7 @@ requests, e.g. [429]) and `html` (answer a login page instead of JSON).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ class FakeSocrata:
     republish_during_paging: int = 0
     fail_first: list[int] = field(default_factory=list)
     html: bool = False
+    hang_s: float = 0.0  # rows requests wait this long before answering
     server: FakeServer | None = None
 
     @property
@@ -60,6 +62,7 @@ class FakeSocrata:
                 status, b'{"error": true, "message": "slow down"}', headers={"Retry-After": "2"}
             )
         assert request.query.get("$order") == ":id"
+        time.sleep(self.hang_s)
         limit = int(request.query.get("$limit", "1000"))
         offset = int(request.query.get("$offset", "0"))
         if offset == limit and self.republish_during_paging > 0:  # once per download
