@@ -2,7 +2,8 @@
 
 Modules, lowest first: `dated` (values), `directory` and `http` (one kind of location
 each), `location` (one concrete location, by scheme), `templates` (`{date}` locations,
-over `location`), `dispatch` (the public `fetch`, over both)."""
+over `location`), `dispatch` (the public `fetch`, over both and the portal
+connectors `socrata` and `ckan`, which share `portal`'s retrying JSON GET)."""
 
 from __future__ import annotations
 
