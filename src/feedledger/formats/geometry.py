@@ -1,0 +1,204 @@
+"""Canonical geometry: the form on which geometry changes are judged (pure; no I/O).
+
+A feature's geometry is kept as the payload stated it; this module only computes the
+form two statements are *compared* on, so that encodings that differ without the
+shape changing are not reported as changes. The canonical form of one geometry is:
+
+1. **2-D**: Z and M are dropped (`shapely.force_2d`); a 3-D geometry equals its 2-D
+   projection.
+2. **snapped to the grid** (`shapely.set_precision(..., grid, mode="pointwise")`):
+   every coordinate is rounded to the nearest multiple of `grid`. Pointwise mode
+   rounds vertices and nothing else: it never repairs or rebuilds the geometry, so a
+   ring whose vertices collapse onto fewer than three distinct grid points (a sliver
+   thinner than the grid) is *kept* as that degenerate ring, not dropped. Such a
+   geometry is invalid and `geometry_validity` reports it, like any other invalid
+   geometry; nothing is repaired silently.
+3. **single-part multi = its part**: a MultiPolygon, MultiLineString or MultiPoint of
+   exactly one part becomes that part (File Geodatabase turns every Polygon into a
+   MultiPolygon).
+4. **normalized** (`shapely.normalize`): rings start at a fixed vertex and run in a
+   fixed orientation; holes and the parts of a multi are put in a fixed order.
+5. **encoded** as ISO WKB, little-endian, 2-D, without SRID.
+
+The default grid is 1e-9 of the layer's unit: in degrees that is about 0.1 mm on the
+ground, in metres or feet a nanometre or so. It is far below any survey's accuracy,
+so a vertex that a publisher actually moved is a change, and for coordinates in
+degrees well above the noise of float round trips through the formats (text printed
+with 15-17 significant digits, Esri JSON to GeoJSON), which is what otherwise makes
+identical shapes compare unequal. For projected layers with coordinates in the
+millions (UTM northings, State Plane feet) 1e-9 is within a few float steps of the
+coordinate itself, so there it absorbs only lossless round trips; such sources should
+set a coarser grid (e.g. 1e-6 of a metre or foot). A vertex on a grid point moved by less than half
+the grid gives the same canonical form; moved by more than the grid, a different
+one (a coordinate near a rounding boundary can flip with any smaller move: snapping
+is rounding, not a tolerance).
+
+`None` (no geometry) canonicalises to `None`; an empty geometry of any type
+canonicalises to the WKB of `GEOMETRYCOLLECTION EMPTY` (an empty shape is the same
+nothing whatever type it is stated as). Geometry that shapely reads but that is
+invalid (a self-intersecting bow-tie) is canonicalised like any other; bytes that are
+not a geometry at all raise `BadPayloadError`.
+
+All functions work on whole arrays with shapely 2's vectorised functions; only the
+conversion of GeoJSON dicts to text loops in Python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import pyarrow as pa
+import shapely
+
+from feedledger.model.errors import BadPayloadError, ConfigError
+from feedledger.model.hashing import hash_expr
+
+DEFAULT_GRID = 1e-9
+
+GeometryInput: TypeAlias = (
+    pa.Array | pa.ChunkedArray | npt.NDArray[Any] | Sequence[Any] | shapely.Geometry
+)
+
+_EMPTY_WKB: bytes = shapely.to_wkb(
+    shapely.from_wkt("GEOMETRYCOLLECTION EMPTY"), output_dimension=2, byte_order=1
+)
+_MULTI_TYPES = np.array(
+    [
+        shapely.GeometryType.MULTIPOINT,
+        shapely.GeometryType.MULTILINESTRING,
+        shapely.GeometryType.MULTIPOLYGON,
+    ]
+)
+
+
+def as_geometries(geoms: GeometryInput) -> npt.NDArray[np.object_]:
+    """The input as a 1-D numpy array of shapely geometries (None where missing).
+
+    Accepts a pyarrow binary (WKB) or string (GeoJSON text) array, a numpy array or a
+    list of shapely geometries, WKB bytes, GeoJSON dicts, GeoJSON texts or None, or a
+    single shapely geometry.
+    """
+    if isinstance(geoms, shapely.Geometry):
+        return np.array([geoms], dtype=object)
+    if isinstance(geoms, pa.ChunkedArray):
+        geoms = geoms.combine_chunks()
+    if isinstance(geoms, pa.Array):
+        if pa.types.is_binary(geoms.type) or pa.types.is_large_binary(geoms.type):
+            return _from_wkb(np.asarray(geoms.to_numpy(zero_copy_only=False), object))
+        if pa.types.is_string(geoms.type) or pa.types.is_large_string(geoms.type):
+            return _from_geojson(np.asarray(geoms.to_numpy(zero_copy_only=False), object))
+        raise BadPayloadError(
+            f"geometry column of type {geoms.type} is neither WKB nor GeoJSON text"
+        )
+    arr = np.empty(len(geoms), dtype=object)
+    arr[:] = list(geoms)
+    if len(arr) == 0:
+        return arr
+    kinds = {type(g) for g in arr if g is not None}
+    if all(issubclass(k, shapely.Geometry) for k in kinds):
+        return arr
+    if kinds <= {bytes, bytearray, memoryview}:
+        return _from_wkb(arr)
+    if kinds <= {dict, str}:
+        texts = np.array(
+            [g if g is None or isinstance(g, str) else json.dumps(g) for g in arr],
+            dtype=object,
+        )
+        return _from_geojson(texts)
+    names = ", ".join(sorted(k.__name__ for k in kinds))
+    raise BadPayloadError(
+        f"geometries must be all shapely geometries, all WKB or all GeoJSON (got {names})"
+    )
+
+
+def canonical_geometries(
+    geoms: GeometryInput, grid: float = DEFAULT_GRID
+) -> npt.NDArray[np.object_]:
+    """The canonical shapely geometries (steps 1-4 of the module docstring); empty
+    geometries are left empty and None stays None."""
+    _check_grid(grid)
+    arr = as_geometries(geoms)
+    out = shapely.force_2d(arr)
+    if grid > 0:
+        out = shapely.set_precision(out, grid, mode="pointwise")
+    types = shapely.get_type_id(out)
+    single = np.isin(types, _MULTI_TYPES) & (shapely.get_num_geometries(out) == 1)
+    if single.any():
+        out[single] = shapely.get_geometry(out[single], 0)
+    result: npt.NDArray[np.object_] = shapely.normalize(out)
+    return result
+
+
+def canonical_wkb(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[bytes | None]:
+    """The canonical WKB of each geometry (module docstring); None for a missing one."""
+    canon = canonical_geometries(geoms, grid)
+    empty = shapely.is_empty(canon)
+    wkb = shapely.to_wkb(canon, output_dimension=2, byte_order=1, include_srid=False, flavor="iso")
+    wkb[empty] = _EMPTY_WKB
+    result: list[bytes | None] = wkb.tolist()
+    return result
+
+
+def geometry_hash(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[int | None]:
+    """XXH3-64 (seed 0) of each canonical WKB as a signed 64-bit integer, the same
+    hash and representation as the content hash (`model/hashing.py`); None for None."""
+    series = pl.Series("g", canonical_wkb(geoms, grid), dtype=pl.Binary)
+    hashed = pl.DataFrame([series]).select(hash_expr(pl.col("g"))).to_series()
+    result: list[int | None] = hashed.to_list()
+    return result
+
+
+def geometry_changed(a: GeometryInput, b: GeometryInput, grid: float = DEFAULT_GRID) -> list[bool]:
+    """Elementwise: does geometry `b[i]` differ from `a[i]` in canonical form? None
+    against None is no change; None against a geometry (even an empty one) is."""
+    left = canonical_wkb(a, grid)
+    right = canonical_wkb(b, grid)
+    if len(left) != len(right):
+        raise ValueError(f"geometry_changed: {len(left)} geometries against {len(right)}")
+    return [x != y for x, y in zip(left, right, strict=True)]
+
+
+def geometry_validity(geoms: GeometryInput) -> list[bool | None]:
+    """Whether each geometry *as stated* is valid (`shapely.is_valid`; None for None),
+    so callers can count invalid geometries and warn; nothing is repaired."""
+    arr = as_geometries(geoms)
+    valid = shapely.is_valid(arr)
+    result: list[bool | None] = [
+        None if g is None else bool(v) for g, v in zip(arr, valid, strict=True)
+    ]
+    return result
+
+
+def invalid_count(geoms: GeometryInput) -> int:
+    """How many geometries are invalid as stated (None is not counted)."""
+    arr = as_geometries(geoms)
+    return int(np.count_nonzero(~shapely.is_missing(arr) & ~shapely.is_valid(arr)))
+
+
+def _check_grid(grid: float) -> None:
+    if not (isinstance(grid, int | float) and math.isfinite(grid) and grid >= 0):
+        raise ConfigError(
+            f"geometry grid must be a finite number >= 0 (0 = no snapping), got {grid!r}"
+        )
+
+
+def _from_wkb(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    try:
+        result: npt.NDArray[np.object_] = shapely.from_wkb(values, on_invalid="raise")
+    except shapely.errors.GEOSException as exc:
+        raise BadPayloadError(f"a geometry is not readable WKB: {exc}") from None
+    return result
+
+
+def _from_geojson(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    try:
+        result: npt.NDArray[np.object_] = shapely.from_geojson(values, on_invalid="raise")
+    except shapely.errors.GEOSException as exc:
+        raise BadPayloadError(f"a geometry is not readable GeoJSON: {exc}") from None
+    return result
