@@ -230,3 +230,8 @@ def test_100k_polygons_canonicalise_without_hanging() -> None:
     assert not worker.is_alive(), "canonical_wkb of 100k polygons did not finish in 300 s"
     assert len(result[0]) == n
     assert result[0][:100] == canonical_wkb(boxes[:100])
+
+
+def test_negative_zero_after_snapping_is_zero() -> None:
+    assert canonical_wkb([shapely.Point(0, -2.5e-10)]) == canonical_wkb([shapely.Point(0, 0)])
+    assert canonical_wkb([shapely.Point(-0.0, 0)], 0.0) == canonical_wkb([shapely.Point(0, 0)], 0.0)

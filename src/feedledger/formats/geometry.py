@@ -13,6 +13,7 @@ shape changing are not reported as changes. The canonical form of one geometry i
    thinner than the grid) is *kept* as that degenerate ring, not dropped. Such a
    geometry is invalid and `geometry_validity` reports it, like any other invalid
    geometry; nothing is repaired silently.
+   A coordinate of -0.0 (a tiny negative value rounded to zero) is written as 0.0.
 3. **single-part multi = its part**: a MultiPolygon, MultiLineString or MultiPoint of
    exactly one part becomes that part (File Geodatabase turns every Polygon into a
    MultiPolygon).
@@ -96,13 +97,16 @@ def as_geometries(geoms: GeometryInput) -> npt.NDArray[np.object_]:
         raise BadPayloadError(
             f"geometry column of type {geoms.type} is neither WKB nor GeoJSON text"
         )
-    arr = np.empty(len(geoms), dtype=object)
-    arr[:] = list(geoms)
+    if isinstance(geoms, np.ndarray):
+        arr = geoms.astype(object, copy=False).reshape(-1)
+    else:
+        arr = np.empty(len(geoms), dtype=object)
+        arr[:] = list(geoms)
     if len(arr) == 0:
         return arr
-    kinds = {type(g) for g in arr if g is not None}
-    if all(issubclass(k, shapely.Geometry) for k in kinds):
+    if bool(np.all(shapely.is_valid_input(arr))):  # geometries or None: no Python loop
         return arr
+    kinds = {type(g) for g in arr if g is not None}
     if kinds <= {bytes, bytearray, memoryview}:
         return _from_wkb(arr)
     if kinds <= {dict, str}:
@@ -127,6 +131,8 @@ def canonical_geometries(
     out = shapely.force_2d(arr)
     if grid > 0:
         out = shapely.set_precision(out, grid, mode="pointwise")
+    # -0.0 (a small negative coordinate rounded to zero) has other WKB bytes than 0.0
+    out = shapely.transform(out, _positive_zero)
     types = shapely.get_type_id(out)
     single = np.isin(types, _MULTI_TYPES) & (shapely.get_num_geometries(out) == 1)
     if single.any():
@@ -179,6 +185,10 @@ def invalid_count(geoms: GeometryInput) -> int:
     """How many geometries are invalid as stated (None is not counted)."""
     arr = as_geometries(geoms)
     return int(np.count_nonzero(~shapely.is_missing(arr) & ~shapely.is_valid(arr)))
+
+
+def _positive_zero(coords: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return coords + 0.0  # -0.0 + 0.0 == +0.0; every other value is unchanged
 
 
 def _check_grid(grid: float) -> None:
