@@ -1,0 +1,267 @@
+"""GIS files read into Arrow: GeoJSON, GeoJSON sequence, zipped shapefile, GeoPackage,
+zipped File Geodatabase, FlatGeobuf (pure reading; no I/O beyond GDAL's memory files).
+
+The bytes are handed to pyogrio (its wheel bundles GDAL), which reads them through a
+`/vsimem/` file and returns the layer as an Arrow table: no per-feature Python loop.
+The properties become columns as pyogrio types them; the geometry becomes a plain WKB
+`binary` column named `geometry`, kept as the file states it (canonicalisation for
+comparison is `formats.geometry`'s business, not this module's). The CRS is the layer's
+as stated (`EPSG:4326`, or WKT when GDAL finds no authority code; `None` when the file
+states none), never reprojected.
+
+Zips are opened with `zipfile` first, in memory, so a truncated zip or a shapefile
+missing one of its parts is named before GDAL sees it (GDAL would read a shapefile
+without its `.dbf` as geometry without properties, silently). The parts that matter
+are repacked, uncompressed, at the root of a new in-memory zip: a shapefile's
+`.shp/.shx/.dbf/.prj/.cpg` wherever they sit in the archive, a File Geodatabase's
+`NAME.gdb/` folder (GDAL opens a zip of the folder's *contents*, not of the folder).
+
+Every failure is a one-line `BadPayloadError` naming source, payload and problem.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import warnings
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyogrio
+
+from feedledger.model.errors import BadPayloadError
+
+__all__ = ["GIS_FORMATS", "GisTable", "detect_gis_format", "read_gis"]
+
+# format -> the GDAL drivers whose reading of the bytes is accepted for it. The two
+# GeoJSON flavours accept each other: GDAL tells them apart by content (a sequence of
+# one feature is plain GeoJSON), and either reading gives the same features.
+GIS_FORMATS: dict[str, frozenset[str]] = {
+    "geojson": frozenset({"GeoJSON", "GeoJSONSeq"}),
+    "geojsonseq": frozenset({"GeoJSONSeq", "GeoJSON"}),
+    "shapefile": frozenset({"ESRI Shapefile"}),
+    "gpkg": frozenset({"GPKG"}),
+    "filegdb": frozenset({"OpenFileGDB"}),
+    "flatgeobuf": frozenset({"FlatGeobuf"}),
+}
+_ZIPPED = ("shapefile", "filegdb")
+_SHP_REQUIRED = (".shp", ".shx", ".dbf")
+_SHP_PARTS = (*_SHP_REQUIRED, ".prj", ".cpg")
+_IGNORED_MEMBERS = ("__MACOSX/",)
+_VSI_PATH = re.compile(r"'?(/vsi[a-z]+/)+\S*?pyogrio_[0-9a-f]+\S*?'?(?=[\s.;,:]|$)")
+# pyogrio's DataSourceError/DataLayerError (and their CRS/feature/geometry/field
+# kinds) are RuntimeErrors; GDAL's own failures surface as these three
+_READ_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, ValueError, OSError)
+
+
+@dataclass(frozen=True)
+class GisTable:
+    """One layer of a GIS file: properties as columns plus WKB `geometry`."""
+
+    table: pa.Table
+    crs: str | None
+    layer: str
+    geometry_type: str | None
+
+
+def detect_gis_format(name: str, data: bytes) -> str | None:
+    """The GIS format `name`'s extension states, where unambiguous; else `None`.
+    A bare `.zip` is a shapefile when it holds a `.shp`, a File Geodatabase when it
+    holds a `NAME.gdb/` folder (and neither when it holds both or none)."""
+    lower = name.lower()
+    for suffix, fmt in (
+        (".gdb.zip", "filegdb"),
+        (".shp.zip", "shapefile"),
+        (".geojson", "geojson"),
+        (".geojsonl", "geojsonseq"),
+        (".geojsons", "geojsonseq"),
+        (".gpkg", "gpkg"),
+        (".fgb", "flatgeobuf"),
+    ):
+        if lower.endswith(suffix):
+            return fmt
+    if not lower.endswith(".zip"):
+        return None
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = _member_names(zf)
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+    has_shp = any(n.lower().endswith(".shp") for n in names)
+    has_gdb = bool(_gdb_folders(names))
+    if has_shp != has_gdb:
+        return "shapefile" if has_shp else "filegdb"
+    return None
+
+
+def read_gis(
+    data: bytes, fmt: str, *, layer: str | None = None, source: str, payload: str
+) -> GisTable:
+    """Layer `layer` (or the only layer) of `data`, a file of format `fmt`.
+    BadPayloadError (one line) for unreadable bytes, a zip that is truncated or lacks a
+    part, several layers and no `layer` named, or an unknown `layer` (both list the
+    layers)."""
+
+    def bad(problem: str) -> BadPayloadError:
+        return BadPayloadError(problem, source=source, payload=payload)
+
+    drivers = GIS_FORMATS.get(fmt)
+    if drivers is None:
+        raise bad(f"unknown GIS format {fmt!r} (one of {', '.join(GIS_FORMATS)})")
+    if _looks_like_html(data):
+        raise bad(f"an HTML page, not a {fmt} file (a login or error page?)")
+    if fmt in _ZIPPED:
+        data = _repack(data, fmt, bad)
+    with warnings.catch_warnings():
+        # GDAL warns that a /vsimem/ name lacks the GeoPackage extension; harmless
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            # GDAL names a layer-less format's one layer after the file: pyogrio's
+            # random /vsimem/ name, different on each call; shown as the format's name
+            layers = [
+                fmt if str(name).startswith("pyogrio_") else str(name)
+                for name in pyogrio.list_layers(data)[:, 0]
+            ]
+            if not layers:
+                raise bad(f"no layers in this {fmt} file")
+            if layer is None:
+                if len(layers) > 1:
+                    raise bad(
+                        f"the {fmt} file has {len(layers)} layers ({_listing(layers)}); "
+                        "name one with --layer"
+                    )
+                layer = layers[0]
+            elif layer not in layers:
+                raise bad(f"no layer {layer!r} in the {fmt} file (layers: {_listing(layers)})")
+            index = layers.index(layer)  # by position: see above
+            info: dict[str, Any] = pyogrio.read_info(data, layer=index)
+            driver = str(info.get("driver"))
+            if driver not in drivers:
+                raise bad(f"not a {fmt} file (GDAL reads it as {driver})")
+            meta, table = pyogrio.read_arrow(data, layer=index)
+        except _READ_ERRORS as exc:
+            raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
+    return GisTable(
+        table=_with_geometry(table, meta),
+        crs=meta.get("crs") or None,
+        layer=layer,
+        geometry_type=meta.get("geometry_type") or None,
+    )
+
+
+def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:
+    """`table` with its geometry column as plain WKB `binary` named `geometry`
+    (pyogrio names it after the file's column and tags it geoarrow.wkb)."""
+    name = meta.get("geometry_name") or "wkb_geometry"
+    if name not in table.column_names:
+        name = "wkb_geometry"
+    if name not in table.column_names:  # a layer without geometry
+        return table.append_column("geometry", pa.nulls(table.num_rows, pa.binary()))
+    index = table.column_names.index(name)
+    column = table.column(index)
+    if isinstance(column.type, pa.ExtensionType):
+        column = pa.chunked_array(
+            [chunk.storage for chunk in column.chunks], type=column.type.storage_type
+        )
+    column = column.cast(pa.binary())
+    return table.set_column(index, pa.field("geometry", pa.binary()), column)
+
+
+def _repack(data: bytes, fmt: str, bad: Any) -> bytes:
+    """The zip's shapefile parts / `.gdb` folder contents at the root of a new zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = _member_names(zf)
+            picked = (
+                _shapefile_members(names, bad) if fmt == "shapefile" else _gdb_members(names, bad)
+            )
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dest:
+                for member, target in picked.items():
+                    dest.writestr(target, zf.read(member))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
+        what = "a .zip holding .shp/.shx/.dbf" if fmt == "shapefile" else "a zipped NAME.gdb folder"
+        raise bad(
+            f"not a readable zip (truncated or corrupt; a {fmt} is {what}): {_one_line(exc)}"
+        ) from exc
+    return out.getvalue()
+
+
+def _member_names(zf: zipfile.ZipFile) -> list[str]:
+    return [
+        info.filename
+        for info in zf.infolist()
+        if not info.is_dir() and not info.filename.startswith(_IGNORED_MEMBERS)
+    ]
+
+
+def _shapefile_members(names: list[str], bad: Any) -> dict[str, str]:
+    by_stem: dict[str, dict[str, str]] = {}
+    for name in names:
+        stem, ext = posixpath.splitext(name)
+        if ext.lower() in _SHP_PARTS:
+            by_stem.setdefault(stem, {})[ext.lower()] = name
+    shapefiles = {stem: parts for stem, parts in by_stem.items() if ".shp" in parts}
+    if not shapefiles:
+        raise bad(f"the zip holds no .shp file ({_listing(names) or 'it is empty'})")
+    picked: dict[str, str] = {}
+    for stem, parts in sorted(shapefiles.items()):
+        missing = [ext for ext in _SHP_REQUIRED if ext not in parts]
+        if missing:
+            raise bad(
+                f"the shapefile {posixpath.basename(stem)}.shp in the zip lacks its "
+                f"{' and '.join(missing)} (a shapefile needs .shp, .shx and .dbf)"
+            )
+        for ext, member in parts.items():
+            target = posixpath.basename(stem) + ext
+            if target in picked.values():
+                raise bad(f"the zip holds two shapefiles named {posixpath.basename(stem)}.shp")
+            picked[member] = target
+    return picked
+
+
+def _gdb_folders(names: list[str]) -> set[str]:
+    folders = set()
+    for name in names:
+        parts = name.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if part.lower().endswith(".gdb"):
+                folders.add("/".join(parts[: i + 1]) + "/")
+                break
+    return folders
+
+
+def _gdb_members(names: list[str], bad: Any) -> dict[str, str]:
+    folders = _gdb_folders(names)
+    if len(folders) > 1:
+        raise bad(f"the zip holds {len(folders)} .gdb folders ({_listing(sorted(folders))})")
+    if folders:
+        (folder,) = folders
+        return {n: n[len(folder) :] for n in names if n.startswith(folder)}
+    if any(n.lower().endswith(".gdbtable") and "/" not in n for n in names):
+        return {n: n for n in names}  # the folder's contents already at the root
+    raise bad(f"the zip holds no NAME.gdb folder ({_listing(names) or 'it is empty'})")
+
+
+def _listing(names: list[str], limit: int = 20) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _looks_like_html(data: bytes) -> bool:
+    head = data[:512].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html")) or b"<html" in head[:200]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    # GDAL names pyogrio's random in-memory file and suggests a driver prefix: noise here
+    text = _VSI_PATH.sub("the payload", text).split("; It might help", 1)[0]
+    text = text.replace(
+        "the payload not recognized as being in a supported file format.",
+        "the bytes are in no format GDAL reads",
+    )
+    return text if len(text) <= 300 else text[:297] + "..."
