@@ -162,6 +162,21 @@ def test_several_layers_need_a_name(tmp_path: Path) -> None:
         read_gis(data, "gpkg", layer="roads", source="parcels", payload="p1")
 
 
+def test_zip_of_two_shapefiles_is_two_layers(tmp_path: Path) -> None:
+    folder = tmp_path / "two"
+    folder.mkdir()
+    for layer in ("parcels", "zones"):
+        pyogrio.write_arrow(
+            _table(), folder / f"{layer}.shp", driver="ESRI Shapefile", layer=layer,
+            geometry_name="geometry", geometry_type="Polygon", crs=CRS,
+        )  # fmt: skip
+    data = _zip_dir(folder)
+    with pytest.raises(BadPayloadError, match=r"2 layers \(parcels, zones\)"):
+        read_gis(data, "shapefile", source="parcels", payload="p1")
+    got = read_gis(data, "shapefile", layer="zones", source="parcels", payload="p1")
+    assert got.layer == "zones" and got.table.num_rows == 3
+
+
 def test_shapefile_missing_dbf_names_it(tmp_path: Path) -> None:
     write_gis(tmp_path, "shapefile")
     data = _zip_dir(tmp_path / "shapefile" / "shp", skip=".dbf")
@@ -247,3 +262,12 @@ def test_random_bytes_parse_or_bad_payload(fmt: str, data: bytes) -> None:
         assert "\n" not in str(exc)
     else:
         assert isinstance(got.table, pa.Table)
+
+
+def test_property_named_geometry_is_refused(tmp_path: Path) -> None:
+    data = (
+        b'{"type":"FeatureCollection","features":[{"type":"Feature",'
+        b'"properties":{"k":"a","geometry":"x"},"geometry":{"type":"Point","coordinates":[1,2]}}]}'
+    )
+    with pytest.raises(BadPayloadError, match=r"property named 'geometry'"):
+        read_gis(data, "geojson", source="parcels", payload="p1")

@@ -26,6 +26,7 @@ import posixpath
 import re
 import warnings
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +145,12 @@ def read_gis(
             meta, table = pyogrio.read_arrow(data, layer=index)
         except _READ_ERRORS as exc:
             raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
+    geometry_name = meta.get("geometry_name") or "wkb_geometry"
+    if "geometry" in table.column_names and geometry_name != "geometry":
+        raise bad(
+            f"layer {layer!r} has a property named 'geometry' beside its geometry "
+            f"column {geometry_name!r}; the two cannot both be kept under that name"
+        )
     return GisTable(
         table=_with_geometry(table, meta),
         crs=meta.get("crs") or None,
@@ -170,7 +177,7 @@ def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:
     return table.set_column(index, pa.field("geometry", pa.binary()), column)
 
 
-def _repack(data: bytes, fmt: str, bad: Any) -> bytes:
+def _repack(data: bytes, fmt: str, bad: Callable[[str], BadPayloadError]) -> bytes:
     """The zip's shapefile parts / `.gdb` folder contents at the root of a new zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -198,7 +205,7 @@ def _member_names(zf: zipfile.ZipFile) -> list[str]:
     ]
 
 
-def _shapefile_members(names: list[str], bad: Any) -> dict[str, str]:
+def _shapefile_members(names: list[str], bad: Callable[[str], BadPayloadError]) -> dict[str, str]:
     by_stem: dict[str, dict[str, str]] = {}
     for name in names:
         stem, ext = posixpath.splitext(name)
@@ -234,7 +241,7 @@ def _gdb_folders(names: list[str]) -> set[str]:
     return folders
 
 
-def _gdb_members(names: list[str], bad: Any) -> dict[str, str]:
+def _gdb_members(names: list[str], bad: Callable[[str], BadPayloadError]) -> dict[str, str]:
     folders = _gdb_folders(names)
     if len(folders) > 1:
         raise bad(f"the zip holds {len(folders)} .gdb folders ({_listing(sorted(folders))})")
