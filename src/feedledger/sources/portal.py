@@ -40,6 +40,9 @@ class Portal:
     sleep: Sleep | None = None
     deadline: float = 0.0
     requests: list[str] = field(default_factory=list)
+    # the headers of the last answer returned by `get` (ArcGIS dates a layer by its
+    # Last-Modified when its metadata has no editingInfo)
+    last_headers: dict[str, str] = field(default_factory=dict)
     _own: httpx.Client | None = None
 
     def __enter__(self) -> Portal:
@@ -89,6 +92,7 @@ class Portal:
                         and "json" in content_type.lower()
                     ):
                         body = _read_body(response, self.src, shown, self.deadline)
+                        self.last_headers = dict(response.headers)
                         return body, content_type
                     retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS
                     wait = self._wait(attempt, response) if retry else 0.0
