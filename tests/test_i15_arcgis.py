@@ -170,7 +170,7 @@ def test_error_as_200_names_code_and_message(arcgis: FakeArcGIS) -> None:
 def test_token_sent_as_parameter_and_never_shown(
     arcgis: FakeArcGIS, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="feedledger")
+    caplog.set_level(logging.DEBUG)  # httpx logs each request URL at INFO
     arcgis.token = "s3cret-t0ken"
     got = fetch_layer(arcgis.url, token="s3cret-t0ken")
     assert len(ids(got)) == 25
@@ -183,7 +183,9 @@ def test_token_sent_as_parameter_and_never_shown(
         fetch_layer(arcgis.url, token="wr0ng-t0ken")
     assert "ArcGIS error 498" in str(wrong.value) and "wr0ng-t0ken" not in str(wrong.value)
     assert "token" in (wrong.value.hint or "")
+    assert "GET http://127.0.0.1" in caplog.text and "token=***" in caplog.text
     assert "t0ken" not in caplog.text
+    assert logging.getLogger("httpx").filters == []  # the mask is gone after the fetch
 
 
 def test_429_and_5xx_retried_with_bounded_backoff(arcgis: FakeArcGIS) -> None:

@@ -22,7 +22,8 @@ never looped on). The layer's date is read again after the last page; a layer
 republished meanwhile is downloaded again once, and a second republish fails. Errors
 that ArcGIS answers with HTTP 200 (`{"error": {"code", "message"}}`) fail in one line
 naming both. HTTP, 429/5xx retries, the size limit and the deadline are `portal.Portal`'s.
-The token is sent as the `token` parameter and appears in no message or metadata.
+The token is sent as the `token` parameter and appears in no message or metadata, and
+is masked in httpx's request log (`redact.py`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from feedledger.model.source import (
 from feedledger.model.timeutil import iso
 from feedledger.sources.http import _http_date, _too_large, display_url
 from feedledger.sources.portal import Portal, Sleep
+from feedledger.sources.redact import redacted
 
 CONTENT_TYPE = "application/geo+json-seq"  # one GeoJSON Feature per line
 DEFAULT_MAX_RECORD_COUNT = 1000  # Esri's default when a layer does not state one
@@ -357,7 +359,7 @@ def fetch_layer(
         max_payload_bytes=max_payload_bytes,
         fetch_deadline_s=fetch_deadline_s,
     )
-    with Portal(src, client=client, sleep=sleep) as portal:
+    with redacted(token), Portal(src, client=client, sleep=sleep) as portal:
         session = _Session(portal, base, token)
         meta, before = _metadata(session)
         if since_ms is not None and before <= since_ms:
