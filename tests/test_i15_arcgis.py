@@ -219,3 +219,22 @@ def test_html_login_page_refused(arcgis: FakeArcGIS) -> None:
     arcgis.server.route = login_page  # type: ignore[union-attr]
     with pytest.raises(BadPayloadError, match="HTML page"):
         fetch_layer(arcgis.url)
+
+
+def test_missing_object_id_is_caught(arcgis: FakeArcGIS) -> None:
+    """A feature the server leaves out of its pages (but counts) fails the download."""
+
+    def drops_seven(request: Request) -> Reply:
+        reply = route(request)
+        body = json.loads(reply.body)
+        if isinstance(body.get("features"), list):
+            body["features"] = [f for f in body["features"] if "P0000007" not in json.dumps(f)]
+            return Reply(200, json.dumps(body).encode())
+        return reply
+
+    route = arcgis.route
+    arcgis.server.route = drops_seven  # type: ignore[union-attr]
+    # paging by offset, the next page then starts one feature early: a repeated id
+    expected = r"\[7\].*not answered" if arcgis.flavour == "10.3" else "10 was answered twice"
+    with pytest.raises(BadPayloadError, match=expected):
+        fetch_layer(arcgis.url)
