@@ -22,7 +22,7 @@ from feedledger.config import make_source
 from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
 from feedledger.model.source import SourceConfig
 from feedledger.sources import fetch
-from helpers import Cli
+from helpers import PG_ENV, PG_SKIP, Cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -519,9 +519,9 @@ def test_postgresql_backend_terminated_mid_copy_says_the_connection_was_lost(
     import sys
     import uuid
 
-    base = os.environ.get("FEEDLEDGER_TEST_POSTGRES_URL")
+    base = os.environ.get(PG_ENV)
     if not base:
-        pytest.skip("PostgreSQL backend not tested: set FEEDLEDGER_TEST_POSTGRES_URL")
+        pytest.skip(PG_SKIP)
     import psycopg
 
     from feedledger.config import Workspace

@@ -58,6 +58,21 @@ def test_secret_env_refuses_a_secret_without_echoing_it(
     assert listed == {"s-fl_i13_secret": "FL_I13_SECRET", "s-_x1": "_x1"}
 
 
+def test_secret_env_refuses_a_secret_that_is_also_an_identifier(cli: Cli, tmp_path: Path) -> None:
+    """A webhook secret can itself be a valid identifier (`whsec_` + base62): refused,
+    never echoed, like any other value that is no variable name."""
+    declare(cli)
+    out = str(tmp_path / "m.jsonl")
+    for bad in ("whsec_abc123", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LLLdZ", "sk_live_4eC39HqLyjWD",
+                "Ab3dEf7hIj9kLm2nOp5qRs"):  # fmt: skip
+        refused = cli("subscriber", "add", "s1", "--file", out, "--secret-env", bad, expect=2)
+        text = refused.stderr + refused.stdout
+        assert "--secret-env must name an environment variable, not hold the secret" in text
+        assert bad not in text
+    assert cli.json("subscriber", "list") == []
+    cli("subscriber", "add", "s2", "--file", out, "--secret-env", "WEBHOOK_SECRET_2026_PRIMARY")
+
+
 def test_a_secret_already_stored_is_masked_everywhere(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,8 +24,22 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 HIDDEN_SECRET_ENV = "<hidden: not an environment variable name>"
 
 
+# A secret can itself be a valid identifier (`whsec_MfKQ9r8G…` is one): values with a
+# token vendor's prefix, or long mixed-case-and-digit strings, are taken for secrets
+_SECRET_PREFIXES = (
+    "whsec_", "sk_", "rk_", "pk_live", "pk_test", "ghp_", "gho_", "ghs_", "ghu_",
+    "github_pat_", "glpat", "xox", "akia", "asia",
+)  # fmt: skip
+
+
+def looks_like_secret(value: str) -> bool:
+    if value.lower().startswith(_SECRET_PREFIXES):
+        return True
+    return len(value) >= 20 and not value.isupper() and any(c.isdigit() for c in value)
+
+
 def is_env_name(value: str) -> bool:
-    return ENV_NAME_RE.match(value) is not None
+    return ENV_NAME_RE.match(value) is not None and not looks_like_secret(value)
 
 
 @dataclass(frozen=True, slots=True)
