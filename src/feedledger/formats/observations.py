@@ -43,6 +43,28 @@ class Observations:
     raw: pl.DataFrame
     attr_columns: list[str] | None  # CSV: string columns; None: raw has "attributes"
     published_values: list[str] | None = None
+    # the payload's field names in the order it states them (payloads.fields)
+    fields: list[str] | None = None
+    # GIS payloads: one row per record in idx order, columns `geometry` (GeoJSON text
+    # of the geometry as stated; null for a feature without one) and `geometry_hash`
+    # (Int64 hash of its canonical form, formats/geometry.py; folded into `hash`)
+    geometry: pl.DataFrame | None = None
+    crs: str | None = None  # the layer's CRS as stated (None: the file states none)
+    invalid_geometries: int = 0  # kept as stated, counted and warned about
+
+    def geometries(self, idx: pl.Series) -> pl.DataFrame:
+        """`geometry` and `geometry_hash` for the given 0-based record indexes, in that
+        order (a null index, or a payload without geometry, gives nulls)."""
+        if self.geometry is None:
+            return pl.DataFrame(
+                {
+                    "geometry": pl.Series([None] * idx.len(), dtype=pl.String),
+                    "geometry_hash": pl.Series([None] * idx.len(), dtype=pl.Int64),
+                }
+            )
+        return self.geometry.select(
+            pl.col("geometry").gather(idx), pl.col("geometry_hash").gather(idx)
+        )
 
     @property
     def height(self) -> int:

@@ -42,6 +42,10 @@ payloads = Table(
     Column("original_name", Text),
     Column("content_type", String(200)),
     Column("indexed_at", BigInteger, nullable=False),
+    # the layer's CRS as stated (GIS payloads) and the payload's field names in the
+    # order it states them (JSON list), both set when the payload is applied (0008)
+    Column("crs", Text),
+    Column("fields", Text),
     UniqueConstraint("source", "published_at", name="uq_payloads_source_published"),
 )
 
@@ -110,6 +114,10 @@ versions = Table(
     Column("content_hash", BigInteger, nullable=False),
     Column("revision", Text),
     Column("attributes", Text),
+    # GIS sources (0008): the geometry as stated (GeoJSON text) and the hash of its
+    # canonical form (formats/geometry.py), which is what a geometry change is judged on
+    Column("geometry", Text),
+    Column("geometry_hash", BigInteger),
     Index("ix_versions_source_key", "source", "key", "valid_from"),
 )
 
@@ -136,6 +144,7 @@ outcomes = Table(
     Column("current_revision", Text),
     Column("content_hash", BigInteger),
     Column("attributes", Text),
+    Column("geometry", Text),  # GIS sources (0008)
     Column("recorded_at", BigInteger, nullable=False),
     Index("ix_outcomes_run", "run_id"),
 )

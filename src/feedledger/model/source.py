@@ -22,7 +22,27 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PUBLISHED_FROM_RE = re.compile(r"^(filename|field:[^\s]+|header:[A-Za-z0-9-]+)$")
 PublishedFromKind = Literal["filename", "field", "header"]
 
-PayloadFormat = Literal["csv", "jsonl", "json", "parquet"]
+PayloadFormat = Literal[
+    "csv",
+    "jsonl",
+    "json",
+    "parquet",
+    # GIS formats (formats/gis.py; geoparquet with pyarrow): a feature's properties are
+    # its record, its geometry is kept beside them (versions.geometry)
+    "geojson",
+    "geojsonseq",
+    "shapefile",
+    "gpkg",
+    "filegdb",
+    "flatgeobuf",
+    "geoparquet",
+]
+GEO_FORMATS: frozenset[str] = frozenset(
+    {"geojson", "geojsonseq", "shapefile", "gpkg", "filegdb", "flatgeobuf", "geoparquet"}
+)
+# Geometry changes are judged on coordinates snapped to this grid, in the layer's unit
+# (formats/geometry.py explains the default and when to choose a coarser one).
+DEFAULT_GEOMETRY_GRID = 1e-9
 
 # Fetch limits (per source, in feedledger.toml): a payload larger than this is refused
 # while it is being read (a server streaming without end), and a whole fetch -- connect,
@@ -32,12 +52,13 @@ DEFAULT_FETCH_DEADLINE_S = 1800.0
 
 # Portal connectors (sources/socrata.py, sources/ckan.py): `fetch` names the dataset on
 # the portal, and the connector asks the portal's API for its rows and publisher date.
-Connector = Literal["socrata", "ckan"]
+Connector = Literal["socrata", "ckan", "arcgis"]
 DEFAULT_PAGE_SIZE = 50_000  # Socrata rows per request ($limit)
 SOCRATA_URL_RE = re.compile(
     r"^(?P<base>https?://[^/?#]+)/resource/(?P<id>[a-z0-9]{4}-[a-z0-9]{4})\.json$"
 )
 CKAN_URL_RE = re.compile(r"^(?P<base>https?://[^?#]+?)/dataset/(?P<name>[^/?#]+)/?$")
+ARCGIS_URL_RE = re.compile(r"^https?://[^?#]+/(FeatureServer|MapServer)/\d+/?$")
 
 
 def connector_problem(src: SourceConfig) -> str | None:
@@ -46,6 +67,8 @@ def connector_problem(src: SourceConfig) -> str | None:
         return "resource (--resource) is only for --connector ckan"
     if src.page_size is not None and src.connector != "socrata":
         return "page_size (--page-size) is only for --connector socrata"
+    if src.token_env is not None and src.connector != "arcgis":
+        return "token_env (--token-env) is only for --connector arcgis"
     if src.connector is None:
         return None
     url = (src.fetch or "").strip()
@@ -59,6 +82,15 @@ def connector_problem(src: SourceConfig) -> str | None:
             )
         if src.format != "json":
             return "a Socrata source's rows arrive as one JSON array: use --format json"
+        return None
+    if src.connector == "arcgis":
+        if ARCGIS_URL_RE.match(url) is None:
+            return (
+                "an ArcGIS fetch URL must name one layer, https://HOST/.../FeatureServer/N "
+                f"or .../MapServer/N, not {url!r}"
+            )
+        if src.format != "geojsonseq":
+            return "an ArcGIS layer is archived as a GeoJSON sequence: use --format geojsonseq"
         return None
     if CKAN_URL_RE.match(url) is None:
         return f"a CKAN fetch URL must be https://HOST/dataset/NAME, not {url!r}"
@@ -186,6 +218,18 @@ class SourceConfig(BaseModel):
     # text encoding of csv/jsonl/json payloads (decoded to UTF-8 before they are read).
     csv_delimiter: str = ","
     encoding: str = "utf-8"
+    # GIS: the layer to read from a file holding several (`--layer`), and the grid
+    # geometry coordinates are snapped to before two geometries are compared
+    layer: str | None = None
+    geometry_grid: float = Field(default=DEFAULT_GEOMETRY_GRID, gt=0)
+    # the environment variable holding a secured ArcGIS service's token (never the
+    # token itself: feedledger.toml is not a place for secrets)
+    token_env: str | None = None
+
+    @property
+    def is_geo(self) -> bool:
+        """True for a GIS format: records are features with a geometry."""
+        return self.format in GEO_FORMATS
 
     @field_validator("name")
     @classmethod
