@@ -15,7 +15,7 @@ import tomlkit
 from pydantic import ValidationError
 
 from feedledger.model.errors import ConfigError, SourceNotFound
-from feedledger.model.source import SourceConfig
+from feedledger.model.source import SourceConfig, format_from_name
 
 CONFIG_NAME = "feedledger.toml"
 DEFAULT_STORE = "sqlite:///.feedledger/ledger.db"
@@ -38,13 +38,30 @@ def _pydantic_message(exc: ValidationError) -> str:
 
 
 def make_source(name: str, **values: Any) -> SourceConfig:
-    """Validate a source declaration, turning pydantic errors into one clear ConfigError."""
+    """Validate a source declaration, turning pydantic errors into one clear ConfigError.
+    `format=None` (or absent) is decided here: an ArcGIS layer is a GeoJSON sequence, a
+    Socrata dataset JSON, otherwise `fetch`'s extension says (csv when it does not)."""
+    if values.get("format") is None:
+        values.pop("format", None)
+        fmt = _default_format(values)
+        if fmt is not None:
+            values["format"] = fmt
     try:
         return SourceConfig(name=name, **values)
     except ValidationError as exc:
         raise ConfigError(
             f"invalid source declaration: {_pydantic_message(exc)}", source=name
         ) from exc
+
+
+def _default_format(values: dict[str, Any]) -> str | None:
+    connector = values.get("connector")
+    if connector == "arcgis":
+        return "geojsonseq"
+    if connector == "socrata":
+        return "json"
+    fetch = values.get("fetch")
+    return format_from_name(fetch) if isinstance(fetch, str) else None
 
 
 def resolve_store_url(url: str, root: Path) -> str:

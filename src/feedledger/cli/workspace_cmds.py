@@ -11,6 +11,7 @@ from feedledger.cli.app import app, db_app, source_app
 from feedledger.cli.common import JSON_OPT, config_path, emit_json, err, ledger, out, table
 from feedledger.model.source import (
     DEFAULT_FETCH_DEADLINE_S,
+    DEFAULT_GEOMETRY_GRID,
     DEFAULT_MAX_PAYLOAD_BYTES,
     SourceConfig,
 )
@@ -105,7 +106,12 @@ def source_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Source name, e.g. larimer."),
     key: str = typer.Option(..., "--key", help="Key field(s), comma-separated: a,b."),
-    fmt: str = typer.Option("csv", "--format", help="csv | jsonl | json | parquet."),
+    fmt: str | None = typer.Option(
+        None,
+        "--format",
+        help="csv | jsonl | json | parquet | geojson | geojsonseq | shapefile | gpkg | "
+        "filegdb | flatgeobuf | geoparquet (default: from --fetch's extension, else csv).",
+    ),
     kind: str = typer.Option(
         "snapshot",
         "--kind",
@@ -188,14 +194,30 @@ def source_add(
     connector: str | None = typer.Option(
         None,
         "--connector",
-        help="socrata | ckan: --fetch names a portal dataset (https://HOST/resource/"
-        "abcd-1234.json, or https://HOST/dataset/NAME with --resource).",
+        help="socrata | ckan | arcgis: --fetch names a portal dataset (https://HOST/resource/"
+        "abcd-1234.json, https://HOST/dataset/NAME with --resource, or an ArcGIS layer "
+        "https://HOST/.../FeatureServer/0).",
     ),
     resource: str | None = typer.Option(
         None, "--resource", help="CKAN only: the dataset's resource to fetch (name or id)."
     ),
     page_size: int | None = typer.Option(
         None, "--page-size", help="Socrata only: rows per request (default 50,000)."
+    ),
+    layer: str | None = typer.Option(
+        None, "--layer", help="GIS files with several layers: the layer to read."
+    ),
+    geometry_grid: float = typer.Option(
+        DEFAULT_GEOMETRY_GRID,
+        "--geometry-grid",
+        help="GIS: coordinates are snapped to this grid (layer units) before geometries "
+        "are compared; 1e-9 suits degrees, use e.g. 0.001 for a layer in metres or feet.",
+    ),
+    token_env: str | None = typer.Option(
+        None,
+        "--token-env",
+        help="ArcGIS only: environment variable holding the service's token (never the "
+        "token itself).",
     ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
@@ -228,6 +250,9 @@ def source_add(
             page_size=page_size,
             csv_delimiter=csv_delimiter,
             encoding=encoding,
+            layer=layer,
+            geometry_grid=geometry_grid,
+            token_env=token_env,
         ).config
         config = led.workspace.config_path
     _warn_fetch(src)

@@ -40,6 +40,40 @@ PayloadFormat = Literal[
 GEO_FORMATS: frozenset[str] = frozenset(
     {"geojson", "geojsonseq", "shapefile", "gpkg", "filegdb", "flatgeobuf", "geoparquet"}
 )
+# A file name's extension -> the format it states (longest suffix first). `.zip` alone
+# and `.parquet` are left to the content (a shapefile or a File Geodatabase; GeoParquet
+# metadata or not).
+_EXTENSIONS: tuple[tuple[str, PayloadFormat], ...] = (
+    (".shp.zip", "shapefile"),
+    (".gdb.zip", "filegdb"),
+    (".geojsonl", "geojsonseq"),
+    (".geojsons", "geojsonseq"),
+    (".geojson", "geojson"),
+    (".gpkg", "gpkg"),
+    (".fgb", "flatgeobuf"),
+    (".jsonl", "jsonl"),
+    (".ndjson", "jsonl"),
+    (".json", "json"),
+    (".csv", "csv"),
+    (".parquet", "parquet"),
+)
+
+
+def format_from_name(name: str) -> PayloadFormat | None:
+    """The format a file name or URL path states by its extension (`.gz`/`.zip` around
+    csv/jsonl/json/geojson looked through), None when it states none unambiguously."""
+    lowered = name.split("?", 1)[0].split("#", 1)[0].lower().rstrip("/")
+    for wrapper in (".gz", ".zip"):
+        inner = lowered.removesuffix(wrapper)
+        if inner != lowered and not lowered.endswith((".shp.zip", ".gdb.zip")):
+            lowered = inner
+            break
+    for suffix, fmt in _EXTENSIONS:
+        if lowered.endswith(suffix):
+            return fmt
+    return None
+
+
 # Geometry changes are judged on coordinates snapped to this grid, in the layer's unit
 # (formats/geometry.py explains the default and when to choose a coarser one).
 DEFAULT_GEOMETRY_GRID = 1e-9
