@@ -1,0 +1,81 @@
+"""Issue 15, demo: `feedledger demo` also serves a zoning layer from its own FeatureServer
+(pipeline/demo_featureserver.py), runs an `--connector arcgis` source over three
+publication days and shows a parcel's geometry change; a ring merely rotated is not one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from feedledger.formats.geometry import geometry_changed
+from feedledger.pipeline.demo_featureserver import Layer, serving
+from feedledger.pipeline.demo_zoning import EDITS, MOVED, ROTATED, ZONING, features
+from feedledger.sources.arcgis import fetch_layer
+
+EDIT_MS = int(EDITS[0].timestamp() * 1000)
+
+
+def _geojson(feature: Any) -> dict[str, Any]:
+    return {"type": "Polygon", "coordinates": [feature.ring]}
+
+
+def _by_parcel(day: int) -> dict[str, Any]:
+    return {f.attributes["PARCEL_ID"]: f for f in features(day)}
+
+
+def test_the_days_change_what_the_brief_says() -> None:
+    day1, day2, day3 = _by_parcel(0), _by_parcel(1), _by_parcel(2)
+    moved, rotated = day2[MOVED].ring, day2[ROTATED].ring
+    assert len(set(map(tuple, moved)) - set(map(tuple, day1[MOVED].ring))) == 1
+    assert rotated != day1[ROTATED].ring and rotated[0] == rotated[-1]
+    pairs = [(day1[MOVED], day2[MOVED]), (day1[ROTATED], day2[ROTATED])]
+    before = [_geojson(a) for a, _b in pairs]
+    after = [_geojson(b) for _a, b in pairs]
+    assert geometry_changed(before, after) == [True, False]
+    assert day2[MOVED].attributes == day1[MOVED].attributes  # a geometry change only
+    assert day3[MOVED].attributes["ZONE"] == "MU-2" and day3[MOVED].ring == moved
+    others = [p for p in day1 if p != MOVED]
+    assert all(day3[p].attributes == day1[p].attributes for p in others)
+
+
+def test_the_fake_featureserver_is_read_by_fetch_layer() -> None:
+    layer = Layer(features(0), EDIT_MS)
+    with serving(layer) as url:
+        got = fetch_layer(url, name=ZONING)
+        assert got.published_ms == EDIT_MS and got.data is not None
+        lines = [json.loads(line) for line in got.data.decode().splitlines()]
+        assert [f["properties"]["PARCEL_ID"] for f in lines] == list(_by_parcel(0))
+        assert lines[0]["geometry"]["type"] == "Polygon"
+        assert got.metadata["count"] == 6 and got.metadata["wkid"] == 4326
+        pages = [q for p, q in layer.requests if p.endswith("/query") and "resultOffset" in q]
+        assert [q["resultOffset"] for q in pages] == ["0", "4"]  # maxRecordCount 4
+        # nothing new: the layer's date is not after the watermark, no query at all
+        asked = len(layer.requests)
+        assert fetch_layer(url, name=ZONING, since_ms=EDIT_MS).nothing_new
+        assert [p for p, _q in layer.requests[asked:]] == [layer.requests[0][0]]
+
+
+def test_the_fake_featureserver_answers_esri_json_ids_and_errors() -> None:
+    layer = Layer(features(0), EDIT_MS)
+    with serving(layer) as url:
+
+        def ask(path: str = "/query", **params: str) -> Any:
+            return httpx.get(url + path, params={"where": "1=1", **params}).json()
+
+        meta = ask("", f="json")
+        assert meta["editingInfo"]["dataLastEditDate"] == EDIT_MS
+        assert meta["objectIdField"] == "OBJECTID" and meta["maxRecordCount"] == 4
+        assert ask(returnCountOnly="true", f="json") == {"count": 6}
+        assert ask(returnIdsOnly="true", f="json")["objectIds"] == [1, 2, 3, 4, 5, 6]
+        esri = ask(outFields="*", resultOffset="0", resultRecordCount="10", f="json")
+        assert len(esri["features"]) == 4 and esri["exceededTransferLimit"] is True
+        assert "rings" in esri["features"][0]["geometry"]
+        last = ask(outFields="*", resultOffset="4", f="json")
+        assert len(last["features"]) == 2 and "exceededTransferLimit" not in last
+        by_id = ask(objectIds="2,5", outFields="*", f="geojson")
+        assert [f["id"] for f in by_id["features"]] == [2, 5]
+        assert ask(outSR="2227", f="json")["error"]["code"] == 400
+        assert ask(f="json", where="ZONE='R-1'")["error"]["code"] == 400
+        assert ask("/nope", f="json")["error"]["code"] == 400
