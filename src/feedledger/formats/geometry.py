@@ -143,21 +143,35 @@ def canonical_geometries(
 
 def canonical_wkb(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[bytes | None]:
     """The canonical WKB of each geometry (module docstring); None for a missing one."""
+    result: list[bytes | None] = canonical_wkb_array(geoms, grid).tolist()
+    return result
+
+
+def canonical_wkb_array(
+    geoms: GeometryInput, grid: float = DEFAULT_GRID
+) -> npt.NDArray[np.object_]:
+    """`canonical_wkb` as a numpy object array (bytes or None), without a Python loop."""
     canon = canonical_geometries(geoms, grid)
     empty = shapely.is_empty(canon)
-    wkb = shapely.to_wkb(canon, output_dimension=2, byte_order=1, include_srid=False, flavor="iso")
+    wkb: npt.NDArray[np.object_] = shapely.to_wkb(
+        canon, output_dimension=2, byte_order=1, include_srid=False, flavor="iso"
+    )
     wkb[empty] = _EMPTY_WKB
-    result: list[bytes | None] = wkb.tolist()
-    return result
+    return wkb
 
 
 def geometry_hash(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[int | None]:
     """XXH3-64 (seed 0) of each canonical WKB as a signed 64-bit integer, the same
     hash and representation as the content hash (`model/hashing.py`); None for None."""
-    series = pl.Series("g", canonical_wkb(geoms, grid), dtype=pl.Binary)
-    hashed = pl.DataFrame([series]).select(hash_expr(pl.col("g"))).to_series()
-    result: list[int | None] = hashed.to_list()
+    result: list[int | None] = geometry_hash_series(geoms, grid).to_list()
     return result
+
+
+def geometry_hash_series(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> pl.Series:
+    """`geometry_hash` as an Int64 Series (the columnar path: no Python loop)."""
+    wkb = pa.array(canonical_wkb_array(geoms, grid), type=pa.binary())
+    series = pl.Series("g", wkb, dtype=pl.Binary)
+    return pl.DataFrame([series]).select(hash_expr(pl.col("g"))).to_series().alias("geometry_hash")
 
 
 def geometry_changed(a: GeometryInput, b: GeometryInput, grid: float = DEFAULT_GRID) -> list[bool]:

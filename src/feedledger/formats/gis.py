@@ -142,7 +142,7 @@ def read_gis(
             driver = str(info.get("driver"))
             if driver not in drivers:
                 raise bad(f"not a {fmt} file (GDAL reads it as {driver})")
-            meta, table = pyogrio.read_arrow(data, layer=index)
+            meta, table = pyogrio.read_arrow(data, layer=index, **_open_options(driver))
         except _READ_ERRORS as exc:
             raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
     geometry_name = meta.get("geometry_name") or "wkb_geometry"
@@ -157,6 +157,12 @@ def read_gis(
         layer=layer,
         geometry_type=meta.get("geometry_type") or None,
     )
+
+
+def _open_options(driver: str) -> dict[str, str]:
+    """GDAL open options: GeoJSON's date-looking strings stay the strings stated (GDAL
+    would otherwise type `"2024-01-02T03:04:05Z"` as a datetime and print it anew)."""
+    return {"DATE_AS_STRING": "YES"} if driver == "GeoJSON" else {}
 
 
 def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:

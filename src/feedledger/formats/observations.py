@@ -10,7 +10,9 @@ import polars as pl
 
 from feedledger.formats.canonical import (
     columns_needing_escape,
+    json_string,
     object_expr,
+    quoted,
 )
 from feedledger.model.errors import BadPayloadError
 from feedledger.model.source import SourceConfig
@@ -51,6 +53,9 @@ class Observations:
     geometry: pl.DataFrame | None = None
     crs: str | None = None  # the layer's CRS as stated (None: the file states none)
     invalid_geometries: int = 0  # kept as stated, counted and warned about
+    # columns of `raw` (among attr_columns) that hold JSON literal text (a typed GIS
+    # property: `12`, `true`, `[1,2]`), written as is; the others are quoted strings
+    literal_columns: frozenset[str] = frozenset()
 
     def geometries(self, idx: pl.Series) -> pl.DataFrame:
         """`geometry` and `geometry_hash` for the given 0-based record indexes, in that
@@ -90,9 +95,28 @@ class Observations:
     def _encode(self, rows: pl.DataFrame) -> pl.Series:
         if self.attr_columns is None:
             return rows.get_column("attributes")
+        if self.literal_columns:
+            return rows.select(self._typed_object(rows).alias("attributes")).get_column(
+                "attributes"
+            )
         special = columns_needing_escape(rows.select(self.attr_columns))
         expr = object_expr(self.attr_columns, rows, special)
         return rows.select(expr.alias("attributes")).get_column("attributes")
+
+    def _typed_object(self, rows: pl.DataFrame) -> pl.Expr:
+        """`object_expr` where literal columns are written as they are."""
+        columns = self.attr_columns or []
+        strings = [c for c in columns if c not in self.literal_columns]
+        special = columns_needing_escape(rows.select(strings)) if strings else set()
+        pieces: list[pl.Expr] = []
+        for i, name in enumerate(sorted(columns)):
+            pieces.append(pl.lit(("{" if i == 0 else ",") + json_string(name) + ":"))
+            if name in self.literal_columns:
+                pieces.append(pl.col(name).fill_null("null"))
+            else:
+                pieces.extend(quoted(name, rows, special))
+        pieces.append(pl.lit("}"))
+        return pl.concat_str(pieces) if columns else pl.lit("{}")
 
 
 def _run_start(idx: pl.Series) -> int | None:

@@ -2,17 +2,21 @@
 
 CSV takes a vectorised path (polars reads every field as a string, the canonical
 JSON and hash are built as column expressions). JSON, JSON lines and Parquet take a
-generic per-record path that keeps number literals exactly as written.
+generic per-record path that keeps number literals exactly as written. GIS formats
+(GeoJSON, shapefile, GeoPackage, File Geodatabase, FlatGeobuf, GeoParquet) take the
+columnar path of `formats.geo_reader`: properties as the record, geometry beside it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain
 
 import polars as pl
 
 from feedledger.formats.compressed import decode_text, decompress
 from feedledger.formats.csv_reader import read_csv_payload
+from feedledger.formats.geo_reader import read_geo
 from feedledger.formats.observations import (
     BLANK_PATTERN,
     Observations,
@@ -32,6 +36,10 @@ def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observat
     """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input."""
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
+    if src.is_geo:
+        obs = read_geo(_geo_bytes(data, src, label), src, label)
+        _check_keys(obs, src, label)
+        return obs
     if src.format != "parquet":
         # gzip/zip by their first bytes; the declared encoding decoded to UTF-8
         data = decode_text(decompress(data, src, label), src, label)
@@ -41,14 +49,34 @@ def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observat
         _check_line_ends(data, src, label)
     if src.format == "csv":
         obs = read_csv_payload(data, src, label)
-    elif src.format == "parquet":
-        obs = read_records(parquet_records(data, src, label), src, label)
+        obs.fields = list(obs.raw.columns)  # the header's order
     else:
-        check_utf8(data, src, label)
-        records = json_records(data, src, label)
+        if src.format == "parquet":
+            records = parquet_records(data, src, label)
+        else:
+            check_utf8(data, src, label)
+            records = json_records(data, src, label)
         obs = read_records(records, src, label)
+        obs.fields = list(dict.fromkeys(chain.from_iterable(records)))  # first seen
     _check_keys(obs, src, label)
     return obs
+
+
+# zipped by nature: their zip is the file itself, not a wrapper around it
+_ZIPPED_GEO = ("shapefile", "filegdb", "geoparquet")
+
+
+def _geo_bytes(data: bytes, src: SourceConfig, label: str) -> bytes:
+    """A GIS payload's file: a gzip (or a zip of one file) around a GeoJSON, GeoPackage
+    or FlatGeobuf is undone; GeoJSON text in a declared encoding is decoded to UTF-8."""
+    if src.format in _ZIPPED_GEO:
+        return data
+    data = decompress(data, src, label)
+    if src.format in ("geojson", "geojsonseq"):
+        data = decode_text(data, src, label)
+    if not data or data.isspace():
+        raise fail(src, label, f"payload is empty ({len(data)} bytes once decompressed)")
+    return data
 
 
 def _check_line_ends(data: bytes, src: SourceConfig, label: str) -> None:

@@ -1,0 +1,204 @@
+"""Typed (Arrow) columns as canonical JSON values, vectorised: the GIS readers' properties.
+
+Each property column becomes one polars String column of *texts* plus a kind:
+
+* **string**: the value itself (a JSON string, escaped and quoted only when an
+  attribute text is built, `Observations.attributes`): Arrow strings; dates, times and
+  datetimes as ISO 8601 text (`2024-01-02`, `2024-01-02T03:04:05.120000+00:00`, as
+  Python's `isoformat` and so the Parquet reader write them); binary as base64.
+* **literal**: the canonical JSON text of the value: integers as their digits, floats
+  as their shortest round-trip text (`12.5`, `1e+20`), NaN and infinities as the JSON
+  strings `"nan"`, `"inf"`, `"-inf"` (as the Parquet reader), booleans `true`/`false`,
+  decimals as their digits, lists, structs and GDAL's JSON sub-typed strings as their
+  canonical JSON (`formats/canonical.py`; the only per-value Python path, for columns
+  of those rare types only).
+
+A null is null whatever the kind. The content hash is the fold of `formats/canonical.py`
+over the fields in code-point order of their names (tag 1 null, 2 string, 3 literal),
+computed column by column: the same hash as the JSON reader gives the same record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from feedledger.formats.canonical import (
+    PRIME,
+    SEED,
+    TAG_JSON,
+    TAG_NULL,
+    TAG_STRING,
+    RawNumber,
+    canonical,
+    columns_needing_escape,
+    name_hashes,
+    quoted,
+)
+from feedledger.formats.records import _py_value
+
+__all__ = ["TypedTexts", "fold", "key_expr", "typed_hashes", "typed_texts"]
+
+_U64 = pl.UInt64
+_JSON_EXTENSION = "arrow.json"
+
+
+@dataclass(frozen=True)
+class TypedTexts:
+    """One String column of texts per property (in the table's order) and the names of
+    those holding JSON literal text (the others hold plain strings)."""
+
+    frame: pl.DataFrame
+    literal: frozenset[str]
+
+
+def typed_texts(table: pa.Table) -> TypedTexts:
+    """The texts of every column of `table` (module docstring)."""
+    columns: list[pl.Series] = []
+    literal: set[str] = set()
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        series, is_literal = _column_texts(name, column)
+        columns.append(series)
+        if is_literal:
+            literal.add(name)
+    return TypedTexts(frame=pl.DataFrame(columns), literal=frozenset(literal))
+
+
+def _column_texts(name: str, column: pa.ChunkedArray) -> tuple[pl.Series, bool]:
+    kind = column.type
+    if isinstance(kind, pa.BaseExtensionType):
+        storage = pa.chunked_array([c.storage for c in column.chunks], type=kind.storage_type)
+        if kind.extension_name == _JSON_EXTENSION:
+            return _python_texts(name, storage, json_text=True), True
+        return _column_texts(name, storage)
+    if pa.types.is_dictionary(kind):
+        return _column_texts(name, column.cast(kind.value_type))
+    if pa.types.is_null(kind):
+        return pl.Series(name, [None] * len(column), dtype=pl.String), False
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return _polars(name, column).cast(pl.String), False
+    if pa.types.is_string_view(kind):
+        return _polars(name, column.cast(pa.string())), False
+    if pa.types.is_boolean(kind):
+        series = _polars(name, column)
+        return _select(
+            series, pl.when(pl.col(name)).then(pl.lit("true")).otherwise(pl.lit("false"))
+        ), True
+    if pa.types.is_integer(kind) or pa.types.is_decimal(kind):
+        return _polars(name, column).cast(pl.String), True
+    if pa.types.is_floating(kind):
+        series = _polars(name, column.cast(pa.float64()))
+        col = pl.col(name)
+        text = (
+            pl.when(col.is_nan())
+            .then(pl.lit('"nan"'))
+            .when(col == float("inf"))
+            .then(pl.lit('"inf"'))
+            .when(col == float("-inf"))
+            .then(pl.lit('"-inf"'))
+            .otherwise(col.cast(pl.String))
+        )
+        return _select(series, text), True
+    if pa.types.is_date(kind):
+        return _select(_polars(name, column), pl.col(name).dt.to_string("%Y-%m-%d")), False
+    if pa.types.is_timestamp(kind):
+        zone = "%:z" if kind.tz else ""
+        return _select(_polars(name, column), _iso(name, "%Y-%m-%dT%H:%M:%S", zone)), False
+    if pa.types.is_time(kind):
+        return _select(_polars(name, column), _iso(name, "%H:%M:%S", "")), False
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        series = _polars(name, column.cast(pa.large_binary()))
+        return _select(series, pl.col(name).bin.encode("base64")), False
+    return _python_texts(name, column, json_text=False), True
+
+
+def _polars(name: str, column: pa.ChunkedArray) -> pl.Series:
+    series = pl.from_arrow(column)
+    assert isinstance(series, pl.Series)
+    return series.alias(name)
+
+
+def _select(series: pl.Series, expr: pl.Expr) -> pl.Series:
+    return series.to_frame().select(expr.alias(series.name)).to_series()
+
+
+def _iso(name: str, base: str, zone: str) -> pl.Expr:
+    """Python's isoformat: microseconds only when not zero."""
+    col = pl.col(name)
+    return (
+        pl.when(col.dt.microsecond() == 0)
+        .then(col.dt.to_string(base + zone))
+        .otherwise(col.dt.to_string(base + "%.6f" + zone))
+    )
+
+
+def _python_texts(name: str, column: pa.ChunkedArray, *, json_text: bool) -> pl.Series:
+    """Canonical JSON of nested values (lists, structs, GDAL's JSON strings): per value."""
+    values = column.to_pylist()
+    if json_text:
+        texts = [None if v is None else canonical(_json_loads(v)) for v in values]
+    else:
+        texts = [None if v is None else canonical(_py_value(v)) for v in values]
+    return pl.Series(name, texts, dtype=pl.String)
+
+
+def key_expr(texts: TypedTexts, key: list[str]) -> pl.Expr:
+    """The canonical key text (`["a",12]`), as the JSON reader writes it."""
+    frame = texts.frame
+    strings = [k for k in key if k not in texts.literal]
+    special = columns_needing_escape(frame.select(strings).rechunk()) if strings else set()
+    pieces: list[pl.Expr] = []
+    for i, name in enumerate(key):
+        pieces.append(pl.lit("[" if i == 0 else ","))
+        if name in texts.literal:
+            pieces.append(pl.col(name).fill_null("null"))
+        else:
+            pieces.extend(quoted(name, frame, special))
+    pieces.append(pl.lit("]"))
+    return pl.concat_str(pieces)
+
+
+def _xxh(text: pl.Expr) -> pl.Expr:
+    hashed: pl.Expr = text.nchash.xxh3_64()  # type: ignore[attr-defined]
+    return hashed
+
+
+def fold(h: pl.Series, value: pl.Series) -> pl.Series:
+    """mix(h, value) = ((h XOR value) * PRIME) mod 2**64, elementwise on UInt64."""
+    return ((h ^ value) * pl.Series([PRIME], dtype=_U64)).rename("hash")
+
+
+def typed_hashes(texts: TypedTexts, columns: list[str]) -> pl.Series:
+    """The content-hash fold (UInt64, before its signed reinterpretation) of the records
+    made of `columns`: the hashes and tags of every column in one parallel select, then
+    one vectorised fold step per field."""
+    frame = texts.frame
+    height = frame.height
+    h = pl.repeat(SEED, height, dtype=_U64, eager=True).rename("hash")
+    if not columns:
+        return h
+    ordered = sorted(columns)
+    steps = frame.select(
+        *[_xxh(pl.col(c)).fill_null(0).alias(f"v{i}") for i, c in enumerate(ordered)],
+        *[
+            pl.when(pl.col(c).is_null())
+            .then(pl.lit(TAG_NULL, dtype=_U64))
+            .otherwise(pl.lit(TAG_JSON if c in texts.literal else TAG_STRING, dtype=_U64))
+            .alias(f"t{i}")
+            for i, c in enumerate(ordered)
+        ],
+    )
+    for i, name_h in enumerate(name_hashes(ordered)):
+        h = fold(h, pl.Series([name_h], dtype=_U64))
+        h = fold(h, steps.get_column(f"t{i}"))
+        h = fold(h, steps.get_column(f"v{i}"))
+    return h
+
+
+def _json_loads(text: str) -> Any:
+    """A JSON text parsed keeping number literals (GDAL's JSON sub-typed strings)."""
+    return json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
