@@ -34,16 +34,19 @@ def _key_text(key: Key) -> str:
     return str(key)
 
 
-def check_export(format: str, output: str | os.PathLike[str] | None) -> None:
-    """What `Source.export_snapshot` refuses before anything is read: a format other
-    than csv or jsonl, an output path that cannot be a file (ConfigError)."""
-    from feedledger.model.errors import ConfigError
+def check_export(
+    format: str, output: str | os.PathLike[str] | None, *, geo: bool | None = None
+) -> None:
+    """What `Source.export_snapshot` refuses before anything is read (ConfigError): a
+    format other than csv, jsonl, geojson, geoparquet or gpkg; a GIS format of a
+    source without geometry (`geo` False; None: not known yet); geoparquet or gpkg to
+    stdout (`output` None); an output path that cannot be a file."""
     from feedledger.pipeline import snapshot_export
 
-    if format not in ("csv", "jsonl"):
-        raise ConfigError(f"--format must be csv or jsonl, not {format!r}")
-    if output is not None:
-        snapshot_export.check_output(Path(output))
+    path = Path(output) if output is not None else None
+    snapshot_export.check_format(format, path, geo=geo)
+    if path is not None:
+        snapshot_export.check_output(path)
 
 
 class SourceQueries:
@@ -105,41 +108,53 @@ class SourceQueries:
         self, *, valid: When, known_at: When | None = None, batch_rows: int = BATCH_ROWS
     ) -> Iterator[pa.RecordBatch]:
         """The source as it stood at `valid`, streamed as Arrow batches of `key` and
-        `attributes` (canonical JSON texts)."""
+        `attributes` (canonical JSON texts) and, for a GIS source, `geometry` (the
+        GeoJSON text of the geometry as stated; null for a feature without one)."""
         import pyarrow as pa
 
-        from feedledger.pipeline import query
+        from feedledger.pipeline import snapshot_export
 
-        rows = query.snapshot_rows(
+        geo = self.config.is_geo
+        rows = snapshot_export.rows(
             self._ctx,
             self.name,
-            valid=self._us(valid, "valid"),
-            known_at=self._opt_us(known_at, "known_at"),
+            self._us(valid, "valid"),
+            self._opt_us(known_at, "known_at"),
         )
-        schema = pa.schema([("key", pa.string()), ("attributes", pa.string())])
-        keys: list[str] = []
-        attrs: list[str] = []
-        for k, a in rows:
-            keys.append(k)
-            attrs.append(a)
-            if len(keys) >= batch_rows:
-                yield pa.record_batch([pa.array(keys), pa.array(attrs)], schema=schema)
-                keys, attrs = [], []
-        if keys:
-            yield pa.record_batch([pa.array(keys), pa.array(attrs)], schema=schema)
+        names = ["key", "attributes", "geometry"] if geo else ["key", "attributes"]
+        schema = pa.schema([(name, pa.string()) for name in names])
+        cols: tuple[list[str | None], ...] = tuple([] for _ in names)
+        try:
+            for row in rows:
+                for col, value in zip(cols, row, strict=False):
+                    col.append(value)
+                if len(cols[0]) >= batch_rows:
+                    yield pa.record_batch([pa.array(c, pa.string()) for c in cols], schema=schema)
+                    cols = tuple([] for _ in names)
+            if cols[0]:
+                yield pa.record_batch([pa.array(c, pa.string()) for c in cols], schema=schema)
+        finally:
+            rows.close()
 
     def snapshot(self, *, valid: When, known_at: When | None = None) -> pl.DataFrame:
         """The source as it stood at `valid`: one row per live entity, the key fields
-        and the record's fields as stated (text), as a polars DataFrame."""
+        and the record's fields as stated (text), as a polars DataFrame; a GIS source
+        adds a `geometry` column (GeoJSON text)."""
         import json
 
         import polars as pl
 
-        records = [
-            {**json.loads(a)}
-            for batch in self.snapshot_batches(valid=valid, known_at=known_at)
-            for a in batch.column("attributes").to_pylist()
-        ]
+        records = []
+        for batch in self.snapshot_batches(valid=valid, known_at=known_at):
+            attributes = batch.column("attributes").to_pylist()
+            if "geometry" in batch.schema.names:
+                shapes = batch.column("geometry").to_pylist()
+                records += [
+                    {**json.loads(a), "geometry": g}
+                    for a, g in zip(attributes, shapes, strict=True)
+                ]
+            else:
+                records += [json.loads(a) for a in attributes]
         if not records:
             return pl.DataFrame()
         return pl.DataFrame(records, infer_schema_length=None)
@@ -170,21 +185,21 @@ class SourceQueries:
         format: str = "csv",
     ) -> int:
         """Write the source as it stood at `valid` to `output` (stdout if None),
-        streaming: CSV with columns in the source's field order, or JSON lines (`jsonl`);
+        streaming: CSV with columns in the source's field order, JSON lines (`jsonl`),
+        or for a GIS source `geojson`, `geoparquet` or `gpkg` (a file, not stdout);
         a file appears only when complete. Returns the number of entities written."""
-        from feedledger.pipeline import query, snapshot_export
+        from feedledger.pipeline import snapshot_export
 
         path = Path(output) if output is not None else None
-        check_export(format, path)
-        valid_us = self._us(valid, "valid")
-        known_us = self._opt_us(known_at, "known_at")
-        order = (
-            snapshot_export.field_order(self._ctx, self.name, valid=valid_us, known_at=known_us)
-            if format == "csv"
-            else []
+        check_export(format, path, geo=self.config.is_geo)
+        return snapshot_export.export(
+            self._ctx,
+            self.name,
+            path,
+            format,
+            self._us(valid, "valid"),
+            self._opt_us(known_at, "known_at"),
         )
-        rows = query.snapshot_rows(self._ctx, self.name, valid=valid_us, known_at=known_us)
-        return snapshot_export.write(rows, format, path, order)
 
     def gaps(self, *, known_at: When | None = None, include_retracted: bool = False) -> list[Gap]:
         from feedledger.pipeline import query

@@ -260,7 +260,12 @@ def snapshot_cmd(
     source: str = typer.Argument(...),
     valid: str = typer.Option(..., "--valid", help="Valid time of the snapshot."),
     known_at: str | None = typer.Option(None, "--known-at"),
-    fmt: str = typer.Option("csv", "--format", help="csv | jsonl"),
+    fmt: str = typer.Option(
+        "csv",
+        "--format",
+        help="csv | jsonl, or for a GIS source geojson | geoparquet | gpkg "
+        "(geoparquet and gpkg need -o FILE).",
+    ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Write this file instead of stdout."
     ),
@@ -271,8 +276,9 @@ def snapshot_cmd(
         "the source was not observed, instead of warning.",
     ),
 ) -> None:
-    """Write the whole source as it stood at --valid (streaming); CSV columns in the
-    source's field order. Inside a gap it warns on stderr (`--strict`: refuses)."""
+    """Write the whole source as it stood at --valid (streaming); columns in the
+    source's field order (CSV and the GIS formats). Inside a gap it warns on stderr
+    (`--strict`: refuses)."""
     from feedledger.api.source_queries import check_export
 
     check_export(fmt, output)

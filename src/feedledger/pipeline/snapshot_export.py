@@ -1,11 +1,12 @@
-"""`snapshot`: the whole source as it stood at a valid time, written as CSV or JSON lines.
+"""`snapshot`: the whole source as it stood at a valid time, written as CSV, JSON lines
+or, for a GIS source, GeoJSON, GeoParquet or GeoPackage (`geo_export`).
 
-Attributes are stored as canonical JSON (fields in code-point order, for the content
-hash); a CSV export puts its columns back in the SOURCE's order instead: the order the
-fields had in the newest payload applied at or before the valid time (its CSV header,
-its first JSON records, its Parquet schema). Fields that payload does not name follow
-in stored order. The output file is written beside its final name and moved into place
-only when complete, so a refused or failed export leaves nothing behind.
+CSV and the GIS formats put their columns in the SOURCE's field order
+(`snapshot_order`); JSON lines keep each entity's stored attributes text as it is
+(canonical JSON, fields in code-point order). Rows are streamed from the store, never
+held whole. The output file is written beside its final name and moved into place only
+when complete, so a refused or failed export leaves nothing behind. The binary formats
+(GeoParquet, GeoPackage) need a file: they are refused on stdout.
 """
 
 from __future__ import annotations
@@ -14,74 +15,43 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from feedledger.context import Context
-from feedledger.ledger import queries
-from feedledger.model.errors import ConfigError, FeedledgerError
-from feedledger.pipeline.query import instant
+from feedledger.ledger import snapshot_rows
+from feedledger.model.errors import ConfigError
+from feedledger.pipeline.geo_export import GEO_EXPORTS
+from feedledger.pipeline.snapshot_order import field_order, layout_at, ordered
 
-_SCAN_RECORDS = 1_000  # JSON records whose field names give the order (first seen)
+__all__ = ["EXPORTS", "check_format", "check_output", "export", "rows", "write_rows"]
 
+EXPORTS = ("csv", "jsonl", *GEO_EXPORTS)
+_FILE_ONLY = ("geoparquet", "gpkg")
 
-def field_order(
-    ctx: Context, source: str, *, valid: str | int, known_at: str | int | None
-) -> list[str]:
-    """The source's field order at `valid` (see module doc); [] if it cannot be told."""
-    src = ctx.workspace.source(source)
-    valid_us = instant(src, valid, "--valid")
-    assert valid_us is not None
-    found = queries.applied_payload_at(
-        ctx.store, src.name, valid_us, instant(src, known_at, "--known-at")
-    )
-    if found is None:
-        return []
-    try:
-        data = ctx.archive.get(found[1])
-    except FeedledgerError:
-        return []  # the archive is unavailable: fall back to the stored order
-    return payload_fields(data, src.format)
+Row = tuple[str, str, str | None]
 
 
-def payload_fields(data: bytes, fmt: str) -> list[str]:
-    """Field names of a payload in the order it states them; [] if unreadable."""
-    try:
-        if fmt == "csv":
-            text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
-            return [str(name) for name in next(csv.reader(text), [])]
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(io.BytesIO(data)).names)
-        return _json_fields(data, fmt)
-    except (ValueError, OSError, csv.Error, ImportError):
-        return []
-
-
-def _json_fields(data: bytes, fmt: str) -> list[str]:
-    seen: dict[str, None] = {}
-    records: Iterable[Any]
-    if fmt == "jsonl":
-        lines = (ln for ln in data.split(b"\n") if ln.strip())
-        records = (json.loads(ln) for _, ln in zip(range(_SCAN_RECORDS), lines, strict=False))
-    else:
-        doc = json.loads(data.decode("utf-8-sig"))
-        if isinstance(doc, dict):
-            doc = next((v for v in doc.values() if isinstance(v, list)), [])
-        records = doc[:_SCAN_RECORDS] if isinstance(doc, list) else []
-    for record in records:
-        if isinstance(record, dict):
-            seen.update(dict.fromkeys(str(k) for k in record))
-    return list(seen)
-
-
-def ordered(fields: list[str], order: list[str]) -> list[str]:
-    """`fields` in the position `order` gives them; fields it lacks follow, as given."""
-    rank = {name: i for i, name in enumerate(order)}
-    known = sorted((f for f in fields if f in rank), key=rank.__getitem__)
-    return known + [f for f in fields if f not in rank]
+def check_format(fmt: str, output: Path | None, *, geo: bool | None = None) -> None:
+    """Refuse, before anything is read, a format `snapshot` cannot write: unknown, a
+    GIS format of a source that is not GIS (`geo` False; None: not known yet), a
+    binary format to stdout."""
+    if fmt not in EXPORTS:
+        raise ConfigError(f"--format must be one of {', '.join(EXPORTS)}, not {fmt!r}")
+    if fmt in _FILE_ONLY and output is None:
+        raise ConfigError(
+            f"--format {fmt} writes a file, not stdout",
+            hint=f"give one with -o, e.g. -o snapshot.{'parquet' if fmt == 'geoparquet' else fmt}",
+        )
+    if geo is False and fmt in GEO_EXPORTS:
+        raise ConfigError(
+            f"--format {fmt} is for GIS sources (geojson, shapefile, gpkg, ... payloads); "
+            "this source has no geometry",
+            hint="use --format csv or jsonl",
+        )
 
 
 def check_output(output: Path) -> None:
@@ -97,33 +67,82 @@ def check_output(output: Path) -> None:
         )
 
 
-def write(rows: Iterable[tuple[str, str]], fmt: str, output: Path | None, order: list[str]) -> int:
-    """Write the rows (key, attributes JSON) to `output` (stdout if None); the count.
-    The rows' iterator is closed either way (its store connection is given back)."""
+def rows(
+    ctx: Context, source: str, valid_us: int, known_us: int | None
+) -> Generator[Row, None, None]:
+    """(key, attributes JSON, geometry GeoJSON text or None) of every entity present."""
+    src = ctx.workspace.source(source)
+    return snapshot_rows.rows(ctx.store, src.name, valid_us, known_us, geometry=src.is_geo)
+
+
+def export(
+    ctx: Context, source: str, output: Path | None, fmt: str, valid_us: int, known_us: int | None
+) -> int:
+    """Write the source as it stood at `valid_us` (as known at `known_us`) to `output`
+    (stdout if None) in `fmt`; the number of entities written."""
+    src = ctx.workspace.source(source)
+    check_format(fmt, output, geo=src.is_geo)
+    if output is not None:
+        check_output(output)
+    layout = layout_at(ctx, src.name, valid_us, known_us)
+    order = field_order(ctx, layout, src.format) if fmt != "jsonl" else []
+    crs = layout.crs if layout is not None else None
+    found = rows(ctx, src.name, valid_us, known_us)
     try:
-        return _write(rows, fmt, output, order)
+        if fmt in ("geoparquet", "gpkg"):
+            assert output is not None
+            return _typed(found, fmt, output, order, crs, src.name)
+        if fmt == "geojson":
+            from feedledger.pipeline.geo_export import write_geojson
+
+            return _text(output, lambda h: write_geojson(found, h, order, crs))
+        return _text(output, lambda h: write_rows(((k, a) for k, a, _g in found), fmt, h, order))
     finally:
-        close = getattr(rows, "close", None)
-        if close is not None:
-            close()
+        found.close()  # its store connection given back
 
 
-def _write(rows: Iterable[tuple[str, str]], fmt: str, output: Path | None, order: list[str]) -> int:
-    import sys
+def _typed(
+    found: Iterable[Row], fmt: str, output: Path, order: list[str], crs: str | None, layer: str
+) -> int:
+    from feedledger.pipeline import geo_export
 
-    if output is None:
-        return write_rows(rows, fmt, sys.stdout, order)
-    check_output(output)
-    part = output.with_name(f".{output.name}.part-{os.getpid()}")
+    spool_path = _beside(output, "spool")
     try:
-        with part.open("w", encoding="utf-8", newline="") as handle:
-            n = write_rows(rows, fmt, handle, order)
-        os.replace(part, output)
+        spooled = geo_export.spool(found, spool_path)
+        with _into_place(output) as part:
+            if fmt == "gpkg":
+                return geo_export.write_gpkg(spooled, part, order, crs, layer)
+            return geo_export.write_geoparquet(spooled, part, order, crs)
     except OSError as exc:
         raise ConfigError(f"cannot write the snapshot to {output}: {exc.strerror or exc}") from None
     finally:
+        spool_path.unlink(missing_ok=True)
+
+
+def _text(output: Path | None, write: Callable[[IO[str]], int]) -> int:
+    if output is None:
+        return write(sys.stdout)
+    try:
+        with _into_place(output) as part, part.open("w", encoding="utf-8", newline="") as handle:
+            return write(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the snapshot to {output}: {exc.strerror or exc}") from None
+
+
+def _beside(output: Path, what: str) -> Path:
+    # the output's suffix is kept last: GDAL picks some behaviour by extension
+    return output.with_name(f".{output.stem}.{what}-{os.getpid()}{output.suffix}")
+
+
+@contextmanager
+def _into_place(output: Path) -> Iterator[Path]:
+    """A part file beside `output`, moved onto it if the block completes, else removed."""
+    part = _beside(output, "part")
+    try:
+        yield part
+        os.replace(part, output)
+    finally:
         part.unlink(missing_ok=True)
-    return n
 
 
 def _cell(value: Any) -> str:
@@ -135,6 +154,7 @@ def _cell(value: Any) -> str:
 
 
 def write_rows(rows: Iterable[tuple[str, str]], fmt: str, handle: IO[str], order: list[str]) -> int:
+    """CSV (columns in `order`) or JSON lines (the stored texts) to `handle`."""
     from feedledger.formats.canonical import RawNumber
 
     n = 0
