@@ -1,6 +1,7 @@
 """The ArcGIS REST fetcher (sources/arcgis.py) against the fake FeatureServer/MapServer of
-tests/fakes/arcgis.py, at its three flavours: 10.3 (ids + objectIds batches), 10.8 (Esri
-JSON paging, converted with arcgis2geojson) and 11.1 (GeoJSON paging)."""
+tests/fakes/arcgis.py, at its three flavours: 10.3 (ids + objectIds batches, Esri JSON
+converted with arcgis2geojson), 10.8 (GeoJSON paging without exceededTransferLimit: a
+short page ends it) and 11.1 (GeoJSON paging with properties.exceededTransferLimit)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fakes.arcgis import FLAVOURS, FakeArcGIS, arcgis_fixture, parcels, running
+from fakes.arcgis import FLAVOURS, FakeArcGIS, arcgis_fixture, parcels, running, to_wgs84
 from fakes.server import Reply, Request
 from feedledger.model.errors import BadPayloadError, FeedledgerError
 from feedledger.sources.arcgis import CONTENT_TYPE, Layer, fetch_layer
@@ -50,19 +51,22 @@ def test_whole_layer_as_geojson_sequence(arcgis: FakeArcGIS, layer: str) -> None
     assert first["properties"] == {"OBJECTID": 1, "PARCEL_ID": "P0000001", "ZONING": "R-2"}
     x, y = 6_000_100.0, 2_000_000.0  # oid 1; GeoJSON outer rings counter-clockwise
     ring = [[x, y], [x + 90.0, y], [x + 90.0, y + 90.0], [x, y + 90.0], [x, y]]
-    assert first["geometry"] == {"type": "Polygon", "coordinates": [ring]}
+    # asked outSR=4326: WGS84 degrees (the fake's stand-in projection), whatever the layer's
+    wgs84 = [to_wgs84(px, py) for px, py in ring]
+    assert first["geometry"] == {"type": "Polygon", "coordinates": [wgs84]}
+    assert {r.query["outSR"] for r in arcgis.feature_requests} == {"4326"}
     meta = got.metadata
     assert meta["count"] == 47 and meta["wkid"] == 2227 and meta["object_id_field"] == "OBJECTID"
+    assert meta["out_wkid"] == 4326 and meta["connector"] == "arcgis"
     assert [f["name"] for f in meta["fields"]] == ["OBJECTID", "PARCEL_ID", "ZONING"]
     assert meta["editing_info"]["lastEditDate"] == arcgis.edit_date
     assert meta["server_version"] == {"10.3": 10.3, "10.8": 10.81, "11.1": 11.1}[arcgis.flavour]
-    expected = {"10.3": ("json", "object-ids"), "10.8": ("json", "offset")}
-    assert (meta["query_format"], meta["paging"]) == expected.get(
-        arcgis.flavour, ("geojson", "offset")
-    )
+    # f=geojson from 10.4 where supportedQueryFormats lists geoJSON; 10.3: Esri JSON by ids
+    expected = ("json", "object-ids") if arcgis.flavour == "10.3" else ("geojson", "offset")
+    assert (meta["query_format"], meta["paging"]) == expected
     # maxRecordCount (10) honoured: 5 feature pages, ordered by the object-id field
     pages = arcgis.feature_requests
-    assert len(pages) == 5
+    assert len(pages) == 5  # 10.8: the short fifth page ends it (no exceededTransferLimit)
     assert all(int(r.query.get("resultRecordCount", "10")) <= 10 for r in pages)
     if arcgis.flavour != "10.3":
         assert {r.query["orderByFields"] for r in pages} == {"OBJECTID"}
@@ -72,12 +76,16 @@ def test_whole_layer_as_geojson_sequence(arcgis: FakeArcGIS, layer: str) -> None
     assert any(r.query.get("returnCountOnly") == "true" for r in arcgis.query_requests)
 
 
-def test_same_bytes_at_every_flavour(arcgis: FakeArcGIS) -> None:
-    """Esri JSON converted and GeoJSON as served give one and the same payload."""
+def test_same_features_at_every_flavour(arcgis: FakeArcGIS) -> None:
+    """Esri JSON converted and GeoJSON as served give the same features; the GeoJSON
+    lines are the server's own feature texts, never re-serialised."""
     got = fetch_layer(arcgis.url, page_size=4)
     with running("11.1") as modern:
-        assert got.data == fetch_layer(modern.url).data
+        assert features(got) == features(fetch_layer(modern.url))
     assert len(arcgis.feature_requests) == 7  # ceil(25 / 4)
+    assert got.data is not None and got.data.endswith(b"}\n")
+    if arcgis.flavour != "10.3":  # the fake writes json.dumps' default ", " separators
+        assert b'{"type": "Feature", "id": 1, ' in got.data
 
 
 def test_nothing_new_sends_no_query(arcgis: FakeArcGIS) -> None:
@@ -234,7 +242,11 @@ def test_missing_object_id_is_caught(arcgis: FakeArcGIS) -> None:
 
     route = arcgis.route
     arcgis.server.route = drops_seven  # type: ignore[union-attr]
-    # paging by offset, the next page then starts one feature early: a repeated id
-    expected = r"\[7\].*not answered" if arcgis.flavour == "10.3" else "10 was answered twice"
+    # paging by offset, the next page then starts one feature early: a repeated id; a
+    # 10.8 GeoJSON page does not say more follow: its short page ends it, the count fails
+    expected = {
+        "10.3": r"\[7\].*not answered",
+        "10.8": "held 9 feature.*returnCountOnly said 25",
+    }.get(arcgis.flavour, "10 was answered twice")
     with pytest.raises(BadPayloadError, match=expected):
         fetch_layer(arcgis.url)

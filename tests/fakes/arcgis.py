@@ -26,7 +26,10 @@ services*.arcgis.com/.../FeatureServer/0?f=pjson:
   GeoJSON (`f=geojson`, RFC 7946 counter-clockwise outer rings; simplification: the fake
   keeps the layer's own coordinates where a real server reprojects to WGS84 unless `outSR`
   is given): a FeatureCollection whose features carry `id` (the object
-  id), `properties` and `geometry`; at 11.x the collection has
+  id), `properties` and `geometry`. `outSR=4326` (either format) answers WGS84 degrees:
+  the fake's stand-in projection is the affine map `to_wgs84` (not the real State Plane
+  transform; what matters is that degrees come back, and an Esri JSON answer states
+  `spatialReference` 4326); at 11.x the collection has
   `properties.exceededTransferLimit`, at 10.8 it has no such member (a client cannot page
   GeoJSON reliably there, so it pages Esri JSON).
   Without pagination (10.3) `resultOffset`/`resultRecordCount` are ignored, as an old server
@@ -87,6 +90,26 @@ def parcels(n: int, *, start: int = 1) -> list[Feature]:
         attributes = {"OBJECTID": oid, "PARCEL_ID": f"P{oid:07d}", "ZONING": ZONES[oid % 5]}
         out.append({"attributes": attributes, "rings": [ring]})
     return out
+
+
+def to_wgs84(x: float, y: float) -> list[float]:
+    """The fake's stand-in for reprojecting its layer (wkid 2227, US feet) to WGS84."""
+    return [-122.5 + (x - 6_000_000.0) * 3e-6, 37.5 + (y - 2_000_000.0) * 2.5e-6]
+
+
+def reproject(rings: list[list[list[float]]]) -> list[list[list[float]]]:
+    return [[to_wgs84(x, y) for x, y in ring] for ring in rings]
+
+
+def out_wkid(value: str | None) -> int | None:
+    """The wkid an `outSR` parameter asks for (`4326` or `{"wkid": 4326}`), else None."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.startswith("{"):
+        wkid = json.loads(text).get("wkid")
+        return int(wkid) if wkid is not None else None
+    return int(text)
 
 
 def arcgis_error(code: int, message: str | None = None) -> Reply:
@@ -233,19 +256,26 @@ class FakeArcGIS:
             self.republish()  # the pages after this one see the new data
         out_fields = q.get("outFields", "*")
         names = None if out_fields == "*" else {n.strip() for n in out_fields.split(",")}
+        wkid = out_wkid(q.get("outSR"))
+        if wkid not in (None, self.wkid, 4326):
+            return arcgis_error(400, f"Invalid or missing input parameters: outSR={wkid}.")
+        if wkid == 4326:
+            page = [{**f, "rings": reproject(f["rings"])} for f in page]
         body = (
             self.geojson(page, names, exceeded)
             if fmt == "geojson"
-            else self.esri_json(page, names, exceeded)
+            else self.esri_json(page, names, exceeded, wkid or self.wkid)
         )
         return Reply(200, json.dumps(body).encode())
 
-    def esri_json(self, page: list[Feature], names: set[str] | None, exceeded: bool) -> Any:
+    def esri_json(
+        self, page: list[Feature], names: set[str] | None, exceeded: bool, wkid: int
+    ) -> Any:
         body: dict[str, Any] = {
             "objectIdFieldName": "OBJECTID",
             "globalIdFieldName": "",
             "geometryType": "esriGeometryPolygon",
-            "spatialReference": {"wkid": self.wkid, "latestWkid": self.wkid},
+            "spatialReference": {"wkid": wkid, "latestWkid": wkid},
             "fields": [f for f in FIELDS if names is None or f["name"] in names],
             "features": [
                 {"attributes": pick(f["attributes"], names), "geometry": {"rings": f["rings"]}}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from feedledger.archive.local import LocalArchive
 from feedledger.archive.rejected import RejectedPayload
@@ -44,6 +44,7 @@ class Archive(Protocol):
         original_name: str | None = None,
         content_type: str | None = None,
         sha256: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> tuple[PayloadRef, bool]: ...
 
     def put_object(self, data: bytes) -> str: ...

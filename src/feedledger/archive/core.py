@@ -30,7 +30,7 @@ import builtins
 import hashlib
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.rejected import (
@@ -84,9 +84,11 @@ class BlobArchive:
         original_name: str | None = None,
         content_type: str | None = None,
         sha256: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> tuple[PayloadRef, bool]:
         """Archive `data` for `source`; returns (ref, created). `sha256` may be given when
-        the caller already stored the bytes with `put_object` (it is trusted).
+        the caller already stored the bytes with `put_object` (it is trusted);
+        `metadata` (a portal connector's, JSON-able) is recorded in the sidecar.
 
         `created` is False when this exact publication (source, published_at, bytes)
         is already archived; the existing ref (with its original `fetched_at`) is
@@ -116,29 +118,29 @@ class BlobArchive:
                 if present:
                     self._refuse(ref, [rel.rsplit("/", 1)[1][21:-5] for rel in present])
                 if not exclusive:
-                    return self._claim(ref, accepted)
-                if not blobs.create(accepted, sidecar_bytes(ref)):
+                    return self._claim(ref, accepted, sidecar_bytes(ref, metadata))
+                if not blobs.create(accepted, sidecar_bytes(ref, metadata)):
                     # Only possible without advisory locks: another process won the race.
                     return self._existing(accepted, source), False
             return ref, True
 
-    def _claim(self, ref: PayloadRef, accepted: str) -> tuple[PayloadRef, bool]:
+    def _claim(self, ref: PayloadRef, accepted: str, sidecar: bytes) -> tuple[PayloadRef, bool]:
         """Settle the slot of `ref` without a lock: its claim's one winner holds it."""
         claim = f"claims/{ref.source}/{ref.published_at:020d}.json"
-        if self._blobs.create(claim, sidecar_bytes(ref)):
-            self._blobs.create(accepted, sidecar_bytes(ref))  # a twin may have: same bytes
+        if self._blobs.create(claim, sidecar):
+            self._blobs.create(accepted, sidecar)  # a twin may have: same bytes
             return ref, True
-        holder = self._claim_holder(claim, ref)
-        # The claim decided; make sure its sidecar exists (its writer may have stopped).
+        holder, raw = self._claim_holder(claim, ref)
+        # The claim decided; make sure its sidecar exists (its writer may have stopped):
+        # the claim's own bytes, which are its sidecar's
         self._blobs.create(
-            f"meta/{ref.source}/{sidecar_name(ref.published_at, holder.payload_id)}",
-            sidecar_bytes(holder),
+            f"meta/{ref.source}/{sidecar_name(ref.published_at, holder.payload_id)}", raw
         )
         if holder.payload_id != ref.payload_id:
             self._refuse(ref, [holder.payload_id])
         return holder, False
 
-    def _claim_holder(self, claim: str, ref: PayloadRef) -> PayloadRef:
+    def _claim_holder(self, claim: str, ref: PayloadRef) -> tuple[PayloadRef, bytes]:
         try:
             raw = self._blobs.read(claim)
             if raw is None:
@@ -152,7 +154,7 @@ class BlobArchive:
                 source=ref.source,
                 hint="inspect or restore it; the archive never rewrites it",
             ) from exc
-        return holder
+        return holder, raw
 
     def _refuse(self, ref: PayloadRef, rival_ids: builtins.list[str]) -> NoReturn:
         rejected = f"rejected/{ref.source}/{sidecar_name(ref.published_at, ref.payload_id)}"

@@ -68,8 +68,11 @@ def sidecar_name(published_at: int, payload_id: str) -> str:
     return f"{published_at:020d}-{payload_id}.json"
 
 
-def sidecar_json(ref: PayloadRef) -> dict[str, Any]:
-    return {
+def sidecar_json(ref: PayloadRef, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The sidecar's members; `metadata`: what the publisher stated about the payload
+    (a portal connector's, e.g. an ArcGIS layer's), recorded as it is and read by
+    nothing the payload's replay needs."""
+    doc = {
         "format": SIDECAR_FORMAT,
         "payload_id": ref.payload_id,
         "source": ref.source,
@@ -82,11 +85,14 @@ def sidecar_json(ref: PayloadRef) -> dict[str, Any]:
         "original_name": ref.original_name,
         "content_type": ref.content_type,
     }
+    if metadata is not None:
+        doc["metadata"] = metadata
+    return doc
 
 
-def sidecar_bytes(ref: PayloadRef) -> bytes:
+def sidecar_bytes(ref: PayloadRef, metadata: dict[str, Any] | None = None) -> bytes:
     """A sidecar's exact bytes (every backend writes the same ones)."""
-    return (json.dumps(sidecar_json(ref), indent=2) + "\n").encode("utf-8")
+    return (json.dumps(sidecar_json(ref, metadata), indent=2) + "\n").encode("utf-8")
 
 
 def ambiguous(ref: PayloadRef, rival_ids: list[str], kept_at: str) -> AmbiguousPayloadError:

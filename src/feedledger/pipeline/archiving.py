@@ -24,9 +24,11 @@ def archive_add(
     original_name: str | None,
     content_type: str | None = None,
     allow_future: bool = False,
+    metadata: dict[str, Any] | None = None,
 ) -> tuple[PayloadRef, bool]:
     """Archive bytes (write-once, fsynced) and index them. Returns (ref, created).
-    A publisher date more than a day after now is refused unless `allow_future`."""
+    A publisher date more than a day after now is refused unless `allow_future`;
+    `metadata` (a portal connector's) goes into the sidecar."""
     src = ctx.workspace.source(source)
     fetched_at = now_us()
     try:
@@ -50,6 +52,7 @@ def archive_add(
         fetched_at=fetched_at,
         original_name=original_name,
         content_type=content_type,
+        metadata=metadata,
     )
     faults.point("after_archive")
     ctx.store.register_payload(ref)

@@ -119,13 +119,15 @@ def ingest(
     allow_mass_delete: bool = False,
     fetched_at: int | None = None,
     allow_future: bool = False,
+    metadata: dict[str, Any] | None = None,
 ) -> IngestResult:
     """Archive `data` as a publication of `source` and apply it as a live run.
 
     The bytes are stored (content-addressed, fsynced) first, while a second core parses
     them. A payload that cannot be read keeps its bytes plus a note under `rejected/`
     but never claims its publication slot, so a corrected file for the same date can
-    follow. A readable one gets its sidecar and index row, then is applied."""
+    follow. A readable one gets its sidecar (with `metadata`, what a portal connector
+    stated about it) and index row, then is applied."""
     fetched_at = fetched_at or now_us()
     try:
         src = ctx.workspace.source(source)
@@ -185,6 +187,7 @@ def ingest(
             original_name=original_name,
             content_type=content_type,
             sha256=sha,
+            metadata=metadata,
         )
     faults.point("after_archive")
     # the bytes are archived and parsed: drop them (freed at once where the caller

@@ -166,6 +166,7 @@ def live_run(
         content_type=got.content_type,
         allow_mass_delete=allow_mass_delete,
         fetched_at=fetched_at,
+        metadata=got.metadata,
     )
     if got.etag or got.last_modified:
         path.parent.mkdir(parents=True, exist_ok=True)

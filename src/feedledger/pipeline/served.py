@@ -5,8 +5,9 @@ of every catch-up (`run`, the scheduler's recovery, `backfill`) and what `assess
 * a directory: its dated files (listed without reading them);
 * a `{date}` template: one fetch per wanted day (404/410 or no such file: not served);
 * a plain URL: only what it serves now (one fetch);
-* a portal connector (Socrata, CKAN): likewise only now, and its rows are downloaded
-  only when the portal's publisher date falls in the wanted days.
+* a portal connector (Socrata, CKAN, ArcGIS): likewise only now -- a portal serves its
+  current state, never a past day's -- and its rows are downloaded only when the
+  portal's publisher date falls in the wanted days.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ def fill(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
                 published_at=f.published_at,
                 original_name=f.original_name,
                 content_type=f.content_type,
+                metadata=f.metadata,
             )
         except AmbiguousPayloadError:
             continue

@@ -3,8 +3,8 @@
 Modules, lowest first: `dated` (values), `directory` and `http` (one kind of location
 each), `location` (one concrete location, by scheme), `templates` (`{date}` locations,
 over `location`), `dispatch` (the public `fetch`, over both and the portal
-connectors `socrata` and `ckan`, which share `portal`'s retrying JSON GET). `arcgis`
-(an ArcGIS REST layer as a GeoJSON sequence, also over `portal`) is not a connector yet."""
+connectors `socrata`, `ckan` and `arcgis` (an ArcGIS REST layer as one GeoJSON sequence,
+its paging in `arcgis_query`), which share `portal`'s retrying JSON GET)."""
 
 from __future__ import annotations
 

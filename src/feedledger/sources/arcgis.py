@@ -1,40 +1,41 @@
-"""The ArcGIS REST fetcher: a FeatureServer or MapServer layer
-(`https://HOST/arcgis/rest/services/NAME/FeatureServer/0`) as one GeoJSON sequence.
+"""The ArcGIS REST connector: a FeatureServer or MapServer layer
+(`fetch = https://HOST/arcgis/rest/services/NAME/FeatureServer/0`) as one GeoJSON sequence.
 
-Not yet a connector of `source add` (the geo reader that ingests its payload is not
-wired); `fetch_layer` is the building block. It reads the layer's metadata (`?f=json`);
-the publisher date is `editingInfo.dataLastEditDate`, else `editingInfo.lastEditDate`,
-else the HTTP `Last-Modified` of that answer. When that date is not after `since_ms`
-(the watermark) no query is sent at all. Otherwise the features are paged ordered by
-the object-id field in pages of at most `maxRecordCount`:
+`source add NAME --connector arcgis --fetch URL --key FIELD [--token-env VAR]` (format
+`geojsonseq`, set by config.make_source); `run` and the scheduler fetch through
+`fetch_arcgis` (sources/dispatch.py). It reads the layer's metadata (`?f=json`); the
+publisher date is `editingInfo.dataLastEditDate`, else `editingInfo.lastEditDate`, else
+the HTTP `Last-Modified` of that answer. When that date is not after the watermark no
+query is sent at all ("nothing new"). Otherwise every feature is downloaded, ordered by
+the object-id field (`arcgis_query.py`: pagination, f=geojson or Esri JSON, the count
+and object-id checks), and the layer's date is read again after the last page: a layer
+republished meanwhile is downloaded again once, and a second republish fails with
+nothing archived.
 
-- `f=geojson` where the collection states `properties.exceededTransferLimit` (11.x with
-  pagination and geoJSON in `supportedQueryFormats`): a 10.x GeoJSON page does not say
-  whether more features follow, so a page the server capped below the asked size could
-  not be told from the last one;
-- Esri JSON with `resultOffset`/`resultRecordCount`, converted with `arcgis2geojson`,
-  where the layer supports pagination;
-- `returnIdsOnly`, then features by `objectIds` batches, where it does not (10.3).
+CRS: GeoJSON (RFC 7946) has no CRS member and GDAL reads a GeoJSON sequence as WGS84,
+so every query asks the server for `outSR=4326`: the archived layer is always WGS84
+(its CRS as read is EPSG:4326, whatever the layer's own spatial reference), and the
+layer's native wkid is recorded in the payload's sidecar. `--geometry-grid` is then in
+degrees (the default 1e-9 degree is about 0.1 mm).
 
-The total is checked against `returnCountOnly`, and no object id may be missing or
-repeated (a server that ignores `resultOffset` answers the first page again: caught,
-never looped on). The layer's date is read again after the last page; a layer
-republished meanwhile is downloaded again once, and a second republish fails. Errors
-that ArcGIS answers with HTTP 200 (`{"error": {"code", "message"}}`) fail in one line
-naming both. HTTP, 429/5xx retries, the size limit and the deadline are `portal.Portal`'s.
-The token is sent as the `token` parameter and appears in no message or metadata, and
-is masked in httpx's request log (`redact.py`).
+The payload is ONE file, the whole layer as a GeoJSON sequence (one Feature per line,
+each as the server wrote it on the f=geojson path); its sidecar records the layer
+metadata (name, server version, editingInfo, fields, object-id field, count, native
+wkid, maxRecordCount, query format, paging), so `replay` and `archive reindex` need
+nothing but the archive. Errors ArcGIS answers with HTTP 200 fail in one line naming
+code and message; HTTP, 429/5xx retries, the size limit and the deadline are
+`portal.Portal`'s. The token (`--token-env VAR`: read from the environment at run
+time, never stored) is sent as the `token` parameter and appears in no message,
+sidecar or output, and is masked in httpx's request log (`redact.py`).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from arcgis2geojson import arcgis2geojson
 
 from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
 from feedledger.model.source import (
@@ -43,13 +44,13 @@ from feedledger.model.source import (
     SourceConfig,
 )
 from feedledger.model.timeutil import iso
-from feedledger.sources.http import _http_date, _too_large, display_url
-from feedledger.sources.portal import Portal, Sleep
+from feedledger.sources.arcgis_query import OUT_WKID, Plan, Session, download, plan
+from feedledger.sources.dated import Fetched
+from feedledger.sources.http import _http_date, display_url
+from feedledger.sources.portal import Portal, Sleep, nothing_new
 from feedledger.sources.redact import redacted
 
 CONTENT_TYPE = "application/geo+json-seq"  # one GeoJSON Feature per line
-DEFAULT_MAX_RECORD_COUNT = 1000  # Esri's default when a layer does not state one
-TOKEN_HINT = "check the token (ArcGIS 498: invalid or expired, 499: required)"
 
 
 @dataclass(frozen=True)
@@ -73,49 +74,7 @@ class Layer:
         return self.published_ms * 1000
 
 
-@dataclass
-class _Session:
-    portal: Portal
-    url: str
-    token: str | None
-
-    @property
-    def name(self) -> str:
-        return self.portal.src.name
-
-    @property
-    def shown(self) -> str:
-        return display_url(self.url)
-
-    def ask(self, path: str, params: dict[str, str]) -> dict[str, Any]:
-        """GET the layer (path "") or its `/query`; an ArcGIS error answered as HTTP 200
-        is raised in one line naming its code and message."""
-        url = self.url + path
-        if self.token is not None:
-            params = {**params, "token": self.token}
-        body = self.portal.get_json(url, params)
-        if not isinstance(body, dict):
-            raise BadPayloadError(
-                f"ArcGIS answered a JSON {type(body).__name__}, not an object",
-                source=self.name,
-                payload=display_url(url),
-            )
-        error = body.get("error")
-        if error is not None:
-            code = error.get("code", "?") if isinstance(error, dict) else "?"
-            message = error.get("message", "") if isinstance(error, dict) else str(error)
-            raise FeedledgerError(
-                f"ArcGIS error {code} {message!r} from {display_url(url)}; nothing was archived",
-                source=self.name,
-                hint=TOKEN_HINT if code in (498, 499) else None,
-            )
-        return body
-
-    def query(self, **params: str) -> dict[str, Any]:
-        return self.ask("/query", {"where": "1=1", **params})
-
-
-def _layer_date(session: _Session, meta: dict[str, Any]) -> int:
+def _layer_date(session: Session, meta: dict[str, Any]) -> int:
     """The publisher date (epoch ms) from the metadata just read."""
     info = meta.get("editingInfo")
     if isinstance(info, dict):
@@ -142,25 +101,9 @@ def _layer_date(session: _Session, meta: dict[str, Any]) -> int:
     )
 
 
-def _metadata(session: _Session) -> tuple[dict[str, Any], int]:
+def _metadata(session: Session) -> tuple[dict[str, Any], int]:
     meta = session.ask("", {"f": "json"})
     return meta, _layer_date(session, meta)
-
-
-def _object_id_field(session: _Session, meta: dict[str, Any]) -> str:
-    oid = meta.get("objectIdField")
-    if isinstance(oid, str) and oid:
-        return oid
-    fields = meta.get("fields") or []
-    for f in fields:
-        if isinstance(f, dict) and f.get("type") == "esriFieldTypeOID":
-            return str(f["name"])
-    names = [f.get("name") for f in fields if isinstance(f, dict)]
-    raise BadPayloadError(
-        f"the layer states no object-id field (objectIdField); fields present: {names}",
-        source=session.name,
-        payload=session.shown,
-    )
 
 
 def _wkid(meta: dict[str, Any]) -> int | None:
@@ -173,152 +116,9 @@ def _wkid(meta: dict[str, Any]) -> int | None:
     return None
 
 
-@dataclass
-class _Plan:
-    oid: str
-    size: int
-    paginates: bool
-    geojson: bool
-
-
-def _plan(session: _Session, meta: dict[str, Any], page_size: int | None) -> _Plan:
-    oid = _object_id_field(session, meta)
-    max_count = meta.get("maxRecordCount")
-    if not isinstance(max_count, int) or max_count <= 0:
-        max_count = DEFAULT_MAX_RECORD_COUNT
-    size = min(page_size, max_count) if page_size else max_count
-    caps = meta.get("advancedQueryCapabilities") or {}
-    paginates = bool(isinstance(caps, dict) and caps.get("supportsPagination"))
-    formats = str(meta.get("supportedQueryFormats", "")).lower()
-    version = meta.get("currentVersion")
-    modern = isinstance(version, int | float) and version >= 11
-    return _Plan(oid, size, paginates, paginates and modern and "geojson" in formats)
-
-
-def _feature(oid: str, raw: dict[str, Any], geojson: bool) -> tuple[Any, dict[str, Any]]:
-    """(object id, GeoJSON Feature) of one answered feature, in one member order."""
-    converted = raw if geojson else arcgis2geojson(raw, oid)
-    props = converted.get("properties") or {}
-    ident = props.get(oid, converted.get("id"))
-    return ident, {
-        "type": "Feature",
-        "id": ident,
-        "properties": props,
-        "geometry": converted.get("geometry"),
-    }
-
-
-def _page(
-    session: _Session, plan: _Plan, answer: dict[str, Any]
-) -> tuple[list[tuple[Any, dict[str, Any]]], bool]:
-    """The page's (object id, feature) pairs and whether the server says more follow."""
-    raw = answer.get("features")
-    if not isinstance(raw, list):
-        raise BadPayloadError(
-            "a query answer has no features list",
-            source=session.name,
-            payload=session.shown,
-        )
-    if plan.geojson:
-        props = answer.get("properties") or {}
-        more = bool(isinstance(props, dict) and props.get("exceededTransferLimit"))
-    else:
-        more = bool(answer.get("exceededTransferLimit"))
-    return [_feature(plan.oid, f, plan.geojson) for f in raw if isinstance(f, dict)], more
-
-
-def _repeated(session: _Session, ident: Any, how: str) -> FeedledgerError:
-    return BadPayloadError(
-        f"object id {ident} was answered twice ({how}); the layer cannot be downloaded "
-        "consistently, nothing was archived",
-        source=session.name,
-        payload=session.shown,
-    )
-
-
-def _by_offset(session: _Session, plan: _Plan) -> Iterator[tuple[Any, dict[str, Any]]]:
-    fmt = "geojson" if plan.geojson else "json"
-    offset = 0
-    while True:
-        answer = session.query(
-            outFields="*",
-            orderByFields=plan.oid,
-            resultOffset=str(offset),
-            resultRecordCount=str(plan.size),
-            f=fmt,
-        )
-        features, more = _page(session, plan, answer)
-        yield from features
-        if not more:
-            return
-        if not features:
-            raise BadPayloadError(
-                f"the server says more features follow offset {offset} but answered none",
-                source=session.name,
-                payload=session.shown,
-            )
-        offset += len(features)
-
-
-def _by_ids(session: _Session, plan: _Plan) -> Iterator[tuple[Any, dict[str, Any]]]:
-    answer = session.query(returnIdsOnly="true", f="json")
-    ids = answer.get("objectIds") or []
-    if not isinstance(ids, list):
-        raise BadPayloadError(
-            "returnIdsOnly answered no objectIds list", source=session.name, payload=session.shown
-        )
-    ids = sorted(ids)
-    for i in range(0, len(ids), plan.size):
-        batch = ids[i : i + plan.size]
-        answer = session.query(objectIds=",".join(str(x) for x in batch), outFields="*", f="json")
-        features, _more = _page(session, plan, answer)
-        missing = sorted(set(batch) - {ident for ident, _f in features})
-        if missing:
-            raise BadPayloadError(
-                f"object id(s) {missing[:10]} were asked for by id but not answered "
-                f"(a maxRecordCount below the stated {plan.size}?); nothing was archived",
-                source=session.name,
-                payload=session.shown,
-            )
-        yield from features
-
-
-def _download(session: _Session, plan: _Plan) -> tuple[list[str], int]:
-    """Every feature once as a GeoJSON line, ordered by object id, checked against
-    returnCountOnly; the lines are bounded by the source's max_payload_bytes."""
-    counted = session.query(returnCountOnly="true", f="json").get("count")
-    if not isinstance(counted, int):
-        raise BadPayloadError(
-            "returnCountOnly answered no count", source=session.name, payload=session.shown
-        )
-    pages = _by_offset if plan.paginates else _by_ids
-    seen: set[Any] = set()
-    features: list[str] = []
-    size = 0
-    how = "a page repeated an earlier one: does the server ignore resultOffset?"
-    for ident, feature in pages(session, plan):
-        if ident in seen:
-            raise _repeated(session, ident, how if plan.paginates else "in two id batches")
-        seen.add(ident)
-        line = json.dumps(feature, ensure_ascii=False, separators=(",", ":")) + "\n"
-        size += len(line)
-        if size > session.portal.src.max_payload_bytes:
-            raise _too_large(session.portal.src, session.shown)
-        features.append(line)
-        if len(features) > counted:
-            break
-    if len(features) != counted:
-        raise BadPayloadError(
-            f"the pages held {len(features)} feature(s) but returnCountOnly said {counted}: "
-            "object ids are missing or extra; nothing was archived",
-            source=session.name,
-            payload=session.shown,
-        )
-    return features, counted
-
-
-def _sidecar(meta: dict[str, Any], plan: _Plan, count: int, url: str) -> dict[str, Any]:
+def _sidecar(meta: dict[str, Any], plan: Plan, count: int, url: str) -> dict[str, Any]:
     return {
+        "connector": "arcgis",
         "url": display_url(url),
         "name": meta.get("name"),
         "type": meta.get("type"),
@@ -329,10 +129,61 @@ def _sidecar(meta: dict[str, Any], plan: _Plan, count: int, url: str) -> dict[st
         "object_id_field": plan.oid,
         "count": count,
         "wkid": _wkid(meta),
+        "out_wkid": OUT_WKID,
         "max_record_count": meta.get("maxRecordCount"),
-        "query_format": "geojson" if plan.geojson else "json",
-        "paging": "offset" if plan.paginates else "object-ids",
+        "page_size": plan.size,
+        "query_format": plan.query_format,
+        "paging": plan.paging,
     }
+
+
+def _sidecar_light(meta: dict[str, Any], url: str) -> dict[str, Any]:
+    return {
+        "connector": "arcgis",
+        "url": display_url(url),
+        "server_version": meta.get("currentVersion"),
+        "editing_info": meta.get("editingInfo"),
+    }
+
+
+def _layer(
+    src: SourceConfig,
+    url: str,
+    *,
+    token: str | None,
+    since_ms: int | None,
+    page_size: int | None = None,
+    client: httpx.Client | None,
+    sleep: Sleep | None,
+) -> Layer:
+    base = url.strip().rstrip("/")
+    if "?" in base:
+        base = base.split("?", 1)[0]
+    with redacted(token), Portal(src, client=client, sleep=sleep) as portal:
+        session = Session(portal, base, token)
+        meta, before = _metadata(session)
+        if since_ms is not None and before <= since_ms:
+            return Layer(data=None, published_ms=before, metadata=_sidecar_light(meta, base))
+        how = plan(session, meta, page_size)
+        for attempt in (1, 2):
+            lines, count = download(session, how)
+            meta_after, after = _metadata(session)
+            if after == before:
+                break
+            if attempt == 2:
+                raise FeedledgerError(
+                    f"the layer was republished while it was downloaded, twice (edit date "
+                    f"{iso(before * 1000)} then {iso(after * 1000)}); the pages were "
+                    "discarded and nothing was archived",
+                    source=src.name,
+                    payload=session.shown,
+                    hint="run again once the publisher has finished updating it",
+                )
+            meta, before = meta_after, after
+            how = plan(session, meta, page_size)
+    lines.append("")  # the last line ends with a newline too
+    data = "\n".join(lines).encode("utf-8")
+    return Layer(data=data, published_ms=before, metadata=_sidecar(meta, how, count, base))
 
 
 def fetch_layer(
@@ -350,44 +201,55 @@ def fetch_layer(
     """Every feature of the layer at `url` as a GeoJSON sequence, dated by the layer.
     When the layer's date is not after `since_ms` (epoch ms), a Layer without data and
     no query sent. `name` names the source in errors; the limits are a source's."""
-    base = url.strip().rstrip("/")
-    if "?" in base:
-        base = base.split("?", 1)[0]
     src = SourceConfig(
         name=name,
         key=("_",),
         max_payload_bytes=max_payload_bytes,
         fetch_deadline_s=fetch_deadline_s,
     )
-    with redacted(token), Portal(src, client=client, sleep=sleep) as portal:
-        session = _Session(portal, base, token)
-        meta, before = _metadata(session)
-        if since_ms is not None and before <= since_ms:
-            return Layer(data=None, published_ms=before, metadata=_sidecar_light(meta, base))
-        plan = _plan(session, meta, page_size)
-        for attempt in (1, 2):
-            features, count = _download(session, plan)
-            meta_after, after = _metadata(session)
-            if after == before:
-                break
-            if attempt == 2:
-                raise FeedledgerError(
-                    f"the layer was republished while it was downloaded, twice (edit date "
-                    f"{iso(before * 1000)} then {iso(after * 1000)}); the pages were "
-                    "discarded and nothing was archived",
-                    source=name,
-                    payload=session.shown,
-                    hint="run again once the publisher has finished updating it",
-                )
-            meta, before = meta_after, after
-            plan = _plan(session, meta, page_size)
-    data = "".join(features).encode("utf-8")
-    return Layer(data=data, published_ms=before, metadata=_sidecar(meta, plan, count, base))
+    return _layer(
+        src, url, token=token, since_ms=since_ms, page_size=page_size, client=client, sleep=sleep
+    )
 
 
-def _sidecar_light(meta: dict[str, Any], url: str) -> dict[str, Any]:
-    return {
-        "url": display_url(url),
-        "server_version": meta.get("currentVersion"),
-        "editing_info": meta.get("editingInfo"),
-    }
+def token_of(src: SourceConfig) -> str | None:
+    """The token from the environment variable `--token-env` names (None: no token).
+    Unset or empty at run time: a ConfigError naming the variable, never a value."""
+    if src.token_env is None:
+        return None
+    token = os.environ.get(src.token_env, "").strip()
+    if not token:
+        raise ConfigError(
+            f"environment variable {src.token_env} (--token-env) is not set or empty, so "
+            "there is no token for the ArcGIS service; nothing was fetched",
+            source=src.name,
+            hint=f"export {src.token_env}=<token> in the environment of feedledger run "
+            "and the scheduler",
+        )
+    return token
+
+
+def fetch_arcgis(
+    src: SourceConfig,
+    *,
+    watermark: int | None = None,
+    client: httpx.Client | None = None,
+    sleep: Sleep | None = None,
+) -> Fetched:
+    """The whole layer as one GeoJSON sequence, dated by the layer's edit date, its
+    metadata for the sidecar. When that date is not after `watermark` (us UTC),
+    StaleWatermarkError before any feature is asked for ("nothing new")."""
+    url = (src.fetch or "").strip()
+    token = token_of(src)
+    since_ms = None if watermark is None else watermark // 1000
+    layer = _layer(src, url, token=token, since_ms=since_ms, client=client, sleep=sleep)
+    if layer.data is None:
+        assert watermark is not None
+        raise nothing_new(src, "the layer's edit date", layer.published_at, watermark)
+    return Fetched(
+        data=layer.data,
+        published_at=layer.published_at,
+        original_name=display_url(url.rstrip("/")),
+        content_type=layer.content_type,
+        metadata=layer.metadata,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from feedledger.model.timeutil import to_us, zone
 
@@ -29,6 +30,9 @@ class Fetched:
     content_type: str | None
     etag: str | None = None
     last_modified: str | None = None
+    # what a portal connector states about the payload (ArcGIS: the layer's metadata),
+    # recorded in its archive sidecar
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

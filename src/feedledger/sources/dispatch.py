@@ -27,9 +27,10 @@ def fetch(
     expected publication date first, then earlier ones. `single`: the location is one
     file (a filled template), not a directory to pick the newest from. `now_us`: the
     caller's clock (the scheduler's), for a template's newest expected date. A portal
-    connector (`src.connector`: sources/socrata.py, sources/ckan.py) asks the portal's
-    API instead; `watermark` (us UTC): it stops before downloading rows when the
-    portal's publisher date is not after it (StaleWatermarkError, "nothing new")."""
+    connector (`src.connector`: sources/socrata.py, sources/ckan.py, sources/arcgis.py)
+    asks the portal's API instead; `watermark` (us UTC): it stops before downloading
+    rows when the portal's publisher date is not after it (StaleWatermarkError,
+    "nothing new")."""
     if src.fetch is None:
         raise ConfigError(
             "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
@@ -42,6 +43,10 @@ def fetch(
         from feedledger.sources.ckan import fetch_ckan
 
         return fetch_ckan(src, watermark=watermark, client=client)
+    if src.connector == "arcgis":
+        from feedledger.sources.arcgis import fetch_arcgis
+
+        return fetch_arcgis(src, watermark=watermark, client=client)
     location = src.fetch.strip()
     if not single and is_template(location):
         return newest_of_template(src, now_us)
