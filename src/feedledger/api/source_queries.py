@@ -110,17 +110,19 @@ class SourceQueries:
         """The source as it stood at `valid`, streamed as Arrow batches of `key` and
         `attributes` (canonical JSON texts) and, for a GIS source, `geometry` (the
         GeoJSON text of the geometry as stated; null for a feature without one)."""
+        valid_us = self._us(valid, "valid")
+        known_us = self._opt_us(known_at, "known_at")
+        return self._snapshot_batches(valid_us, known_us, batch_rows)
+
+    def _snapshot_batches(
+        self, valid_us: int, known_us: int | None, batch_rows: int
+    ) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         from feedledger.pipeline import snapshot_export
 
         geo = self.config.is_geo
-        rows = snapshot_export.rows(
-            self._ctx,
-            self.name,
-            self._us(valid, "valid"),
-            self._opt_us(known_at, "known_at"),
-        )
+        rows = snapshot_export.rows(self._ctx, self.name, valid_us, known_us)
         names = ["key", "attributes", "geometry"] if geo else ["key", "attributes"]
         schema = pa.schema([(name, pa.string()) for name in names])
         cols: tuple[list[str | None], ...] = tuple([] for _ in names)
@@ -139,13 +141,18 @@ class SourceQueries:
     def snapshot(self, *, valid: When, known_at: When | None = None) -> pl.DataFrame:
         """The source as it stood at `valid`: one row per live entity, the key fields
         and the record's fields as stated (text), as a polars DataFrame; a GIS source
-        adds a `geometry` column (GeoJSON text)."""
+        adds a `geometry` column (GeoJSON text, last). Columns in the source's field
+        order (as the CSV export)."""
         import json
 
         import polars as pl
 
+        from feedledger.pipeline import snapshot_export
+
+        valid_us = self._us(valid, "valid")
+        known_us = self._opt_us(known_at, "known_at")
         records = []
-        for batch in self.snapshot_batches(valid=valid, known_at=known_at):
+        for batch in self._snapshot_batches(valid_us, known_us, BATCH_ROWS):
             attributes = batch.column("attributes").to_pylist()
             if "geometry" in batch.schema.names:
                 shapes = batch.column("geometry").to_pylist()
@@ -157,7 +164,9 @@ class SourceQueries:
                 records += [json.loads(a) for a in attributes]
         if not records:
             return pl.DataFrame()
-        return pl.DataFrame(records, infer_schema_length=None)
+        frame = pl.DataFrame(records, infer_schema_length=None)
+        order = snapshot_export.column_order(self._ctx, self.name, valid_us, known_us)
+        return frame.select(snapshot_export.ordered_columns(frame.columns, order))
 
     def snapshot_gap(self, *, valid: When, known_at: When | None = None) -> SnapshotGap | None:
         """The standing gap `valid` falls in (the source was not observed then), with

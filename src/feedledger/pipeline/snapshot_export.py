@@ -27,7 +27,16 @@ from feedledger.model.errors import ConfigError
 from feedledger.pipeline.geo_export import GEO_EXPORTS
 from feedledger.pipeline.snapshot_order import field_order, layout_at, ordered
 
-__all__ = ["EXPORTS", "check_format", "check_output", "export", "rows", "write_rows"]
+__all__ = [
+    "EXPORTS",
+    "check_format",
+    "check_output",
+    "column_order",
+    "export",
+    "ordered_columns",
+    "rows",
+    "write_rows",
+]
 
 EXPORTS = ("csv", "jsonl", *GEO_EXPORTS)
 _FILE_ONLY = ("geoparquet", "gpkg")
@@ -73,6 +82,18 @@ def rows(
     """(key, attributes JSON, geometry GeoJSON text or None) of every entity present."""
     src = ctx.workspace.source(source)
     return snapshot_rows.rows(ctx.store, src.name, valid_us, known_us, geometry=src.is_geo)
+
+
+def column_order(ctx: Context, source: str, valid_us: int, known_us: int | None) -> list[str]:
+    """The source's field order at `valid_us` (see `snapshot_order`); [] if unknown."""
+    src = ctx.workspace.source(source)
+    return field_order(ctx, layout_at(ctx, src.name, valid_us, known_us), src.format)
+
+
+def ordered_columns(columns: list[str], order: list[str]) -> list[str]:
+    """A frame's columns in the source's order, a `geometry` column last."""
+    fields = [c for c in columns if c != "geometry"]
+    return ordered(fields, order) + (["geometry"] if "geometry" in columns else [])
 
 
 def export(
