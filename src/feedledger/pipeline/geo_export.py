@@ -246,8 +246,10 @@ def write_gpkg(found: Spooled, target: Path, order: list[str], crs: str | None, 
     schema = found.schema(columns)
     reader = pa.RecordBatchReader.from_batches(schema, found.batches_of(columns, schema))
     with warnings.catch_warnings():
-        # GDAL warns that a file name lacks the .gpkg extension (the part file's)
+        # GDAL warns that a file name lacks the .gpkg extension (the part file's);
+        # pyogrio that no CRS is given (none was stated: the layer says so itself)
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
         try:
             pyogrio.write_arrow(
                 reader,
