@@ -117,9 +117,23 @@ class Ledger(LedgerOperations):
 
         run = self.resolve_run(run_id)
         store = self.context.store
-        return [Change.of(c) for c in queries.changes(store, run)] + [
-            Change.held(o) for o in queries.run_outcomes(store, run)
+        geo = self._is_geo_run(run)
+        return [Change.of(c) for c in queries.changes(store, run, geo=geo)] + [
+            Change.held(o) for o in queries.run_outcomes(store, run, geo=geo)
         ]
+
+    def _is_geo_run(self, run_id: str) -> bool:
+        """Whether the run's source is a GIS one (its changes say `geometry_changed`)."""
+        from feedledger.ledger.runs import get_run
+        from feedledger.model.errors import FeedledgerError
+
+        found = get_run(self.context.store, run_id)
+        if found is None:
+            return False
+        try:
+            return self.workspace.source(found.source).is_geo
+        except FeedledgerError:  # a source since removed from the workspace
+            return False
 
     def retract(self, run_id: str, *, cascade: bool = False) -> Retraction:
         """Retract everything a run wrote, as a run of kind `retraction`

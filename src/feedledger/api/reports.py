@@ -85,6 +85,7 @@ class Step:
     published_at: datetime
     payload_id: str
     changes: int
+    invalid_geometries: int | None = None  # GIS sources: kept as stated, counted
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class WindowRun(_Raw):
     retracted_payloads: int = 0  # replay: retracted first
     retracted_versions: int = 0
     notify: bool = False  # per-payload notifications queued (else one summary only)
+    invalid_geometries: int | None = None  # GIS sources: across the payloads applied
 
     @classmethod
     def of(cls, r: Any) -> WindowRun:
@@ -114,7 +116,10 @@ class WindowRun(_Raw):
             RunKind(r.kind),
             r.run_id,
             r.parent_run_id,
-            [Step(from_us(s.published_at), s.payload_id, s.changes) for s in r.steps],
+            [
+                Step(from_us(s.published_at), s.payload_id, s.changes, s.invalid_geometries)
+                for s in r.steps
+            ],
             r.changes,
             list(r.missing_dates),
             r.gaps_recorded,
@@ -125,6 +130,7 @@ class WindowRun(_Raw):
             retracted_payloads=r.retracted_payloads,
             retracted_versions=r.retracted_versions,
             notify=r.notify,
+            invalid_geometries=r.invalid_geometries,
         )
 
 

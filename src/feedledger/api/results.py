@@ -86,6 +86,8 @@ class Ingested:
     held_for_review: bool
     counts: Counts
     _raw: Any = field(repr=False, compare=False)
+    # GIS sources: features with an invalid geometry (kept as stated); None otherwise
+    invalid_geometries: int | None = None
 
     @classmethod
     def of(cls, r: Any) -> Ingested:
@@ -103,6 +105,7 @@ class Ingested:
             held_for_review=r.held,
             counts=Counts.of(r.counts),
             _raw=r,
+            invalid_geometries=r.invalid_geometries,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -125,7 +128,10 @@ class Version:
     change: ChangeKind
     revision: str | None
     attributes: dict[str, Any] | None  # the record as stated; None for a tombstone
-    _raw: Any = field(repr=False, compare=False)
+    # GIS sources: the geometry as stated (a GeoJSON geometry object); None for a
+    # tombstone, a feature without geometry, or a source that is not a GIS one
+    geometry: dict[str, Any] | None = None
+    _raw: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, v: Any) -> Version:
@@ -142,6 +148,7 @@ class Version:
             change=ChangeKind(v.change),
             revision=v.revision,
             attributes=_decode(v.attributes),
+            geometry=_decode(v.geometry),
             _raw=v,
         )
 
@@ -310,6 +317,9 @@ class Change:
     outcome: Outcome | None = None
     revision: str | None = None
     current_revision: str | None = None
+    # GIS sources: whether the change moved the geometry (canonical form); None for
+    # other sources and for records not applied
+    geometry_changed: bool | None = None
     _raw: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -321,6 +331,7 @@ class Change:
             before=_decode(c.before),
             after=_decode(c.after),
             payload_id=c.payload_id,
+            geometry_changed=c.geometry_changed,
             _raw=c,
         )
 

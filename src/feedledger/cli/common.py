@@ -70,6 +70,16 @@ def opt_instant(text: str | None, tz: str, what: str) -> datetime | None:
     return None if text is None else instant(text, tz, what)
 
 
+def warn_invalid_geometries(source: str, count: int | None) -> None:
+    """A GIS payload's invalid geometries are kept as stated, never refused: say so."""
+    if count:
+        err.print(
+            f"[yellow]warning:[/] {escape(source)}: {count:,} feature"
+            f"{'s have' if count > 1 else ' has'} invalid geometry (kept as stated)",
+            markup=True,
+        )
+
+
 def emit_json(value: Any) -> None:
     sys.stdout.write(dumps(value) + "\n")
     sys.stdout.flush()

@@ -45,6 +45,7 @@ def history_cmd(
 
     with ledger(ctx) as led:
         src = led.source(source)
+        geo = src.config.is_geo
         known = opt_instant(known_at, src.config.timezone, "--known-at")
         if with_gaps:
             line = src.history_with_gaps(key, known_at=known, include_retracted=all_)
@@ -67,18 +68,12 @@ def history_cmd(
     if json_out:
         emit_json([v.to_json() for v in versions])
         return
+    columns = ["valid_from", "valid_to", "recorded_at", "change", "attributes"]
+    columns += ["geometry"] if geo else []  # a GIS source: the geometry in short
+    columns += ["run_id", "backfill", "retracted_at"]
     table(
         f"{source} {key}",
-        [
-            "valid_from",
-            "valid_to",
-            "recorded_at",
-            "change",
-            "attributes",
-            "run_id",
-            "backfill",
-            "retracted_at",
-        ],
+        columns,
         [
             [
                 when(v.valid_from),
@@ -86,6 +81,7 @@ def history_cmd(
                 when(v.recorded_at),
                 v.change.value,
                 _state(v),
+                *([geometry_summary(v.geometry)] if geo else []),
                 v.run_id[:8],
                 v.to_json()["backfill"],
                 when(v.retracted_at),
@@ -126,6 +122,8 @@ def asof_cmd(
         if v
         else ""
     )
+    if v is not None and src.config.is_geo and not v.deleted:
+        detail += f"; geometry: {geometry_summary(v.geometry)}"
     if answer.status == "not_observed":
         gap: Gap | None = answer.gap
         assert gap is not None
@@ -149,6 +147,35 @@ def _state(v: Version) -> str:
     """The record as stored (canonical JSON text), or `(deleted)` for a tombstone."""
     attrs = v.to_json()["attributes"]
     return show(attrs) if attrs is not None else "(deleted)"
+
+
+def geometry_summary(geometry: dict[str, Any] | None) -> str:
+    """A geometry in short for a table: its type and vertex count (`Polygon, 5
+    vertices`), `-` when there is none."""
+    if not geometry:
+        return "-"
+    kind = str(geometry.get("type", "?"))
+    if kind == "GeometryCollection":
+        parts = geometry.get("geometries") or []
+        return f"{kind} of {len(parts)}, {sum(_vertices(g) for g in parts):,} vertices"
+    n = _vertices(geometry)
+    return f"{kind}, {n:,} vert{'ex' if n == 1 else 'ices'}"
+
+
+def _vertices(geometry: dict[str, Any]) -> int:
+    """Positions in a GeoJSON geometry's coordinates (nested lists of numbers)."""
+    if geometry.get("type") == "GeometryCollection":
+        return sum(_vertices(g) for g in geometry.get("geometries") or [])
+    stack: list[Any] = [geometry.get("coordinates")]
+    count = 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list) and item:
+            if isinstance(item[0], int | float):
+                count += 1
+            else:
+                stack.extend(item)
+    return count
 
 
 def _seen(v: Version | None) -> str:

@@ -19,6 +19,7 @@ from feedledger.cli.common import (
     opt_instant,
     out,
     table,
+    warn_invalid_geometries,
     when,
 )
 from feedledger.model.errors import ConfigError
@@ -44,6 +45,7 @@ MASS_OPT = typer.Option(
 
 
 def _render_ingest(result: Ingested, json_out: bool) -> None:
+    warn_invalid_geometries(result.source, result.invalid_geometries)
     if json_out:
         emit_json(result.to_json())
         return
@@ -86,6 +88,7 @@ def _render_recovery(rec: Recovered, json_out: bool) -> None:
         f"{len(report.missing_dates)} day(s) recorded as gaps)",
         markup=True,
     )
+    warn_invalid_geometries(rec.source, report.invalid_geometries)
     if json_out:
         emit_json(rec.to_json())
         return

@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from feedledger.cli.app import app
-from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table, when
+from feedledger.cli.common import (
+    JSON_OPT,
+    emit_json,
+    err,
+    ledger,
+    out,
+    table,
+    warn_invalid_geometries,
+    when,
+)
 
 if TYPE_CHECKING:
     from feedledger.api.reports import Assessment, NothingToDo, Payload, WindowRun
@@ -85,6 +94,7 @@ def _render_run(report: WindowRun | NothingToDo, json_out: bool) -> None:
         else:
             out.print(f"{report.source}: nothing to do ({report.kind}): {report.reason}.")
         return
+    warn_invalid_geometries(report.source, report.invalid_geometries)
     if json_out:
         emit_json(report.to_json())
         return

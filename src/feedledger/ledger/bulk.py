@@ -97,6 +97,9 @@ VERSION_VARYING = [
     "revision",
     "attributes",
 ]
+# GIS sources only (pipeline/apply.py passes `geometries`): the geometry as stated and
+# the hash of its canonical form; other sources never carry or encode these columns
+GEOMETRY_COLUMNS = ["geometry", "geometry_hash"]
 VERSION_CONSTANT = [
     "source",
     "valid_from",
@@ -109,20 +112,33 @@ VERSION_CONSTANT = [
 
 
 Encoder = Callable[[pl.Series], pl.Series]
+# observation indexes -> their `geometry` and `geometry_hash` columns, in that order
+Geometries = Callable[[pl.Series], pl.DataFrame]
 # rows per encoded chunk of version texts: two chunks exist at once (one encoded ahead)
 VERSION_CHUNK_ROWS = 50_000
 
 
-def version_parts(frame: pl.DataFrame, encode: Encoder) -> Iterator[pl.DataFrame]:
+def version_columns(geo: bool) -> list[str]:
+    """The varying version columns written (GEOMETRY_COLUMNS only for a GIS source)."""
+    return VERSION_VARYING + GEOMETRY_COLUMNS if geo else VERSION_VARYING
+
+
+def version_parts(
+    frame: pl.DataFrame, encode: Encoder, geometries: Geometries | None = None
+) -> Iterator[pl.DataFrame]:
     """The varying version columns, VERSION_CHUNK_ROWS rows at a time, each chunk's
-    attribute texts encoded only when it is reached (`encode`: observation indexes ->
-    texts), on a helper thread one chunk ahead of the writer when there is more than one
-    chunk. Peak memory holds two chunks' texts, never the whole payload's."""
+    attribute texts (and, for a GIS source, its geometry columns from `geometries`)
+    encoded only when it is reached (`encode`: observation indexes -> texts), on a
+    helper thread one chunk ahead of the writer when there is more than one chunk.
+    Peak memory holds two chunks' texts, never the whole payload's."""
+    columns = version_columns(geometries is not None)
 
     def encoded() -> Iterator[pl.DataFrame]:
         for part in slices(frame, VERSION_CHUNK_ROWS):
-            texts = encode(part.get_column("idx")).alias("attributes")
-            yield part.with_columns(texts).select(VERSION_VARYING)
+            idx = part.get_column("idx")
+            texts = encode(idx).alias("attributes")
+            shapes = geometries(idx).get_columns() if geometries is not None else []
+            yield part.with_columns(texts, *shapes).select(columns)
 
     return ahead(encoded()) if frame.height > VERSION_CHUNK_ROWS else encoded()
 
@@ -133,26 +149,28 @@ def insert_versions(
     encode: Encoder,
     constants: dict[str, Any],
     *,
+    geometries: Geometries | None = None,
     stager: Stager | None = None,
 ) -> None:
     """Insert version rows: the varying columns from `frame` with their attribute texts
-    from `encode` (or all of them from `stager`'s scratch files, SQLite), the per-payload
-    constants bound once."""
+    from `encode` and, for a GIS source, geometry columns from `geometries` (or all of
+    them from `stager`'s scratch files, SQLite), the per-payload constants bound once."""
+    varying = version_columns(geometries is not None)
     if stager is not None:
         stager.copy_into_versions(
             _dbapi(conn),
-            VERSION_VARYING + VERSION_CONSTANT,
-            ", ".join(VERSION_VARYING + ["?"] * len(VERSION_CONSTANT)),
+            varying + VERSION_CONSTANT,
+            ", ".join(varying + ["?"] * len(VERSION_CONSTANT)),
             tuple(constants[c] for c in VERSION_CONSTANT),
         )
         return
     lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
-    parts = (part.with_columns(lits) for part in version_parts(frame, encode))
+    parts = (part.with_columns(lits) for part in version_parts(frame, encode, geometries))
     if _is_sqlite(conn):
         for part in parts:
             insert_frame(conn, "versions", part)
     else:
-        _copy_in(conn, "versions", VERSION_VARYING + VERSION_CONSTANT, parts)
+        _copy_in(conn, "versions", varying + VERSION_CONSTANT, parts)
 
 
 _LATEST_COLUMNS = ["key", "version_id", "content_hash", "revision", "deleted"]

@@ -21,7 +21,7 @@ from feedledger import faults, timing
 from feedledger.ledger import bulk, notices, runs, staging
 from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.leases import check_held
-from feedledger.ledger.schema import applications, watermarks
+from feedledger.ledger.schema import applications, payloads, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
@@ -40,8 +40,14 @@ class PayloadWrite:
     prev_version_id (ids contiguous); `encode` gives the attribute texts of observation
     indexes (`idx`), called a chunk at a time while the rows are written, so that a large
     payload's texts never all exist at once. `outcomes`: key, outcome, revision,
-    current_revision, hash, attributes. `expected_seq` is the watermark's commit sequence
-    the diff was computed against.
+    current_revision, hash, attributes (and geometry, GIS sources). `expected_seq` is
+    the watermark's commit sequence the diff was computed against.
+
+    GIS sources: `geometries` gives the `geometry`/`geometry_hash` columns of
+    observation indexes, written beside the attribute texts, a chunk at a time; `crs`
+    is recorded on the payload's index row. `fields` (the payload's field names as
+    stated), when known, is recorded there too. Other sources leave these at None and
+    write exactly what they wrote before.
     """
 
     ref: PayloadRef
@@ -54,6 +60,13 @@ class PayloadWrite:
     counts: dict[str, int]
     expected_seq: int
     outbox_status: str
+    geometries: bulk.Geometries | None = None
+    crs: str | None = None
+    fields: list[str] | None = None
+
+    @property
+    def geo(self) -> bool:
+        return self.geometries is not None
 
 
 def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
@@ -79,7 +92,7 @@ def _apply_staged(
 ) -> tuple[int, int]:
     """The transaction of a large SQLite payload, its versions staged in scratch files."""
     overlapped = staging.attach_in_transaction()
-    parts = bulk.version_parts(versions, write.encode)
+    parts = bulk.version_parts(versions, write.encode, write.geometries)
     with (
         timing.stage("txn_staged"),
         staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,
@@ -151,7 +164,9 @@ def _write(
             "payload_id": ref.payload_id,
             "backfill": w.backfill,
         }
-        bulk.insert_versions(conn, versions, w.encode, constants, stager=stager)
+        bulk.insert_versions(
+            conn, versions, w.encode, constants, geometries=w.geometries, stager=stager
+        )
     faults.point("mid_transaction")
     if w.outcomes.height:
         of = w.outcomes.select(
@@ -164,6 +179,7 @@ def _write(
             pl.col("current_revision"),
             pl.col("hash").alias("content_hash"),
             pl.col("attributes"),
+            *([pl.col("geometry")] if w.geo else []),
             pl.lit(recorded_at, dtype=pl.Int64).alias("recorded_at"),
         )
         bulk.insert_frame(conn, "outcomes", of)
@@ -175,13 +191,15 @@ def _write(
             topic="changes",
             payload_id=ref.payload_id,
             changes=n,
-            body={"counts": w.counts},
+            # `geo`: the change messages fanned out of this row say `geometry_changed`
+            body={"counts": w.counts, **({"geo": True} if w.geo else {})},
             at_us=recorded_at,
             status=w.outbox_status,
             # one announcement per application: a replay re-applies the payload in
             # another run, and that is another change set
             key=f"{source}:{w.run_id}:{ref.payload_id}:changes",
         )
+    _describe_payload(conn, w)
     first_id = versions.get_column("version_id").min() if n else None
     conn.execute(
         insert(applications).values(
@@ -211,3 +229,16 @@ def _write(
     runs.count(conn, w.run_id, payloads=1, changes=n)
     faults.point("before_commit")
     return txn_seq, recorded_at
+
+
+def _describe_payload(conn: Connection, w: PayloadWrite) -> None:
+    """Record what the payload states about itself on its index row (a GIS layer's CRS,
+    None when it states none; the field names in stated order), in its transaction."""
+    if not w.geo and w.fields is None:
+        return
+    values: dict[str, str | None] = {}
+    if w.geo:
+        values["crs"] = w.crs
+    if w.fields is not None:
+        values["fields"] = json.dumps(w.fields, ensure_ascii=False)
+    conn.execute(update(payloads).where(payloads.c.payload_id == w.ref.payload_id).values(**values))

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, and_, func, select, text
 
-from feedledger.ledger.records import Change, Version
+from feedledger.ledger.records import Change, Version, geometry_changed
 from feedledger.ledger.schema import applications, outcomes, payloads, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
@@ -28,7 +28,7 @@ from feedledger.model.jsonout import RawJSON
 from feedledger.model.timeutil import iso
 
 
-def _version(row: Any, valid_to: int | None) -> Version:
+def _version(row: Any, valid_to: int | None, geo: bool) -> Version:
     return Version(
         version_id=row.version_id,
         key=row.key,
@@ -44,6 +44,8 @@ def _version(row: Any, valid_to: int | None) -> Version:
         change=row.change,
         revision=row.revision,
         attributes=row.attributes,
+        geometry=row.geometry if geo else None,
+        geo=geo,
     )
 
 
@@ -54,7 +56,10 @@ def history(
     *,
     include_retracted: bool = False,
     known_at: int | None = None,
+    geo: bool = False,
 ) -> list[Version]:
+    """The key's versions in valid-time order (`geo`: a GIS source, its versions carry
+    their geometry)."""
     stmt = select(versions).where(versions.c.source == source, versions.c.key == key)
     if known_at is not None:
         stmt = stmt.where(versions.c.recorded_at <= known_at)
@@ -68,14 +73,21 @@ def history(
         for i, r in enumerate(live)
     }
     shown = rows if include_retracted else live
-    return [_version(r, valid_to.get(r.version_id)) for r in shown]
+    return [_version(r, valid_to.get(r.version_id), geo) for r in shown]
 
 
 def asof(
-    store: Store, source: str, key: str, valid_at: int, known_at: int | None = None
+    store: Store,
+    source: str,
+    key: str,
+    valid_at: int,
+    known_at: int | None = None,
+    *,
+    geo: bool = False,
 ) -> Version | None:
     """The version in force at valid time `valid_at`, as known at `known_at`."""
-    chain = [v for v in history(store, source, key, known_at=known_at) if v.valid_from <= valid_at]
+    found = history(store, source, key, known_at=known_at, geo=geo)
+    chain = [v for v in found if v.valid_from <= valid_at]
     return chain[-1] if chain else None
 
 
@@ -144,12 +156,15 @@ def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, i
         return [(r.run_id, r.published_at, r.changes) for r in conn.execute(stmt)]
 
 
-def changes(store: Store, run_id: str) -> list[Change]:
+def changes(store: Store, run_id: str, *, geo: bool = False) -> list[Change]:
+    """What a run changed, key by key in publisher order (`geo`: a GIS source, each
+    change says whether its geometry changed)."""
     # A payload's versions have contiguous ids (recorded on its application row), so a
     # run's changes are primary-key ranges: no index on run_id is needed.
     sql = text(
         "SELECT v.key, v.change, v.valid_from, p.attributes AS before, "
-        "v.attributes AS after, v.payload_id "
+        "v.attributes AS after, v.payload_id, v.geometry_hash AS after_gh, "
+        "p.geometry_hash AS before_gh "
         "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
         "AND v.version_id < a.first_version_id + a.changes "
         "LEFT JOIN versions p ON p.version_id = v.prev_version_id "
@@ -164,6 +179,7 @@ def changes(store: Store, run_id: str) -> list[Change]:
                 before=r.before,
                 after=r.after,
                 payload_id=r.payload_id,
+                geometry_changed=geometry_changed(r.before_gh, r.after_gh) if geo else None,
             )
             for r in conn.execute(sql, {"run": run_id})
         ]
@@ -181,10 +197,12 @@ class KeyOutcome:
     current_revision: str | None
     attributes: str | None
     payload_id: str
+    geo: bool = False  # a GIS source: `geometry_changed` is null, like `change`
+    geometry: str | None = None  # the geometry the record stated (GIS sources)
 
     def to_json(self) -> dict[str, Any]:
         # shaped like a change item (`change` null) so `changes --json` stays one list
-        return {
+        data = {
             "key": RawJSON(self.key),
             "change": None,
             "outcome": self.outcome,
@@ -195,9 +213,12 @@ class KeyOutcome:
             "revision": self.revision,
             "current_revision": self.current_revision,
         }
+        if self.geo:
+            data["geometry_changed"] = None
+        return data
 
 
-def run_outcomes(store: Store, run_id: str) -> list[KeyOutcome]:
+def run_outcomes(store: Store, run_id: str, *, geo: bool = False) -> list[KeyOutcome]:
     """The per-key outcomes of a run that did not become versions, in publisher order."""
     o, p = outcomes, payloads
     stmt = (
@@ -209,6 +230,7 @@ def run_outcomes(store: Store, run_id: str) -> list[KeyOutcome]:
             o.c.current_revision,
             o.c.attributes,
             o.c.payload_id,
+            o.c.geometry,
         )
         .select_from(o.join(p, p.c.payload_id == o.c.payload_id))
         .where(o.c.run_id == run_id)
@@ -224,6 +246,8 @@ def run_outcomes(store: Store, run_id: str) -> list[KeyOutcome]:
                 current_revision=r.current_revision,
                 attributes=r.attributes,
                 payload_id=r.payload_id,
+                geo=geo,
+                geometry=r.geometry if geo else None,
             )
             for r in conn.execute(stmt)
         ]

@@ -42,9 +42,14 @@ class Version:
     change: str
     revision: str | None
     attributes: str | None
+    # GIS sources: the geometry as stated (GeoJSON text; None for a tombstone or a
+    # feature without one). `geo` says the source is a GIS one: only then does the JSON
+    # carry a `geometry` member (other sources' JSON keeps its shape)
+    geometry: str | None = None
+    geo: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "key": RawJSON(self.key),
             "valid_from": iso(self.valid_from),
             "valid_to": iso(self.valid_to),
@@ -56,6 +61,9 @@ class Version:
             "deleted": self.deleted,
             "attributes": RawJSON(self.attributes) if self.attributes is not None else None,
         }
+        if self.geo:
+            data["geometry"] = RawJSON(self.geometry) if self.geometry is not None else None
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,14 @@ class Run:
         }
 
 
+def geometry_changed(before_hash: int | None, after_hash: int | None) -> bool:
+    """Whether a change moved the geometry, judged on the canonical geometry hashes of
+    the version before and after it (None: no geometry -- a tombstone, a key not seen
+    before, a feature without one): added with a geometry, deleted with one, or a
+    different canonical geometry."""
+    return before_hash != after_hash
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     key: str
@@ -116,9 +132,12 @@ class Change:
     before: str | None
     after: str | None
     payload_id: str
+    # GIS sources only (None otherwise, and then not in the JSON): whether the geometry
+    # differs from the previous version's, judged on the canonical geometry hash
+    geometry_changed: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "key": RawJSON(self.key),
             "change": self.change,
             "valid_from": iso(self.valid_from),
@@ -126,6 +145,9 @@ class Change:
             "after": RawJSON(self.after) if self.after is not None else None,
             "payload_id": self.payload_id,
         }
+        if self.geometry_changed is not None:
+            data["geometry_changed"] = self.geometry_changed
+        return data
 
 
 @dataclass(frozen=True, slots=True)

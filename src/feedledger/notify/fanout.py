@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, text, update
 
+from feedledger.ledger.records import geometry_changed
 from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 from feedledger.model.jsonout import RawJSON, dumps
@@ -43,13 +44,17 @@ def _raw(text_value: str | None) -> RawJSON | None:
 def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
     sql = text(
         "SELECT v.key, v.change, v.valid_from, v.recorded_at, v.backfill, "
-        "p.attributes AS before, v.attributes AS after "
+        "p.attributes AS before, v.attributes AS after, "
+        "v.geometry_hash AS after_gh, p.geometry_hash AS before_gh "
         "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
         "AND v.version_id < a.first_version_id + a.changes "
         "LEFT JOIN versions p ON p.version_id = v.prev_version_id "
         "WHERE a.run_id = :run AND a.payload_id = :payload AND a.changes > 0 "
         "ORDER BY v.version_id"
     )
+    # a GIS source's outbox row says so (ledger/payload_txn.py): its change messages say
+    # whether the geometry changed; other sources' messages keep their shape
+    geo = bool(json.loads(row.body).get("geo")) if row.body else False
     out = []
     for v in conn.execute(sql, {"run": row.run_id, "payload": row.payload_id}):
         body = {
@@ -65,6 +70,8 @@ def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
             "before": _raw(v.before),
             "after": _raw(v.after),
         }
+        if geo:
+            body["geometry_changed"] = geometry_changed(v.before_gh, v.after_gh)
         # the application (payload in its run): a payload re-applied after a retraction
         # announces a new change; every attempt of one announcement keeps its id
         mid = message_id(row.source, row.payload_id, row.run_id, v.key, v.change)

@@ -29,6 +29,9 @@ class Applied:
     txn_seq: int = 0
     recorded_at: int = 0
     held: bool = False  # notifications held for review (an unusual burst of changes)
+    # GIS sources: features whose geometry is invalid (kept as stated, never refused);
+    # None for other sources
+    invalid_geometries: int | None = None
 
 
 def stale_error(
@@ -45,11 +48,34 @@ def stale_error(
     )
 
 
-def _with_attributes(frame: pl.DataFrame, obs: Observations) -> pl.DataFrame:
-    """Add the canonical attribute text of each row's observation (null for deletes)."""
+def _with_attributes(frame: pl.DataFrame, obs: Observations, *, geo: bool) -> pl.DataFrame:
+    """Add the canonical attribute text of each row's observation (null for deletes),
+    and for a GIS source its geometry as stated."""
     if frame.is_empty():
-        return frame.with_columns(pl.lit(None, dtype=pl.String).alias("attributes"))
-    return frame.with_columns(obs.attributes(frame.get_column("idx")).alias("attributes"))
+        empty = [pl.lit(None, dtype=pl.String).alias("attributes")]
+        if geo:
+            empty.append(pl.lit(None, dtype=pl.String).alias("geometry"))
+        return frame.with_columns(empty)
+    idx = frame.get_column("idx")
+    added = [obs.attributes(idx).alias("attributes")]
+    if geo:
+        added.append(obs.geometries(idx).get_column("geometry"))
+    return frame.with_columns(added)
+
+
+def check_crs(
+    store: Store, src: SourceConfig, label: str, obs: Observations, applied: str | None
+) -> None:
+    """Refuse a GIS payload whose CRS differs from the one recorded for `applied`, the
+    source's last applied payload (BadPayloadError naming both; nothing is written).
+    Nothing to compare with before the source's first payload, nor for other formats."""
+    if not src.is_geo or applied is None:
+        return
+    from feedledger.ledger.crs import crs_refusal, payload_crs
+
+    refusal = crs_refusal(src.name, label, obs.crs, payload_crs(store, applied))
+    if refusal is not None:
+        raise refusal
 
 
 def _is_burst(store: Store, src: SourceConfig, changes: int) -> bool:
@@ -87,6 +113,8 @@ def apply_observations(
     seq = wm.txn_seq if wm else 0
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
+    geo = src.is_geo
+    check_crs(store, src, ref.label, obs, wm.payload_id if wm is not None else None)
 
     with stage("diff"):
         diff = compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
@@ -114,7 +142,7 @@ def apply_observations(
             (pl.int_range(n, dtype=pl.Int64) + first_id).alias("version_id")
         )
         # the versions' attribute texts are encoded a chunk at a time as they are written
-        outcomes = _with_attributes(diff.outcomes, obs)
+        outcomes = _with_attributes(diff.outcomes, obs, geo=geo)
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
     with stage("next_state"):
@@ -135,6 +163,9 @@ def apply_observations(
                     counts=counts,
                     expected_seq=seq,
                     outbox_status=outbox_status,
+                    geometries=obs.geometries if geo else None,
+                    crs=obs.crs,
+                    fields=obs.fields,
                 ),
             )
     except BaseException:
@@ -153,4 +184,5 @@ def apply_observations(
         txn_seq=txn_seq,
         recorded_at=recorded_at,
         held=held,
+        invalid_geometries=obs.invalid_geometries if geo else None,
     )

@@ -86,7 +86,9 @@ def _apply_payloads(
             allow_mass_delete=allow_mass_delete,
             outbox_status="pending" if notify else "suppressed",
         )
-        steps.append(Step(ref.published_at, ref.payload_id, applied.changes))
+        steps.append(
+            Step(ref.published_at, ref.payload_id, applied.changes, applied.invalid_geometries)
+        )
         if progress:
             progress(i, len(refs), ref)
         faults.point("after_payload", i)

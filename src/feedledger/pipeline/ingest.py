@@ -54,9 +54,11 @@ class IngestResult:
     recorded_at: int | None = None
     applied_by: str | None = None
     held: bool = False
+    # GIS sources: features with an invalid geometry (kept as stated); None otherwise
+    invalid_geometries: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "source": self.source,
             "status": self.status,
             "payload_id": self.payload.payload_id,
@@ -70,6 +72,9 @@ class IngestResult:
             "held_for_review": self.held,
             **{k: v for k, v in self.counts.items()},
         }
+        if self.invalid_geometries is not None:
+            data["invalid_geometries"] = self.invalid_geometries
+        return data
 
 
 def _keep_rejected(
@@ -285,4 +290,5 @@ def apply_archived(
         changes=applied.changes,
         recorded_at=applied.recorded_at,
         held=applied.held,
+        invalid_geometries=applied.invalid_geometries,
     )

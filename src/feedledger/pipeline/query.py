@@ -53,6 +53,7 @@ def history(
         resolve_key(ctx, src, key),
         include_retracted=include_retracted,
         known_at=k,
+        geo=src.is_geo,
     )
 
 
@@ -82,7 +83,9 @@ def asof(
     observed = gaps.observed_at(ctx.store, src.name, k)
     gap = _gap_at(ctx, src, valid_us, k, observed)
     if gap is not None:
-        chain = queries.history(ctx.store, src.name, canon, known_at=k) if canon else []
+        chain = (
+            queries.history(ctx.store, src.name, canon, known_at=k, geo=src.is_geo) if canon else []
+        )
         return {
             "status": AsOfStatus.NOT_OBSERVED.value,
             "version": None,
@@ -98,7 +101,7 @@ def asof(
         }
     if canon is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
-    version = queries.asof(ctx.store, src.name, canon, valid_us, k)
+    version = queries.asof(ctx.store, src.name, canon, valid_us, k, geo=src.is_geo)
     if version is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
     status = AsOfStatus.ABSENT if version.deleted else AsOfStatus.PRESENT

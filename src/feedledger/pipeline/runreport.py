@@ -54,13 +54,19 @@ class Step:
     published_at: int
     payload_id: str
     changes: int
+    # GIS sources: features of the payload with an invalid geometry (kept as stated);
+    # None for other sources (and then not in the JSON)
+    invalid_geometries: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "published_at": iso(self.published_at),
             "payload_id": self.payload_id,
             "changes": self.changes,
         }
+        if self.invalid_geometries is not None:
+            data["invalid_geometries"] = self.invalid_geometries
+        return data
 
 
 @dataclass
@@ -87,6 +93,13 @@ class RunReport:
     def changes(self) -> int:
         return sum(s.changes for s in self.steps)
 
+    @property
+    def invalid_geometries(self) -> int | None:
+        """Features with an invalid geometry across the payloads applied (GIS sources;
+        None for others)."""
+        found = [s.invalid_geometries for s in self.steps if s.invalid_geometries is not None]
+        return sum(found) if found else None
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "status": "applied",
@@ -109,6 +122,8 @@ class RunReport:
             "notified": self.notify,
             "summary": self.summary,
         }
+        if self.invalid_geometries is not None:
+            data["invalid_geometries"] = self.invalid_geometries
         if self.kind == RunKind.REPLAY.value:
             data["retracted_payloads"] = self.retracted_payloads
             data["retracted_versions"] = self.retracted_versions
