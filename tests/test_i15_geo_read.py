@@ -254,6 +254,7 @@ def test_fields_in_stated_order_for_csv_json_and_parquet() -> None:
 # -- geometry: same shape, same hash ---------------------------------------------------------
 
 GRID = 1e-9
+ALL = pl.Series([0], dtype=pl.UInt32)
 
 
 @st.composite
@@ -279,7 +280,7 @@ def _polygon(ring: list[tuple[float, float]]) -> dict[str, Any]:
 
 def _one(geometry: dict[str, Any], props: dict[str, Any] | None = None) -> tuple[int, int]:
     obs = read(features([(props or {"parcel_id": "A", "z": "R1"}, geometry)]), "geojson")
-    return int(obs.geometry["geometry_hash"][0]), int(obs.frame["hash"][0])  # type: ignore[index]
+    return int(obs.geometries(ALL)["geometry_hash"][0]), int(obs.frame["hash"][0])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -341,9 +342,13 @@ def test_null_geometry_and_invalid_geometry_are_kept() -> None:
     bowtie = {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}
     obs = read(features([({"parcel_id": "A"}, bowtie), ({"parcel_id": "B"}, None)]), "geojson")
     assert obs.invalid_geometries == 1
-    assert obs.geometry is not None
-    assert obs.geometry["geometry_hash"][1] is None and obs.geometry["geometry"][1] is None
-    assert json.loads(obs.geometry["geometry"][0]) == {
+    shapes = obs.geometries(pl.Series([0, 1], dtype=pl.UInt32))
+    assert shapes["geometry_hash"][1] is None and shapes["geometry"][1] is None
+    assert obs.geometries(pl.Series([None, 1], dtype=pl.UInt32))["geometry"].to_list() == [
+        None,
+        None,
+    ]
+    assert json.loads(shapes["geometry"][0]) == {
         "type": "Polygon",
         "coordinates": [[[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]],
     }
@@ -449,3 +454,26 @@ def test_geoparquet_read_as_parquet_and_plain_parquet_as_geoparquet() -> None:
     pq.write_table(table, plain)
     _bad(plain.getvalue(), "geoparquet", "no GeoParquet 'geo' metadata.*--format parquet")
     _bad(geoparquet_bytes(table, encoding="polygon"), "geoparquet", "only WKB is read")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    grid=st.sampled_from([1e-9, 3e-9, 1e-6, 1e-3, 0.3, 0.5, 2.0, 10.0]),
+    values=st.lists(
+        st.floats(-1e7, 1e7, allow_nan=False) | st.integers(-1000, 1000).map(lambda i: i / 2),
+        min_size=2,
+        max_size=40,
+    ),
+)
+def test_snapping_in_numpy_equals_geos_pointwise_precision(
+    grid: float, values: list[float]
+) -> None:
+    import numpy as np
+
+    from feedledger.formats.geometry import snap_to_grid
+
+    coords = np.array(values[: len(values) // 2 * 2], dtype=np.float64).reshape(-1, 2)
+    coords = np.concatenate([coords, coords * grid])  # halves of the grid too
+    line = shapely.linestrings(coords)
+    expected = shapely.get_coordinates(shapely.set_precision(line, grid, mode="pointwise"))
+    assert np.array_equal(snap_to_grid(coords, grid), expected)

@@ -7,8 +7,10 @@ geometry is kept beside them (columnar throughout; no per-feature Python loop).
 * **the record**: the properties as canonical JSON (`formats.typed_columns`): the same
   key text, attribute text and content hash as the JSON reader gives the same values
   (an integer is its digits, a string is quoted); `--key` names properties.
-* **the geometry**: `Observations.geometry` holds, per feature, its GeoJSON text as
-  stated (Z kept, never reprojected) and the hash of its canonical form
+* **the geometry**: `Observations.geometry` holds, per feature, its WKB as stated (its
+  GeoJSON text, Z kept, never reprojected, is made on demand by
+  `Observations.geometries` for the rows written: a daily ingest writes few) and the
+  hash of its canonical form
   (`formats.geometry`: snapped to the source's `geometry_grid`, normalised, a
   single-part multi equal to its part). The content hash folds the geometry hash in
   after the properties: `mix(mix(h, 4), geometry_hash)` (0 for no geometry), so a
@@ -79,13 +81,15 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
         geoms = as_geometries(table.column(_GEOMETRY))
     except BadPayloadError as exc:
         raise fail(src, label, exc.problem) from None
-    with ThreadPoolExecutor(max_workers=2) as pool:  # shapely releases the GIL
-        geojson = pool.submit(_geojson, geoms)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # shapely releases the GIL
         invalid = pool.submit(_invalid, geoms)
         texts = typed_texts(table.select(fields))
         gh = geometry_hash_series(geoms, src.geometry_grid)
-        geometry = pl.DataFrame([geojson.result(), gh])
         invalid_count = invalid.result()
+    del geoms
+    wkb = pl.from_arrow(table.column(_GEOMETRY))
+    assert isinstance(wkb, pl.Series)
+    shapes = pl.DataFrame([wkb.alias("wkb"), gh])
     raw = texts.frame
     _check_key_values(texts, src, label)
     changes = src.kind == PayloadKind.CHANGES
@@ -117,16 +121,11 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
         attr_columns=attr_columns,
         published_values=values,
         fields=fields,
-        geometry=geometry,
+        geometry=shapes,
         crs=gis.crs,
         invalid_geometries=invalid_count,
         literal_columns=texts.literal & frozenset(attr_columns),
     )
-
-
-def _geojson(geoms: npt.NDArray[np.object_]) -> pl.Series:
-    texts = shapely.to_geojson(geoms)
-    return pl.Series(_GEOMETRY, texts, dtype=pl.String)
 
 
 def _invalid(geoms: npt.NDArray[np.object_]) -> int:

@@ -6,8 +6,9 @@ shape changing are not reported as changes. The canonical form of one geometry i
 
 1. **2-D**: Z and M are dropped (`shapely.force_2d`); a 3-D geometry equals its 2-D
    projection.
-2. **snapped to the grid** (`shapely.set_precision(..., grid, mode="pointwise")`):
-   every coordinate is rounded to the nearest multiple of `grid`. Pointwise mode
+2. **snapped to the grid** (the numbers of `shapely.set_precision(..., grid,
+   mode="pointwise")`, computed in numpy: `snap_to_grid`): every coordinate is rounded
+   to the nearest multiple of `grid`. Pointwise mode
    rounds vertices and nothing else: it never repairs or rebuilds the geometry, so a
    ring whose vertices collapse onto fewer than three distinct grid points (a sliver
    thinner than the grid) is *kept* as that degenerate ring, not dropped. Such a
@@ -128,11 +129,13 @@ def canonical_geometries(
     geometries are left empty and None stays None."""
     _check_grid(grid)
     arr = as_geometries(geoms)
-    out = shapely.force_2d(arr)
+    out = shapely.force_2d(arr)  # (new geometries: the snapping below is in place)
+    coords = shapely.get_coordinates(out)
     if grid > 0:
-        out = shapely.set_precision(out, grid, mode="pointwise")
+        coords = snap_to_grid(coords, grid)
     # -0.0 (a small negative coordinate rounded to zero) has other WKB bytes than 0.0
-    out = shapely.transform(out, _positive_zero)
+    coords += 0.0
+    out = shapely.set_coordinates(out, coords)
     types = shapely.get_type_id(out)
     single = np.isin(types, _MULTI_TYPES) & (shapely.get_num_geometries(out) == 1)
     if single.any():
@@ -201,8 +204,29 @@ def invalid_count(geoms: GeometryInput) -> int:
     return int(np.count_nonzero(~shapely.is_missing(arr) & ~shapely.is_valid(arr)))
 
 
-def _positive_zero(coords: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    return coords + 0.0  # -0.0 + 0.0 == +0.0; every other value is unchanged
+def snap_to_grid(coords: npt.NDArray[np.float64], grid: float) -> npt.NDArray[np.float64]:
+    """Every coordinate rounded to the nearest multiple of `grid`, exactly as GEOS's
+    pointwise `set_precision` rounds it (its PrecisionModel: `round(x * scale) / scale`
+    with `scale = 1 / grid` snapped to an integer within 1e-5, or `round(x / grid) *
+    grid` for a grid above 1; halves rounded up, Java's `Math.round`), in numpy: the
+    same numbers, several times faster than rebuilding every geometry through GEOS."""
+    if grid > 1:
+        return _round_half_up(coords / grid) * grid
+    scale = 1.0 / grid
+    nearest = round(scale)
+    if abs(scale - nearest) < 1e-5:
+        scale = float(nearest)
+    return _round_half_up(coords * scale) / scale
+
+
+def _round_half_up(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    whole = np.trunc(values)
+    frac = np.abs(values - whole)
+    up = np.where(values >= 0, np.ceil(values), np.floor(values))  # away from zero
+    down = whole  # towards zero
+    half = np.where(values >= 0, whole + 1.0, whole)  # an exact half: towards +inf
+    result: npt.NDArray[np.float64] = np.where(frac < 0.5, down, np.where(frac > 0.5, up, half))
+    return result
 
 
 def _check_grid(grid: float) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
+import shapely
 
 from feedledger.formats.canonical import (
     columns_needing_escape,
@@ -47,9 +48,11 @@ class Observations:
     published_values: list[str] | None = None
     # the payload's field names in the order it states them (payloads.fields)
     fields: list[str] | None = None
-    # GIS payloads: one row per record in idx order, columns `geometry` (GeoJSON text
-    # of the geometry as stated; null for a feature without one) and `geometry_hash`
-    # (Int64 hash of its canonical form, formats/geometry.py; folded into `hash`)
+    # GIS payloads: one row per record in idx order: `geometry_hash` (Int64 hash of the
+    # canonical form, formats/geometry.py; folded into `hash`) and the geometry as
+    # stated, either as `geometry` (GeoJSON text) or as `wkb` (WKB, what the readers
+    # give: its GeoJSON is made on demand, a daily ingest writes few); null for a
+    # feature without one. Read it through `geometries(idx)`, which gives the GeoJSON.
     geometry: pl.DataFrame | None = None
     crs: str | None = None  # the layer's CRS as stated (None: the file states none)
     invalid_geometries: int = 0  # kept as stated, counted and warned about
@@ -58,8 +61,9 @@ class Observations:
     literal_columns: frozenset[str] = frozenset()
 
     def geometries(self, idx: pl.Series) -> pl.DataFrame:
-        """`geometry` and `geometry_hash` for the given 0-based record indexes, in that
-        order (a null index, or a payload without geometry, gives nulls)."""
+        """`geometry` (GeoJSON text as stated) and `geometry_hash` for the given 0-based
+        record indexes, in that order (a null index, or a payload without geometry,
+        gives nulls)."""
         if self.geometry is None:
             return pl.DataFrame(
                 {
@@ -67,8 +71,16 @@ class Observations:
                     "geometry_hash": pl.Series([None] * idx.len(), dtype=pl.Int64),
                 }
             )
-        return self.geometry.select(
-            pl.col("geometry").gather(idx), pl.col("geometry_hash").gather(idx)
+        if "wkb" not in self.geometry.columns:
+            return self.geometry.select(
+                pl.col("geometry").gather(idx), pl.col("geometry_hash").gather(idx)
+            )
+        picked = self.geometry.select(
+            pl.col("wkb").gather(idx), pl.col("geometry_hash").gather(idx)
+        )
+        texts = shapely.to_geojson(shapely.from_wkb(picked.get_column("wkb").to_numpy()))
+        return pl.DataFrame(
+            [pl.Series("geometry", texts, dtype=pl.String), picked.get_column("geometry_hash")]
         )
 
     @property
