@@ -303,3 +303,169 @@ def test_geometry_changed_reaches_subscribers(
         first.run_id: {"P1": True, "P2": True, "P3": True, "P4": True},
         second.run_id: {"P1": True, "P3": False, "P4": True, "P5": True},
     }
+
+
+# -- end to end through the CLI, from files ----------------------------------------------
+
+
+def collection(features: Mapping[str, Feature]) -> bytes:
+    """A GeoJSON FeatureCollection of the features (properties, geometry)."""
+    feats = [{"type": "Feature", "properties": p, "geometry": g} for p, g in features.values()]
+    return json.dumps({"type": "FeatureCollection", "features": feats}).encode()
+
+
+def ingest(cli: Cli, tmp_path: Path, source: str, name: str, data: bytes, day: str) -> Any:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return cli("ingest", source, str(path), "--published-at", day, "--json")
+
+
+def version_count(ws: Workspace) -> int:
+    (row,) = table_rows(ws, select(func.count()).select_from(versions))
+    return int(row[0])
+
+
+def test_geojson_end_to_end(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "zoning", "--key", "parcel_id", "--format", "geojson")
+    first = json.loads(
+        ingest(cli, tmp_path, "zoning", "d1.geojson", collection(DAY1), "2026-08-01").stdout
+    )
+    assert first["added"] == 4 and first["invalid_geometries"] == 0
+    result = ingest(cli, tmp_path, "zoning", "d2.geojson", collection(DAY2), "2026-08-02")
+    second = json.loads(result.stdout)
+    assert "invalid geometry" not in result.stderr
+    assert (second["changed"], second["added"], second["deleted"], second["unchanged"]) == (
+        2, 1, 1, 1,
+    )  # fmt: skip
+    changes = {c["key"][0]: c for c in cli.json("changes", "--run", second["run_id"])}
+    assert {k: (c["change"], c["geometry_changed"]) for k, c in changes.items()} == {
+        "P1": ("changed", True),
+        "P3": ("changed", False),
+        "P4": ("deleted", True),
+        "P5": ("added", True),
+    }
+    moved = cli.json("history", "zoning", "P1")
+    assert [v["geometry"] for v in moved] == [square(0, 0), MOVED]
+    (rotated,) = cli.json("history", "zoning", "P2")  # the rotated ring is no change
+    assert rotated["geometry"] == square(2, 0) and rotated["valid_to"] is None
+    assert cli.json("asof", "zoning", "P3", "--valid", "2026-08-02")["version"]["geometry"] == (
+        square(4, 0)
+    )
+    (described,) = [s for s in cli.json("source", "list") if s["name"] == "zoning"]
+    assert described["format"] == "geojson" and described["geometry_grid"] == 1e-9
+
+
+def gpkg(tmp_path: Path, name: str, crs: str) -> bytes:
+    import pyarrow as pa
+    import pyogrio
+    import shapely
+
+    shapes = shapely.from_geojson([json.dumps(square(i, 0)) for i in range(3)])
+    table = pa.table(
+        {
+            "parcel_id": ["A", "B", "C"],
+            "zoning": ["R1", "R1", "C2"],
+            "geometry": pa.array(shapely.to_wkb(shapes), pa.binary()),
+        }
+    )
+    path = tmp_path / name
+    pyogrio.write_arrow(
+        table, path, driver="GPKG", layer="parcels", geometry_name="geometry",
+        geometry_type="Polygon", crs=crs,
+    )  # fmt: skip
+    return path.read_bytes()
+
+
+def test_a_crs_change_through_the_cli_is_refused_and_the_bytes_kept(
+    cli: Cli, workspace: Workspace, tmp_path: Path
+) -> None:
+    cli("source", "add", "parcels", "--key", "parcel_id", "--format", "gpkg")
+    ingest(cli, tmp_path, "parcels", "p1.gpkg", gpkg(tmp_path, "a.gpkg", "EPSG:4326"), "2026-08-01")
+    before = version_count(workspace)
+    data = gpkg(tmp_path, "b.gpkg", "EPSG:2232")
+    path = tmp_path / "p2.gpkg"
+    path.write_bytes(data)
+    result = cli("ingest", "parcels", str(path), "--published-at", "2026-08-02", expect=4)
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert "layer CRS EPSG:2232 differs from this source's EPSG:4326" in line, line
+    assert "reprojection is never silent" in line and "'parcels'" in line and "p2.gpkg" in line
+    assert version_count(workspace) == before
+    assert cli.json("watermark", "parcels")["published_at"].startswith("2026-08-01")
+    sha = hashlib.sha256(data).hexdigest()
+    assert any(p.read_bytes() == data for p in (cli.ws.archive_root / "objects").rglob(sha))
+    assert any((cli.ws.archive_root / "rejected" / "parcels").glob("*.json"))
+    # the publication slot stays free: the layer reprojected for that date applies
+    fixed = gpkg(tmp_path, "c.gpkg", "EPSG:4326")
+    again = json.loads(ingest(cli, tmp_path, "parcels", "p2b.gpkg", fixed, "2026-08-02").stdout)
+    assert again["status"] == "applied" and again["changes"] == 0
+
+
+BOWTIE = {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}
+
+
+def test_invalid_geometries_are_kept_counted_and_warned(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "zoning", "--key", "parcel_id", "--format", "geojson")
+    bad = {
+        **DAY1,
+        "P1": ({"parcel_id": "P1", "zoning": "R1"}, BOWTIE),
+        "P2": ({"parcel_id": "P2", "zoning": "R1"}, BOWTIE),
+    }
+    result = ingest(cli, tmp_path, "zoning", "d1.geojson", collection(bad), "2026-08-01")
+    assert json.loads(result.stdout)["invalid_geometries"] == 2
+    assert "zoning: 2 features have invalid geometry (kept as stated)" in result.stderr
+    (kept,) = cli.json("history", "zoning", "P1")
+    assert kept["geometry"] == {"type": "Polygon", "coordinates": BOWTIE["coordinates"]}
+
+
+@pytest.mark.parametrize(
+    ("features", "problem"),
+    [
+        ([({"parcel_id": "A"}, square(0, 0)), ({"parcel_id": "A"}, square(1, 0))], "duplicate"),
+        ([({"parcel": "A"}, square(0, 0))], "parcel_id"),
+    ],
+    ids=["duplicate-keys", "missing-key-field"],
+)
+def test_bad_layers_are_refused_and_the_ledger_untouched(
+    cli: Cli, workspace: Workspace, tmp_path: Path, features: list[Feature], problem: str
+) -> None:
+    cli("source", "add", "zoning", "--key", "parcel_id", "--format", "geojson")
+    data = collection({str(i): f for i, f in enumerate(features)})
+    path = tmp_path / "bad.geojson"
+    path.write_bytes(data)
+    result = cli("ingest", "zoning", str(path), "--published-at", "2026-08-01", expect=4)
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert problem in line and "'zoning'" in line and "bad.geojson" in line, line
+    assert version_count(workspace) == 0
+    assert any((cli.ws.archive_root / "rejected" / "zoning").glob("*.json"))
+
+
+def test_a_backfill_equals_the_live_runs_of_the_same_days(cli: Cli, tmp_path: Path) -> None:
+    """Three days of a layer applied live, one a day, and the same three archived then
+    backfilled into a second source: the same history, geometry included."""
+    day3 = {**DAY2, "P3": ({"parcel_id": "P3", "zoning": "C3"}, square(4, 0.5))}
+    days = {"2026-08-01": DAY1, "2026-08-02": DAY2, "2026-08-03": day3}
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for day, features in days.items():
+        (folder / f"zoning_{day}.geojson").write_bytes(collection(features))
+    for name in ("live", "back"):
+        cli("source", "add", name, "--key", "parcel_id", "--format", "geojson")
+    for day in days:
+        cli("ingest", "live", str(folder / f"zoning_{day}.geojson"), "--published-at", day)
+        cli("archive", "add", "back", str(folder / f"zoning_{day}.geojson"), "--published-at", day)
+    report = cli.json(
+        "backfill", "back", "--from", "2026-08-01", "--to", "2026-08-03", "--no-fetch"
+    )
+    assert [s["invalid_geometries"] for s in report["steps"]] == [0, 0, 0]
+
+    def line(source: str, key: str) -> list[tuple[Any, ...]]:
+        return [
+            (v["valid_from"], v["valid_to"], v["deleted"], v["attributes"], v["geometry"])
+            for v in cli.json("history", source, key)
+        ]
+
+    for key in ("P1", "P2", "P3", "P4", "P5"):
+        assert line("back", key) == line("live", key), key
+    assert [v["geometry"] for v in cli.json("history", "back", "P3")] == [
+        square(4, 0), square(4, 0), square(4, 0.5),
+    ]  # fmt: skip

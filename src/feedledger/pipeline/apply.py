@@ -78,6 +78,14 @@ def check_crs(
         raise refusal
 
 
+def check_source_crs(ctx: Context, src: SourceConfig, label: str, obs: Observations) -> None:
+    """`check_crs` against the source's watermark as it stands (a live payload, before
+    it is archived under the source)."""
+    if src.is_geo:
+        wm = ctx.store.watermark(src.name)
+        check_crs(ctx.store, src, label, obs, wm.payload_id if wm is not None else None)
+
+
 def _is_burst(store: Store, src: SourceConfig, changes: int) -> bool:
     """Far outside the source's normal volume: more than `hold_min_changes` and more than
     `hold_factor` x the median change count of its last 30 live runs (never for a

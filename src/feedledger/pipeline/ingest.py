@@ -183,6 +183,16 @@ def ingest(
         with stage("archive_wait"):
             sha = storing.result()
             opened = opening.result()
+    if src.is_geo and opened is None:
+        # a layer in another CRS is bad input: refused before it claims its publication
+        # slot (a reprojected file for the same date can follow), its bytes kept
+        from feedledger.pipeline.apply import check_source_crs
+
+        try:
+            check_source_crs(ctx, src, label, obs)
+        except BadPayloadError as exc:
+            exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
+            raise
     with stage("archive"):
         ref, created = ctx.archive.put(
             src.name,
