@@ -17,7 +17,7 @@ import pyogrio
 import pytest
 import shapely
 
-from feedledger.pipeline import geo_export
+from feedledger.pipeline import geo_export, snapshot_order
 from feedledger.pipeline.geo_export import projjson, write_geojson
 from feedledger.pipeline.snapshot_columns import ColumnTypes, parse, typed_columns
 from feedledger.pipeline.snapshot_order import ordered
@@ -282,10 +282,39 @@ def test_snapshot_is_written_a_batch_at_a_time(
     assert text.count('"type":"Feature"') == n
 
 
+def test_fields_of_older_versions_follow_in_code_point_order(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", SRC, "--key", "parcel", "--format", "geojson", "--kind", "changes")
+    days = {
+        "2026-08-01": [({"zoning": "R-1", "parcel": "A", "area": 1.5, "beta": "b"}, POINT)],
+        "2026-08-02": [({"parcel": "B", "zoning": "MU", "extra": 7}, POLY)],
+    }
+    for day, features in days.items():
+        path = tmp_path / f"c-{day}.geojson"
+        path.write_text(feature_collection(features))
+        cli("ingest", SRC, str(path), "--published-at", day)
+    out = tmp_path / "union.parquet"
+    cli("snapshot", SRC, "--valid", "2026-08-02", "--format", "geoparquet", "-o", str(out))
+    table = pq.read_table(out)
+    # the payload in force names parcel, zoning, extra; area and beta only older versions
+    assert table.column_names == ["parcel", "zoning", "extra", "area", "beta", "geometry"]
+    assert table.to_pydict()["extra"] == [None, 7] and table.to_pydict()["beta"] == ["b", None]
+    doc = json.loads(cli("snapshot", SRC, "--valid", "2026-08-02", "--format", "geojson").stdout)
+    assert [list(f["properties"]) for f in doc["features"]] == [
+        ["parcel", "zoning", "area", "beta"],
+        ["parcel", "zoning", "extra"],
+    ]
+
+
 # -- column order of a CSV source; refusals ---------------------------------------------
 
 
-def test_snapshot_csv_keeps_the_payload_column_order(cli: Cli, tmp_path: Path) -> None:
+def test_snapshot_csv_keeps_the_payload_column_order(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unread(data: bytes, fmt: str) -> list[str]:
+        raise AssertionError("the order is recorded (payloads.fields): no archive read")
+
+    monkeypatch.setattr(snapshot_order, "payload_fields", unread)
     cli("source", "add", "ord", "--key", "id")
     header = ["zeta", "id", "mid", "alpha"]
     path = write_csv(tmp_path / "o.csv", header, [["z", "1", "m", "a"], ["y", "2", "n", "b"]])
