@@ -1,4 +1,5 @@
-"""Read-side queries: history, as-of, changes, snapshot, consistency check.
+"""Read-side queries: history, as-of, changes, consistency check (the
+snapshot export reads through `ledger.snapshot_rows`).
 
 Visibility as known at transaction time K and the latest version per key are the
 rules of `ledger.visibility`. `valid_to` is derived: the next visible version's
@@ -7,7 +8,6 @@ rules of `ledger.visibility`. `valid_to` is derived: the next visible version's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,7 @@ from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
     is_visible,
     latest_per_key,
-    latest_per_key_sql,
     visible,
-    visible_sql,
 )
 from feedledger.model.jsonout import RawJSON
 from feedledger.model.timeutil import iso
@@ -124,23 +122,6 @@ def first_recorded(store: Store, source: str) -> int | None:
         value = conn.execute(select(func.min(a.c.recorded_at)).where(a.c.source == source))
         first = value.scalar_one()
     return int(first) if first is not None else None
-
-
-def applied_payload_at(
-    store: Store, source: str, valid_at: int, known_at: int | None = None
-) -> tuple[str, str] | None:
-    """(payload_id, sha256) of the newest payload of `source` published at or before
-    `valid_at` that was applied and stands as known at `known_at`."""
-    a, p = applications, payloads
-    stmt = (
-        select(a.c.payload_id, p.c.sha256)
-        .select_from(a.join(p, p.c.payload_id == a.c.payload_id))
-        .where(a.c.source == source, a.c.published_at <= valid_at)
-    )
-    stmt = stmt.where(visible(a, known_at))
-    with store.engine.connect() as conn:
-        row = conn.execute(stmt.order_by(a.c.published_at.desc()).limit(1)).first()
-    return (str(row.payload_id), str(row.sha256)) if row is not None else None
 
 
 def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, int]]:
@@ -251,29 +232,6 @@ def run_outcomes(store: Store, run_id: str, *, geo: bool = False) -> list[KeyOut
             )
             for r in conn.execute(stmt)
         ]
-
-
-def _snapshot_sql(known_at: int | None) -> str:
-    vis = visible_sql(":known" if known_at is not None else None)
-    latest = latest_per_key_sql(
-        ["key", "deleted", "attributes"], f"source = :source AND valid_from <= :valid AND {vis}"
-    )
-    return f"SELECT key, attributes FROM ({latest}) present WHERE NOT deleted ORDER BY key"
-
-
-def snapshot(
-    store: Store, source: str, valid_at: int, known_at: int | None = None, batch: int = 20_000
-) -> Iterator[tuple[str, str]]:
-    """Stream (key, attributes JSON) of every entity present at `valid_at`."""
-    params: dict[str, Any] = {"source": source, "valid": valid_at}
-    if known_at is not None:
-        params["known"] = known_at
-    with store.engine.connect() as conn:
-        result = conn.execution_options(stream_results=True, yield_per=batch).execute(
-            text(_snapshot_sql(known_at)), params
-        )
-        for row in result:
-            yield row.key, row.attributes
 
 
 def recompute_state(store: Store, source: str) -> pl.DataFrame:

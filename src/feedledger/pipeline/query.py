@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -189,12 +188,3 @@ def snapshot_gap(
         "last_observed_at": around["last_observed_at"],
         "next_observed_at": around["next_observed_at"],
     }
-
-
-def snapshot_rows(
-    ctx: Context, source: str, *, valid: str | int, known_at: str | int | None
-) -> Iterator[tuple[str, str]]:
-    src = ctx.workspace.source(source)
-    valid_us = instant(src, valid, "--valid")
-    assert valid_us is not None
-    return queries.snapshot(ctx.store, src.name, valid_us, instant(src, known_at, "--known-at"))
