@@ -344,6 +344,8 @@ def test_geojson_end_to_end(cli: Cli, tmp_path: Path) -> None:
         "P4": ("deleted", True),
         "P5": ("added", True),
     }
+    shown = cli("changes", "--run", second["run_id"]).stdout
+    assert "geometry" in shown and "same" in shown  # P3: only an attribute changed
     moved = cli.json("history", "zoning", "P1")
     assert [v["geometry"] for v in moved] == [square(0, 0), MOVED]
     (rotated,) = cli.json("history", "zoning", "P2")  # the rotated ring is no change
@@ -441,7 +443,8 @@ def test_bad_layers_are_refused_and_the_ledger_untouched(
 
 def test_a_backfill_equals_the_live_runs_of_the_same_days(cli: Cli, tmp_path: Path) -> None:
     """Three days of a layer applied live, one a day, and the same three archived then
-    backfilled into a second source: the same history, geometry included."""
+    backfilled into a second source: the same history, geometry included; a retraction
+    and a replay of the live source come back to it."""
     day3 = {**DAY2, "P3": ({"parcel_id": "P3", "zoning": "C3"}, square(4, 0.5))}
     days = {"2026-08-01": DAY1, "2026-08-02": DAY2, "2026-08-03": day3}
     folder = tmp_path / "served"
@@ -464,8 +467,16 @@ def test_a_backfill_equals_the_live_runs_of_the_same_days(cli: Cli, tmp_path: Pa
             for v in cli.json("history", source, key)
         ]
 
-    for key in ("P1", "P2", "P3", "P4", "P5"):
+    keys = ("P1", "P2", "P3", "P4", "P5")
+    for key in keys:
         assert line("back", key) == line("live", key), key
+    # a retraction takes the geometry back with the attributes; a replay restores both
+    expected = {key: line("live", key) for key in keys}
+    last = cli.json("runs", "live")[-1]["run_id"]
+    cli("retract", last)
+    assert [v["geometry"] for v in cli.json("history", "live", "P3")] == [square(4, 0)] * 2
+    cli("replay", "live", "--from", "2026-08-02")
+    assert {key: line("live", key) for key in keys} == expected
     assert [v["geometry"] for v in cli.json("history", "back", "P3")] == [
         square(4, 0), square(4, 0), square(4, 0.5),
     ]  # fmt: skip

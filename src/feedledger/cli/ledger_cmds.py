@@ -215,10 +215,15 @@ def changes_cmd(
     # keys and records as stored (canonical JSON text), times compact
     items = [(c, c.to_json()) for c in found if c.change is not None]
     held = [(c, c.to_json()) for c in found if c.change is None]
+    geo = any(c.geometry_changed is not None for c, _j in items)  # a GIS source
     table(
         f"changes of run {run}",
-        ["key", "change", "valid_from", "before", "after"],
-        [[j["key"], j["change"], when(c.valid_from), j["before"], j["after"]] for c, j in items],
+        ["key", "change", "valid_from", "before", "after"] + (["geometry"] if geo else []),
+        [
+            [j["key"], j["change"], when(c.valid_from), j["before"], j["after"]]
+            + (["changed" if c.geometry_changed else "same"] if geo else [])
+            for c, j in items
+        ],
         fold=True,
     )
     if held:
