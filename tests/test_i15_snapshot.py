@@ -17,6 +17,7 @@ import pyogrio
 import pytest
 import shapely
 
+from feedledger.model.errors import ConfigError
 from feedledger.pipeline import geo_export, snapshot_order
 from feedledger.pipeline.geo_export import projjson, write_geojson
 from feedledger.pipeline.snapshot_columns import ColumnTypes, parse, typed_columns
@@ -179,6 +180,16 @@ def test_typed_exports_of_synthetic_rows_without_a_crs(tmp_path: Path) -> None:
     info = pyogrio.read_info(gpkg)
     assert info["crs"] is None and info["geometry_type"] == "Point Z" and info["features"] == 3
     assert list(info["fields"]) == ["t", "n", "id"]
+
+
+def test_a_stored_geometry_that_cannot_become_wkb_is_named(tmp_path: Path) -> None:
+    rows = [
+        ('["a"]', '{"id":"a"}', "null"),
+        ('["b"]', '{"id":"b"}', '{"type":"Point","coordinates":"nowhere"}'),
+    ]
+    with pytest.raises(ConfigError, match=r'entity \["b"\]: its stored geometry') as info:
+        geo_export.spool(iter(rows), tmp_path / "spool.arrow")
+    assert "\n" not in str(info.value)
 
 
 def test_projjson_of_a_stated_crs() -> None:

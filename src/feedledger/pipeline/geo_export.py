@@ -155,7 +155,7 @@ def spool(rows: Iterable[Row], path: Path, batch_rows: int | None = None) -> Spo
             attrs = [a for _k, a, _g in chunk]
             for text in attrs:
                 found.types.observe(parse(text))
-            shapes = _shapes(g for _k, _a, g in chunk)
+            shapes = _shapes(chunk)
             _extent(found, shapes)
             wkb = shapely.to_wkb(shapes, flavor="iso")
             writer.write_batch(
@@ -173,12 +173,22 @@ def spool(rows: Iterable[Row], path: Path, batch_rows: int | None = None) -> Spo
     return found
 
 
-def _shapes(texts: Iterable[str | None]) -> Any:
-    values = np.array([t if t else None for t in texts], dtype=object)
+def _shapes(chunk: list[Row]) -> Any:
+    texts = [g if g and g != "null" else None for _k, _a, g in chunk]
     try:
-        return shapely.from_geojson(values)
-    except shapely.errors.GEOSException as exc:  # stored by the reader: not expected
-        raise ConfigError(f"a stored geometry cannot be read back: {exc}") from None
+        return shapely.from_geojson(np.array(texts, dtype=object))
+    except shapely.errors.GEOSException:
+        pass
+    for (key, _a, _g), text in zip(chunk, texts, strict=True):  # name the one at fault
+        try:
+            shapely.from_geojson(text)
+        except shapely.errors.GEOSException as exc:
+            raise ConfigError(
+                f"entity {key}: its stored geometry cannot be written as WKB "
+                f"({' '.join(str(exc).split())})",
+                hint="--format geojson writes geometries as stated",
+            ) from None
+    raise AssertionError("unreachable: the batch failed but no geometry does")
 
 
 def _extent(found: Spooled, shapes: Any) -> None:
