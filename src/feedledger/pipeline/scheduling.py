@@ -139,6 +139,8 @@ def attempt(
                 result.changes = rec.report.changes
                 result.payloads = len(rec.report.steps)
                 result.detail["gaps_recorded"] = rec.report.gaps_recorded
+                if rec.report.invalid_geometries:  # GIS: kept as stated, said in the log
+                    result.detail["invalid_geometries"] = rec.report.invalid_geometries
             result.detail["archived_now"] = len(rec.archived)
         else:
             from feedledger.pipeline.run import live_run
@@ -153,6 +155,8 @@ def attempt(
                 result.payloads = 1
                 if got.held:
                     result.detail["held_for_review"] = True
+                if got.invalid_geometries:  # GIS: kept as stated, said in the log
+                    result.detail["invalid_geometries"] = got.invalid_geometries
     except LeaseHeldError as exc:
         result.outcome, result.error = "busy", exc.problem
     except StaleWatermarkError:
