@@ -477,3 +477,20 @@ def test_snapping_in_numpy_equals_geos_pointwise_precision(
     line = shapely.linestrings(coords)
     expected = shapely.get_coordinates(shapely.set_precision(line, grid, mode="pointwise"))
     assert np.array_equal(snap_to_grid(coords, grid), expected)
+
+
+@pytest.mark.parametrize("grid", [1e-9, 1e-6, 0.3, 0.5, 2.0])
+def test_snapping_near_halves_and_huge_values_equals_geos(grid: float) -> None:
+    import numpy as np
+
+    from feedledger.formats.geometry import snap_to_grid
+
+    halves = (np.arange(-50, 50) + 0.5) * grid
+    odd = [0.0, -0.0, 0.49999999999999994, -0.49999999999999994, 2.0**52, 2.0**53 + 2, 1e17]
+    values = np.concatenate(
+        [halves, np.nextafter(halves, np.inf), np.nextafter(halves, -np.inf), odd]
+    )
+    coords = np.stack([values, values[::-1]], axis=1)
+    line = shapely.linestrings(coords)
+    expected = shapely.get_coordinates(shapely.set_precision(line, grid, mode="pointwise"))
+    assert np.array_equal(snap_to_grid(coords, grid), expected)

@@ -208,7 +208,7 @@ def snap_to_grid(coords: npt.NDArray[np.float64], grid: float) -> npt.NDArray[np
     """Every coordinate rounded to the nearest multiple of `grid`, exactly as GEOS's
     pointwise `set_precision` rounds it (its PrecisionModel: `round(x * scale) / scale`
     with `scale = 1 / grid` snapped to an integer within 1e-5, or `round(x / grid) *
-    grid` for a grid above 1; halves rounded up, Java's `Math.round`), in numpy: the
+    grid` for a grid above 1; `round` is Java's `Math.round`, halves up), in numpy: the
     same numbers, several times faster than rebuilding every geometry through GEOS."""
     if grid > 1:
         return _round_half_up(coords / grid) * grid
@@ -216,17 +216,31 @@ def snap_to_grid(coords: npt.NDArray[np.float64], grid: float) -> npt.NDArray[np
     nearest = round(scale)
     if abs(scale - nearest) < 1e-5:
         scale = float(nearest)
-    return _round_half_up(coords * scale) / scale
+    out = _round_half_up(coords * scale)
+    out /= scale
+    return out
 
 
 def _round_half_up(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    whole = np.trunc(values)
-    frac = np.abs(values - whole)
-    up = np.where(values >= 0, np.ceil(values), np.floor(values))  # away from zero
-    down = whole  # towards zero
-    half = np.where(values >= 0, whole + 1.0, whole)  # an exact half: towards +inf
-    result: npt.NDArray[np.float64] = np.where(frac < 0.5, down, np.where(frac > 0.5, up, half))
-    return result
+    """The integer `j` with `v` in [j - 0.5, j + 0.5) for each `v` (Java's Math.round,
+    as GEOS rounds). `floor(v + 0.5)` is that integer unless `v + 0.5` was rounded;
+    `j +- 0.5` are exact below 2**52, so the rare miss is seen and corrected; from 2**52
+    on every float is an integer and is its own rounding."""
+    rounded = values + 0.5
+    np.floor(rounded, out=rounded)
+    bound = rounded - 0.5
+    over = values < bound
+    if over.any():
+        rounded[over] -= 1.0
+        bound = rounded - 0.5
+    np.add(bound, 1.0, out=bound)
+    under = values >= bound
+    if under.any():
+        rounded[under] += 1.0
+    big = np.abs(values) >= 2.0**52
+    if big.any():
+        rounded[big] = values[big]
+    return rounded
 
 
 def _check_grid(grid: float) -> None:
