@@ -40,9 +40,8 @@ from feedledger.model.errors import ConfigError
 from feedledger.pipeline.snapshot_columns import ColumnTypes, parse, typed_columns
 from feedledger.pipeline.snapshot_order import ordered
 
-__all__ = ["GEO_EXPORTS", "write_geojson", "write_geoparquet", "write_gpkg"]
+__all__ = ["spool", "write_geojson", "write_geoparquet", "write_gpkg"]
 
-GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")
 BATCH_ROWS = 10_000
 GEOPARQUET_VERSION = "1.1.0"
 

@@ -24,11 +24,11 @@ from typing import IO, Any
 from feedledger.context import Context
 from feedledger.ledger import snapshot_rows
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline.geo_export import GEO_EXPORTS
 from feedledger.pipeline.snapshot_order import field_order, layout_at, ordered
 
 __all__ = [
     "EXPORTS",
+    "GEO_EXPORTS",
     "check_format",
     "check_output",
     "column_order",
@@ -38,6 +38,7 @@ __all__ = [
     "write_rows",
 ]
 
+GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")  # pipeline/geo_export.py (imported lazily)
 EXPORTS = ("csv", "jsonl", *GEO_EXPORTS)
 _FILE_ONLY = ("geoparquet", "gpkg")
 
@@ -77,11 +78,14 @@ def check_output(output: Path) -> None:
 
 
 def rows(
-    ctx: Context, source: str, valid_us: int, known_us: int | None
+    ctx: Context, source: str, valid_us: int, known_us: int | None, *, geometry: bool = True
 ) -> Generator[Row, None, None]:
-    """(key, attributes JSON, geometry GeoJSON text or None) of every entity present."""
+    """(key, attributes JSON, geometry GeoJSON text or None) of every entity present;
+    the geometry is read for a GIS source unless `geometry` is False."""
     src = ctx.workspace.source(source)
-    return snapshot_rows.rows(ctx.store, src.name, valid_us, known_us, geometry=src.is_geo)
+    return snapshot_rows.rows(
+        ctx.store, src.name, valid_us, known_us, geometry=geometry and src.is_geo
+    )
 
 
 def column_order(ctx: Context, source: str, valid_us: int, known_us: int | None) -> list[str]:
@@ -108,7 +112,7 @@ def export(
     layout = layout_at(ctx, src.name, valid_us, known_us)
     order = field_order(ctx, layout, src.format) if fmt != "jsonl" else []
     crs = layout.crs if layout is not None else None
-    found = rows(ctx, src.name, valid_us, known_us)
+    found = rows(ctx, src.name, valid_us, known_us, geometry=fmt in GEO_EXPORTS)
     try:
         if fmt in ("geoparquet", "gpkg"):
             assert output is not None
