@@ -494,3 +494,13 @@ def test_snapping_near_halves_and_huge_values_equals_geos(grid: float) -> None:
     line = shapely.linestrings(coords)
     expected = shapely.get_coordinates(shapely.set_precision(line, grid, mode="pointwise"))
     assert np.array_equal(snap_to_grid(coords, grid), expected)
+
+
+def test_zipped_shapefile_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    data = write_geo(tmp_path, "shapefile")
+    _bad(
+        data,
+        "shapefile",
+        r"more than this source's max_payload_bytes of 1,000",
+        max_payload_bytes=1000,
+    )

@@ -68,7 +68,14 @@ def read_geo(data: bytes, src: SourceConfig, label: str) -> Observations:
     if src.format == "geoparquet":
         gis = read_geoparquet(data, source=src.name, payload=label)
     else:
-        gis = read_gis(data, src.format, layer=src.layer, source=src.name, payload=label)
+        gis = read_gis(
+            data,
+            src.format,
+            layer=src.layer,
+            source=src.name,
+            payload=label,
+            max_bytes=src.max_payload_bytes,
+        )
     return observations_of(gis, src, label)
 
 

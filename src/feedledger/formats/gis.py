@@ -99,9 +99,17 @@ def detect_gis_format(name: str, data: bytes) -> str | None:
 
 
 def read_gis(
-    data: bytes, fmt: str, *, layer: str | None = None, source: str, payload: str
+    data: bytes,
+    fmt: str,
+    *,
+    layer: str | None = None,
+    source: str,
+    payload: str,
+    max_bytes: int | None = None,
 ) -> GisTable:
-    """Layer `layer` (or the only layer) of `data`, a file of format `fmt`.
+    """Layer `layer` (or the only layer) of `data`, a file of format `fmt`. A zipped
+    format whose parts add up to more than `max_bytes` uncompressed is refused unread
+    (a decompression bomb?).
     BadPayloadError (one line) for unreadable bytes, a zip that is truncated or lacks a
     part, several layers and no `layer` named, or an unknown `layer` (both list the
     layers)."""
@@ -115,7 +123,7 @@ def read_gis(
     if _looks_like_html(data):
         raise bad(f"an HTML page, not a {fmt} file (a login or error page?)")
     if fmt in _ZIPPED:
-        data = _repack(data, fmt, bad)
+        data = _repack(data, fmt, bad, max_bytes)
     with warnings.catch_warnings():
         # GDAL warns that a /vsimem/ name lacks the GeoPackage extension; harmless
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -183,7 +191,9 @@ def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:
     return table.set_column(index, pa.field("geometry", pa.binary()), column)
 
 
-def _repack(data: bytes, fmt: str, bad: Callable[[str], BadPayloadError]) -> bytes:
+def _repack(
+    data: bytes, fmt: str, bad: Callable[[str], BadPayloadError], max_bytes: int | None = None
+) -> bytes:
     """The zip's shapefile parts / `.gdb` folder contents at the root of a new zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -191,6 +201,13 @@ def _repack(data: bytes, fmt: str, bad: Callable[[str], BadPayloadError]) -> byt
             picked = (
                 _shapefile_members(names, bad) if fmt == "shapefile" else _gdb_members(names, bad)
             )
+            size = sum(zf.getinfo(member).file_size for member in picked)
+            if max_bytes is not None and size > max_bytes:
+                raise bad(
+                    f"the zipped {fmt} holds {size:,} bytes uncompressed, more than this "
+                    f"source's max_payload_bytes of {max_bytes:,} (a decompression bomb?); "
+                    "not read"
+                )
             out = io.BytesIO()
             with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dest:
                 for member, target in picked.items():
