@@ -5,13 +5,18 @@ publication days and shows a parcel's geometry change; a ring merely rotated is 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
+from typer.testing import CliRunner
 
+import feedledger as fl
+from feedledger.api.demo import MOVED, ROTATED, ZONING, build_demo
+from feedledger.cli.main import app
 from feedledger.formats.geometry import geometry_changed
 from feedledger.pipeline.demo_featureserver import Layer, serving
-from feedledger.pipeline.demo_zoning import EDITS, MOVED, ROTATED, ZONING, features
+from feedledger.pipeline.demo_zoning import EDITS, features
 from feedledger.sources.arcgis import fetch_layer
 
 EDIT_MS = int(EDITS[0].timestamp() * 1000)
@@ -79,3 +84,52 @@ def test_the_fake_featureserver_answers_esri_json_ids_and_errors() -> None:
         assert ask(outSR="2227", f="json")["error"]["code"] == 400
         assert ask(f="json", where="ZONE='R-1'")["error"]["code"] == 400
         assert ask("/nope", f="json")["error"]["code"] == 400
+
+
+def _changed(led: Any, run_id: str, key: str) -> bool | None:
+    for change in led.changes(run_id):
+        if change.key in (key, [key]):
+            return change.geometry_changed
+    raise AssertionError(f"run {run_id} changed nothing for {key}")
+
+
+def test_demo_zoning_history(store_url: str, tmp_path: Path) -> None:
+    demo = build_demo(tmp_path / "demo", store=store_url)
+    z = demo.zoning
+    assert z is not None
+    statuses = [r.to_json()["status"] for r in z.results]
+    assert statuses == ["applied", "applied", "applied", "nothing_to_do"]
+    assert z.feature_queries[-1] == 0  # nothing new: no feature downloaded
+    with fl.open(demo.workspace) as led:
+        src = led.source(ZONING)
+        versions = src.history(MOVED)
+        assert [v.valid_from for v in versions] == EDITS
+        assert [(v.attributes or {}).get("ZONE") for v in versions] == ["R-1", "R-1", "MU-2"]
+        geometries = [v.geometry for v in versions]
+        assert all(g is not None and g["type"] == "Polygon" for g in geometries)
+        assert geometries[0] != geometries[1] == geometries[2]
+        assert [_changed(led, v.run_id, MOVED) for v in versions] == [True, True, False]
+        assert len(src.history(ROTATED)) == 1  # a rotated ring is not a version
+
+
+def test_demo_cli_shows_the_zoning_layer(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["demo", "--dir", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert f"history of zoning parcel {MOVED}" in text and "nothing new" in text
+    assert f"Parcel {ROTATED} was republished" in text and "(1 version in" in text
+    assert "-> (-105.08858, 40.59080)" in text  # the moved north-east corner
+    config = str(tmp_path / "demo" / "feedledger.toml")
+    hist = runner.invoke(app, ["--config", config, "history", ZONING, MOVED, "--json"])
+    assert [v["geometry"]["type"] for v in json.loads(hist.stdout)] == ["Polygon"] * 3
+    # the demo's server is gone: a later run is one clear line, not a traceback
+    again = runner.invoke(app, ["--config", config, "run", ZONING])
+    assert again.exit_code != 0, again.output
+    lines = again.stderr.strip().splitlines()
+    assert len(lines) == 1 and ZONING in lines[0] and "cannot reach" in lines[0], lines
+
+
+def test_demo_without_zoning(tmp_path: Path) -> None:
+    demo = build_demo(tmp_path / "demo", zoning=False)
+    assert demo.zoning is None and demo.results

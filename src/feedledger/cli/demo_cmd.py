@@ -20,9 +20,11 @@ def demo(
     store: str | None = typer.Option(None, "--store", help="Store URL (default SQLite)."),
 ) -> None:
     """Build a demo workspace with a synthetic county feed, ingest it and show a
-    parcel's bitemporal history and as-of answers."""
-    from feedledger.api.demo import PARCEL, SOURCE, build_demo
+    parcel's bitemporal history and as-of answers; then fetch a zoning layer from a
+    FeatureServer served on 127.0.0.1 for the demo and show a parcel's geometry change."""
+    from feedledger.api.demo import MOVED, PARCEL, SOURCE, ZONING, build_demo
     from feedledger.api.ledger import open as open_ledger
+    from feedledger.cli.demo_zoning import show_zoning
 
     result = build_demo(directory, store=store)
     table(
@@ -74,6 +76,7 @@ def demo(
                 ]
             )
         table("as-of answers", ["valid date", "status", "zoning"], rows)
+    show_zoning(result)
     ws = result.workspace
     exe = _exe()
     out.print(
@@ -84,7 +87,9 @@ def demo(
         f"  {exe} runs {SOURCE}\n"
         f"  {exe} snapshot {SOURCE} --valid 2026-08-12\n"
         f"  {exe} archive list {SOURCE}\n"
-        f"  {exe} verify {SOURCE}"
+        f"  {exe} verify {SOURCE}\n"
+        f"  {exe} history {ZONING} {MOVED} --json      # each version's geometry as GeoJSON\n"
+        f"  {exe} runs {ZONING}"
     )
 
 

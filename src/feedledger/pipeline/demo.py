@@ -1,5 +1,6 @@
 """A demo workspace: a synthetic county parcel feed over a few weeks, ingested as a
-user would, with one parcel going R-1 -> MU-2 -> MU-3 and one deleted and re-published."""
+user would, with one parcel going R-1 -> MU-2 -> MU-3 and one deleted and re-published;
+then a zoning layer of polygons fetched from a FeatureServer (pipeline/demo_zoning.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from feedledger.config import Workspace, make_source
 from feedledger.context import Context
 from feedledger.ledger import engine as eng
+from feedledger.pipeline.demo_zoning import ZoningResult, build_zoning
 from feedledger.pipeline.ingest import IngestResult, ingest
 
 SOURCE = "larimer"
@@ -61,10 +63,12 @@ class DemoResult:
     workspace: Path
     results: list[IngestResult] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    zoning: ZoningResult | None = None
 
 
-def build_demo(directory: Path, *, store_url: str | None = None) -> DemoResult:
-    """(Re)create a demo workspace in `directory` and ingest the feed into it."""
+def build_demo(directory: Path, *, store_url: str | None = None, zoning: bool = True) -> DemoResult:
+    """(Re)create a demo workspace in `directory` and ingest the feed into it; then
+    (`zoning`) serve the zoning layer and run the `zoning` source over it."""
     directory = directory.resolve()
     if (directory / "feedledger.toml").exists():
         for item in ("feedledger.toml", ".feedledger", "feed"):
@@ -107,4 +111,6 @@ def build_demo(directory: Path, *, store_url: str | None = None) -> DemoResult:
                     content_type="text/csv",
                 )
             )
+    if zoning:
+        out.zoning = build_zoning(ws.config_path)
     return out

@@ -165,7 +165,9 @@ def serving(layer: Layer) -> Iterator[str]:
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, name="demo-featureserver", daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, args=(0.05,), name="demo-featureserver", daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}{LAYER_PATH}"
