@@ -207,8 +207,8 @@ def test_other_sources_keep_their_json_shapes(
     ("before", "after", "named"),
     [
         ("EPSG:4326", "EPSG:2232", ("EPSG:2232", "EPSG:4326")),
-        ("EPSG:4326", None, ("none stated", "EPSG:4326")),
-        (None, "EPSG:4326", ("EPSG:4326", "none stated")),
+        ("EPSG:4326", None, ("(none stated)", "EPSG:4326")),
+        (None, "EPSG:4326", ("EPSG:4326", "(none stated)")),
     ],
 )
 def test_a_crs_change_is_refused_and_nothing_changes(

@@ -10,7 +10,7 @@ from feedledger.ledger.schema import payloads
 from feedledger.ledger.store import Store
 from feedledger.model.errors import BadPayloadError
 
-NONE_STATED = "none stated"
+NONE_STATED = "(none stated)"
 
 
 def payload_crs(store: Store, payload_id: str) -> str | None:
@@ -35,6 +35,10 @@ def crs_refusal(
         "refused and nothing changed",
         source=source,
         payload=label,
-        hint=f"publish or convert the layer in {recorded or 'the CRS of its earlier payloads'}"
-        " (e.g. with ogr2ogr -t_srs), or declare a new source for the new CRS",
+        hint=(
+            f"convert the layer to {recorded} first, e.g. with ogr2ogr -t_srs {recorded}, or "
+            if recorded is not None
+            else ""
+        )
+        + "declare a new source for the layer in its new CRS",
     )
