@@ -130,4 +130,4 @@ def missing_fetch_folder(src: SourceConfig) -> Path | None:
     if is_template(location):
         # the folder above the first {date} field (which may name a file or a folder)
         folder = Path(location.split("{date", 1)[0] + "_").expanduser().parent
-    return None if folder.is_dir() else folder
+    return None if folder.exists() else folder
