@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import Cli
+from helpers import Cli
 
 
 def test_existing_file_fetch_is_not_warned_and_gives_the_format(tmp_path: Path, cli: Cli) -> None:
