@@ -17,9 +17,10 @@ def show_zoning(demo: Demo) -> None:
     if z is None:
         return
     out.print(
-        f"\nZoning layer (polygons, WGS84) from the demo's FeatureServer at {z.url} "
-        f"-- declared as `source add {ZONING} --connector arcgis --key PARCEL_ID`; "
-        "each run reads the layer's editingInfo.dataLastEditDate as the publisher date"
+        "\nZoning layer: six parcels as WGS84 polygons, served during the demo by a "
+        f"FeatureServer at\n  {z.url}\ndeclared as `source add {ZONING} --connector arcgis "
+        "--fetch URL --key PARCEL_ID`;\neach run takes the layer's "
+        "editingInfo.dataLastEditDate as the publisher date."
     )
     labels = [f"day {n + 1}" for n in range(len(z.published))] + ["run again"]
     published = [*z.published, z.published[-1]]
@@ -53,7 +54,6 @@ def show_zoning(demo: Demo) -> None:
             rows.append(
                 [
                     when(v.valid_from),
-                    when(v.valid_to),
                     v.change.value,
                     (v.attributes or {}).get("ZONE", "(deleted)"),
                     _changed(led, v.run_id),
@@ -64,17 +64,17 @@ def show_zoning(demo: Demo) -> None:
             before = geometry
         table(
             f"history of zoning parcel {MOVED}: the geometry is kept as published",
-            ["valid_from", "valid_to", "change", "ZONE", "geometry_changed", "geometry", "moved"],
+            ["valid_from", "change", "ZONE", "geometry_changed", "geometry", "vertex moved"],
             rows,
         )
         rotated = src.history(ROTATED)
     out.print(
         f"Parcel {ROTATED} was republished on day 2 with its ring starting at another "
-        f"vertex: the same polygon, so not a change ({len(rotated)} version"
+        f"vertex:\nthe same polygon, so not a change ({len(rotated)} version"
         f"{'' if len(rotated) == 1 else 's'} in its history)."
     )
     out.print(
-        "The demo's FeatureServer stopped when the demo ended: in this workspace "
+        "The demo's FeatureServer stopped when the demo ended: in this workspace\n"
         f"`feedledger run {ZONING}` now reports its address unreachable."
     )
 
