@@ -26,9 +26,11 @@ again: caught, never looped on).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,11 +98,14 @@ class Session:
     def query(self, **params: str) -> dict[str, Any]:
         return self.ask("/query", {"where": "1=1", **params})
 
-    def query_page(self, **params: str) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
-        """A feature page: its members other than `features` (parsed) and each feature
-        (parsed, with its text as answered)."""
-        url = self.url + "/query"
-        body, content_type = self.portal.get(url, self._params({"where": "1=1", **params}))
+    def get_page(self, params: dict[str, str]) -> tuple[bytes, str]:
+        """A feature page's body and content type, as answered (not yet looked at)."""
+        return self.portal.get(self.url + "/query", self._params({"where": "1=1", **params}))
+
+    def read_page(self, answer: tuple[bytes, str]) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
+        """A feature page (`get_page`'s answer): its members other than `features`
+        (parsed) and each feature (parsed, with its text as answered)."""
+        body, content_type = answer
         head = body[:512].lstrip().lower()
         if "html" in content_type.lower() or head.startswith(b"<"):
             raise BadPayloadError(
@@ -114,7 +119,7 @@ class Session:
         except (UnicodeDecodeError, ValueError) as exc:
             raise self.fail(f"a query answer is not a JSON object: {exc}") from exc
         if members.get("error") is not None:
-            self._raise_error(url, members["error"])
+            self._raise_error(self.url + "/query", members["error"])
         if features is None:
             raise self.fail("a query answer has no features list")
         return members, features
@@ -248,12 +253,16 @@ def _geojson_line(session: Session, plan: Plan, raw: Any, text: str) -> Line:
     return ident, text
 
 
-def _page(session: Session, plan: Plan, params: dict[str, str]) -> tuple[list[Line], bool | None]:
+def _params(plan: Plan, **params: str) -> dict[str, str]:
+    return {"outFields": "*", "outSR": str(OUT_WKID), "f": plan.query_format, **params}
+
+
+def _page(
+    session: Session, plan: Plan, answer: tuple[bytes, str]
+) -> tuple[list[Line], bool | None]:
     """The page's (object id, line) pairs and whether the server says more follow
     (None: it does not say -- GeoJSON before 11.x)."""
-    members, features = session.query_page(
-        outFields="*", outSR=str(OUT_WKID), f=plan.query_format, **params
-    )
+    members, features = session.read_page(answer)
     if plan.geojson:
         props = members.get("properties")
         more = props.get("exceededTransferLimit") if isinstance(props, dict) else None
@@ -270,39 +279,80 @@ def _page(session: Session, plan: Plan, params: dict[str, str]) -> tuple[list[Li
     return lines, bool(members.get("exceededTransferLimit"))
 
 
-def _by_offset(session: Session, plan: Plan) -> Iterator[Line]:
-    offset = 0
-    while True:
-        features, more = _page(
-            session,
-            plan,
-            {
-                "orderByFields": plan.oid,
-                "resultOffset": str(offset),
-                "resultRecordCount": str(plan.size),
-            },
+class _Ahead:
+    """One page asked ahead: while a page is parsed here, the next one (at the offset
+    a full page leads to) is already being downloaded -- the server renders it
+    meanwhile. A guess that turns out wrong (a short page) is waited for and dropped;
+    nothing past `counted` is asked ahead, so a layer of whole pages costs no extra
+    request. At most one request is ever in flight, on the worker thread."""
+
+    def __init__(self, session: Session, plan: Plan) -> None:
+        self.session, self.plan = session, plan
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcgis-page")
+        self.pending: tuple[int, Future[tuple[bytes, str]]] | None = None
+
+    def ask(self, offset: int) -> None:
+        params = _params(
+            self.plan,
+            orderByFields=self.plan.oid,
+            resultOffset=str(offset),
+            resultRecordCount=str(self.plan.size),
         )
-        yield from features
-        if more is None:  # not stated: a full page may be followed by more
-            more = len(features) >= plan.size
-        if not more:
-            return
-        if not features:
-            raise session.fail(
-                f"the server says more features follow offset {offset} but answered none"
-            )
-        offset += len(features)
+        self.pending = (offset, self.pool.submit(self.session.get_page, params))
+
+    def take(self, offset: int) -> tuple[bytes, str]:
+        """The answer for `offset`: the one asked ahead if it was that, else asked now."""
+        if self.pending is None or self.pending[0] != offset:
+            self.drop()
+            self.ask(offset)
+        assert self.pending is not None
+        future = self.pending[1]
+        self.pending = None
+        return future.result()
+
+    def drop(self) -> None:
+        if self.pending is not None:
+            with contextlib.suppress(Exception):
+                self.pending[1].result()  # bounded by the source's fetch deadline
+            self.pending = None
+
+    def close(self) -> None:
+        self.drop()
+        self.pool.shutdown(wait=True)
 
 
-def _by_ids(session: Session, plan: Plan) -> Iterator[Line]:
-    answer = session.query(returnIdsOnly="true", f="json")
-    ids = answer.get("objectIds") or []
+def _by_offset(session: Session, plan: Plan, counted: int) -> Iterator[Line]:
+    ahead = _Ahead(session, plan)
+    try:
+        offset = 0
+        while True:
+            answer = ahead.take(offset)
+            if offset + plan.size < counted:
+                ahead.ask(offset + plan.size)
+            features, more = _page(session, plan, answer)
+            yield from features
+            if more is None:  # not stated: a full page may be followed by more
+                more = len(features) >= plan.size
+            if not more:
+                return
+            if not features:
+                raise session.fail(
+                    f"the server says more features follow offset {offset} but answered none"
+                )
+            offset += len(features)
+    finally:
+        ahead.close()
+
+
+def _by_ids(session: Session, plan: Plan, counted: int) -> Iterator[Line]:
+    ids = session.query(returnIdsOnly="true", f="json").get("objectIds") or []
     if not isinstance(ids, list):
         raise session.fail("returnIdsOnly answered no objectIds list")
     ids = sorted(ids)
     for i in range(0, len(ids), plan.size):
         batch = ids[i : i + plan.size]
-        features, _more = _page(session, plan, {"objectIds": ",".join(str(x) for x in batch)})
+        params = _params(plan, objectIds=",".join(str(x) for x in batch))
+        features, _more = _page(session, plan, session.get_page(params))
         missing = sorted(set(batch) - {ident for ident, _f in features})
         if missing:
             raise session.fail(
@@ -323,7 +373,7 @@ def download(session: Session, plan: Plan) -> tuple[list[str], int]:
     lines: list[str] = []
     size = 0
     limit = session.portal.src.max_payload_bytes
-    for ident, line in pages(session, plan):
+    for ident, line in pages(session, plan, counted):
         if ident in seen:
             how = (
                 "a page repeated an earlier one: does the server ignore resultOffset?"
