@@ -26,7 +26,7 @@ def show_zoning(demo: Demo) -> None:
     published = [*z.published, z.published[-1]]
     rows = []
     for label, date, r, queries in zip(
-        labels, published, z.results, z.feature_queries, strict=False
+        labels, published, z.results, z.feature_queries, strict=True
     ):
         counts = r.to_json()
         rows.append(
@@ -55,7 +55,7 @@ def show_zoning(demo: Demo) -> None:
                 [
                     when(v.valid_from),
                     v.change.value,
-                    (v.attributes or {}).get("ZONE", "(deleted)"),
+                    "(deleted)" if v.attributes is None else v.attributes.get("ZONE", ""),
                     _changed(led, v.run_id),
                     _shape(geometry),
                     _moved(before, geometry),
