@@ -504,3 +504,19 @@ def test_zipped_shapefile_larger_than_the_limit_is_refused_unread(tmp_path: Path
         r"more than this source's max_payload_bytes of 1,000",
         max_payload_bytes=1000,
     )
+
+
+def test_self_intersecting_ring_reversed_or_rotated_is_the_same_shape() -> None:
+    # found in the benchmark: GEOS's normalize alone gave this ring two forms
+    ring = [
+        (-105.191678, 40.759443), (-105.191683, 40.759423), (-105.191672, 40.759421),
+        (-105.191609, 40.759443), (-105.191664, 40.759406), (-105.191632, 40.759423),
+        (-105.191615, 40.759396), (-105.191502, 40.759355), (-105.191484, 40.759354),
+        (-105.191392, 40.759429),
+    ]  # fmt: skip
+    stated = [ring, ring[::-1], (ring[3:] + ring[:3])[::-1], ring[5:] + ring[:5]]
+    polygons = [shapely.Polygon(r) for r in stated]
+    assert not any(shapely.is_valid(polygons))
+    assert len(set(geometry_hash(polygons))) == 1
+    bowtie = [(0, 0), (1, 1), (1, 0), (0, 1)]
+    assert len(set(geometry_hash([shapely.Polygon(bowtie), shapely.Polygon(bowtie[::-1])]))) == 1

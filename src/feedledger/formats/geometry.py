@@ -19,7 +19,9 @@ shape changing are not reported as changes. The canonical form of one geometry i
    exactly one part becomes that part (File Geodatabase turns every Polygon into a
    MultiPolygon).
 4. **normalized** (`shapely.normalize`): rings start at a fixed vertex and run in a
-   fixed orientation; holes and the parts of a multi are put in a fixed order.
+   fixed orientation; holes and the parts of a multi are put in a fixed order. An
+   invalid (multi)polygon, whose orientation GEOS may leave depending on where its
+   rings start, is put in order by its coordinates instead (`_orient_invalid`).
 5. **encoded** as ISO WKB, little-endian, 2-D, without SRID.
 
 The default grid is 1e-9 of the layer's unit: in degrees that is about 0.1 mm on the
@@ -141,7 +143,53 @@ def canonical_geometries(
     if single.any():
         out[single] = shapely.get_geometry(out[single], 0)
     result: npt.NDArray[np.object_] = shapely.normalize(out)
+    _orient_invalid(result)
     return result
+
+
+def _orient_invalid(geoms: npt.NDArray[np.object_]) -> None:
+    """GEOS orients a ring by its highest vertex, which a self-intersecting ring (or one
+    with two highest vertices) can leave depending on where the ring starts and which
+    way it runs. So an invalid polygon or multipolygon is put in order here instead:
+    each ring starts at its smallest vertex and runs whichever way gives the smaller
+    coordinate sequence, holes and parts sorted by their sequences. In place; valid
+    geometries (GEOS's order is sound for them) are untouched. Per geometry in Python,
+    but only for the few invalid ones."""
+    invalid = np.flatnonzero(~shapely.is_valid(geoms) & ~shapely.is_missing(geoms))
+    for i in invalid:
+        geoms[i] = _ordered_invalid(geoms[i])
+
+
+def _ordered_invalid(geom: shapely.Geometry) -> shapely.Geometry:
+    if isinstance(geom, shapely.Polygon):
+        return _ordered_polygon(geom)[0]
+    if isinstance(geom, shapely.MultiPolygon):
+        parts = sorted((_ordered_polygon(p) for p in geom.geoms), key=lambda p: p[1])
+        return shapely.MultiPolygon([p[0] for p in parts])
+    return geom
+
+
+def _ordered_polygon(polygon: shapely.Polygon) -> tuple[shapely.Polygon, list[list[float]]]:
+    shell = _ordered_ring(np.asarray(polygon.exterior.coords))
+    holes = sorted(_ordered_ring(np.asarray(r.coords)) for r in polygon.interiors)
+    pairs = [np.array(r).reshape(-1, 2) for r in [shell, *holes]]
+    closed = [np.concatenate([r, r[:1]]) for r in pairs]
+    return shapely.Polygon(closed[0], closed[1:]), [shell, *holes]
+
+
+def _ordered_ring(coords: npt.NDArray[np.float64]) -> list[float]:
+    """The ring's vertices (without the closing one) as a flat list, from the rotation
+    and direction giving the smallest sequence among those starting at its smallest
+    vertex."""
+    points = coords[:-1] if len(coords) > 1 else coords
+    best: list[float] | None = None
+    for seq in (points, points[::-1]):
+        first = min(map(tuple, seq.tolist()))
+        for start in np.flatnonzero((seq[:, 0] == first[0]) & (seq[:, 1] == first[1])):
+            candidate: list[float] = np.roll(seq, -int(start), axis=0).ravel().tolist()
+            if best is None or candidate < best:
+                best = candidate
+    return best if best is not None else []
 
 
 def canonical_wkb(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[bytes | None]:
