@@ -250,3 +250,48 @@ def test_missing_object_id_is_caught(arcgis: FakeArcGIS) -> None:
     }.get(arcgis.flavour, "10 was answered twice")
     with pytest.raises(BadPayloadError, match=expected):
         fetch_layer(arcgis.url)
+
+
+def test_pretty_printed_pages_still_one_feature_per_line(arcgis: FakeArcGIS) -> None:
+    """A server that indents its JSON (`f=pjson`-like): each feature still lands on one
+    line, with the same content; members in another order are read too."""
+
+    def indented(request: Request) -> Reply:
+        reply = route(request)
+        body = json.loads(reply.body)
+        if isinstance(body, dict) and "features" in body:
+            body = {k: body[k] for k in reversed(list(body))}  # features not first/last
+            return Reply(200, json.dumps(body, indent=2).encode())
+        return reply
+
+    plain = fetch_layer(arcgis.url)
+    route = arcgis.route
+    arcgis.server.route = indented  # type: ignore[union-attr]
+    pretty = fetch_layer(arcgis.url)
+    assert pretty.data is not None and len(pretty.data.splitlines()) == 25
+    assert features(pretty) == features(plain)
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (b'{"features": [{"type": "Feature"}] } trailing', "extra data after the answer"),
+        (b'{"features": [{"type": "Feature"} {"type": "Feature"}]}', "between features"),
+        (b'{"type": "FeatureCollection"}', "no features list"),
+        (b'{"error": {"code": 400, "message": "Bad page."}}', "ArcGIS error 400 'Bad page.'"),
+    ],
+)
+def test_broken_feature_pages_fail_in_one_line(
+    arcgis: FakeArcGIS, body: bytes, needle: str
+) -> None:
+    def broken_pages(request: Request) -> Reply:
+        q = request.query
+        if request.path.endswith("/query") and "outSR" in q:
+            return Reply(200, body)
+        return route(request)
+
+    route = arcgis.route
+    arcgis.server.route = broken_pages  # type: ignore[union-attr]
+    with pytest.raises(FeedledgerError) as caught:
+        fetch_layer(arcgis.url)
+    assert needle in str(caught.value) and "\n" not in str(caught.value)
