@@ -229,6 +229,7 @@ def login_page(request: Request) -> Reply:
         ("hang", 1, "fetch_deadline_s of 0.5 s"),
         ("republished_twice", 1, "republished while it was downloaded, twice"),
         ("keeps_failing", 1, "HTTP 503 Service Unavailable"),
+        ("token_required", 1, "ArcGIS error 499 'Token Required.'"),
     ],
 )
 def test_bad_answers_fail_in_one_line(
@@ -262,6 +263,8 @@ def test_bad_answers_fail_in_one_line(
         arcgis.server.route = republish_at_each_download  # type: ignore[union-attr]
     elif case == "keeps_failing":
         arcgis.fail_first = [503] * 10
+    elif case == "token_required":  # a secured layer declared without --token-env
+        arcgis.token = TOKEN
     add(cli, arcgis, *extra)
     result = cli("run", "zoning", expect=exit_code)
     message = result.stderr.strip()
@@ -340,3 +343,19 @@ def test_assess_reports_past_days_unrecoverable(cli: Cli, arcgis: FakeArcGIS) ->
     later = cli.json("assess", "zoning", "--from", "2026-05-29", "--to", "2026-05-30")
     assert later["unrecoverable_dates"] == ["2026-05-29", "2026-05-30"]
     assert len(arcgis.feature_requests) <= queries + 3  # at most today's layer, once
+
+
+def test_layer_without_a_date_fails_then_is_dated_by_a_field(cli: Cli, arcgis: FakeArcGIS) -> None:
+    arcgis.editing_info = False  # and no Last-Modified header
+    for f in arcgis.features:
+        f["attributes"]["EDITED"] = "2026-06-01T08:00:00Z"
+    add(cli, arcgis)
+    result = cli("run", "zoning", expect=4)
+    assert "dataLastEditDate" in result.stderr and "--published-from field:NAME" in result.stderr
+    assert arcgis.query_requests == []  # nothing downloaded
+    untouched(cli)
+    add(cli, arcgis, "--published-from", "field:EDITED", "--replace")
+    first = cli.json("run", "zoning")
+    assert first["changes"] == 25 and first["published_at"].startswith("2026-06-01T08:00:00")
+    again = cli.json("run", "zoning")  # downloaded again: the same payload, not re-applied
+    assert again["status"] == "already_applied"

@@ -12,6 +12,10 @@ and object-id checks), and the layer's date is read again after the last page: a
 republished meanwhile is downloaded again once, and a second republish fails with
 nothing archived.
 
+`--published-from field:NAME` dates each payload by that field of the features instead
+(the ingest reads it; for a layer stating no date at all); every run then downloads the
+layer, as the watermark cannot be compared before the features are read.
+
 CRS: GeoJSON (RFC 7946) has no CRS member and GDAL reads a GeoJSON sequence as WGS84,
 so every query asks the server for `outSR=4326`: the archived layer is always WGS84
 (its CRS as read is EPSG:4326, whatever the layer's own spatial reference), and the
@@ -57,10 +61,11 @@ CONTENT_TYPE = "application/geo+json-seq"  # one GeoJSON Feature per line
 class Layer:
     """A fetched layer: `data` is the GeoJSON sequence (None: nothing new, the layer's
     date is not after the watermark and no feature was asked for), `published_ms` the
-    publisher date (epoch ms) and `metadata` what the payload's sidecar records."""
+    publisher date (epoch ms; None: the source dates its payloads by a field, and the
+    layer states no date) and `metadata` what the payload's sidecar records."""
 
     data: bytes | None
-    published_ms: int
+    published_ms: int | None
     metadata: dict[str, Any] = field(default_factory=dict)
     content_type: str = CONTENT_TYPE
 
@@ -69,13 +74,14 @@ class Layer:
         return self.data is None
 
     @property
-    def published_at(self) -> int:
+    def published_at(self) -> int | None:
         """The publisher date as us UTC (the ledger's unit)."""
-        return self.published_ms * 1000
+        return None if self.published_ms is None else self.published_ms * 1000
 
 
-def _layer_date(session: Session, meta: dict[str, Any]) -> int:
-    """The publisher date (epoch ms) from the metadata just read."""
+def _layer_date(session: Session, meta: dict[str, Any]) -> int | None:
+    """The publisher date (epoch ms) from the metadata just read; None where the layer
+    states none and the source dates its payloads by a field (`field:NAME`)."""
     info = meta.get("editingInfo")
     if isinstance(info, dict):
         for key in ("dataLastEditDate", "lastEditDate"):
@@ -92,16 +98,19 @@ def _layer_date(session: Session, meta: dict[str, Any]) -> int:
                 source=session.name,
                 payload=session.shown,
             ) from exc
+    if session.portal.src.published_from.field is not None:
+        return None
     raise BadPayloadError(
         "the layer has no editingInfo.dataLastEditDate, no editingInfo.lastEditDate and "
         "no Last-Modified header, so its publication time is unknown",
         source=session.name,
         payload=session.shown,
-        hint="date it another way with --published-from (e.g. field:NAME)",
+        hint="date it by a field every feature states: --published-from field:NAME "
+        "(source add ... --replace)",
     )
 
 
-def _metadata(session: Session) -> tuple[dict[str, Any], int]:
+def _metadata(session: Session) -> tuple[dict[str, Any], int | None]:
     meta = session.ask("", {"f": "json"})
     return meta, _layer_date(session, meta)
 
@@ -114,6 +123,10 @@ def _wkid(meta: dict[str, Any]) -> int | None:
             if isinstance(wkid, int):
                 return wkid
     return None
+
+
+def _shown(ms: int | None) -> str:
+    return "none" if ms is None else str(iso(ms * 1000))
 
 
 def _sidecar(meta: dict[str, Any], plan: Plan, count: int, url: str) -> dict[str, Any]:
@@ -162,7 +175,10 @@ def _layer(
     with redacted(token), Portal(src, client=client, sleep=sleep) as portal:
         session = Session(portal, base, token)
         meta, before = _metadata(session)
-        if since_ms is not None and before <= since_ms:
+        # dated by a field (field:NAME): the features' dates are known only once read,
+        # so the watermark cannot be compared before downloading
+        by_field = src.published_from.field is not None
+        if since_ms is not None and before is not None and not by_field and before <= since_ms:
             return Layer(data=None, published_ms=before, metadata=_sidecar_light(meta, base))
         how = plan(session, meta, page_size)
         for attempt in (1, 2):
@@ -173,7 +189,7 @@ def _layer(
             if attempt == 2:
                 raise FeedledgerError(
                     f"the layer was republished while it was downloaded, twice (edit date "
-                    f"{iso(before * 1000)} then {iso(after * 1000)}); the pages were "
+                    f"{_shown(before)} then {_shown(after)}); the pages were "
                     "discarded and nothing was archived",
                     source=src.name,
                     payload=session.shown,
@@ -183,7 +199,8 @@ def _layer(
             how = plan(session, meta, page_size)
     lines.append("")  # the last line ends with a newline too
     data = "\n".join(lines).encode("utf-8")
-    return Layer(data=data, published_ms=before, metadata=_sidecar(meta, how, count, base))
+    published = None if by_field else before
+    return Layer(data=data, published_ms=published, metadata=_sidecar(meta, how, count, base))
 
 
 def fetch_layer(
@@ -244,7 +261,7 @@ def fetch_arcgis(
     since_ms = None if watermark is None else watermark // 1000
     layer = _layer(src, url, token=token, since_ms=since_ms, client=client, sleep=sleep)
     if layer.data is None:
-        assert watermark is not None
+        assert watermark is not None and layer.published_at is not None
         raise nothing_new(src, "the layer's edit date", layer.published_at, watermark)
     return Fetched(
         data=layer.data,
