@@ -172,6 +172,8 @@ def test_through_the_scheduler(cli: Cli, arcgis: FakeArcGIS) -> None:
     assert [(r["kind"], r["changes"]) for r in runs] == [("live", 25), ("backfill", 1)]
     asof = cli.json("asof", "zoning", "P0000001", "--valid", "2026-08-04T13:00:00Z")
     assert asof["version"]["attributes"]["ZONING"].startswith("MU-")
+    # the catch-up archived the layer with its metadata too
+    assert [s["metadata"]["count"] for s in sidecars(cli.ws)] == [25, 25]
 
 
 # -- the token --------------------------------------------------------------------------------
