@@ -25,11 +25,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import numpy.typing as npt
 import polars as pl
-import shapely
 
-from feedledger.formats.geometry import as_geometries, geometry_hash_series
+from feedledger.formats.geometry import as_geometries, geometry_hash_series, invalid_mask
 from feedledger.formats.geoparquet import read_geoparquet
 from feedledger.formats.gis import GisTable, read_gis
 from feedledger.formats.observations import (
@@ -89,10 +87,10 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
     except BadPayloadError as exc:
         raise fail(src, label, exc.problem) from None
     with ThreadPoolExecutor(max_workers=1) as pool:  # shapely releases the GIL
-        invalid = pool.submit(_invalid, geoms)
+        invalid = pool.submit(invalid_mask, geoms)  # meanwhile: properties, canonical form
         texts = typed_texts(table.select(fields))
-        gh = geometry_hash_series(geoms, src.geometry_grid)
-        invalid_count = invalid.result()
+        gh = geometry_hash_series(geoms, src.geometry_grid, invalid=invalid.result)
+        invalid_count = int(np.count_nonzero(invalid.result()))
     del geoms
     wkb = pl.from_arrow(table.column(_GEOMETRY))
     assert isinstance(wkb, pl.Series)
@@ -133,10 +131,6 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
         invalid_geometries=invalid_count,
         literal_columns=texts.literal & frozenset(attr_columns),
     )
-
-
-def _invalid(geoms: npt.NDArray[np.object_]) -> int:
-    return int(np.count_nonzero(~shapely.is_missing(geoms) & ~shapely.is_valid(geoms)))
 
 
 def _require_fields(fields: list[str], src: SourceConfig, label: str) -> None:

@@ -20,8 +20,10 @@ shape changing are not reported as changes. The canonical form of one geometry i
    MultiPolygon).
 4. **normalized** (`shapely.normalize`): rings start at a fixed vertex and run in a
    fixed orientation; holes and the parts of a multi are put in a fixed order. An
-   invalid (multi)polygon, whose orientation GEOS may leave depending on where its
-   rings start, is put in order by its coordinates instead (`_orient_invalid`).
+   (multi)polygon invalid as stated, whose orientation GEOS may leave depending on
+   where its rings start, is put in order by its coordinates instead
+   (`_orient_invalid`; a geometry made invalid only by the snapping, a collapsed
+   sliver, keeps GEOS's order).
 5. **encoded** as ISO WKB, little-endian, 2-D, without SRID.
 
 The default grid is 1e-9 of the layer's unit: in degrees that is about 0.1 mm on the
@@ -51,7 +53,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -124,11 +126,17 @@ def as_geometries(geoms: GeometryInput) -> npt.NDArray[np.object_]:
     )
 
 
+# which geometries are invalid as stated (computed by the caller meanwhile, say)
+InvalidMask: TypeAlias = Callable[[], npt.NDArray[np.bool_]]
+
+
 def canonical_geometries(
-    geoms: GeometryInput, grid: float = DEFAULT_GRID
+    geoms: GeometryInput, grid: float = DEFAULT_GRID, *, invalid: InvalidMask | None = None
 ) -> npt.NDArray[np.object_]:
     """The canonical shapely geometries (steps 1-4 of the module docstring); empty
-    geometries are left empty and None stays None."""
+    geometries are left empty and None stays None. `invalid`, if given, says which
+    geometries are invalid as stated (`invalid_mask`; a reader that counts them anyway
+    saves computing it twice); it is called once normalization is done."""
     _check_grid(grid)
     arr = as_geometries(geoms)
     out = shapely.force_2d(arr)  # (new geometries: the snapping below is in place)
@@ -143,20 +151,25 @@ def canonical_geometries(
     if single.any():
         out[single] = shapely.get_geometry(out[single], 0)
     result: npt.NDArray[np.object_] = shapely.normalize(out)
-    _orient_invalid(result)
+    _orient_invalid(result, invalid() if invalid is not None else invalid_mask(arr))
     return result
 
 
-def _orient_invalid(geoms: npt.NDArray[np.object_]) -> None:
+def invalid_mask(geoms: npt.NDArray[np.object_]) -> npt.NDArray[np.bool_]:
+    """Which geometries are invalid (None is not)."""
+    result: npt.NDArray[np.bool_] = ~shapely.is_valid(geoms) & ~shapely.is_missing(geoms)
+    return result
+
+
+def _orient_invalid(geoms: npt.NDArray[np.object_], invalid: npt.NDArray[np.bool_]) -> None:
     """GEOS orients a ring by its highest vertex, which a self-intersecting ring (or one
     with two highest vertices) can leave depending on where the ring starts and which
     way it runs. So an invalid polygon or multipolygon is put in order here instead:
     each ring starts at its smallest vertex and runs whichever way gives the smaller
-    coordinate sequence, holes and parts sorted by their sequences. In place; valid
-    geometries (GEOS's order is sound for them) are untouched. Per geometry in Python,
-    but only for the few invalid ones."""
-    invalid = np.flatnonzero(~shapely.is_valid(geoms) & ~shapely.is_missing(geoms))
-    for i in invalid:
+    coordinate sequence, holes and parts sorted by their sequences. In place, for the
+    geometries invalid as stated (`invalid`); valid ones (GEOS's order is sound for
+    them) are untouched. Per geometry in Python, but only for the few invalid ones."""
+    for i in np.flatnonzero(invalid):
         geoms[i] = _ordered_invalid(geoms[i])
 
 
@@ -199,10 +212,10 @@ def canonical_wkb(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[byte
 
 
 def canonical_wkb_array(
-    geoms: GeometryInput, grid: float = DEFAULT_GRID
+    geoms: GeometryInput, grid: float = DEFAULT_GRID, *, invalid: InvalidMask | None = None
 ) -> npt.NDArray[np.object_]:
     """`canonical_wkb` as a numpy object array (bytes or None), without a Python loop."""
-    canon = canonical_geometries(geoms, grid)
+    canon = canonical_geometries(geoms, grid, invalid=invalid)
     empty = shapely.is_empty(canon)
     wkb: npt.NDArray[np.object_] = shapely.to_wkb(
         canon, output_dimension=2, byte_order=1, include_srid=False, flavor="iso"
@@ -218,9 +231,11 @@ def geometry_hash(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[int 
     return result
 
 
-def geometry_hash_series(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> pl.Series:
+def geometry_hash_series(
+    geoms: GeometryInput, grid: float = DEFAULT_GRID, *, invalid: InvalidMask | None = None
+) -> pl.Series:
     """`geometry_hash` as an Int64 Series (the columnar path: no Python loop)."""
-    wkb = pa.array(canonical_wkb_array(geoms, grid), type=pa.binary())
+    wkb = pa.array(canonical_wkb_array(geoms, grid, invalid=invalid), type=pa.binary())
     series = pl.Series("g", wkb, dtype=pl.Binary)
     return pl.DataFrame([series]).select(hash_expr(pl.col("g"))).to_series().alias("geometry_hash")
 
