@@ -520,3 +520,22 @@ def test_self_intersecting_ring_reversed_or_rotated_is_the_same_shape() -> None:
     assert len(set(geometry_hash(polygons))) == 1
     bowtie = [(0, 0), (1, 1), (1, 0), (0, 1)]
     assert len(set(geometry_hash([shapely.Polygon(bowtie), shapely.Polygon(bowtie[::-1])]))) == 1
+
+
+def test_hash_wkb_in_chunks_on_threads_equals_the_whole() -> None:
+    from feedledger.formats.geometry import hash_wkb
+
+    shapes = shapely.from_wkt([w for *_, w in PARCELS.values()] * 3)
+    bowtie = shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1)])
+    wkb = pa.array([*shapely.to_wkb(shapes), None, shapely.to_wkb(bowtie)], pa.binary())
+    hashes, invalid = hash_wkb(wkb, chunk=2)
+    assert hashes.to_list() == geometry_hash([*shapes, None, bowtie])
+    assert invalid == 1
+    broken = pa.array([*shapely.to_wkb(shapes), b"\x01\x03junk"], pa.binary())
+    with pytest.raises(BadPayloadError, match="not readable WKB"):
+        hash_wkb(broken, chunk=2)
+
+
+def test_geoparquet_with_bytes_that_are_not_wkb() -> None:
+    table = pa.table({"parcel_id": ["A"], "geometry": pa.array([b"junk"], pa.binary())})
+    _bad(geoparquet_bytes(table), "geoparquet", "a geometry is not readable WKB")

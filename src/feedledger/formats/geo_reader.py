@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import polars as pl
 
-from feedledger.formats.geometry import as_geometries, geometry_hash_series, invalid_mask
+from feedledger.formats.geometry import hash_wkb
 from feedledger.formats.geoparquet import read_geoparquet
 from feedledger.formats.gis import GisTable, read_gis
 from feedledger.formats.observations import (
@@ -82,16 +81,13 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
     table = gis.table
     fields = [c for c in table.column_names if c != _GEOMETRY]
     _require_fields(fields, src, label)
-    try:
-        geoms = as_geometries(table.column(_GEOMETRY))
-    except BadPayloadError as exc:
-        raise fail(src, label, exc.problem) from None
-    with ThreadPoolExecutor(max_workers=1) as pool:  # shapely releases the GIL
-        invalid = pool.submit(invalid_mask, geoms)  # meanwhile: properties, canonical form
+    with ThreadPoolExecutor(max_workers=1) as pool:  # meanwhile: the properties
+        hashing = pool.submit(hash_wkb, table.column(_GEOMETRY), src.geometry_grid)
         texts = typed_texts(table.select(fields))
-        gh = geometry_hash_series(geoms, src.geometry_grid, invalid=invalid.result)
-        invalid_count = int(np.count_nonzero(invalid.result()))
-    del geoms
+        try:
+            gh, invalid_count = hashing.result()
+        except BadPayloadError as exc:
+            raise fail(src, label, exc.problem) from None
     wkb = pl.from_arrow(table.column(_GEOMETRY))
     assert isinstance(wkb, pl.Series)
     shapes = pl.DataFrame([wkb.alias("wkb"), gh])

@@ -54,6 +54,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -238,6 +239,32 @@ def geometry_hash_series(
     wkb = pa.array(canonical_wkb_array(geoms, grid, invalid=invalid), type=pa.binary())
     series = pl.Series("g", wkb, dtype=pl.Binary)
     return pl.DataFrame([series]).select(hash_expr(pl.col("g"))).to_series().alias("geometry_hash")
+
+
+def hash_wkb(
+    wkb: pa.Array | pa.ChunkedArray, grid: float = DEFAULT_GRID, *, chunk: int = 65_536
+) -> tuple[pl.Series, int]:
+    """The geometry hash of each WKB geometry (`geometry_hash_series`) and how many are
+    invalid as stated: a chunk at a time (the canonical form's copies stay small) on
+    two threads (shapely's functions release the GIL). BadPayloadError for bytes that
+    are not WKB."""
+    _check_grid(grid)
+    if isinstance(wkb, pa.ChunkedArray):
+        wkb = wkb.combine_chunks()
+
+    def one(start: int) -> tuple[pl.Series, int]:
+        geoms = as_geometries(wkb.slice(start, chunk))
+        mask = invalid_mask(geoms)
+        return geometry_hash_series(geoms, grid, invalid=lambda: mask), int(mask.sum())
+
+    starts = range(0, len(wkb), chunk)
+    if len(starts) <= 1:
+        hashes, invalid = one(0)
+        return hashes, invalid
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parts = list(pool.map(one, starts))
+    hashes = pl.concat([p[0] for p in parts], rechunk=True).alias("geometry_hash")
+    return hashes, sum(p[1] for p in parts)
 
 
 def geometry_changed(a: GeometryInput, b: GeometryInput, grid: float = DEFAULT_GRID) -> list[bool]:
