@@ -62,7 +62,9 @@ def serve(route: Route) -> Iterator[FakeServer]:
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     fake.base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # serve_forever checks for shutdown every poll_interval (0.5 s by default): each
+    # test's teardown would wait up to that long
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield fake
