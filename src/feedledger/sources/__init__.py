@@ -4,7 +4,8 @@ Modules, lowest first: `dated` (values), `directory` and `http` (one kind of loc
 each), `location` (one concrete location, by scheme), `templates` (`{date}` locations,
 over `location`), `dispatch` (the public `fetch`, over both and the portal
 connectors `socrata`, `ckan` and `arcgis` (an ArcGIS REST layer as one GeoJSON sequence,
-its paging in `arcgis_query`), which share `portal`'s retrying JSON GET)."""
+its paging in `arcgis_query`, its page slicing in `json_slices`), which share
+`portal`'s retrying JSON GET)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,11 @@ object-id field, as GeoJSON lines:
 - every query asks `outSR=4326`, so the features are WGS84 whatever the layer's own
   spatial reference (an Esri JSON page stating another one is refused).
 
-A GeoJSON page's features are not parsed and re-written: `split_page` walks the page
-with the stdlib's C scanner and keeps each feature's text as the server wrote it (one
-line each; a feature spread over several lines is re-serialised), so the archived line
-IS the fetched feature. The total is checked against `returnCountOnly`, and no object id
+A GeoJSON page's features are not parsed and re-written: `json_slices.split_page`
+walks the page with the stdlib's C scanner and keeps each feature's text as the server
+wrote it (one line each; a feature spread over several lines is re-serialised), so the
+archived line IS the fetched feature. While a page is parsed, the next one is already
+being downloaded (`_Ahead`). The total is checked against `returnCountOnly`, and no object id
 may be missing or repeated (a server that ignores `resultOffset` answers the first page
 again: caught, never looped on).
 """
@@ -28,8 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +38,7 @@ from arcgis2geojson import arcgis2geojson
 
 from feedledger.model.errors import BadPayloadError, FeedledgerError
 from feedledger.sources.http import _too_large, display_url
+from feedledger.sources.json_slices import split_page
 from feedledger.sources.portal import Portal
 
 DEFAULT_MAX_RECORD_COUNT = 1000  # Esri's default when a layer does not state one
@@ -45,8 +46,6 @@ GEOJSON_SINCE = 10.4  # the first ArcGIS Server release answering f=geojson
 OUT_WKID = 4326  # every query asks WGS84 (outSR), the only CRS GeoJSON knows (RFC 7946)
 TOKEN_HINT = "check the token (ArcGIS 498: invalid or expired, 499: required)"
 
-_WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
 
 Line = tuple[Any, str]  # (object id, one GeoJSON Feature as text, no newline)
 
@@ -123,59 +122,6 @@ class Session:
         if features is None:
             raise self.fail("a query answer has no features list")
         return members, features
-
-
-def _ws(text: str, pos: int) -> int:
-    match = _WS.match(text, pos)
-    assert match is not None  # the pattern matches the empty string
-    return match.end()
-
-
-def _expect(text: str, pos: int, char: str, what: str) -> int:
-    if text[pos : pos + 1] != char:
-        found = repr(text[pos : pos + 10]) if pos < len(text) else "the end"
-        raise ValueError(f"expected {char!r} {what} at character {pos}, found {found}")
-    return _ws(text, pos + 1)
-
-
-def split_page(text: str) -> tuple[dict[str, Any], list[tuple[Any, str]] | None]:
-    """A JSON object's members other than `features`, and its `features` array as
-    (parsed value, exact text) pairs -- each value parsed once by the C scanner, its
-    text sliced from `text`, never re-serialised. None: no features array."""
-    scan = _DECODER.raw_decode
-    members: dict[str, Any] = {}
-    features: list[tuple[Any, str]] | None = None
-    pos = _expect(text, _ws(text, 0), "{", "to open the answer")
-    if text[pos : pos + 1] == "}":
-        return members, features
-    while True:
-        key, pos = scan(text, pos)
-        if not isinstance(key, str):
-            raise ValueError(f"a member name is not a string at character {pos}")
-        pos = _expect(text, _ws(text, pos), ":", "after a member name")
-        if key == "features" and text[pos : pos + 1] == "[":
-            features = []
-            pos = _ws(text, pos + 1)
-            if text[pos : pos + 1] == "]":
-                pos += 1
-            else:
-                while True:
-                    value, end = scan(text, pos)
-                    features.append((value, text[pos:end]))
-                    pos = _ws(text, end)
-                    if text[pos : pos + 1] == "]":
-                        pos += 1
-                        break
-                    pos = _expect(text, pos, ",", "between features")
-        else:
-            members[key], pos = scan(text, pos)
-        pos = _ws(text, pos)
-        if text[pos : pos + 1] == "}":
-            break
-        pos = _expect(text, pos, ",", "between members")
-    if _ws(text, pos + 1) != len(text):
-        raise ValueError(f"extra data after the answer at character {pos + 1}")
-    return members, features
 
 
 @dataclass
@@ -321,7 +267,7 @@ class _Ahead:
         self.pool.shutdown(wait=True)
 
 
-def _by_offset(session: Session, plan: Plan, counted: int) -> Iterator[Line]:
+def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[Line, None, None]:
     ahead = _Ahead(session, plan)
     try:
         offset = 0
@@ -344,7 +290,7 @@ def _by_offset(session: Session, plan: Plan, counted: int) -> Iterator[Line]:
         ahead.close()
 
 
-def _by_ids(session: Session, plan: Plan, counted: int) -> Iterator[Line]:
+def _by_ids(session: Session, plan: Plan, counted: int) -> Generator[Line, None, None]:
     ids = session.query(returnIdsOnly="true", f="json").get("objectIds") or []
     if not isinstance(ids, list):
         raise session.fail("returnIdsOnly answered no objectIds list")
@@ -362,18 +308,14 @@ def _by_ids(session: Session, plan: Plan, counted: int) -> Iterator[Line]:
         yield from features
 
 
-def download(session: Session, plan: Plan) -> tuple[list[str], int]:
-    """Every feature once as a GeoJSON line, ordered by object id, checked against
-    returnCountOnly; the lines are bounded by the source's max_payload_bytes."""
-    counted = session.query(returnCountOnly="true", f="json").get("count")
-    if not isinstance(counted, int):
-        raise session.fail("returnCountOnly answered no count")
-    pages = _by_offset if plan.paginates else _by_ids
+def _checked(session: Session, plan: Plan, counted: int, answered: Iterator[Line]) -> list[str]:
+    """The lines of `answered`, each object id once, within max_payload_bytes (and at
+    most one past `counted`)."""
     seen: set[Any] = set()
     lines: list[str] = []
     size = 0
     limit = session.portal.src.max_payload_bytes
-    for ident, line in pages(session, plan, counted):
+    for ident, line in answered:
         if ident in seen:
             how = (
                 "a page repeated an earlier one: does the server ignore resultOffset?"
@@ -391,6 +333,19 @@ def download(session: Session, plan: Plan) -> tuple[list[str], int]:
         lines.append(line)
         if len(lines) > counted:
             break
+    return lines
+
+
+def download(session: Session, plan: Plan) -> tuple[list[str], int]:
+    """Every feature once as a GeoJSON line, ordered by object id, checked against
+    returnCountOnly; the lines are bounded by the source's max_payload_bytes."""
+    counted = session.query(returnCountOnly="true", f="json").get("count")
+    if not isinstance(counted, int):
+        raise session.fail("returnCountOnly answered no count")
+    pages = _by_offset if plan.paginates else _by_ids
+    with contextlib.closing(pages(session, plan, counted)) as answered:
+        # closed here even when left early: no page is still being asked ahead after
+        lines = _checked(session, plan, counted, answered)
     if len(lines) != counted:
         raise session.fail(
             f"the pages held {len(lines)} feature(s) but returnCountOnly said {counted}: "
