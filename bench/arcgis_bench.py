@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.n, args.page, args.vertices, args.prerendered)
         return 0
 
+    load_at_start = os.getloadavg()
     flags = ["--n", str(args.n), "--page", str(args.page), "--vertices", str(args.vertices)]
     server = subprocess.Popen(
         [PY, __file__, "--serve", *flags, *(["--prerendered"] if args.prerendered else [])],
@@ -229,7 +230,14 @@ def main(argv: list[str] | None = None) -> int:
         "run_over_floor": run / floor,
         "target_run_over_floor": 1.5,
         "client_cpu_median_s": cpu,
-        "load_average": os.getloadavg(),
+        "load_average_start": load_at_start,
+        "load_average_end": os.getloadavg(),
+        "git_rev": subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip(),
         "details": details,
     }
     sys.path.insert(0, str(ROOT / "bench"))
