@@ -1,7 +1,9 @@
 """Assess a window of a source before a backfill: what the archive holds, what can be
 replayed, what was published late, which publication days the archive lacks but the
 source's fetch location still serves (`fetchable`: a backfill fetches them first), and
-which are unrecoverable (neither archived nor served).
+which are unrecoverable (neither archived nor served). A portal connector (Socrata,
+CKAN, an ArcGIS layer) serves only its current state: every missed day before its
+current publication is unrecoverable, and a catch-up records gaps for them.
 
 The archive is the truth: its sidecars for the source are indexed first (as
 `archive reindex` would), so a payload archived by a process that died before
