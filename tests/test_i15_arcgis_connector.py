@@ -57,6 +57,20 @@ def archived(ws: Workspace, sha: str) -> bytes:
     return (ws.archive_root / "objects" / sha[:2] / sha).read_bytes()
 
 
+def payload_crs(ws: Workspace) -> list[str | None]:
+    from sqlalchemy import select
+
+    from feedledger.ledger.schema import payloads
+    from feedledger.ledger.store import Store
+
+    store = Store(ws.store_url)
+    try:
+        with store.begin() as conn:
+            return [row.crs for row in conn.execute(select(payloads.c.crs))]
+    finally:
+        store.close()
+
+
 def untouched(cli: Cli) -> None:
     assert cli.json("runs", "zoning") == []
     assert sidecars(cli.ws) == []
@@ -105,6 +119,8 @@ def test_run_archives_one_sequence_then_nothing_new(cli: Cli, arcgis: FakeArcGIS
     )
     lines = archived(cli.ws, sidecar["sha256"]).decode().splitlines()
     assert len(lines) == 25 and all(json.loads(x)["type"] == "Feature" for x in lines)
+    # asked in WGS84 (outSR=4326), the layer's CRS as read is EPSG:4326, not its wkid 2227
+    assert payload_crs(cli.ws) == ["EPSG:4326"]
 
     (version,) = cli.json("history", "zoning", "P0000001")
     assert version["attributes"]["ZONING"] == "R-2"
