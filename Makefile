@@ -36,8 +36,15 @@ lint: $(DEVSTAMP)
 typecheck: $(DEVSTAMP)
 	$(BIN)/mypy
 
+# the suite on every core (pytest-xdist): PYTEST_WORKERS=0 runs it in this one process
+PYTEST_WORKERS ?= auto
+PYTEST_DIST ?= loadfile
+
 unit: $(DEVSTAMP)
-	$(BIN)/pytest
+	@start=$$(date +%s); \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=15; status=$$?; \
+	echo "unit tests: $$(( $$(date +%s) - start )) s (pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST))"; \
+	exit $$status
 
 ## bench: 1,000,000-parcel ingest benchmark on SQLite and PostgreSQL (see bench/README.md)
 bench: $(DEVSTAMP)

@@ -17,9 +17,33 @@ import pytest
 
 from feedledger import config
 from feedledger.config import Workspace
-from feedledger.ledger import engine as eng
 from feedledger.model.source import SourceConfig
-from helpers import BACKENDS, PG_ENV, PG_SKIP, Cli, MakeSource, pg_schema_url
+from helpers import BACKENDS, PG_ENV, PG_SKIP, Cli, MakeSource, migrate, pg_schema_url
+
+# -- pytest-xdist workers see the terminal size pytest was started with -----------------
+#
+# pytest imports `readline` early (_pytest/capture.py, _readline_workaround), and GNU
+# readline exports COLUMNS=80 and LINES=24 to the C environment: not to os.environ, but
+# to every child process, xdist's workers included. The CLI sizes its tables by COLUMNS
+# (cli/common.py), so in a worker they were squeezed to 80 columns and cut the ids that
+# tests look for. Each worker gets the values os.environ had in the controller (usually
+# none).
+
+_TERMINAL = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["terminal"] = {name: os.environ.get(name) for name in _TERMINAL}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    terminal = getattr(config, "workerinput", {}).get("terminal")
+    for name, value in (terminal or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(params=BACKENDS)
@@ -46,9 +70,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def workspace(store_url: str, tmp_path: Path) -> Workspace:
     root = tmp_path / "ws"
     ws = Workspace.create(root, store_url=store_url, archive=None)
-    engine = eng.make_engine(ws.store_url)
-    eng.upgrade(engine)
-    engine.dispose()
+    migrate(ws.store_url)
     return ws
 
 

@@ -5,8 +5,10 @@ Fixtures live in conftest.py, which builds on these."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,120 @@ BACKENDS = ["sqlite", "postgresql"]
 def pg_schema_url(base: str, schema: str) -> str:
     sep = "&" if "?" in base else "?"
     return f"{base}{sep}options=-csearch_path%3D{schema}"
+
+
+# -- a new store at the head schema, cheaply ---------------------------------------------
+#
+# Nearly every test starts from an empty store at the head schema. Running Alembic for
+# each one (load the scripts, reflect, ~45 DDL operations) cost 0.5-1 s per test, a
+# third of the suite. `migrate(url)` gives the same schema for a fraction of that:
+# Alembic runs for real once per process and backend, then SQLite stores are copies of
+# that file and PostgreSQL schemas get the very statements it sent, replayed on one
+# connection (the first replay is compared with the real one's catalog). The migrations
+# themselves stay tested as such: test_i14_schema.py, test_ledger.py, `init`, `db upgrade`.
+
+_SQLITE_TEMPLATE: list[Path] = []
+_PG_SCRIPT: list[tuple[str, Any, bool]] = []
+_PG_CATALOG: list[list[tuple[Any, ...]]] = []
+_TEMPLATE_DIR: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def migrate(url: str) -> None:
+    """Brings the new, empty store at `url` (SQLite file or PostgreSQL schema on the
+    search_path) to the head schema: the same result as `engine.upgrade`, cheaper."""
+    from sqlalchemy.engine import make_url
+
+    from feedledger.ledger import engine as eng
+
+    parsed = make_url(eng.normalise_url(url))
+    if parsed.get_backend_name() == "sqlite":
+        path = Path(parsed.database or "")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_sqlite_template(), path)
+        return
+    engine = eng.make_engine(url)
+    try:
+        if not _PG_SCRIPT:
+            _record_pg(engine)
+            return
+        raw = engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            for statement, params, many in _PG_SCRIPT:
+                if many:
+                    cur.executemany(statement, params)
+                else:
+                    cur.execute(statement, params)
+            cur.close()
+            raw.commit()
+        finally:
+            raw.close()
+        if len(_PG_CATALOG) == 1:  # once per process: the replay gave the same schema
+            with engine.connect() as conn:
+                replayed = _pg_catalog(conn)
+            assert replayed == _PG_CATALOG[0], "replayed migrations differ from Alembic's"
+            _PG_CATALOG.append(replayed)
+    finally:
+        engine.dispose()
+
+
+def _sqlite_template() -> Path:
+    if not _SQLITE_TEMPLATE:
+        from feedledger.ledger import engine as eng
+
+        _TEMPLATE_DIR.append(tempfile.TemporaryDirectory(prefix="fl-template-"))
+        path = Path(_TEMPLATE_DIR[0].name) / "ledger.db"
+        engine = eng.make_engine(f"sqlite:///{path}")
+        eng.upgrade(engine)
+        engine.dispose()
+        # the WAL is folded in when the last connection closes: the file is the store
+        assert not path.with_name("ledger.db-wal").exists()
+        _SQLITE_TEMPLATE.append(path)
+    return _SQLITE_TEMPLATE[0]
+
+
+def _record_pg(engine: Any) -> None:
+    from sqlalchemy import event
+
+    from feedledger.ledger import engine as eng
+
+    script: list[tuple[str, Any, bool]] = []
+
+    def record(_conn: Any, _cur: Any, statement: str, params: Any, _ctx: Any, many: bool) -> None:
+        script.append((statement, params, many))
+
+    event.listen(engine, "after_cursor_execute", record)
+    try:
+        eng.upgrade(engine)
+    finally:
+        event.remove(engine, "after_cursor_execute", record)
+    with engine.connect() as conn:
+        _PG_CATALOG.append(_pg_catalog(conn))
+    _PG_SCRIPT.extend(script)
+
+
+def _pg_catalog(conn: Any) -> list[tuple[Any, ...]]:
+    """The current schema's tables, columns, constraints, indexes, views and rows of
+    alembic_version, with the schema's own name left out."""
+    from sqlalchemy import text
+
+    schema = conn.execute(text("SELECT current_schema()")).scalar_one()
+    queries = [
+        "SELECT table_name, column_name, data_type, is_nullable, column_default,"
+        " ordinal_position FROM information_schema.columns WHERE table_schema = :s",
+        # (not-null checks are named after OIDs; is_nullable above covers them)
+        "SELECT table_name, constraint_name, constraint_type"
+        " FROM information_schema.table_constraints WHERE table_schema = :s"
+        " AND constraint_name !~ '^[0-9_]+_not_null$'",
+        "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = :s",
+        "SELECT table_name, view_definition FROM information_schema.views WHERE table_schema = :s",
+        "SELECT version_num FROM alembic_version",
+    ]
+    rows: list[tuple[Any, ...]] = []
+    for query in queries:
+        got = conn.execute(text(query), {"s": schema}).all()
+        rows.extend(tuple(str(v).replace(f"{schema}.", "") for v in r) for r in got)
+    return sorted(rows)
 
 
 class Cli:

@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 from feedledger import faults
 from feedledger.config import Workspace, make_source
 from feedledger.context import Context
-from feedledger.ledger import engine as eng
 from feedledger.ledger import queries
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
-from helpers import PG_ENV, PG_SKIP, pg_schema_url
+from helpers import PG_ENV, PG_SKIP, migrate, pg_schema_url
 
 KEYS = ["a", "b", "ab", "c", "d"]
 Payload = dict[str, str]  # key -> value ("" allowed)
@@ -54,9 +53,7 @@ def fresh_workspace(backend: str) -> Iterator[Workspace]:
             url = pg_schema_url(base, schema)
         try:
             ws = Workspace.create(Path(tmp) / "ws", store_url=url, archive=None)
-            engine = eng.make_engine(ws.store_url)
-            eng.upgrade(engine)
-            engine.dispose()
+            migrate(ws.store_url)
             ws.add_source(make_source("s", key=("id",), mass_delete_threshold=1.0))
             yield ws
         finally:
