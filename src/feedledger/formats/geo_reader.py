@@ -25,6 +25,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
+import pyarrow as pa
 
 from feedledger.formats.geometry import hash_wkb
 from feedledger.formats.geoparquet import read_geoparquet
@@ -80,10 +81,15 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
     """`gis` (properties + WKB `geometry`) as Observations of `src`."""
     table = gis.table
     fields = [c for c in table.column_names if c != _GEOMETRY]
-    _require_fields(fields, src, label)
+    if table.num_rows:
+        _require_fields(fields, src, label)
+    else:  # no features (GDAL then knows no fields): an empty payload, as in JSON
+        wanted = [*src.key, *([src.revision] if src.revision else [])]
+        for name in dict.fromkeys(n for n in wanted if n not in fields):
+            table = table.append_column(name, pa.nulls(0, pa.string()))
     with ThreadPoolExecutor(max_workers=1) as pool:  # meanwhile: the properties
         hashing = pool.submit(hash_wkb, table.column(_GEOMETRY), src.geometry_grid)
-        texts = typed_texts(table.select(fields))
+        texts = typed_texts(table.drop_columns([_GEOMETRY]))
         try:
             gh, invalid_count = hashing.result()
         except BadPayloadError as exc:
