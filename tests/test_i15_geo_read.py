@@ -545,3 +545,34 @@ def test_a_layer_without_features_is_an_empty_payload_like_an_empty_json_array()
     obs = read(b'{"type":"FeatureCollection","features":[]}', "geojson", revision="rev")
     assert obs.height == 0 and obs.fields == []
     assert obs.geometries(pl.Series([], dtype=pl.UInt32)).height == 0
+
+
+def test_geoparquet_properties_match_the_parquet_reader() -> None:
+    import datetime as dt
+
+    props = pa.table(
+        {
+            "parcel_id": ["A", "B", "C"],
+            "x": [1e-05, 12.5, float("nan")],
+            "n": pa.array([1, None, -3], pa.int64()),
+            "ok": [True, False, None],
+            "day": [dt.date(2024, 1, 2), None, dt.date(1999, 12, 31)],
+            "at": pa.array(
+                [dt.datetime(2024, 1, 2, 3, 4, 5), dt.datetime(2024, 1, 2, 3, 4, 5, 120000), None],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "raw": [b"\x00\x01", None, b"z"],
+            "tags": [["a", "b"], [], None],
+        }
+    )
+    geo = props.append_column("geometry", pa.array([None, None, None], pa.binary()))
+    plain = io.BytesIO()
+    pq.write_table(props, plain)
+    as_parquet = read_observations(plain.getvalue(), source("parquet"), label="p1")
+    obs = read(geoparquet_bytes(geo), "geoparquet")
+    idx = pl.Series([0, 1, 2], dtype=pl.UInt32)
+    assert obs.attributes(idx).to_list() == as_parquet.attributes(idx).to_list()
+    assert obs.frame["key"].to_list() == as_parquet.frame["key"].to_list()
+    texts = typed_texts(props)
+    folded = typed_hashes(texts, props.column_names).reinterpret(signed=True)
+    assert folded.to_list() == as_parquet.frame["hash"].to_list()

@@ -7,7 +7,8 @@ Each property column becomes one polars String column of *texts* plus a kind:
   datetimes as ISO 8601 text (`2024-01-02`, `2024-01-02T03:04:05.120000+00:00`, as
   Python's `isoformat` and so the Parquet reader write them); binary as base64.
 * **literal**: the canonical JSON text of the value: integers as their digits, floats
-  as their shortest round-trip text (`12.5`, `1e+20`), NaN and infinities as the JSON
+  as Python's `repr` writes them, the shortest round-trip text (`12.5`, `1e+20`,
+  `1e-05`), as the Parquet reader does, NaN and infinities as the JSON
   strings `"nan"`, `"inf"`, `"-inf"` (as the Parquet reader), booleans `true`/`false`,
   decimals as their digits, lists, structs and GDAL's JSON sub-typed strings as their
   canonical JSON (`formats/canonical.py`; the only per-value Python path, for columns
@@ -85,9 +86,15 @@ def _column_texts(name: str, column: pa.ChunkedArray) -> tuple[pl.Series, bool]:
         return _polars(name, column.cast(pa.string())), False
     if pa.types.is_boolean(kind):
         series = _polars(name, column)
-        return _select(
-            series, pl.when(pl.col(name)).then(pl.lit("true")).otherwise(pl.lit("false"))
-        ), True
+        # (a null stays null: `when` on a null condition takes the `otherwise` branch)
+        flag = (
+            pl.when(pl.col(name).is_null())
+            .then(pl.lit(None, dtype=pl.String))
+            .when(pl.col(name))
+            .then(pl.lit("true"))
+            .otherwise(pl.lit("false"))
+        )
+        return _select(series, flag), True
     if pa.types.is_integer(kind) or pa.types.is_decimal(kind):
         return _polars(name, column).cast(pl.String), True
     if pa.types.is_floating(kind):
@@ -102,7 +109,7 @@ def _column_texts(name: str, column: pa.ChunkedArray) -> tuple[pl.Series, bool]:
             .then(pl.lit('"-inf"'))
             .otherwise(col.cast(pl.String))
         )
-        return _select(series, text), True
+        return _python_repr_where_small(series, _select(series, text)), True
     if pa.types.is_date(kind):
         return _select(_polars(name, column), pl.col(name).dt.to_string("%Y-%m-%d")), False
     if pa.types.is_timestamp(kind):
@@ -114,6 +121,20 @@ def _column_texts(name: str, column: pa.ChunkedArray) -> tuple[pl.Series, bool]:
         series = _polars(name, column.cast(pa.large_binary()))
         return _select(series, pl.col(name).bin.encode("base64")), False
     return _python_texts(name, column, json_text=False), True
+
+
+def _python_repr_where_small(values: pl.Series, texts: pl.Series) -> pl.Series:
+    """Python's `repr` (as the Parquet reader writes floats) where polars writes a float
+    otherwise: below 1e-4 in magnitude (`1e-05`, `1.5e-07`, not `0.00001`, `1.5e-7`);
+    only those values, usually none, are formatted in Python."""
+    small = values.to_frame().select(
+        ((pl.col(values.name).abs() < 1e-4) & (pl.col(values.name) != 0)).arg_true()
+    )
+    rows = small.to_series()
+    if not rows.len():
+        return texts
+    reprs = pl.Series([repr(v) for v in values.gather(rows).to_list()], dtype=pl.String)
+    return texts.scatter(rows, reprs)
 
 
 def _polars(name: str, column: pa.ChunkedArray) -> pl.Series:
