@@ -576,3 +576,36 @@ def test_geoparquet_properties_match_the_parquet_reader() -> None:
     texts = typed_texts(props)
     folded = typed_hashes(texts, props.column_names).reinterpret(signed=True)
     assert folded.to_list() == as_parquet.frame["hash"].to_list()
+
+
+_CELLS = {
+    "s": (pa.string(), st.text(max_size=6)),
+    "i": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "f": (pa.float64(), st.floats(allow_nan=False, width=64)),
+    "b": (pa.bool_(), st.booleans()),
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), kinds=st.lists(st.sampled_from(sorted(_CELLS)), min_size=1, max_size=4))
+def test_typed_properties_match_the_parquet_reader(data: st.DataObject, kinds: list[str]) -> None:
+    rows = data.draw(st.integers(1, 4))
+    columns: dict[str, pa.Array] = {
+        "parcel_id": pa.array([f'k"{i}\\\n' for i in range(rows)], pa.string())
+    }
+    for n, kind in enumerate(kinds):
+        arrow_type, cells = _CELLS[kind]
+        values = data.draw(st.lists(st.none() | cells, min_size=rows, max_size=rows))
+        columns[f"{kind}{n}\u00e9\t"] = pa.array(values, arrow_type)
+    props = pa.table(columns)
+    plain = io.BytesIO()
+    pq.write_table(props, plain)
+    as_parquet = read_observations(plain.getvalue(), source("parquet"), label="p1")
+    geo = props.append_column("geometry", pa.nulls(rows, pa.binary()))
+    obs = read(geoparquet_bytes(geo), "geoparquet")
+    idx = pl.int_range(rows, dtype=pl.UInt32, eager=True)
+    assert obs.attributes(idx).to_list() == as_parquet.attributes(idx).to_list()
+    assert obs.frame["key"].to_list() == as_parquet.frame["key"].to_list()
+    texts = typed_texts(props)
+    folded = typed_hashes(texts, props.column_names).reinterpret(signed=True)
+    assert folded.to_list() == as_parquet.frame["hash"].to_list()
