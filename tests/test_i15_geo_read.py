@@ -609,3 +609,19 @@ def test_typed_properties_match_the_parquet_reader(data: st.DataObject, kinds: l
     texts = typed_texts(props)
     folded = typed_hashes(texts, props.column_names).reinterpret(signed=True)
     assert folded.to_list() == as_parquet.frame["hash"].to_list()
+
+
+def test_geojson_sequences_keep_date_looking_strings_as_stated() -> None:
+    feats = [
+        {"type": "Feature", "properties": {"parcel_id": k, "at": "2024-01-02T03:04:05Z"},
+         "geometry": None}
+        for k in ("A", "B")
+    ]  # fmt: skip
+    lines = b"\n".join(json.dumps(f).encode() for f in feats) + b"\n\n"
+    rs = b"".join(b"\x1e" + json.dumps(f, indent=1).encode() + b"\n" for f in feats)
+    expected = '{"at":"2024-01-02T03:04:05Z","parcel_id":"A"}'
+    for data in (lines, rs):
+        for fmt in ("geojsonseq", "geojson"):
+            obs = read(data, fmt)
+            assert obs.attributes(pl.Series([0], dtype=pl.UInt32))[0] == expected
+            assert obs.height == 2

@@ -22,6 +22,7 @@ Every failure is a one-line `BadPayloadError` naming source, payload and problem
 from __future__ import annotations
 
 import io
+import json
 import posixpath
 import re
 import warnings
@@ -124,6 +125,8 @@ def read_gis(
         raise bad(f"an HTML page, not a {fmt} file (a login or error page?)")
     if fmt in _ZIPPED:
         data = _repack(data, fmt, bad, max_bytes)
+    elif fmt in ("geojson", "geojsonseq") and _is_feature_sequence(data):
+        data = _as_feature_collection(data)
     with warnings.catch_warnings():
         # GDAL warns that a /vsimem/ name lacks the GeoPackage extension; harmless
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -165,6 +168,30 @@ def read_gis(
         layer=layer,
         geometry_type=meta.get("geometry_type") or None,
     )
+
+
+def _is_feature_sequence(data: bytes) -> bool:
+    """A GeoJSON text sequence: RS-separated (RFC 8142), or a first line that is a whole
+    Feature by itself (newline-delimited). A FeatureCollection, on one line or many,
+    is not one."""
+    head = data.lstrip()
+    if head.startswith(b"\x1e"):
+        return True
+    end = head.find(b"\n")
+    try:
+        first = json.loads(head if end < 0 else head[:end])
+    except ValueError:
+        return False
+    return isinstance(first, dict) and first.get("type") == "Feature"
+
+
+def _as_feature_collection(data: bytes) -> bytes:
+    """The sequence's features as one FeatureCollection, for GDAL's GeoJSON driver: its
+    GeoJSONSeq driver has no DATE_AS_STRING and would type a date-looking string as a
+    date (and print it anew); blank records are skipped."""
+    separator = b"\x1e" if b"\x1e" in data else b"\n"
+    records = [r.strip() for r in data.split(separator)]
+    return b'{"type":"FeatureCollection","features":[' + b",".join(r for r in records if r) + b"]}"
 
 
 def _open_options(driver: str) -> dict[str, str]:
