@@ -625,3 +625,20 @@ def test_geojson_sequences_keep_date_looking_strings_as_stated() -> None:
             obs = read(data, fmt)
             assert obs.attributes(pl.Series([0], dtype=pl.UInt32))[0] == expected
             assert obs.height == 2
+
+
+def test_degenerate_ring_of_many_equal_vertices_is_ordered_in_linear_time() -> None:
+    # a quadratic ordering would take minutes here: the test would time out
+    ring = [(0.0, 0.0), (1.0, 0.0)] * 10_000 + [(1.0, 1.0), (1.0, 0.0), (0.0, 1.0)]
+    rotated = ring[7:] + ring[:7]
+    shapes = [shapely.Polygon([*r, r[0]]) for r in (ring, rotated, rotated[::-1])]
+    assert not any(shapely.is_valid(shapes))
+    assert len(set(geometry_hash(shapes))) == 1
+
+
+def test_a_repeated_vertex_counts_once_wherever_the_ring_starts() -> None:
+    square = [(0.0, 0.0), (0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
+    rings = [square[k:] + square[:k] for k in range(5)]
+    shapes = [shapely.Polygon([*r, r[0]]) for r in [*rings, *(r[::-1] for r in rings)]]
+    plain = shapely.Polygon([(0, 0), (1, 0), (1, 1), (0, 1)])
+    assert set(geometry_hash(shapes)) == set(geometry_hash([plain]))

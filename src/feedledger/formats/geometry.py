@@ -15,16 +15,19 @@ shape changing are not reported as changes. The canonical form of one geometry i
    geometry is invalid and `geometry_validity` reports it, like any other invalid
    geometry; nothing is repaired silently.
    A coordinate of -0.0 (a tiny negative value rounded to zero) is written as 0.0.
-3. **single-part multi = its part**: a MultiPolygon, MultiLineString or MultiPoint of
+3. **a vertex repeated consecutively counts once** (GEOS's normalize drops such a
+   repeat or not depending on where the ring starts); a ring that would collapse
+   below a triangle without its repeats is kept as it is.
+4. **single-part multi = its part**: a MultiPolygon, MultiLineString or MultiPoint of
    exactly one part becomes that part (File Geodatabase turns every Polygon into a
    MultiPolygon).
-4. **normalized** (`shapely.normalize`): rings start at a fixed vertex and run in a
-   fixed orientation; holes and the parts of a multi are put in a fixed order. An
+5. **normalized** (`shapely.normalize`): rings start at a fixed vertex and run in a
+   fixed orientation; holes and the parts of a multi are put in a fixed order. A
    (multi)polygon invalid as stated, whose orientation GEOS may leave depending on
    where its rings start, is put in order by its coordinates instead
-   (`_orient_invalid`; a geometry made invalid only by the snapping, a collapsed
+   (`_ordered_invalid`; a geometry made invalid only by the snapping, a collapsed
    sliver, keeps GEOS's order).
-5. **encoded** as ISO WKB, little-endian, 2-D, without SRID.
+6. **encoded** as ISO WKB, little-endian, 2-D, without SRID.
 
 The default grid is 1e-9 of the layer's unit: in degrees that is about 0.1 mm on the
 ground, in metres or feet a nanometre or so. It is far below any survey's accuracy,
@@ -51,6 +54,7 @@ conversion of GeoJSON dicts to text loops in Python.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -141,7 +145,7 @@ def canonical_geometries(
     _check_grid(grid)
     arr = as_geometries(geoms)
     out = shapely.force_2d(arr)  # (new geometries: the snapping below is in place)
-    coords = shapely.get_coordinates(out)
+    coords, index = shapely.get_coordinates(out, return_index=True)
     if grid > 0:
         coords = snap_to_grid(coords, grid)
     # -0.0 (a small negative coordinate rounded to zero) has other WKB bytes than 0.0
@@ -151,9 +155,33 @@ def canonical_geometries(
     single = np.isin(types, _MULTI_TYPES) & (shapely.get_num_geometries(out) == 1)
     if single.any():
         out[single] = shapely.get_geometry(out[single], 0)
+    _drop_repeated_points(out, coords, index)
     result: npt.NDArray[np.object_] = shapely.normalize(out)
-    _orient_invalid(result, invalid() if invalid is not None else invalid_mask(arr))
+    bad = np.flatnonzero(invalid() if invalid is not None else invalid_mask(arr))
+    for i in bad:  # ordered from the form before GEOS's normalize (see _ordered_invalid)
+        result[i] = _ordered_invalid(out[i])
     return result
+
+
+def _drop_repeated_points(
+    geoms: npt.NDArray[np.object_],
+    coords: npt.NDArray[np.float64],
+    index: npt.NDArray[np.intp],
+) -> None:
+    """A vertex repeated consecutively counts once (GEOS's normalize itself drops such
+    a repeat or not depending on where the ring starts). In place, only for the
+    geometries with a repeat (found on the coordinates, vectorised); a ring that would
+    collapse below a triangle without them is kept as it is."""
+    same = np.all(coords[1:] == coords[:-1], axis=1) & (index[1:] == index[:-1])
+    if not same.any():
+        return
+    rows = np.unique(index[1:][same])
+    try:
+        geoms[rows] = shapely.remove_repeated_points(geoms[rows], 0.0)
+    except shapely.errors.GEOSException:
+        for i in rows:
+            with contextlib.suppress(shapely.errors.GEOSException):
+                geoms[i] = shapely.remove_repeated_points(geoms[i], 0.0)
 
 
 def invalid_mask(geoms: npt.NDArray[np.object_]) -> npt.NDArray[np.bool_]:
@@ -162,19 +190,12 @@ def invalid_mask(geoms: npt.NDArray[np.object_]) -> npt.NDArray[np.bool_]:
     return result
 
 
-def _orient_invalid(geoms: npt.NDArray[np.object_], invalid: npt.NDArray[np.bool_]) -> None:
+def _ordered_invalid(geom: shapely.Geometry) -> shapely.Geometry:
     """GEOS orients a ring by its highest vertex, which a self-intersecting ring (or one
     with two highest vertices) can leave depending on where the ring starts and which
-    way it runs. So an invalid polygon or multipolygon is put in order here instead:
-    each ring starts at its smallest vertex and runs whichever way gives the smaller
-    coordinate sequence, holes and parts sorted by their sequences. In place, for the
-    geometries invalid as stated (`invalid`); valid ones (GEOS's order is sound for
-    them) are untouched. Per geometry in Python, but only for the few invalid ones."""
-    for i in np.flatnonzero(invalid):
-        geoms[i] = _ordered_invalid(geoms[i])
-
-
-def _ordered_invalid(geom: shapely.Geometry) -> shapely.Geometry:
+    way it runs. So a polygon or multipolygon invalid as stated is put in order here
+    instead: each ring from its smallest rotation in either direction, holes and parts
+    sorted by their sequences. Per geometry in Python, only for the few invalid ones."""
     if isinstance(geom, shapely.Polygon):
         return _ordered_polygon(geom)[0]
     if isinstance(geom, shapely.MultiPolygon):
@@ -192,18 +213,41 @@ def _ordered_polygon(polygon: shapely.Polygon) -> tuple[shapely.Polygon, list[li
 
 
 def _ordered_ring(coords: npt.NDArray[np.float64]) -> list[float]:
-    """The ring's vertices (without the closing one) as a flat list, from the rotation
-    and direction giving the smallest sequence among those starting at its smallest
-    vertex."""
+    """The ring's vertices (without the closing one) as a flat list: its smallest
+    rotation in either direction (lexicographic on the (x, y) vertices), found in linear
+    time (a ring of many equal vertices must not take quadratic time)."""
     points = coords[:-1] if len(coords) > 1 else coords
-    best: list[float] | None = None
+    best: list[float] = []
     for seq in (points, points[::-1]):
-        first = min(map(tuple, seq.tolist()))
-        for start in np.flatnonzero((seq[:, 0] == first[0]) & (seq[:, 1] == first[1])):
-            candidate: list[float] = np.roll(seq, -int(start), axis=0).ravel().tolist()
-            if best is None or candidate < best:
-                best = candidate
-    return best if best is not None else []
+        vertices: list[tuple[float, float]] = [(float(x), float(y)) for x, y in seq]
+        start = _least_rotation(vertices)
+        rotated = vertices[start:] + vertices[:start]
+        candidate = [c for vertex in rotated for c in vertex]
+        if not best or candidate < best:
+            best = candidate
+    return best
+
+
+def _least_rotation(items: list[tuple[float, float]]) -> int:
+    """Where the lexicographically least rotation of `items` starts (Booth's algorithm,
+    linear)."""
+    doubled = items + items
+    failure = [-1] * len(doubled)
+    k = 0
+    for j in range(1, len(doubled)):
+        item = doubled[j]
+        i = failure[j - k - 1]
+        while i != -1 and item != doubled[k + i + 1]:
+            if item < doubled[k + i + 1]:
+                k = j - i - 1
+            i = failure[i]
+        if item != doubled[k + i + 1]:  # here i == -1
+            if item < doubled[k]:
+                k = j
+            failure[j - k] = -1
+        else:
+            failure[j - k] = i + 1
+    return k
 
 
 def canonical_wkb(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[bytes | None]:
