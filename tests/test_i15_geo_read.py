@@ -289,15 +289,24 @@ def _one(geometry: dict[str, Any], props: dict[str, Any] | None = None) -> tuple
     shift=st.integers(0, 7),
     reverse=st.booleans(),
     multi=st.booleans(),
-    jitter=st.lists(st.floats(-0.3, 0.3), min_size=16, max_size=16),
+    jitter=st.lists(st.floats(-0.3, 0.3), min_size=18, max_size=18),
+    repeat=st.integers(-1, 7),
 )
-def test_rotation_reversal_multi_and_subgrid_jitter_change_nothing(
-    ring: list[tuple[float, float]], shift: int, reverse: bool, multi: bool, jitter: list[float]
+def test_rotation_reversal_multi_repeat_and_subgrid_jitter_change_nothing(
+    ring: list[tuple[float, float]],
+    shift: int,
+    reverse: bool,
+    multi: bool,
+    jitter: list[float],
+    repeat: int,
 ) -> None:
     base = _one(_polygon(ring))
     other = ring[shift % len(ring) :] + ring[: shift % len(ring)]
     if reverse:
         other = other[::-1]
+    if repeat >= 0:  # a vertex stated twice in a row: the same shape
+        at = repeat % len(other)
+        other = other[: at + 1] + other[at:]
     other = [
         (x + jitter[2 * i] * GRID, y + jitter[2 * i + 1] * GRID) for i, (x, y) in enumerate(other)
     ]

@@ -22,11 +22,10 @@ shape changing are not reported as changes. The canonical form of one geometry i
    exactly one part becomes that part (File Geodatabase turns every Polygon into a
    MultiPolygon).
 5. **normalized** (`shapely.normalize`): rings start at a fixed vertex and run in a
-   fixed orientation; holes and the parts of a multi are put in a fixed order. A
-   (multi)polygon invalid as stated, whose orientation GEOS may leave depending on
-   where its rings start, is put in order by its coordinates instead
-   (`_ordered_invalid`; a geometry made invalid only by the snapping, a collapsed
-   sliver, keeps GEOS's order).
+   fixed orientation; holes and the parts of a multi are put in a fixed order. An
+   invalid (multi)polygon (judged after steps 1-4), whose orientation GEOS may leave
+   depending on where its rings start, is put in order by its coordinates instead
+   (`_ordered_invalid`).
 6. **encoded** as ISO WKB, little-endian, 2-D, without SRID.
 
 The default grid is 1e-9 of the layer's unit: in degrees that is about 0.1 mm on the
@@ -57,7 +56,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
 
@@ -131,17 +130,11 @@ def as_geometries(geoms: GeometryInput) -> npt.NDArray[np.object_]:
     )
 
 
-# which geometries are invalid as stated (computed by the caller meanwhile, say)
-InvalidMask: TypeAlias = Callable[[], npt.NDArray[np.bool_]]
-
-
 def canonical_geometries(
-    geoms: GeometryInput, grid: float = DEFAULT_GRID, *, invalid: InvalidMask | None = None
+    geoms: GeometryInput, grid: float = DEFAULT_GRID
 ) -> npt.NDArray[np.object_]:
-    """The canonical shapely geometries (steps 1-4 of the module docstring); empty
-    geometries are left empty and None stays None. `invalid`, if given, says which
-    geometries are invalid as stated (`invalid_mask`; a reader that counts them anyway
-    saves computing it twice); it is called once normalization is done."""
+    """The canonical shapely geometries (steps 1-5 of the module docstring); empty
+    geometries are left empty and None stays None."""
     _check_grid(grid)
     arr = as_geometries(geoms)
     out = shapely.force_2d(arr)  # (new geometries: the snapping below is in place)
@@ -157,9 +150,10 @@ def canonical_geometries(
         out[single] = shapely.get_geometry(out[single], 0)
     _drop_repeated_points(out, coords, index)
     result: npt.NDArray[np.object_] = shapely.normalize(out)
-    bad = np.flatnonzero(invalid() if invalid is not None else invalid_mask(arr))
-    for i in bad:  # ordered from the form before GEOS's normalize (see _ordered_invalid)
-        result[i] = _ordered_invalid(out[i])
+    # judged on the snapped form: noise below the grid may make a shape invalid as
+    # stated (a bow-tie a tenth of the grid wide) without changing its canonical form
+    for i in np.flatnonzero(invalid_mask(out)):
+        result[i] = _ordered_invalid(out[i])  # from the form before GEOS's normalize
     return result
 
 
@@ -257,10 +251,10 @@ def canonical_wkb(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[byte
 
 
 def canonical_wkb_array(
-    geoms: GeometryInput, grid: float = DEFAULT_GRID, *, invalid: InvalidMask | None = None
+    geoms: GeometryInput, grid: float = DEFAULT_GRID
 ) -> npt.NDArray[np.object_]:
     """`canonical_wkb` as a numpy object array (bytes or None), without a Python loop."""
-    canon = canonical_geometries(geoms, grid, invalid=invalid)
+    canon = canonical_geometries(geoms, grid)
     empty = shapely.is_empty(canon)
     wkb: npt.NDArray[np.object_] = shapely.to_wkb(
         canon, output_dimension=2, byte_order=1, include_srid=False, flavor="iso"
@@ -276,11 +270,9 @@ def geometry_hash(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> list[int 
     return result
 
 
-def geometry_hash_series(
-    geoms: GeometryInput, grid: float = DEFAULT_GRID, *, invalid: InvalidMask | None = None
-) -> pl.Series:
+def geometry_hash_series(geoms: GeometryInput, grid: float = DEFAULT_GRID) -> pl.Series:
     """`geometry_hash` as an Int64 Series (the columnar path: no Python loop)."""
-    wkb = pa.array(canonical_wkb_array(geoms, grid, invalid=invalid), type=pa.binary())
+    wkb = pa.array(canonical_wkb_array(geoms, grid), type=pa.binary())
     series = pl.Series("g", wkb, dtype=pl.Binary)
     return pl.DataFrame([series]).select(hash_expr(pl.col("g"))).to_series().alias("geometry_hash")
 
@@ -298,8 +290,7 @@ def hash_wkb(
 
     def one(start: int) -> tuple[pl.Series, int]:
         geoms = as_geometries(wkb.slice(start, chunk))
-        mask = invalid_mask(geoms)
-        return geometry_hash_series(geoms, grid, invalid=lambda: mask), int(mask.sum())
+        return geometry_hash_series(geoms, grid), int(invalid_mask(geoms).sum())
 
     starts = range(0, len(wkb), chunk)
     if len(starts) <= 1:
