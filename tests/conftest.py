@@ -107,7 +107,6 @@ def make_source(workspace: Workspace) -> MakeSource:
 def moto_endpoint() -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 (a free port) for the session; its endpoint URL."""
     import logging
-    import socket
     import threading
 
     server_mod = pytest.importorskip("moto.server")
@@ -124,14 +123,14 @@ def moto_endpoint() -> Iterator[str]:
         with lock:
             return unlocked(self)
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # port 0: the kernel picks a free port as the server binds (no probe-then-bind race
+    # with the other xdist workers, which start servers of their own)
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(S3Response, "put_object", put_object)
         server.start()
         try:
+            _host, port = server.get_host_and_port()
             yield f"http://127.0.0.1:{port}"
         finally:
             server.stop()

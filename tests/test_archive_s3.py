@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,14 @@ FETCHED = to_us(parse_instant("2026-08-09T10:00:00Z"))
 CSV = b"parcel_id,zoning\n1,R1\n2,C2\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections: bound (so no other test, in this
+    process or another, can take it meanwhile) but never listening."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port: int = held.getsockname()[1]
+        yield port
 
 
 @pytest.fixture
@@ -240,8 +244,10 @@ def test_endpoint_from_feedledger_toml(
     assert created and archive.get(ref.sha256) == CSV
 
 
-def test_unreachable_endpoint_is_clear(s3_env: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    endpoint = f"http://127.0.0.1:{_free_port()}"
+def test_unreachable_endpoint_is_clear(
+    s3_env: str, monkeypatch: pytest.MonkeyPatch, closed_port: int
+) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port}"
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's standard setting, honoured
     archive = open_archive("s3://somewhere/feeds")
