@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "workspace_cmds",
     "archive_cmds",
     "notify_cmds",
+    "serve_cmd",
 )
 
 

@@ -238,3 +238,20 @@ counters = Table(
     Column("name", String(32), primary_key=True),
     Column("value", BigInteger, nullable=False),
 )
+
+# Writes made over the HTTP API (`feedledger serve`): who (a token's label), when, what,
+# on which run or source (migration 0009). `detail`: the request body's JSON and the
+# result, as text.
+write_audit = Table(
+    "write_audit",
+    metadata,
+    Column("audit_id", Integer, primary_key=True, autoincrement=True),
+    Column("at", BigInteger, nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("source", String(64)),
+    Column("run_id", String(40)),
+    Column("detail", Text),
+    Index("ix_write_audit_run", "run_id"),
+    Index("ix_write_audit_source", "source"),
+)

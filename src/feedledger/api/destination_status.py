@@ -1,0 +1,83 @@
+"""A destination's whole picture for the HTTP API's `/api/destinations/{name}`: its
+declaration, the guard's outcome counts per scope (the live route, each manifest
+rebuild), the unresolved records with their evidence, the live route's lag, and each
+rebuild's progress (last key attempted vs acknowledged by the destination)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from feedledger.api.destination import DestinationLag
+
+if TYPE_CHECKING:
+    from feedledger.api.ledger import Ledger
+
+UNRESOLVED_SHOWN = 200
+
+
+@dataclass(frozen=True)
+class DestinationStatus:
+    name: str
+    source: str
+    declaration: dict[str, Any]
+    outcomes: dict[str, dict[str, int]]  # scope ("live" or a manifest's name) -> verdict counts
+    unresolved: list[dict[str, Any]]  # scope, key, revision, generation, reason, evidence
+    lag: DestinationLag | None
+    rebuilds: list[dict[str, Any]]  # per manifest of the source: population, checkpoint
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "declaration": self.declaration,
+            "outcomes": self.outcomes,
+            "unresolved": self.unresolved,
+            "lag": None if self.lag is None else self.lag.to_json(),
+            "rebuilds": self.rebuilds,
+            # reconcile reports are not kept by the ledger: `feedledger reconcile` shows one
+            "last_reconcile": None,
+        }
+
+
+def destination_status(led: Ledger, name: str) -> DestinationStatus:
+    """The status of destination `name` (NotFoundError if there is none)."""
+    from feedledger.sync import manifests
+    from feedledger.sync import state as sync_state
+
+    dest = led.destination(name)
+    store = led.context.store
+    mans = [m for m in manifests.listing(store) if m.source == dest.source]
+    outcomes = {"live": sync_state.counts(store, dest.name, "live")}
+    unresolved = [
+        {"scope": "live", **u}
+        for u in sync_state.of_verdict(store, dest.name, "live", "unresolved")[:UNRESOLVED_SHOWN]
+    ]
+    rebuilds = []
+    for m in mans:
+        counts = sync_state.counts(store, dest.name, m.manifest_id)
+        outcomes[m.name] = counts
+        room = UNRESOLVED_SHOWN - len(unresolved)
+        if room > 0 and counts.get("unresolved"):
+            found = sync_state.of_verdict(store, dest.name, m.manifest_id, "unresolved")
+            unresolved += [{"scope": m.name, **u} for u in found[:room]]
+        point = sync_state.checkpoint(store, dest.name, m.manifest_id)
+        rebuilds.append(
+            {
+                "manifest": m.name,
+                "population": m.population,
+                "generation": m.generation,
+                "judged": sum(counts.values()),
+                "checkpoint": None if point is None else point.to_json(),
+            }
+        )
+    lags = [d for d in led.destination_lag([dest.source]) if d.destination == dest.name]
+    return DestinationStatus(
+        dest.name,
+        dest.source,
+        dest.to_json(),
+        outcomes,
+        unresolved,
+        lags[0] if lags else None,
+        rebuilds,
+    )

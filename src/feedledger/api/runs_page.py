@@ -1,0 +1,201 @@
+"""Runs across sources a page at a time, one run's whole picture (its notices,
+retraction state, write audit) and its changes a page at a time: what the HTTP API's
+`/api/runs...` endpoints answer. Cursors are opaque texts (URL-safe base64 JSON)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from feedledger.api.audit import AuditEntry, audit_entries
+from feedledger.api.results import Change, Run, plain
+from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.model.timeutil import from_us, iso, to_us
+from feedledger.model.types import RunKind, RunStatus
+
+if TYPE_CHECKING:
+    from feedledger.api.ledger import Ledger
+
+MAX_LIMIT = 1000
+
+
+def encode_cursor(value: Any) -> str:
+    text = json.dumps(value, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, what: str = "cursor") -> Any:
+    """A cursor given back (ConfigError if it is not one of ours)."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
+    except (ValueError, UnicodeError):
+        raise ConfigError(f"{what} {cursor!r} is not a cursor this server gave") from None
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"limit {limit} out of range: 1 to {MAX_LIMIT}")
+    return limit
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    """Runs newest first (by start, then id); `next_cursor` None on the last page."""
+
+    runs: list[Run]
+    next_cursor: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": [r.to_json() for r in self.runs], "next_cursor": self.next_cursor}
+
+
+def runs_page(
+    led: Ledger,
+    *,
+    source: str | None = None,
+    kind: str | RunKind | None = None,
+    status: str | RunStatus | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> RunsPage:
+    """A page of runs (of `source`, `kind` and `status` when given) after `cursor`."""
+    from feedledger.ledger import runs_page as pages
+
+    if source is not None:
+        led.source(source)  # SourceNotFound
+    kind_value = _enum(RunKind, kind, "kind")
+    status_value = _enum(RunStatus, status, "status")
+    after: tuple[int, str] | None = None
+    if cursor:
+        found = decode_cursor(cursor)
+        if not (isinstance(found, list) and len(found) == 2 and isinstance(found[0], int)):
+            raise ConfigError(f"cursor {cursor!r} is not a cursor this server gave")
+        after = (found[0], str(found[1]))
+    limit = check_limit(limit)
+    rows = pages.page(
+        led.context.store,
+        sources=None if source is None else [source],
+        kind=kind_value,
+        status=status_value,
+        after=after,
+        limit=limit + 1,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = encode_cursor([rows[-1].started_at, rows[-1].run_id]) if more and rows else None
+    return RunsPage([Run.of(r) for r in rows], nxt)
+
+
+def _enum(kind: Any, value: Any, what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    try:
+        return str(kind(value).value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise ConfigError(f"unknown run {what} {value!r} (one of {allowed})") from None
+
+
+@dataclass(frozen=True)
+class RunNotice:
+    """A notice the run queued (change set, summary, retraction, correction...) and its
+    status in the outbox (pending, held, cancelled, fanned out...)."""
+
+    outbox_id: int
+    topic: str
+    status: str
+    changes: int
+    created_at: datetime
+    body: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outbox_id": self.outbox_id,
+            "topic": self.topic,
+            "status": self.status,
+            "changes": self.changes,
+            "created_at": iso(to_us(self.created_at)),
+            "body": self.body,
+        }
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """One run: its row, whether its writes still stand (`retracted`, by which runs),
+    its notices and the writes made on it over the HTTP API."""
+
+    run: Run
+    retracted: bool
+    retracted_by: list[str]
+    notices: list[RunNotice]
+    audit: list[AuditEntry]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.run.to_json(),
+            "retracted": self.retracted,
+            "retracted_by": self.retracted_by,
+            "notices": [n.to_json() for n in self.notices],
+            "audit": [a.to_json() for a in self.audit],
+        }
+
+
+def run_detail(led: Ledger, run_id: str) -> RunDetail:
+    """The run `run_id` (or a unique prefix; NotFoundError if none)."""
+    from feedledger.ledger import run_view
+    from feedledger.ledger.runs import get_run
+
+    whole = led.resolve_run(run_id)
+    store = led.context.store
+    found = get_run(store, whole)
+    if found is None:
+        raise NotFoundError(f"no run {run_id!r}")
+    by = [r for r, _at in run_view.retracted_by(store, whole)]
+    retracted = found.status == RunStatus.RETRACTED or bool(by)
+    notices = [
+        RunNotice(n.outbox_id, n.topic, n.status, n.changes, from_us(n.created_at), n.body)
+        for n in run_view.notices(store, whole)
+    ]
+    return RunDetail(Run.of(found), retracted, by, notices, audit_entries(led, run_id=whole))
+
+
+@dataclass(frozen=True)
+class ChangesPage:
+    """A run's changes (then the records it did not apply: `outcome` unresolved or
+    superseded), `limit` at a time; each item is `Change.to_json()`."""
+
+    run_id: str
+    changes: list[Change]
+    next_cursor: str | None
+    total: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "total": self.total,
+            "changes": plain([c.to_json() for c in self.changes]),
+            "next_cursor": self.next_cursor,
+        }
+
+
+def changes_page(
+    led: Ledger, run_id: str, *, limit: int = 200, cursor: str | None = None
+) -> ChangesPage:
+    """A page of `Ledger.changes(run_id)`, in its order (changes, then held records)."""
+    whole = led.resolve_run(run_id)
+    start = 0
+    if cursor:
+        found = decode_cursor(cursor)
+        if not (isinstance(found, dict) and isinstance(found.get("o"), int) and found["o"] >= 0):
+            raise ConfigError(f"cursor {cursor!r} is not a cursor this server gave")
+        start = found["o"]
+    limit = check_limit(limit)
+    every = led.changes(whole)
+    chunk = every[start : start + limit]
+    end = start + len(chunk)
+    nxt = encode_cursor({"o": end}) if end < len(every) else None
+    return ChangesPage(whole, chunk, nxt, len(every))

@@ -1,0 +1,132 @@
+"""A source's snapshot as a stream of text chunks (CSV, JSON lines, GeoJSON), for the
+HTTP API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a
+file, produced by a writer thread into a small bounded queue, so memory stays bounded
+whatever the size and a reader that stops early stops the writer."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from feedledger.api.times import When
+
+if TYPE_CHECKING:
+    from feedledger.api.source import Source
+
+CHUNK_CHARS = 256 * 1024
+QUEUE_CHUNKS = 4
+_END = object()
+
+
+class _Stopped(Exception):
+    """The reader went away: the writer thread stops at its next write."""
+
+
+class _QueueWriter:
+    """A text handle whose writes are gathered into chunks of about CHUNK_CHARS and
+    handed to the reader through a bounded queue (blocking while it is full)."""
+
+    def __init__(self, out: queue.Queue[object], stop: threading.Event) -> None:
+        self.out = out
+        self.stop = stop
+        self.parts: list[str] = []
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size >= CHUNK_CHARS:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        self._put("".join(self.parts))
+        self.parts, self.size = [], 0
+
+    def _put(self, item: object) -> None:
+        while True:
+            if self.stop.is_set():
+                raise _Stopped
+            try:
+                self.out.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def finish(self, item: object) -> None:
+        try:
+            self.flush()
+            self._put(item)
+        except _Stopped:
+            pass
+
+
+def snapshot_chunks(
+    src: Source, *, valid: When, known_at: When | None = None, format: str = "csv"
+) -> Iterator[str]:
+    """The text of `src.export_snapshot(None, valid=, known_at=, format=)` in chunks.
+    A refused format (ConfigError) or a bad time is raised here, before any chunk; an
+    error while streaming ends the stream early (raised from the iterator)."""
+    from feedledger.api.source_queries import check_export
+    from feedledger.pipeline import snapshot_export
+    from feedledger.pipeline.snapshot_order import field_order, layout_at
+
+    check_export(format, None, geo=src.config.is_geo)
+    ctx = src.ledger.context
+    valid_us = src._us(valid, "valid")
+    known_us = src._opt_us(known_at, "known_at")
+    layout = layout_at(ctx, src.name, valid_us, known_us)
+    order = field_order(ctx, layout, src.config.format) if format != "jsonl" else []
+    crs = layout.crs if layout is not None else None
+
+    def produce(handle: _QueueWriter) -> None:
+        found = snapshot_export.rows(
+            ctx, src.name, valid_us, known_us, geometry=format in snapshot_export.GEO_EXPORTS
+        )
+        try:
+            if format == "geojson":
+                from feedledger.pipeline.geo_export import write_geojson
+
+                write_geojson(found, handle, order, crs)  # type: ignore[arg-type]
+            else:
+                rows = ((k, a) for k, a, _g in found)
+                snapshot_export.write_rows(rows, format, handle, order)  # type: ignore[arg-type]
+        finally:
+            found.close()
+
+    return _pump(produce)
+
+
+def _pump(produce: Callable[[_QueueWriter], None]) -> Iterator[str]:
+    out: queue.Queue[object] = queue.Queue(maxsize=QUEUE_CHUNKS)
+    stop = threading.Event()
+    handle = _QueueWriter(out, stop)
+
+    def run() -> None:
+        try:
+            produce(handle)
+        except _Stopped:
+            return
+        except BaseException as exc:
+            handle.finish(exc)
+            return
+        handle.finish(_END)
+
+    worker = threading.Thread(target=run, name="feedledger-snapshot", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = out.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, str)
+            yield item
+    finally:
+        stop.set()
+        worker.join(timeout=5)

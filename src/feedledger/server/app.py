@@ -1,0 +1,95 @@
+"""The FastAPI application: the JSON API under /api (OpenAPI at /docs and
+/openapi.json), problem-details errors, and the dashboard's pages when
+`feedledger.server.pages` is present (its `router`).
+
+One ledger per process, opened by `create_app` (or by the factory `app_from_env`, which
+uvicorn's workers call): the API's objects are shared by the threadpool that runs the
+sync endpoints (SQLAlchemy's engine and its pool are thread-safe)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+import feedledger as fl
+from feedledger.server import problems
+from feedledger.server.auth import Token, parse_tokens
+
+# what `feedledger serve` hands to the worker processes (uvicorn's factory takes no
+# arguments): the workspace's feedledger.toml and the name of the token variable
+CONFIG_ENV = "FEEDLEDGER_SERVE_CONFIG"
+TOKEN_ENV_ENV = "FEEDLEDGER_SERVE_TOKEN_ENV"
+
+Opener = Callable[[], fl.Ledger]
+
+
+def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAPI:
+    """The app over the ledger `open_ledger()` opens (at startup; closed at shutdown).
+    `tokens`: who may write (none: read-only)."""
+    tokens = list(tokens or [])
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        led = app.state.ledger if getattr(app.state, "ledger", None) else open_ledger()
+        app.state.ledger = led
+        # open the store now, once, before the threadpool's threads ask for it
+        _ = led.context.store
+        app.state.scrub = problems.Scrubber(led.workspace.root, [t.secret for t in tokens])
+        try:
+            yield
+        finally:
+            led.close()
+            app.state.ledger = None
+
+    app = FastAPI(
+        title="feedledger",
+        version=fl.__version__,
+        summary="An honest, replayable, bitemporal history of external data feeds.",
+        lifespan=lifespan,
+    )
+    app.state.tokens = tokens
+    app.state.ledger = None
+    app.state.scrub = problems.Scrubber(None, [t.secret for t in tokens])
+    problems.install(app)
+
+    from feedledger.server import (
+        routes_destinations,
+        routes_runs,
+        routes_sources,
+        routes_writes,
+        streaming,
+    )
+
+    for module in (routes_sources, streaming, routes_runs, routes_destinations, routes_writes):
+        app.include_router(module.router)
+    _mount_pages(app)
+    return app
+
+
+def _mount_pages(app: FastAPI) -> None:
+    """The dashboard (server/pages.py: `router`, and its static files) if it is there."""
+    try:
+        pages = importlib.import_module("feedledger.server.pages")
+    except ModuleNotFoundError as exc:
+        if exc.name != "feedledger.server.pages":
+            raise
+        return
+    app.include_router(pages.router)
+
+
+def tokens_from_env(var: str | None) -> list[Token]:
+    """The tokens in the variable `var` (none if not named, unset or empty)."""
+    return parse_tokens(os.environ.get(var)) if var else []
+
+
+def app_from_env() -> FastAPI:
+    """The factory uvicorn's worker processes call (`--workers N`): the workspace and the
+    token variable as `feedledger serve` put them in the environment."""
+    from feedledger.api.ledger import open_config
+
+    config = os.environ.get(CONFIG_ENV) or None
+    return create_app(lambda: open_config(config), tokens_from_env(os.environ.get(TOKEN_ENV_ENV)))

@@ -1,0 +1,66 @@
+"""What every route shares: the open ledger (one per process, `app.state.ledger`),
+JSON answers written as the CLI writes them (`feedledger.model.jsonout.dumps`: number
+literals as stated), and times and keys as typed in a URL."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+
+import feedledger as fl
+from feedledger.model.jsonout import dumps
+from feedledger.model.timeutil import parse_instant
+
+
+class JSONText(Response):
+    """A JSON answer in feedledger's own JSON (as the CLI's `--json`, compact)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content, indent=None).encode("utf-8")
+
+
+def ledger(request: Request) -> fl.Ledger:
+    """The process's ledger (a FastAPI dependency)."""
+    led: fl.Ledger = request.app.state.ledger
+    return led
+
+
+def instant(text: str | None, tz: str, what: str) -> datetime | None:
+    """A time in a query parameter, as the CLI takes it: YYYY-MM-DD (00:00 in the
+    source's timezone) or ISO-8601; ConfigError (422) if malformed."""
+    if text is None or text == "":
+        return None
+    return parse_instant(text, tz, what=what)
+
+
+def entity_key(src: fl.Source, segment: str) -> str | list[str]:
+    """An entity key from its URL path segment. A single-field key is its value as it
+    is. A compound key is its values in key-field order separated by commas, a comma
+    or backslash inside a value escaped with a backslash (`08,0714`, `a\\,b,c`), or
+    the CLI's JSON array (`["08","0714"]`, URL-encoded)."""
+    if len(src.config.key) == 1 or segment.lstrip().startswith("["):
+        return segment
+    values: list[str] = []
+    current: list[str] = []
+    chars = iter(segment)
+    for ch in chars:
+        if ch == "\\":
+            current.append(next(chars, "\\"))
+        elif ch == ",":
+            values.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    values.append("".join(current))
+    if len(values) != len(src.config.key):
+        raise fl.ConfigError(
+            f"key {segment!r}: give {len(src.config.key)} comma-separated values, one per "
+            f"key field {list(src.config.key)} (escape a comma in a value as \\,)",
+            source=src.name,
+        )
+    return values

@@ -1,0 +1,33 @@
+"""Read endpoints of destinations: `/api/destinations` (the declarations),
+`/api/destinations/{name}` (outcomes, unresolved records with evidence, live lag,
+rebuild progress) and `/api/destinations/{name}/keys/{key}` (the guard's reason,
+as `sync-explain --json`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+import feedledger as fl
+from feedledger.api.destination_status import destination_status
+from feedledger.server.deps import JSONText, ledger
+
+router = APIRouter(prefix="/api", tags=["destinations"])
+
+
+@router.get("/destinations", response_class=JSONText, summary="Declared destinations")
+def destinations(led: fl.Ledger = Depends(ledger)) -> JSONText:
+    return JSONText([d.to_json() for d in led.destinations()])
+
+
+@router.get("/destinations/{name}", response_class=JSONText, summary="One destination")
+def destination(name: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
+    return JSONText(destination_status(led, name).to_json())
+
+
+@router.get(
+    "/destinations/{name}/keys/{key}",
+    response_class=JSONText,
+    summary="Why a key is what it is there (as `sync-explain --json`)",
+)
+def explain(name: str, key: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
+    return JSONText(led.destination(name).explain(key).to_json())

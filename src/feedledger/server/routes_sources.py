@@ -1,0 +1,115 @@
+"""Read endpoints of sources and entities: `/api/health`, `/api/sources`,
+`/api/sources/{source}`, an entity's `history` and `asof` (the CLI's `--json` shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+import feedledger as fl
+from feedledger.api.runs_page import runs_page
+from feedledger.server.deps import JSONText, entity_key, instant, ledger
+
+router = APIRouter(prefix="/api", tags=["sources"])
+
+LAST_RUNS = 20
+
+
+def declaration(src: fl.SourceConfig) -> dict[str, Any]:
+    """A source's declaration as `source list --json` prints it."""
+    data: dict[str, Any] = src.model_dump(mode="json")
+    data["key"] = list(src.key)
+    return data
+
+
+@router.get("/health", response_class=JSONText, summary="Per-source health (as `health --json`)")
+def health(
+    strict: bool = Query(False, description="Answer 503 when any source is stale."),
+    led: fl.Ledger = Depends(ledger),
+) -> JSONText:
+    report = led.health()
+    lags = [d.to_json() for d in led.destination_lag()]
+    stale = [h.source for h in report if h.stale]
+    body = {
+        "ok": not stale,
+        "stale": stale,
+        "sources": [h.to_json() for h in report],
+        "destinations": lags,
+    }
+    return JSONText(body, status_code=503 if strict and stale else 200)
+
+
+@router.get("/sources", response_class=JSONText, summary="Declared sources and their health")
+def sources(led: fl.Ledger = Depends(ledger)) -> JSONText:
+    """Each declaration (as `source list --json`) with its `health` (as `health --json`
+    reports the source)."""
+    health = {h.source: h.to_json() for h in led.health()}
+    items = [{**declaration(s), "health": health.get(s.name)} for s in led.sources(by_name=False)]
+    return JSONText(items)
+
+
+@router.get("/sources/{source}", response_class=JSONText, summary="One source")
+def source(source: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
+    """Declaration, watermark, cadence, freeze, gaps, health and its last runs."""
+    src = led.source(source)
+    found = led.health([source])
+    health = found[0].to_json() if found else None
+    body = {
+        "name": src.name,
+        "declaration": declaration(src.config),
+        "cadence": src.config.cadence,
+        "timezone": src.config.timezone,
+        "watermark": src.watermark().to_json(),
+        "frozen": bool(found and found[0].frozen),
+        "health": health,
+        "gaps": [g.to_json() for g in src.gaps()],
+        "runs": runs_page(led, source=source, limit=LAST_RUNS).to_json()["runs"],
+    }
+    return JSONText(body)
+
+
+@router.get(
+    "/sources/{source}/entities/{key}/history",
+    response_class=JSONText,
+    summary="An entity's versions (as `history --json`)",
+)
+def history(
+    source: str,
+    key: str,
+    known_at: str | None = Query(None, description="YYYY-MM-DD or ISO-8601"),
+    all: bool = Query(False, description="Include retracted versions."),
+    with_gaps: bool = Query(False, description="Interleave the source's gaps."),
+    led: fl.Ledger = Depends(ledger),
+) -> JSONText:
+    src = led.source(source)
+    known = instant(known_at, src.config.timezone, "known_at")
+    k = entity_key(src, key)
+    if with_gaps:
+        line = src.history_with_gaps(k, known_at=known, include_retracted=all)
+        items = [
+            {"type": "version" if isinstance(i, fl.Version) else "gap", **i.to_json()} for i in line
+        ]
+        return JSONText(items)
+    versions = src.history(k, known_at=known, include_retracted=all)
+    return JSONText([v.to_json() for v in versions])
+
+
+@router.get(
+    "/sources/{source}/entities/{key}/asof",
+    response_class=JSONText,
+    summary="What an entity was at a valid time (as `asof --json`)",
+)
+def asof(
+    source: str,
+    key: str,
+    valid: str = Query(..., description="Valid time: YYYY-MM-DD or ISO-8601"),
+    known_at: str | None = Query(None, description="Transaction time"),
+    led: fl.Ledger = Depends(ledger),
+) -> JSONText:
+    src = led.source(source)
+    tz = src.config.timezone
+    when = instant(valid, tz, "valid")
+    assert when is not None
+    answer = src.asof(entity_key(src, key), valid=when, known_at=instant(known_at, tz, "known_at"))
+    return JSONText(answer.to_json())

@@ -1,0 +1,93 @@
+"""Starting the server: uvicorn on a socket bound here (so `--port 0` works and the
+address is printed before the first request), or, with `--workers N`, uvicorn's
+supervisor over N processes each building the app from the environment
+(`app.app_from_env`). SIGTERM or Ctrl-C: uvicorn finishes the requests under way,
+the lifespan closes the ledger, and the process exits 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable
+
+import feedledger as fl
+from feedledger.server.app import CONFIG_ENV, TOKEN_ENV_ENV, create_app, tokens_from_env
+
+GRACE_S = 10  # how long requests under way may take to finish after SIGTERM
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """uvicorn re-raises the signal it shut down on once it has finished: by then the
+    shutdown was graceful, and the process ends with 0, not killed by the signal."""
+
+
+def serve(
+    *,
+    config: str | None,
+    host: str,
+    port: int,
+    token_env: str | None,
+    workers: int = 1,
+    root_path: str = "",
+    forwarded_allow_ips: str | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Run until SIGTERM/SIGINT. `announce` hears the URL once the socket is bound."""
+    import uvicorn
+
+    tokens = tokens_from_env(token_env)
+    mode = f"writes with the tokens in ${token_env}" if tokens else "read-only"
+    say = announce or (lambda text: print(text, flush=True))
+    common = {
+        "root_path": root_path,
+        "proxy_headers": forwarded_allow_ips is not None,
+        "forwarded_allow_ips": forwarded_allow_ips,
+        "timeout_graceful_shutdown": GRACE_S,
+        "log_level": "info",
+        "access_log": False,
+    }
+    signal.signal(signal.SIGTERM, _ignore)
+    signal.signal(signal.SIGINT, _ignore)
+    if workers > 1:
+        os.environ[CONFIG_ENV] = config or ""
+        os.environ[TOKEN_ENV_ENV] = token_env or ""
+        say(f"feedledger serve: http://{_show(host)}:{port}/ ({workers} workers, {mode})")
+        uvicorn.run(
+            "feedledger.server.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            **common,  # type: ignore[arg-type]
+        )
+        return
+    from feedledger.api.ledger import open_config
+
+    with open_config(config) as probe:  # refuse a bad workspace before binding
+        probe.sources()
+    app = create_app(lambda: open_config(config), tokens)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, **common))  # type: ignore[arg-type]
+    say(f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})")
+    server.run(sockets=[sock])
+    sys.stdout.flush()
+
+
+def _show(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise fl.ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
