@@ -1,0 +1,54 @@
+"""A source's applications over a window of publisher time, retracted ones included,
+each with its run's kind and status: what the dashboard's publication calendar draws
+(api/calendar.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from feedledger.ledger.schema import applications, runs
+from feedledger.ledger.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedPayload:
+    payload_id: str
+    run_id: str
+    kind: str  # the run's kind (live, backfill, replay, ...)
+    status: str  # the run's status (succeeded, held, retracted, ...)
+    published_at: int
+    recorded_at: int
+    retracted_at: int | None
+
+
+def applied_payloads(store: Store, source: str, start: int, end: int) -> list[AppliedPayload]:
+    """Every application of `source` whose publisher instant is in [start, end], in
+    commit order (a payload applied, retracted and applied again appears twice)."""
+    stmt = (
+        select(
+            applications.c.payload_id,
+            applications.c.run_id,
+            runs.c.kind,
+            runs.c.status,
+            applications.c.published_at,
+            applications.c.recorded_at,
+            applications.c.retracted_at,
+        )
+        .join(runs, runs.c.run_id == applications.c.run_id)
+        .where(
+            applications.c.source == source,
+            applications.c.published_at >= start,
+            applications.c.published_at <= end,
+        )
+        .order_by(applications.c.txn_seq)
+    )
+    with store.engine.connect() as conn:
+        return [
+            AppliedPayload(
+                r.payload_id, r.run_id, r.kind, r.status, r.published_at, r.recorded_at,
+                r.retracted_at,
+            )
+            for r in conn.execute(stmt)
+        ]  # fmt: skip

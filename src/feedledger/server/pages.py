@@ -1,0 +1,115 @@
+"""The dashboard's pages: stable URLs a user can paste into a ticket, each an HTML shell
+(server/static/shell.html) naming its page and parameters, rendered in the browser by
+the page's ES module (server/static/js/) over the JSON API. Every asset ships in the
+package (no CDN, no build step). Also the two JSON answers only the dashboard needs:
+whether writes are enabled, and a source's publication calendar."""
+
+from __future__ import annotations
+
+import html
+from datetime import date
+from functools import cache
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+import feedledger as fl
+from feedledger.api.calendar import calendar
+from feedledger.server.deps import JSONText, ledger
+
+router = APIRouter()
+
+STATIC = Path(__file__).parent / "static"
+TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".html": "text/html; charset=utf-8",
+}
+# Only the package's own files run or load: no inline script, no other origin.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-cache",
+}
+
+
+@cache
+def _shell() -> str:
+    return (STATIC / "shell.html").read_text(encoding="utf-8")
+
+
+def page(which: str, title: str, **params: str) -> HTMLResponse:
+    """The shell of page `which`, its parameters as `data-*` attributes (escaped)."""
+    data = {"page": which, **params}
+    attrs = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in data.items())
+    text = _shell().replace("{title}", html.escape(title)).replace("{data}", attrs)
+    return HTMLResponse(text, headers=HEADERS)
+
+
+@router.get("/", include_in_schema=False)
+def board() -> HTMLResponse:
+    return page("board", "Sources")
+
+
+@router.get("/sources/{source}", include_in_schema=False)
+def source_page(source: str) -> HTMLResponse:
+    return page("source", f"Source {source}", source=source)
+
+
+@router.get("/sources/{source}/entities/{key:path}", include_in_schema=False)
+def entity_page(source: str, key: str) -> HTMLResponse:
+    return page("entity", f"{source} · {key}", source=source, key=key)
+
+
+@router.get("/runs/{run_id}", include_in_schema=False)
+def run_page(run_id: str) -> HTMLResponse:
+    return page("run", f"Run {run_id[:8]}", run=run_id)
+
+
+@router.get("/destinations/{name}", include_in_schema=False)
+def destination_page(name: str) -> HTMLResponse:
+    return page("destination", f"Destination {name}", name=name)
+
+
+@router.get("/review", include_in_schema=False)
+def review_page() -> HTMLResponse:
+    return page("review", "Review held bursts")
+
+
+@router.get("/static/{path:path}", include_in_schema=False)
+def static(path: str) -> Response:
+    """A file of server/static/ (nothing outside it, no hidden file)."""
+    target = (STATIC / path).resolve()
+    known = target.suffix in TYPES and target.is_file() and STATIC.resolve() in target.parents
+    if not known or any(part.startswith(".") for part in Path(path).parts):
+        return Response("not found", status_code=404, media_type="text/plain")
+    return FileResponse(target, media_type=TYPES[target.suffix], headers=HEADERS)
+
+
+@router.get("/api/dashboard", response_class=JSONText, tags=["dashboard"])
+def dashboard(request: Request) -> JSONText:
+    """What the dashboard shows: `writes` is true when a write token is configured
+    (the review page then offers release / retract)."""
+    return JSONText({"writes": bool(getattr(request.app.state, "tokens", None))})
+
+
+@router.get("/api/sources/{source}/calendar", response_class=JSONText, tags=["dashboard"])
+def source_calendar(
+    source: str,
+    start: date | None = Query(None, alias="from", description="First day (YYYY-MM-DD)."),
+    end: date | None = Query(None, alias="to", description="Last day (YYYY-MM-DD)."),
+    led: fl.Ledger = Depends(ledger),
+) -> JSONText:
+    """One cell per expected publication day (and per day a publication arrived on
+    outside the cadence): `live`, `backfill`, `held`, `retracted`, `gap`, `late`,
+    `waiting` or `missed`, with the run that applied it; at most a year and a day
+    (default: from the source's first publication or gap to today)."""
+    return JSONText(calendar(led, source, start, end).to_json())

@@ -1,0 +1,105 @@
+// Source: its facts, the publication calendar (one cell per expected publication day,
+// each linked to its run), gaps and the runs list.
+import { getJSON, seg } from "./api.js";
+import { badge, sourceStatus } from "./board.js";
+import { facts, h, main, runLink, section, setTitle, table, timeEl } from "./dom.js";
+
+const STATES = {
+  live: "applied live",
+  backfill: "applied by backfill",
+  held: "held for review",
+  retracted: "retracted",
+  gap: "gap: not observed",
+  late: "late: archived after newer data, never applied",
+  waiting: "archived, waiting to be applied",
+  missed: "missed: nothing archived",
+};
+
+function cell(day) {
+  const label = `${day.day}: ${STATES[day.state]}${day.expected ? "" : " (not on the cadence)"}${day.gap_reason ? ` (${day.gap_reason})` : ""}`;
+  const attrs = {
+    class: `cal-cell ${day.state}${day.expected ? "" : " unexpected"}`,
+    title: label,
+    "aria-label": label,
+    dataset: { day: day.day, state: day.state, run: day.run_id || "" },
+  };
+  const text = String(Number(day.day.slice(8, 10)));
+  return day.run_id ? h("a", { ...attrs, href: `/runs/${seg(day.run_id)}` }, text) : h("span", { ...attrs, role: "img" }, text);
+}
+
+export function calendarView(cal) {
+  const out = h("div", { class: "calendar", id: "calendar" });
+  let month = "";
+  for (const day of cal.days) {
+    if (day.day.slice(0, 7) !== month) {
+      month = day.day.slice(0, 7);
+      out.append(h("div", { class: "month" }, month));
+    }
+    out.append(cell(day));
+  }
+  const counts = {};
+  for (const day of cal.days) counts[day.state] = (counts[day.state] || 0) + 1;
+  const legend = h(
+    "ul",
+    { class: "legend", "aria-label": "Legend" },
+    Object.entries(STATES).map(([state, text]) => h("li", {}, h("span", { class: `cal-cell ${state}`, "aria-hidden": "true" }), `${text} (${counts[state] || 0})`)),
+  );
+  return [legend, out];
+}
+
+export async function render(params) {
+  const name = params.source;
+  setTitle(`Source ${name}`);
+  const [src, cal] = await Promise.all([
+    getJSON(`/api/sources/${seg(name)}`),
+    getJSON(`/api/sources/${seg(name)}/calendar`),
+  ]);
+  const health = src.health || {};
+  const decl = src.declaration || {};
+  main().append(
+    facts([
+      ["status", health.source ? badge(sourceStatus(health)) : "—"],
+      ["key", (decl.key || []).join(", ")],
+      ["format / kind", `${decl.format || "?"} / ${decl.kind || "?"}`],
+      ["cadence / timezone", `${src.cadence} / ${src.timezone}`],
+      ["watermark", src.watermark && src.watermark.published_at ? timeEl(src.watermark.published_at) : "nothing applied"],
+      ["last fetch", timeEl(health.last_successful_fetch)],
+      ["publications missed", String(health.missed_publications ?? 0)],
+      ["frozen", src.frozen ? `yes${decl.freeze_reason ? `: ${decl.freeze_reason}` : ""}` : "no"],
+      ["JSON", h("a", { href: `/api/sources/${seg(name)}` }, `/api/sources/${name}`)],
+    ]),
+    section(`Publication calendar ${cal.start} to ${cal.end}`, calendarView(cal)),
+    section(
+      "Gaps (not observed)",
+      src.gaps.length
+        ? table(
+            [
+              { label: "from", cell: (g) => timeEl(g.start_at || g.start) },
+              { label: "to (exclusive)", cell: (g) => timeEl(g.end_at || g.end) },
+              { label: "reason", cell: (g) => g.reason },
+              { label: "run", cell: (g) => runLink(g.run_id) },
+            ],
+            src.gaps,
+            { id: "gaps" },
+          )
+        : h("p", { class: "muted" }, "No gaps."),
+    ),
+    section(
+      "Runs (newest first)",
+      table(
+        [
+          { label: "run", cell: (r) => runLink(r.run_id) },
+          { label: "kind", cell: (r) => r.kind },
+          { label: "status", cell: (r) => (["held", "retracted", "failed"].includes(r.status) ? badge(r.status) : r.status) },
+          { label: "started", cell: (r) => timeEl(r.started_at) },
+          { label: "payloads", num: true, cell: (r) => String(r.payloads) },
+          { label: "changes", num: true, cell: (r) => String(r.changes) },
+          { label: "error", cell: (r) => r.error || "" },
+        ],
+        src.runs,
+        { id: "runs" },
+      ),
+      h("p", {}, h("a", { href: `/api/runs?source=${seg(name)}` }, "all runs (JSON, paged)")),
+    ),
+  );
+}
