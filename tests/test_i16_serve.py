@@ -1,0 +1,95 @@
+"""`feedledger serve` as a real process (issue 16): it binds a free 127.0.0.1 port
+(`--port 0`, the URL printed), answers /api/health, streams a snapshot, takes a write
+with the token of `--token-env`, and exits 0 on SIGTERM after closing the ledger."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+import feedledger as fl
+from feedledger.config import Workspace
+from helpers import migrate
+
+
+def _workspace(tmp_path: Path) -> Workspace:
+    ws = Workspace.create(tmp_path / "ws", store_url=f"sqlite:///{tmp_path / 'l.db'}", archive=None)
+    migrate(ws.store_url)
+    with fl.open(ws.config_path) as led:
+        src = led.add_source("s", key=["id"], timezone="UTC")
+        body = "id,v\n" + "".join(f"{i},v{i}\n" for i in range(5000))
+        src.ingest(body.encode(), published_at="2026-08-01", name="s.csv")
+    return ws
+
+
+def _start(ws: Workspace, *args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feedledger", "--config", str(ws.config_path), "serve",
+         "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    if found is None:
+        proc.kill()
+        raise AssertionError(f"no URL announced: {line!r} {proc.communicate()}")
+    return proc, f"http://127.0.0.1:{found.group(1)}"
+
+
+def _wait(url: str) -> httpx.Response:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return httpx.get(url + "/api/health", timeout=5)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_serve_answers_then_exits_0_on_sigterm(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    proc, url = _start(ws, "--token-env", "FL_TEST_TOKENS", env={"FL_TEST_TOKENS": "ops:t0ken"})
+    try:
+        health = _wait(url)
+        assert health.status_code == 200 and health.json()["sources"][0]["source"] == "s"
+        with httpx.stream("GET", url + "/api/sources/s/snapshot?valid=2026-08-02&format=jsonl",
+                          timeout=30) as r:  # fmt: skip
+            assert r.status_code == 200
+            rows = sum(chunk.count(b"\n") for chunk in r.iter_bytes())
+        assert rows == 5000
+        refused = httpx.post(url + "/api/sources/s/freeze", timeout=5)
+        assert refused.status_code == 401
+        done = httpx.post(url + "/api/sources/s/freeze", headers={"Authorization": "Bearer t0ken"},
+                          timeout=10)  # fmt: skip
+        assert done.status_code == 200 and done.json()["audit"]["actor"] == "ops"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "t0ken" not in out + err
+
+
+def test_serve_is_read_only_without_the_variable(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "FL_TEST_UNSET"}
+    proc, url = _start(ws, "--token-env", "FL_TEST_UNSET", env=env)
+    try:
+        _wait(url)
+        r = httpx.post(url + "/api/sources/s/freeze", headers={"Authorization": "Bearer x"})
+        assert r.status_code == 403
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
