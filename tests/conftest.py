@@ -7,6 +7,7 @@ one clear line.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -14,11 +15,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer.main
+import typer.testing
 
 from feedledger import config
 from feedledger.config import Workspace
 from feedledger.model.source import SourceConfig
 from helpers import BACKENDS, PG_ENV, PG_SKIP, Cli, MakeSource, migrate, pg_schema_url
+
+# -- the CLI's click command tree, built once per process ---------------------------------
+#
+# typer's CliRunner.invoke rebuilds the click command tree of the app on every call
+# (typer.main.get_command inspects every command's signature and evaluates its string
+# annotations: ~40 ms, more than many a command itself, thousands of times a run). The
+# tree depends only on the app object, and a real `feedledger` process builds it once:
+# so do the tests, per app and process.
+typer.testing._get_command = functools.cache(typer.main.get_command)  # type: ignore[attr-defined]
+
 
 # -- pytest-xdist workers see the terminal size pytest was started with -----------------
 #
