@@ -51,17 +51,22 @@ def serve(
     signal.signal(signal.SIGTERM, _ignore)
     signal.signal(signal.SIGINT, _ignore)
     if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
         os.environ[CONFIG_ENV] = config or ""
         os.environ[TOKEN_ENV_ENV] = token_env or ""
-        say(f"feedledger serve: http://{_show(host)}:{port}/ ({workers} workers, {mode})")
-        uvicorn.run(
+        sock = _bind(host, port)
+        bound = sock.getsockname()[1]
+        settings = uvicorn.Config(
             "feedledger.server.app:app_from_env",
             factory=True,
             host=host,
-            port=port,
+            port=bound,
             workers=workers,
             **common,  # type: ignore[arg-type]
         )
+        say(f"feedledger serve: http://{_show(host)}:{bound}/ ({workers} workers, {mode})")
+        Multiprocess(settings, sockets=[sock]).run()
         return
     from feedledger.api.ledger import open_config
 
@@ -82,8 +87,12 @@ def _show(host: str) -> str:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP
+    # (proto 0 left Nagle on: each answer, written as head then body, waited ~40 ms for
+    # the client's delayed ACK)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted ones
     try:
         sock.bind((host, port))
     except OSError as exc:

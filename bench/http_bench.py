@@ -1,0 +1,248 @@
+"""HTTP API benchmark (`feedledger serve`, issue 16): `asof` and `history` latency at
+20 concurrent clients, and a streamed snapshot's rows/s and server RSS growth.
+
+    .venv/bin/python bench/http_bench.py [--n 100000] [--days 3] [--clients 20]
+                                         [--requests 4000] [--postgres URL]
+
+A ledger of `--n` parcels x `--days` daily snapshots (bench/gen_parcels.py) is built
+once per (n, days, backend) under bench/.work/http-* and reused; `feedledger serve
+--port 0` runs it in its own process. Measured:
+
+- latency: `--clients` threads, each with its own keep-alive httpx client, send
+  `--requests` requests in all, alternating `asof?valid=<a random day>` and `history`
+  of random parcels; p50/p90/p99 in ms of each kind;
+- snapshot: `/snapshot?format=jsonl` and `format=csv` of the last day, read to the end
+  by one client: rows/s, and the server's RSS (psutil, sampled every 20 ms) growth
+  over its RSS before the request.
+
+Prints a Markdown table and writes bench/results/http-latest.json. Targets (issue 16,
+on 1M x 10): p50 <= 15 ms, p99 <= 60 ms; >= 200k rows/s; RSS growth <= 100 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import gen_parcels  # noqa: E402
+from resultfiles import save_results  # noqa: E402
+
+
+def build(n: int, days: int, postgres: str | None) -> Path:
+    """The workspace (built once per n, days and backend)."""
+    import feedledger as fl
+
+    tag = "pg" if postgres else "sqlite"
+    root = ROOT / "bench" / ".work" / f"http-{tag}-{n}-{days}"
+    done = root / "BUILT"
+    if done.exists():
+        return root
+    files = gen_parcels.generate(n=n, days=days)
+    if root.exists():
+        import shutil
+
+        shutil.rmtree(root)
+    t0 = time.perf_counter()
+    led = fl.init(root, store=postgres) if postgres else fl.init(root)
+    with led:
+        src = led.add_source("parcels", key=["parcel_id"], timezone="UTC", hold_factor=1e9)
+        for f in files:
+            src.ingest(f.path, published_at=f.published_at)
+            print(f"built {f.path.name} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    done.write_text(json.dumps({"build_s": round(time.perf_counter() - t0, 1)}))
+    return root
+
+
+def keys_of(n: int, days: int) -> list[str]:
+    first = gen_parcels.generate(n=n, days=days, log=False)[0].path
+    with first.open() as fh:
+        fh.readline()
+        return [line.split(",", 1)[0] for line in fh]
+
+
+def start(root: Path) -> tuple[subprocess.Popen[str], str]:
+    exe = str(Path(sys.executable).with_name("feedledger"))
+    proc = subprocess.Popen(
+        [exe, "--config", str(root / "feedledger.toml"), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(r"(http://[\d.]+:\d+)/", line)
+    if not found:
+        proc.kill()
+        raise SystemExit(f"serve did not announce its URL: {line!r}")
+    url = found.group(1)
+    for _ in range(600):
+        try:
+            httpx.get(url + "/api/health", timeout=5)
+            break
+        except httpx.TransportError:
+            time.sleep(0.05)
+    return proc, url
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def latency(url: str, keys: list[str], days: int, clients: int, total: int) -> dict[str, Any]:
+    per: dict[str, list[float]] = {"asof": [], "history": []}
+    errors = [0]
+    lock = threading.Lock()
+    each = total // clients
+
+    def work(seed: int) -> None:
+        rnd = random.Random(seed)
+        got: dict[str, list[float]] = {"asof": [], "history": []}
+        with httpx.Client(base_url=url, timeout=30) as c:
+            c.get("/api/health")  # connection up
+            for i in range(each):
+                key = rnd.choice(keys)
+                if i % 2:
+                    kind, path = "history", f"/api/sources/parcels/entities/{key}/history"
+                else:
+                    day = 1 + rnd.randrange(days)
+                    kind = "asof"
+                    path = f"/api/sources/parcels/entities/{key}/asof?valid=2026-08-{day:02d}"
+                t = time.perf_counter()
+                r = c.get(path)
+                ms = (time.perf_counter() - t) * 1000
+                got[kind].append(ms)
+                if r.status_code != 200:
+                    with lock:
+                        errors[0] += 1
+        with lock:
+            for k, v in got.items():
+                per[k] += v
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    done = each * clients
+    out: dict[str, Any] = {"requests": done, "wall_s": round(wall, 2)}
+    out |= {"req_per_s": round(done / wall, 1), "errors": errors[0]}
+    for k, v in per.items():
+        out[k] = {q: round(pct(v, p), 2) for q, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
+        out[k]["mean"] = round(statistics.fmean(v), 2)
+    return out
+
+
+def snapshot(url: str, pid: int, fmt: str, day: str) -> dict[str, Any]:
+    proc = psutil.Process(pid)
+    before = proc.memory_info().rss
+    peak = [before]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                peak[0] = max(peak[0], proc.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    rows = 0
+    size = 0
+    t0 = time.perf_counter()
+    path = f"/api/sources/parcels/snapshot?valid={day}&format={fmt}"
+    with httpx.stream("GET", url + path, timeout=600) as r:
+        r.raise_for_status()
+        for chunk in r.iter_bytes():
+            rows += chunk.count(b"\n")
+            size += len(chunk)
+    wall = time.perf_counter() - t0
+    stop.set()
+    sampler.join()
+    rows -= 1 if fmt == "csv" else 0  # the header
+    return {
+        "format": fmt,
+        "rows": rows,
+        "bytes": size,
+        "wall_s": round(wall, 2),
+        "rows_per_s": round(rows / wall),
+        "rss_before_mib": round(before / 2**20, 1),
+        "rss_growth_mib": round((peak[0] - before) / 2**20, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--days", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=20)
+    ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--postgres", default=None, help="a PostgreSQL store URL (default SQLite)")
+    args = ap.parse_args(argv)
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    load_start = os.getloadavg()
+    root = build(args.n, args.days, args.postgres)
+    keys = keys_of(args.n, args.days)
+    proc, url = start(root)
+    try:
+        lat = latency(url, keys, args.days, args.clients, args.requests)
+        last = gen_parcels.FIRST_DAY.toordinal() + args.days  # the day after the last
+        from datetime import date
+
+        day = date.fromordinal(last).isoformat()
+        snaps = [snapshot(url, proc.pid, fmt, day) for fmt in ("jsonl", "csv")]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    result = {
+        "bench": "http",
+        "git_rev": rev,
+        "backend": "postgresql" if args.postgres else "sqlite",
+        "n": args.n,
+        "days": args.days,
+        "clients": args.clients,
+        "cpus": os.cpu_count(),
+        "load_start": [round(x, 2) for x in load_start],
+        "load_end": [round(x, 2) for x in os.getloadavg()],
+        "latency": lat,
+        "snapshot": snaps,
+        "server_exit": proc.returncode,
+    }
+    load = f"load {result['load_start'][0]} -> {result['load_end'][0]}"
+    print(f"| {result['backend']} n={args.n:,} x {args.days} days, {args.clients} clients "
+          f"({load}) | p50 ms | p99 ms |")  # fmt: skip
+    print("|---|---|---|")
+    for k in ("asof", "history"):
+        print(f"| {k} | {lat[k]['p50']} | {lat[k]['p99']} |")
+    for s in snaps:
+        print(f"| snapshot {s['format']}: {s['rows']:,} rows | {s['rows_per_s']:,} rows/s | "
+              f"RSS +{s['rss_growth_mib']} MiB |")  # fmt: skip
+    tag = "http" if not args.postgres else "http-pg"
+    save_results(ROOT / "bench" / "results", tag, json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
