@@ -2,7 +2,7 @@
 // rebuild progress and the last reconcile's findings; a key's guard reason on demand.
 import { getJSON, seg } from "./api.js";
 import { lagText } from "./board.js";
-import { cards, entityLink, facts, h, main, section, setTitle, table, timeEl } from "./dom.js";
+import { entityLink, facts, h, main, section, setTitle, table, timeEl } from "./dom.js";
 
 const pretty = (value) => h("pre", { class: "attrs" }, JSON.stringify(value, null, 2));
 
@@ -29,15 +29,27 @@ export async function render(params) {
   const name = params.name;
   setTitle(`Destination ${name}`);
   const d = await getJSON(`/api/destinations/${seg(name)}`);
-  const source = d.source || (d.destination && d.destination.source);
-  const outcomes = d.outcomes || d.outcome_counts || {};
+  const source = d.source;
+  const scopes = Object.entries(d.outcomes || {});
+  const verdicts = [...new Set(scopes.flatMap(([, counts]) => Object.keys(counts)))].sort();
   main().append(
     facts([
       ["source", source ? h("a", { href: `/sources/${seg(source)}` }, source) : "—"],
-      ["live lag", d.lag || d.live_lag ? lagText(d.lag || d.live_lag) : "—"],
+      ["table", (d.declaration && d.declaration.table) || "—"],
+      ["live lag", d.lag ? lagText(d.lag) : "no live route yet"],
+      ["oldest undelivered change", d.lag && d.lag.oldest_pending_at ? timeEl(d.lag.oldest_pending_at) : "—"],
       ["JSON", h("a", { href: `/api/destinations/${seg(name)}` }, `/api/destinations/${name}`)],
     ]),
-    section("Outcomes", Object.keys(outcomes).length ? cards(Object.entries(outcomes)) : h("p", { class: "muted" }, "No verdicts yet.")),
+    section(
+      "Outcomes",
+      scopes.length && verdicts.length
+        ? table(
+            [{ label: "route", cell: ([scope]) => scope }, ...verdicts.map((v) => ({ label: v, num: true, cell: ([, counts]) => String(counts[v] || 0) }))],
+            scopes,
+            { id: "outcomes" },
+          )
+        : h("p", { class: "muted" }, "No verdicts yet."),
+    ),
   );
   const unresolved = d.unresolved || [];
   main().append(
@@ -47,18 +59,22 @@ export async function render(params) {
         ? table(
             [
               { label: "key", cell: (u) => (source ? entityLink(source, u.key) : String(u.key)) },
-              { label: "route", cell: (u) => u.route || "" },
-              { label: "when", cell: (u) => timeEl(u.at || u.decided_at) },
+              { label: "route", cell: (u) => u.scope || "" },
+              { label: "revision", cell: (u) => String(u.revision ?? "") },
+              { label: "generation", cell: (u) => String(u.generation ?? "") },
               { label: "reason", cell: (u) => u.reason || "" },
-              { label: "evidence", cls: "attrs", cell: (u) => JSON.stringify(u.evidence ?? u) },
+              { label: "evidence", cls: "attrs", cell: (u) => JSON.stringify(u.evidence ?? null) },
             ],
             unresolved,
             { id: "unresolved" },
           )
         : h("p", { class: "muted" }, "No unresolved records."),
     ),
-    section("Rebuild progress", generic(d.rebuild ?? d.rebuilds ?? null)),
-    section("Last reconcile", generic(d.reconcile ?? d.last_reconcile ?? null)),
+    section("Rebuild progress (attempted vs acknowledged)", generic(d.rebuilds && d.rebuilds.length ? d.rebuilds : null)),
+    section(
+      "Last reconcile",
+      d.last_reconcile ? generic(d.last_reconcile) : h("p", { class: "muted" }, "No reconcile report is kept: `feedledger reconcile DEST --manifest NAME` shows one."),
+    ),
   );
   const out = h("div", {});
   const input = h("input", { type: "text", id: "guard-key", name: "key", placeholder: "a key" });

@@ -37,10 +37,14 @@ export async function render(params, server) {
     if (action === "retract" && !confirm(`Retract run ${run.run_id.slice(0, 8)} of ${run.source}? Its versions are retracted and its notifications never go out.`)) return;
     button.disabled = true;
     try {
-      const done = await postJSON(`/api/runs/${seg(run.run_id)}/review`, { action });
-      result.className = "ok";
-      result.textContent = `Run ${run.run_id.slice(0, 8)} ${done.action || action}${done.notifications ? `: ${done.notifications} notifications released` : ""}${done.notifications_cancelled ? `: ${done.notifications_cancelled} notifications cancelled` : ""}.`;
+      const answer = await postJSON(`/api/runs/${seg(run.run_id)}/review`, { action });
+      const done = answer.result || answer;
+      const who = answer.audit ? ` (recorded: ${answer.audit.actor}, ${answer.audit.at})` : "";
+      const sent = done.notifications ? `, ${done.notifications} notifications sent on` : "";
+      const cancelled = done.notifications_cancelled ? `, ${done.notifications_cancelled} notifications cancelled` : "";
       await refresh();
+      result.className = "ok";
+      result.textContent = `Run ${run.run_id.slice(0, 8)} ${done.action || action}${sent}${cancelled}${who}.`;
     } catch (error) {
       result.className = "error";
       result.textContent = error.status === 401 ? `Refused: ${error.message}. Enter a valid token above.` : error.message;

@@ -1,0 +1,293 @@
+"""The dashboard in a real Chromium (issue 16): Debian's `chromium` driven by Playwright
+over `feedledger serve` on a free 127.0.0.1 port, the workspace built by the demo plus a
+gap, a backfill, a destination and a burst held for review. Each page opens without a
+console error (screenshots under tests/artefacts/dashboard/), the entity timeline has
+one rectangle per version of `history --all --json`, the calendar's cells agree with
+`gaps --json` and `runs --json`, and a held run released on the review page reaches a
+webhook receiver. One browser and one server for the module; SQLite (the API tests run
+both backends)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import feedledger as fl
+from browser_support import (
+    ARTEFACTS,
+    SKIP_NO_CHROMIUM,
+    Receiver,
+    Served,
+    chromium,
+    cli,
+    cli_json,
+    serve,
+    webhook_receiver,
+)
+from feedledger.model.jsonout import dumps
+
+CHROMIUM = chromium()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=SKIP_NO_CHROMIUM)
+
+TOKEN_ENV = "FEEDLEDGER_TEST_DASHBOARD_TOKENS"
+TOKEN = "t0ken-for-the-browser"
+LABEL = "ops"
+PARCEL = "0714-22-1"
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    folder = Path(os.environ.get("FEEDLEDGER_TEST_ARTEFACTS") or ARTEFACTS) / "dashboard"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _csv(rows: dict[int, str]) -> bytes:
+    return ("id,v\n" + "".join(f"{i},{rows.get(i, 'a')}\n" for i in range(30))).encode()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The demo workspace plus: a gap and a backfill on `larimer`, a destination over it,
+    and a `permits` source whose fourth run is a burst held for review, its subscriber a
+    webhook receiver."""
+    from feedledger.api.demo import build_demo
+
+    root = tmp_path_factory.mktemp("dashboard")
+    demo = build_demo(root / "ws")
+    config = demo.workspace / "feedledger.toml"
+    with webhook_receiver() as receiver, fl.open(demo.workspace) as led:
+        larimer = led.source("larimer")
+        larimer.add_gap(date(2026, 8, 20), date(2026, 8, 22), "county portal down")
+        last = demo.files[-1].read_bytes().replace(b"Hughes, A.", b"Hughes, B.")
+        larimer.archive_add(last, published_at=date(2026, 8, 19), name="larimer_2026-08-19.csv")
+        backfill = larimer.backfill(date(2026, 8, 18), date(2026, 8, 19), fetch=False)
+        wrong = larimer.ingest(last.replace(b"MU-3", b"MU-9"), published_at=date(2026, 8, 23))
+        led.retract(str(wrong.run_id))  # the parcel's MU-9 version: retracted, hatched
+        led.add_destination("search", source="larimer", table="parcels", sqlite=root / "dest.db")
+        led.destination("search").sync_live(once=True)
+        led.add_source(
+            "permits", key=["id"], timezone="UTC", cadence="daily",
+            hold_factor=5, hold_min_changes=10,
+        )  # fmt: skip
+        led.notify.add_subscriber("hook", webhook=receiver.url, sources=["permits"])
+        permits = led.source("permits")
+        for day, rows in ((1, {}), (2, {0: "b"}), (3, {0: "b", 1: "c"})):
+            permits.ingest(_csv(rows), published_at=date(2026, 8, day))
+        burst = permits.ingest(_csv({i: "z" for i in range(30)}), published_at=date(2026, 8, 4))
+        assert burst.held_for_review
+        led.notify.dispatch(once=True)
+        assert receiver.bodies and not receiver.mentioning(str(burst.run_id))
+        env = {TOKEN_ENV: f"{LABEL}:{TOKEN}"}
+        with serve(config, TOKEN_ENV, env) as server:
+            yield {
+                "config": config,
+                "server": server,
+                "receiver": receiver,
+                "led": led,
+                "burst": burst.run_id,
+                "backfill": backfill.run_id,  # type: ignore[union-attr]
+                "retracted": wrong.run_id,
+            }
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM)
+        yield b
+        b.close()
+
+
+class Page:
+    """A browser page that records console errors and uncaught exceptions."""
+
+    def __init__(self, browser: Any, server: Served, shots: Path) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.server = server
+        self.shots = shots
+
+    def open(self, path: str, shot: str | None = None) -> Any:
+        self.page.goto(self.server.url + path)
+        self.page.wait_for_selector("body[data-ready=true]", timeout=15_000)
+        status = self.page.locator("#status")
+        assert status.is_hidden() or status.inner_text() == "", status.inner_text()
+        if shot:
+            self.page.screenshot(path=str(self.shots / f"{shot}.png"), full_page=True)
+        return self.page
+
+
+@pytest.fixture
+def page(world: dict[str, Any], browser: Any, shots: Path) -> Iterator[Page]:
+    # the world first: the demo serves its FeatureServer with asyncio, which cannot run
+    # inside Playwright's sync event loop
+    p = Page(browser, world["server"], shots)
+    yield p
+    p.page.close()
+
+
+def test_every_page_opens_without_console_errors(page: Page, world: dict[str, Any]) -> None:
+    runs = [r.to_json() for r in world["led"].runs("larimer")]
+    pages = {
+        "board": "/",
+        "source": "/sources/larimer",
+        "source-zoning": "/sources/zoning",
+        "entity": f"/sources/larimer/entities/{PARCEL}",
+        "entity-geo": f"/sources/zoning/entities/{PARCEL}",
+        "run": f"/runs/{runs[1]['run_id']}",
+        "run-backfill": f"/runs/{world['backfill']}",
+        "destination": "/destinations/search",
+        "review": "/review",
+    }
+    for shot, path in pages.items():
+        page.open(path, shot)
+        assert page.errors == [], (path, page.errors)
+    assert (page.shots / "board.png").stat().st_size > 0
+
+
+def test_board_lists_every_source_stale_first(page: Page, world: dict[str, Any]) -> None:
+    p = page.open("/")
+    health = [h.to_json() for h in world["led"].health()]  # what `health --json` prints
+    names = p.locator("#board tbody tr td:first-child").all_inner_texts()
+    assert sorted(names) == sorted(s["source"] for s in health)
+    stale = {s["source"] for s in health if s["stale"]}
+    assert names[: len(stale)] == [n for n in names if n in stale]
+    row = p.locator("#board tbody tr", has_text="permits")
+    assert "held" in row.inner_text()  # a run held for review
+    assert p.locator("#nav-review").is_visible()  # a token is configured
+
+
+def test_timeline_has_one_rectangle_per_version(page: Page, world: dict[str, Any]) -> None:
+    led: fl.Ledger = world["led"]
+    for source in ("larimer", "zoning"):
+        if source == "larimer":  # the CLI itself once; the API's to_json() is its --json
+            history = cli_json(world["config"], "history", source, PARCEL, "--all")
+        else:
+            found = led.source(source).history(PARCEL, include_retracted=True)
+            history = json.loads(dumps([v.to_json() for v in found]))
+        p = page.open(f"/sources/{source}/entities/{PARCEL}")
+        rects = p.locator("#timeline rect.version")
+        assert rects.count() == len(history)
+        ids = rects.evaluate_all("rs => rs.map(r => r.dataset.versionId)")
+        assert ids == [str(i + 1) for i in range(len(history))]
+        retracted = sum(1 for v in history if v["retracted_at"])
+        assert p.locator("#timeline rect.version.retracted").count() == retracted
+        assert p.locator("#history tbody tr").count() == len(history)
+        # full attribute values, not cut: each version's every value is in its row
+        for i, version in enumerate(history):
+            row = p.locator(f"#version-{i + 1}").inner_text()
+            for value in (version["attributes"] or {}).values():
+                assert str(value) in row
+        if source == "larimer":
+            assert retracted == 1  # the retracted run's MU-9
+            gaps = led.source(source).gaps()
+            assert p.locator("#timeline rect.gap").count() == len(gaps) > 0
+        else:  # the GIS source draws each version's geometry
+            assert p.locator("#geometries svg.geometry").count() == len(history)
+            assert p.locator("#geometries svg.geometry path").count() >= len(history)
+    assert page.errors == []
+
+
+def test_calendar_cells_agree_with_gaps_and_runs(page: Page, world: dict[str, Any]) -> None:
+    larimer = world["led"].source("larimer")
+    runs = {r.run_id: r.to_json() for r in world["led"].runs("larimer")}
+    gaps = [g.to_json() for g in larimer.gaps()]
+    archived = [a.to_json() for a in larimer.archive_list()]
+    p = page.open("/sources/larimer")
+    cells = p.locator("#calendar .cal-cell").evaluate_all(
+        "cs => cs.map(c => ({day: c.dataset.day, state: c.dataset.state, run: c.dataset.run,"
+        " href: c.getAttribute('href')}))"
+    )
+    by_day = {c["day"]: c for c in cells}
+    assert len(by_day) == len(cells)
+    # every archived publication's day is applied, by a live run or the backfill, or
+    # was, by the run retracted since
+    for payload in archived:
+        day = _local_day(payload["published_at"])
+        cell = by_day[day]
+        assert cell["state"] in ("live", "backfill", "retracted"), cell
+        run = runs[cell["run"]]
+        kind = {"backfill": "backfill", "live": "live", "retracted": "live"}[cell["state"]]
+        assert run["kind"] == kind
+        assert cell["href"] == f"/runs/{cell['run']}"
+    assert by_day["2026-08-19"]["run"] == world["backfill"]
+    assert by_day["2026-08-23"]["state"] == "retracted"
+    assert by_day["2026-08-23"]["run"] == world["retracted"]
+    # the gap's days are "not observed", and only those
+    gap_days = {c["day"] for c in cells if c["state"] == "gap"}
+    assert gap_days == {d for g in gaps for d in _days(g["start"], g["end"])}
+    assert {"2026-08-20", "2026-08-21", "2026-08-22"} <= gap_days  # the gap recorded by hand
+    # a day nothing was archived for (nor a gap recorded) is missed, and links nowhere
+    assert by_day["2026-08-04"]["state"] == "missed" and by_day["2026-08-04"]["href"] is None
+    # a click on a cell opens its run
+    p.locator('#calendar a.cal-cell[data-day="2026-08-19"]').click()
+    p.wait_for_selector("body[data-ready=true]")
+    assert p.url.endswith(f"/runs/{world['backfill']}")
+    assert "backfill" in p.locator("main dl").inner_text()
+    assert page.errors == []
+
+
+def _days(start: str, end: str) -> list[str]:
+    """The local days of [start, end)."""
+    from datetime import timedelta
+
+    first, last = date.fromisoformat(_local_day(start)), date.fromisoformat(_local_day(end))
+    return [(first + timedelta(days=i)).isoformat() for i in range((last - first).days)]
+
+
+def _local_day(instant: str) -> str:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    return datetime.fromisoformat(instant).astimezone(ZoneInfo("America/Denver")).date().isoformat()
+
+
+def test_a_held_run_released_on_the_review_page_reaches_the_webhook(
+    page: Page, world: dict[str, Any]
+) -> None:
+    burst = str(world["burst"])
+    receiver: Receiver = world["receiver"]
+    p = page.open("/review")
+    row = p.locator("#held-runs tbody tr", has_text=burst[:8])
+    release = row.locator("button[data-action=release]")
+    assert release.is_disabled()  # no token given yet
+    # a wrong token is refused (401) and nothing is released
+    p.fill("#token", "not-the-token")
+    p.click("#token-form button[type=submit]")
+    release.click()
+    p.wait_for_selector("#review-result.error")
+    assert "token" in p.locator("#review-result").inner_text()
+    assert receiver.mentioning(burst) == []
+    # the right one: released, the run is no longer held
+    p.fill("#token", TOKEN)
+    p.click("#token-form button[type=submit]")
+    p.locator("#held-runs tbody tr", has_text=burst[:8]).locator(
+        "button[data-action=release]"
+    ).click()
+    p.wait_for_selector("#review-result.ok")
+    assert "released" in p.locator("#review-result").inner_text()
+    assert p.locator("#held-runs tbody tr", has_text=burst[:8]).count() == 0
+    # the token was never stored by the page
+    assert p.evaluate("() => localStorage.length + sessionStorage.length") == 0
+    assert TOKEN not in p.evaluate("() => document.cookie")
+    runs = {r.run_id: r for r in world["led"].runs("permits")}
+    assert runs[burst].status is fl.RunStatus.SUCCEEDED
+    # the notifications go out at the next dispatch: the webhook receiver gets them
+    # (a process of its own: dispatch runs asyncio, Playwright's sync API holds a loop)
+    cli(world["config"], "notify", "dispatch", "--once")
+    assert receiver.mentioning(burst)
+    # the write shows on the run's page: who (the token's label) and what
+    p = page.open(f"/runs/{burst}", "run-released")
+    audit = p.locator("#audit").inner_text()
+    assert LABEL in audit and "review" in audit
