@@ -33,6 +33,8 @@ from browser_support import (
 from feedledger.model.jsonout import dumps
 
 CHROMIUM = chromium()
+if CHROMIUM is None and os.environ.get("FEEDLEDGER_REQUIRE_BROWSER"):
+    raise RuntimeError(SKIP_NO_CHROMIUM)  # CI (.ci/run) must run these, never skip them
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=SKIP_NO_CHROMIUM)
 
 TOKEN_ENV = "FEEDLEDGER_TEST_DASHBOARD_TOKENS"
