@@ -140,6 +140,17 @@ def test_pages_and_static_files(client: TestClient) -> None:
         assert client.get(bad).status_code == 404
 
 
+def test_pages_under_a_root_path(led: fl.Ledger, tmp_path: Path) -> None:
+    """Behind a reverse proxy (`serve --root-path /fl`) every link and asset of the
+    shell is under the prefix, and the page scripts take it from data-root."""
+    app = create_app(lambda: fl.open(tmp_path / "ws"), [])
+    with TestClient(app, root_path="/fl") as c:
+        text = c.get("/sources/s").text
+    assert 'data-root="/fl"' in text and 'src="/fl/static/js/app.js"' in text
+    assert 'href="/fl/static/app.css"' in text and 'href="/fl/review"' in text
+    assert 'href="/static' not in text and 'href="/"' not in text
+
+
 def test_the_review_flag_is_off_without_a_token(led: fl.Ledger, tmp_path: Path) -> None:
     app = create_app(lambda: fl.open(tmp_path / "ws"), [])
     with TestClient(app) as c:

@@ -7,6 +7,7 @@ whether writes are enabled, and a source's publication calendar."""
 from __future__ import annotations
 
 import html
+import re
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -46,42 +47,47 @@ def _shell() -> str:
     return (STATIC / "shell.html").read_text(encoding="utf-8")
 
 
-def page(which: str, title: str, **params: str) -> HTMLResponse:
-    """The shell of page `which`, its parameters as `data-*` attributes (escaped)."""
+def page(request: Request, which: str, title: str, **params: str) -> HTMLResponse:
+    """The shell of page `which`, its parameters as `data-*` attributes (escaped), its
+    links under the server's root path (`serve --root-path`, behind a proxy)."""
+    root = html.escape(str(request.scope.get("root_path") or "").rstrip("/"), quote=True)
     data = {"page": which, **params}
     attrs = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in data.items())
-    text = _shell().replace("{title}", html.escape(title)).replace("{data}", attrs)
+    attrs += f' data-root="{root}"'
+    fills = {"title": html.escape(title), "data": attrs, "root": root}
+    # one pass: a value holding "{root}" or "{data}" is text, never a placeholder
+    text = re.sub(r"\{(title|data|root)\}", lambda m: fills[m.group(1)], _shell())
     return HTMLResponse(text, headers=HEADERS)
 
 
 @router.get("/", include_in_schema=False)
-def board() -> HTMLResponse:
-    return page("board", "Sources")
+def board(request: Request) -> HTMLResponse:
+    return page(request, "board", "Sources")
 
 
 @router.get("/sources/{source}", include_in_schema=False)
-def source_page(source: str) -> HTMLResponse:
-    return page("source", f"Source {source}", source=source)
+def source_page(request: Request, source: str) -> HTMLResponse:
+    return page(request, "source", f"Source {source}", source=source)
 
 
 @router.get("/sources/{source}/entities/{key:path}", include_in_schema=False)
-def entity_page(source: str, key: str) -> HTMLResponse:
-    return page("entity", f"{source} · {key}", source=source, key=key)
+def entity_page(request: Request, source: str, key: str) -> HTMLResponse:
+    return page(request, "entity", f"{source} · {key}", source=source, key=key)
 
 
 @router.get("/runs/{run_id}", include_in_schema=False)
-def run_page(run_id: str) -> HTMLResponse:
-    return page("run", f"Run {run_id[:8]}", run=run_id)
+def run_page(request: Request, run_id: str) -> HTMLResponse:
+    return page(request, "run", f"Run {run_id[:8]}", run=run_id)
 
 
 @router.get("/destinations/{name}", include_in_schema=False)
-def destination_page(name: str) -> HTMLResponse:
-    return page("destination", f"Destination {name}", name=name)
+def destination_page(request: Request, name: str) -> HTMLResponse:
+    return page(request, "destination", f"Destination {name}", name=name)
 
 
 @router.get("/review", include_in_schema=False)
-def review_page() -> HTMLResponse:
-    return page("review", "Review held bursts")
+def review_page(request: Request) -> HTMLResponse:
+    return page(request, "review", "Review held bursts")
 
 
 @router.get("/static/{path:path}", include_in_schema=False)

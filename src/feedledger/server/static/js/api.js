@@ -1,6 +1,7 @@
 // The JSON API as the pages call it. The write token lives in this module's memory
 // only: never in localStorage, sessionStorage, a cookie or the URL.
 let token = null;
+const ROOT = document.body.dataset.root || ""; // `serve --root-path`
 
 export function setToken(value) {
   token = value ? String(value) : null;
@@ -37,14 +38,14 @@ export function url(path, params) {
 }
 
 export async function getJSON(path, params) {
-  const response = await fetch(url(path, params), { headers: { Accept: "application/json" } });
+  const response = await fetch(ROOT + url(path, params), { headers: { Accept: "application/json" } });
   return answer(response);
 }
 
 export async function postJSON(path, body) {
   const headers = { Accept: "application/json", "Content-Type": "application/json" };
   if (token !== null) headers.Authorization = `Bearer ${token}`;
-  const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body || {}) });
+  const response = await fetch(ROOT + path, { method: "POST", headers, body: JSON.stringify(body || {}) });
   return answer(response);
 }
 

@@ -1,6 +1,6 @@
 // Board: every source with its status, stale first; then the destinations.
 import { getJSON } from "./api.js";
-import { ago, h, main, section, table, timeEl } from "./dom.js";
+import { ago, h, main, section, table, timeEl, to } from "./dom.js";
 
 // the status shown, most urgent first; the board lists stale sources first
 const RANK = ["failing", "stale", "held", "recovering", "frozen", "fresh"];
@@ -36,10 +36,10 @@ export async function render() {
   };
   const stale = rows.filter((r) => r.stale).length;
   main().append(
-    h("p", {}, `${rows.length} sources, ${stale} stale. `, h("a", { href: "/api/health" }, "JSON")),
+    h("p", {}, `${rows.length} sources, ${stale} stale. `, h("a", { href: to("/api/health") }, "JSON")),
     table(
       [
-        { label: "source", cell: (r) => h("a", { href: `/sources/${encodeURIComponent(r.source)}` }, r.source) },
+        { label: "source", cell: (r) => h("a", { href: to(`/sources/${encodeURIComponent(r.source)}`) }, r.source) },
         { label: "status", cell: (r) => badge(r.shown) },
         { label: "cadence", cell: (r) => r.cadence },
         { label: "last publisher date", cell: (r) => timeEl(r.last_publisher_date) },
@@ -59,8 +59,8 @@ export async function render() {
         "Destinations",
         table(
           [
-            { label: "destination", cell: (d) => h("a", { href: `/destinations/${encodeURIComponent(d.destination)}` }, d.destination) },
-            { label: "source", cell: (d) => h("a", { href: `/sources/${encodeURIComponent(d.source)}` }, d.source) },
+            { label: "destination", cell: (d) => h("a", { href: to(`/destinations/${encodeURIComponent(d.destination)}`) }, d.destination) },
+            { label: "source", cell: (d) => h("a", { href: to(`/sources/${encodeURIComponent(d.source)}`) }, d.source) },
             { label: "live lag", cell: (d) => lagText(d) },
           ],
           health.destinations,

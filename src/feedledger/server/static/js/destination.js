@@ -2,7 +2,7 @@
 // rebuild progress and the last reconcile's findings; a key's guard reason on demand.
 import { getJSON, seg } from "./api.js";
 import { lagText } from "./board.js";
-import { entityLink, facts, h, main, section, setTitle, table, timeEl } from "./dom.js";
+import { entityLink, facts, h, main, section, setTitle, table, timeEl, to } from "./dom.js";
 
 const pretty = (value) => h("pre", { class: "attrs" }, JSON.stringify(value, null, 2));
 
@@ -34,11 +34,11 @@ export async function render(params) {
   const verdicts = [...new Set(scopes.flatMap(([, counts]) => Object.keys(counts)))].sort();
   main().append(
     facts([
-      ["source", source ? h("a", { href: `/sources/${seg(source)}` }, source) : "—"],
+      ["source", source ? h("a", { href: to(`/sources/${seg(source)}`) }, source) : "—"],
       ["table", (d.declaration && d.declaration.table) || "—"],
       ["live lag", d.lag ? lagText(d.lag) : "no live route yet"],
       ["oldest undelivered change", d.lag && d.lag.oldest_pending_at ? timeEl(d.lag.oldest_pending_at) : "—"],
-      ["JSON", h("a", { href: `/api/destinations/${seg(name)}` }, `/api/destinations/${name}`)],
+      ["JSON", h("a", { href: to(`/api/destinations/${seg(name)}`) }, `/api/destinations/${name}`)],
     ]),
     section(
       "Outcomes",

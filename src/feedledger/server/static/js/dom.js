@@ -2,6 +2,11 @@
 // tables and the page's status line.
 const SVG_NS = "http://www.w3.org/2000/svg";
 
+// the server's root path (`serve --root-path`, behind a reverse proxy): every link and
+// request is made under it
+export const ROOT = document.body.dataset.root || "";
+export const to = (path) => ROOT + path;
+
 function fill(node, attrs, children) {
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
@@ -75,7 +80,7 @@ export function ago(iso) {
 export const short = (id) => (id ? String(id).slice(0, 8) : "—");
 
 export function runLink(id) {
-  return id ? h("a", { href: `/runs/${encodeURIComponent(id)}`, class: "mono", title: id }, short(id)) : "—";
+  return id ? h("a", { href: to(`/runs/${encodeURIComponent(id)}`), class: "mono", title: id }, short(id)) : "—";
 }
 
 export function keyText(key) {
@@ -89,7 +94,7 @@ export function keyParam(key) {
 }
 
 export function entityLink(source, key, label) {
-  const href = `/sources/${encodeURIComponent(source)}/entities/${encodeURIComponent(keyParam(key))}`;
+  const href = to(`/sources/${encodeURIComponent(source)}/entities/${encodeURIComponent(keyParam(key))}`);
   return h("a", { href }, label || keyText(key));
 }
 

@@ -2,7 +2,7 @@
 // the history table with every attribute value in full.
 import { getJSON, seg } from "./api.js";
 import { geometryPanels } from "./geometry.js";
-import { h, main, runLink, section, setTitle, table, timeEl } from "./dom.js";
+import { h, main, runLink, section, setTitle, table, timeEl, to } from "./dom.js";
 import { timeline } from "./timeline.js";
 
 function attributes(v, prev) {
@@ -37,9 +37,9 @@ export async function render(params) {
     h("input", { type: "text", id: "known_at", name: "known_at", value: knownAt, placeholder: "YYYY-MM-DD or ISO-8601" }),
     h("button", { type: "submit" }, "Show"),
     knownAt ? h("a", { href: location.pathname }, "latest belief") : null,
-    h("a", { href: `${base}/history?all=true${knownAt ? `&known_at=${encodeURIComponent(knownAt)}` : ""}` }, "JSON"),
+    h("a", { href: to(`${base}/history?all=true${knownAt ? `&known_at=${encodeURIComponent(knownAt)}` : ""}`) }, "JSON"),
   );
-  main().append(h("p", {}, "Source ", h("a", { href: `/sources/${seg(source)}` }, source), `: ${versions.length} versions (retracted ones included, hatched).`), form);
+  main().append(h("p", {}, "Source ", h("a", { href: to(`/sources/${seg(source)}`) }, source), `: ${versions.length} versions (retracted ones included, hatched).`), form);
   if (!versions.length) {
     main().append(h("p", { class: "muted" }, "No versions of this key are known."));
     return;

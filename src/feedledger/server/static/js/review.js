@@ -2,7 +2,7 @@
 // only when the server has a write token configured; the token typed here is kept in
 // this page's memory only (api.js), never stored.
 import { getJSON, hasToken, postJSON, seg, setToken } from "./api.js";
-import { h, main, runLink, section, setTitle, table, timeEl } from "./dom.js";
+import { h, main, runLink, section, setTitle, table, timeEl, to } from "./dom.js";
 
 export async function render(params, server) {
   setTitle("Review held bursts");
@@ -63,7 +63,7 @@ export async function render(params, server) {
       table(
         [
           { label: "run", cell: (r) => runLink(r.run_id) },
-          { label: "source", cell: (r) => h("a", { href: `/sources/${seg(r.source)}` }, r.source) },
+          { label: "source", cell: (r) => h("a", { href: to(`/sources/${seg(r.source)}`) }, r.source) },
           { label: "started", cell: (r) => timeEl(r.started_at) },
           { label: "changes", num: true, cell: (r) => String(r.changes) },
           {

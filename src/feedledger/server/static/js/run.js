@@ -2,7 +2,7 @@
 // it, and its changes a page at a time with before/after differences highlighted.
 import { getJSON, seg } from "./api.js";
 import { badge } from "./board.js";
-import { cards, entityLink, facts, h, main, runLink, section, setTitle, table, timeEl } from "./dom.js";
+import { cards, entityLink, facts, h, main, runLink, section, setTitle, table, timeEl, to } from "./dom.js";
 
 function fieldsDiff(before, after) {
   const names = [...new Set([...Object.keys(before || {}), ...Object.keys(after || {})])];
@@ -53,15 +53,15 @@ export async function render(params) {
   main().append(
     facts([
       ["run id", h("code", {}, run.run_id)],
-      ["source", h("a", { href: `/sources/${seg(run.source)}` }, run.source)],
+      ["source", h("a", { href: to(`/sources/${seg(run.source)}`) }, run.source)],
       ["kind", run.kind],
       ["status", state],
       ["started / finished", [timeEl(run.started_at), " / ", timeEl(run.finished_at)]],
       run.parent_run_id ? ["parent run", runLink(run.parent_run_id)] : null,
       run.retracted_by && run.retracted_by.length ? ["retracted by", run.retracted_by.map((r) => [runLink(r), " "])] : null,
       run.error ? ["error", h("span", { class: "error" }, run.error)] : null,
-      run.status === "held" ? ["review", h("a", { href: "/review" }, "release or retract it on the review page")] : null,
-      ["JSON", h("a", { href: `/api/runs/${seg(run.run_id)}` }, `/api/runs/${run.run_id}`)],
+      run.status === "held" ? ["review", h("a", { href: to("/review") }, "release or retract it on the review page")] : null,
+      ["JSON", h("a", { href: to(`/api/runs/${seg(run.run_id)}`) }, `/api/runs/${run.run_id}`)],
     ]),
     cards([
       ["payloads", run.payloads],

@@ -2,7 +2,7 @@
 // each linked to its run), gaps and the runs list.
 import { getJSON, seg } from "./api.js";
 import { badge, sourceStatus } from "./board.js";
-import { facts, h, main, runLink, section, setTitle, table, timeEl } from "./dom.js";
+import { facts, h, main, runLink, section, setTitle, table, timeEl, to } from "./dom.js";
 
 const STATES = {
   live: "applied live",
@@ -24,7 +24,7 @@ function cell(day) {
     dataset: { day: day.day, state: day.state, run: day.run_id || "" },
   };
   const text = String(Number(day.day.slice(8, 10)));
-  return day.run_id ? h("a", { ...attrs, href: `/runs/${seg(day.run_id)}` }, text) : h("span", { ...attrs, role: "img" }, text);
+  return day.run_id ? h("a", { ...attrs, href: to(`/runs/${seg(day.run_id)}`) }, text) : h("span", { ...attrs, role: "img" }, text);
 }
 
 export function calendarView(cal) {
@@ -66,7 +66,7 @@ export async function render(params) {
       ["last fetch", timeEl(health.last_successful_fetch)],
       ["publications missed", String(health.missed_publications ?? 0)],
       ["frozen", src.frozen ? `yes${decl.freeze_reason ? `: ${decl.freeze_reason}` : ""}` : "no"],
-      ["JSON", h("a", { href: `/api/sources/${seg(name)}` }, `/api/sources/${name}`)],
+      ["JSON", h("a", { href: to(`/api/sources/${seg(name)}`) }, `/api/sources/${name}`)],
     ]),
     section(`Publication calendar ${cal.start} to ${cal.end}`, calendarView(cal)),
     section(
@@ -99,7 +99,7 @@ export async function render(params) {
         src.runs,
         { id: "runs" },
       ),
-      h("p", {}, h("a", { href: `/api/runs?source=${seg(name)}` }, "all runs (JSON, paged)")),
+      h("p", {}, h("a", { href: to(`/api/runs?source=${seg(name)}`) }, "all runs (JSON, paged)")),
     ),
   );
 }
