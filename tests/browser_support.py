@@ -74,6 +74,7 @@ def serve(config: Path, token_env: str | None, env: dict[str, str]) -> Iterator[
         raise AssertionError("feedledger serve did not start:\n" + "".join(lines))
     drain = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
     drain.start()
+    _wait_ready(url, proc, lines, deadline)
     try:
         yield Served(url, proc, lines)
     finally:
@@ -83,6 +84,22 @@ def serve(config: Path, token_env: str | None, env: dict[str, str]) -> Iterator[
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[str], lines: list[str], deadline: float) -> None:
+    """Until the server answers (the address is printed once the socket is bound, a
+    moment before uvicorn listens on it)."""
+    import httpx
+
+    while True:
+        try:
+            httpx.get(url + "/api/dashboard", timeout=5)
+            return
+        except httpx.TransportError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError("serve is not answering:\n" + "".join(lines)) from None
+            time.sleep(0.05)
 
 
 @dataclass

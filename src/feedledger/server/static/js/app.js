@@ -17,10 +17,13 @@ async function start() {
   const params = { ...document.body.dataset };
   const page = params.page;
   try {
-    const server = await getJSON("/api/dashboard");
-    document.getElementById("nav-review").hidden = !server.writes;
+    // the page's module and its data are asked for while the server's flags are
+    const flags = getJSON("/api/dashboard");
+    flags.then((server) => {
+      document.getElementById("nav-review").hidden = !server.writes;
+    }, () => {});
     const module = await PAGES[page]();
-    await module.render(params, server);
+    await module.render(params, flags);
     status("");
   } catch (error) {
     fail(error);

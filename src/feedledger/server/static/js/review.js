@@ -4,8 +4,9 @@
 import { getJSON, hasToken, postJSON, seg, setToken } from "./api.js";
 import { h, main, runLink, section, setTitle, table, timeEl, to } from "./dom.js";
 
-export async function render(params, server) {
+export async function render(params, flags) {
   setTitle("Review held bursts");
+  const server = await flags;
   if (!server.writes) {
     main().append(h("p", {}, "This server is read-only: start it with --token-env VAR (VAR set) to release or retract held runs here; `feedledger review RUN_ID --release|--retract` works at a shell."));
     return;
