@@ -198,6 +198,13 @@ def test_timeline_has_one_rectangle_per_version(page: Page, world: dict[str, Any
         else:  # the GIS source draws each version's geometry
             assert p.locator("#geometries svg.geometry").count() == len(history)
             assert p.locator("#geometries svg.geometry path").count() >= len(history)
+    # the as-of question with a stable URL: inside the gap, "not observed", with the
+    # last version observed before it
+    p = page.open(f"/sources/larimer/entities/{PARCEL}?valid=2026-08-21")
+    assert "not observed" in p.locator("#asof-status").inner_text()
+    assert "county portal down" in p.locator("#asof-status").inner_text()
+    p = page.open(f"/sources/larimer/entities/{PARCEL}?valid=2026-08-14")
+    assert '"MU-3"' in p.locator("#asof-version").inner_text()
     assert page.errors == []
 
 

@@ -60,37 +60,39 @@ def page(request: Request, which: str, title: str, **params: str) -> HTMLRespons
     return HTMLResponse(text, headers=HEADERS)
 
 
-@router.get("/", include_in_schema=False)
+@router.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
 def board(request: Request) -> HTMLResponse:
     return page(request, "board", "Sources")
 
 
-@router.get("/sources/{source}", include_in_schema=False)
+@router.api_route("/sources/{source}", methods=["GET", "HEAD"], include_in_schema=False)
 def source_page(request: Request, source: str) -> HTMLResponse:
     return page(request, "source", f"Source {source}", source=source)
 
 
-@router.get("/sources/{source}/entities/{key:path}", include_in_schema=False)
+@router.api_route(
+    "/sources/{source}/entities/{key:path}", methods=["GET", "HEAD"], include_in_schema=False
+)
 def entity_page(request: Request, source: str, key: str) -> HTMLResponse:
     return page(request, "entity", f"{source} · {key}", source=source, key=key)
 
 
-@router.get("/runs/{run_id}", include_in_schema=False)
+@router.api_route("/runs/{run_id}", methods=["GET", "HEAD"], include_in_schema=False)
 def run_page(request: Request, run_id: str) -> HTMLResponse:
     return page(request, "run", f"Run {run_id[:8]}", run=run_id)
 
 
-@router.get("/destinations/{name}", include_in_schema=False)
+@router.api_route("/destinations/{name}", methods=["GET", "HEAD"], include_in_schema=False)
 def destination_page(request: Request, name: str) -> HTMLResponse:
     return page(request, "destination", f"Destination {name}", name=name)
 
 
-@router.get("/review", include_in_schema=False)
+@router.api_route("/review", methods=["GET", "HEAD"], include_in_schema=False)
 def review_page(request: Request) -> HTMLResponse:
     return page(request, "review", "Review held bursts")
 
 
-@router.get("/static/{path:path}", include_in_schema=False)
+@router.api_route("/static/{path:path}", methods=["GET", "HEAD"], include_in_schema=False)
 def static(path: str) -> Response:
     """A file of server/static/ (nothing outside it, no hidden file)."""
     target = (STATIC / path).resolve()

@@ -23,7 +23,9 @@ function attributes(v, prev) {
 export async function render(params) {
   const source = params.source;
   const key = params.key;
-  const knownAt = new URLSearchParams(location.search).get("known_at") || "";
+  const query = new URLSearchParams(location.search);
+  const knownAt = query.get("known_at") || "";
+  const valid = query.get("valid") || "";
   setTitle(`${source} · ${key}`);
   const base = `/api/sources/${seg(source)}/entities/${seg(key)}`;
   const [versions, src] = await Promise.all([
@@ -33,13 +35,16 @@ export async function render(params) {
   const form = h(
     "form",
     { class: "inline", method: "get", action: location.pathname },
-    h("label", { for: "known_at" }, "As known at"),
+    h("label", { for: "valid" }, "Valid at"),
+    h("input", { type: "text", id: "valid", name: "valid", value: valid, placeholder: "YYYY-MM-DD", size: 12 }),
+    h("label", { for: "known_at" }, "as known at"),
     h("input", { type: "text", id: "known_at", name: "known_at", value: knownAt, placeholder: "YYYY-MM-DD or ISO-8601" }),
     h("button", { type: "submit" }, "Show"),
     knownAt ? h("a", { href: location.pathname }, "latest belief") : null,
     h("a", { href: to(`${base}/history?all=true${knownAt ? `&known_at=${encodeURIComponent(knownAt)}` : ""}`) }, "JSON"),
   );
   main().append(h("p", {}, "Source ", h("a", { href: to(`/sources/${seg(source)}`) }, source), `: ${versions.length} versions (retracted ones included, hatched).`), form);
+  if (valid) main().append(await asof(base, valid, knownAt));
   if (!versions.length) {
     main().append(h("p", { class: "muted" }, "No versions of this key are known."));
     return;
@@ -73,4 +78,22 @@ export async function render(params) {
     tr.tabIndex = -1;
   });
   main().append(section("History", t));
+}
+
+// the as-of answer: present / absent / not_observed (inside a gap) / not_known
+async function asof(base, valid, knownAt) {
+  const a = await getJSON(`${base}/asof`, { valid, known_at: knownAt });
+  const v = a.version || a.last_observed;
+  const shown = v && v.attributes ? Object.entries(v.attributes).map(([k, x]) => `${k}: ${JSON.stringify(x)}`).join("\n") : "";
+  const what = {
+    present: "present",
+    absent: "absent (deleted, or not yet seen)",
+    not_observed: "not observed: the day is inside a gap",
+    not_known: "not known: nothing of the source was recorded yet at that time",
+  }[a.status] || a.status;
+  return section(
+    `As of ${valid}${knownAt ? `, as known at ${knownAt}` : ""}`,
+    h("p", { id: "asof-status" }, h("strong", {}, what), a.gap ? ` (${a.gap.reason}; last observed ${a.last_observed_at || "never"}, next ${a.next_observed_at || "not yet"})` : ""),
+    shown ? h("pre", { class: "attrs", id: "asof-version" }, a.version ? shown : `last observed:\n${shown}`) : "",
+  );
 }
