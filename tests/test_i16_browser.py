@@ -217,6 +217,7 @@ def test_calendar_cells_agree_with_gaps_and_runs(page: Page, world: dict[str, An
         "cs => cs.map(c => ({day: c.dataset.day, state: c.dataset.state, run: c.dataset.run,"
         " href: c.getAttribute('href')}))"
     )
+    assert p.locator("#runs tbody tr").count() == min(25, len(runs))  # a page of runs
     by_day = {c["day"]: c for c in cells}
     assert len(by_day) == len(cells)
     # every archived publication's day is applied, by a live run or the backfill, or

@@ -54,6 +54,7 @@ export async function render(params) {
     getJSON(`/api/sources/${seg(name)}`),
     getJSON(`/api/sources/${seg(name)}/calendar`),
   ]);
+  const runs = runsSection(name);
   const health = src.health || {};
   const decl = src.declaration || {};
   main().append(
@@ -84,22 +85,44 @@ export async function render(params) {
           )
         : h("p", { class: "muted" }, "No gaps."),
     ),
-    section(
-      "Runs (newest first)",
-      table(
-        [
-          { label: "run", cell: (r) => runLink(r.run_id) },
-          { label: "kind", cell: (r) => r.kind },
-          { label: "status", cell: (r) => (["held", "retracted", "failed"].includes(r.status) ? badge(r.status) : r.status) },
-          { label: "started", cell: (r) => timeEl(r.started_at) },
-          { label: "payloads", num: true, cell: (r) => String(r.payloads) },
-          { label: "changes", num: true, cell: (r) => String(r.changes) },
-          { label: "error", cell: (r) => r.error || "" },
-        ],
-        src.runs,
-        { id: "runs" },
-      ),
-      h("p", {}, h("a", { href: to(`/api/runs?source=${seg(name)}`) }, "all runs (JSON, paged)")),
-    ),
+    runs,
   );
+  await runs.ready;
+}
+
+// the source's runs, newest first, a page at a time (the API's opaque cursor)
+function runsSection(name) {
+  const body = h("tbody", {});
+  const more = h("button", { type: "button", id: "more-runs" }, "more runs");
+  const columns = [
+    (r) => runLink(r.run_id),
+    (r) => r.kind,
+    (r) => (["held", "retracted", "failed"].includes(r.status) ? badge(r.status) : r.status),
+    (r) => timeEl(r.started_at),
+    (r) => String(r.payloads),
+    (r) => String(r.changes),
+    (r) => r.error || "",
+  ];
+  const heads = ["run", "kind", "status", "started", "payloads", "changes", "error"];
+  let cursor = null;
+  const load = async () => {
+    more.disabled = true;
+    const page = await getJSON("/api/runs", { source: name, limit: 25, cursor });
+    for (const r of page.runs) {
+      body.append(h("tr", {}, columns.map((cell, i) => h("td", { class: i === 4 || i === 5 ? "num" : null }, cell(r)))));
+    }
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+    more.disabled = false;
+  };
+  more.addEventListener("click", load);
+  const t = h(
+    "table",
+    { id: "runs" },
+    h("thead", {}, h("tr", {}, heads.map((x, i) => h("th", { scope: "col", class: i === 4 || i === 5 ? "num" : null }, x)))),
+    body,
+  );
+  const out = section("Runs (newest first)", t, h("p", {}, more, " ", h("a", { href: to(`/api/runs?source=${seg(name)}`) }, "JSON")));
+  out.ready = load();
+  return out;
 }
