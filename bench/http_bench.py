@@ -23,6 +23,7 @@ on 1M x 10): p50 <= 15 ms, p99 <= 60 ms; >= 200k rows/s; RSS growth <= 100 MiB.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +80,19 @@ def keys_of(n: int, days: int) -> list[str]:
         return [line.split(",", 1)[0] for line in fh]
 
 
-def start(root: Path) -> tuple[subprocess.Popen[str], str]:
+def start(root: Path, workers: int) -> tuple[subprocess.Popen[str], str]:
     exe = str(Path(sys.executable).with_name("feedledger"))
     proc = subprocess.Popen(
-        [exe, "--config", str(root / "feedledger.toml"), "serve", "--port", "0"],
+        [
+            exe,
+            "--config",
+            str(root / "feedledger.toml"),
+            "serve",
+            "--port",
+            "0",
+            "--workers",
+            str(workers),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -153,16 +164,38 @@ def latency(url: str, keys: list[str], days: int, clients: int, total: int) -> d
     return out
 
 
+def rss(proc: psutil.Process) -> int:
+    """The server's RSS: with --workers, the supervisor's and its workers' summed."""
+    total = proc.memory_info().rss
+    for child in proc.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            total += child.memory_info().rss
+    return total
+
+
+def floor(root: Path, day: str) -> dict[str, Any]:
+    """Rows/s of reading the same snapshot through the public API in this process
+    (`Source.snapshot_batches`: the rows the export streams, no formatting, no HTTP)."""
+    import feedledger as fl
+
+    with fl.open(root) as led:
+        src = led.source("parcels")
+        t0 = time.perf_counter()
+        rows = sum(b.num_rows for b in src.snapshot_batches(valid=date.fromisoformat(day)))
+        wall = time.perf_counter() - t0
+    return {"rows": rows, "wall_s": round(wall, 2), "rows_per_s": round(rows / wall)}
+
+
 def snapshot(url: str, pid: int, fmt: str, day: str) -> dict[str, Any]:
     proc = psutil.Process(pid)
-    before = proc.memory_info().rss
+    before = rss(proc)
     peak = [before]
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
             try:
-                peak[0] = max(peak[0], proc.memory_info().rss)
+                peak[0] = max(peak[0], rss(proc))
             except psutil.Error:
                 return
             time.sleep(0.02)
@@ -199,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--days", type=int, default=3)
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--workers", type=int, default=1, help="feedledger serve --workers")
     ap.add_argument("--postgres", default=None, help="a PostgreSQL store URL (default SQLite)")
     args = ap.parse_args(argv)
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
@@ -206,12 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()
     root = build(args.n, args.days, args.postgres)
     keys = keys_of(args.n, args.days)
-    proc, url = start(root)
+    proc, url = start(root, args.workers)
     try:
         lat = latency(url, keys, args.days, args.clients, args.requests)
         last = gen_parcels.FIRST_DAY.toordinal() + args.days  # the day after the last
-        from datetime import date
-
         day = date.fromordinal(last).isoformat()
         # warm-up: a snapshot before the first publication (no rows) loads what an
         # export imports (polars, pyarrow: ~100 MiB of libraries, once per process),
@@ -221,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+    base = floor(root, day)
     result = {
         "bench": "http",
         "git_rev": rev,
@@ -232,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         "load_start": [round(x, 2) for x in load_start],
         "load_end": [round(x, 2) for x in os.getloadavg()],
         "latency": lat,
+        "workers": args.workers,
         "snapshot": snaps,
+        "snapshot_floor_api": base,
         "warm_up_rss_growth_mib": [w["rss_growth_mib"] for w in warm],
         "server_exit": proc.returncode,
     }
@@ -242,10 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|")
     for k in ("asof", "history"):
         print(f"| {k} | {lat[k]['p50']} | {lat[k]['p99']} |")
+    print(f"| floor: API snapshot_batches in-process | {base['rows_per_s']:,} rows/s | |")
     for s in snaps:
         print(f"| snapshot {s['format']}: {s['rows']:,} rows | {s['rows_per_s']:,} rows/s | "
               f"RSS +{s['rss_growth_mib']} MiB |")  # fmt: skip
-    tag = "http" if not args.postgres else "http-pg"
+    tag = ("http" if not args.postgres else "http-pg") + (
+        f"-w{args.workers}" if args.workers > 1 else ""
+    )
     save_results(ROOT / "bench" / "results", tag, json.dumps(result, indent=2) + "\n")
     return 0
 
