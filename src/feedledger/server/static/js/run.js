@@ -81,7 +81,7 @@ export async function render(params) {
               { label: "status", cell: (n) => n.status },
               { label: "changes", num: true, cell: (n) => String(n.changes) },
               { label: "queued", cell: (n) => timeEl(n.created_at) },
-              { label: "delivery", cell: (n) => delivery(n) },
+              ...(notices.some((n) => n.delivery || n.deliveries) ? [{ label: "delivery", cell: (n) => delivery(n) }] : []),
               { label: "message", cls: "attrs", cell: (n) => (n.body && (n.body.message || n.body.summary || n.body.type)) || "" },
             ],
             notices,
