@@ -318,6 +318,11 @@ def test_errors_hide_secrets_and_outside_paths(tmp_path: Path) -> None:
         "postgresql://u:hunter2@db:5432/x"
     )
     assert text == "cannot read feed/a.csv nor <path> with *** via postgresql://u:***@db:5432/x"
+    from feedledger.server.problems import hide_password
+
+    assert (
+        hide_password("https://me:pw@portal.example/x.csv") == "https://me:***@portal.example/x.csv"
+    )
 
 
 def test_unexpected_errors_say_nothing_inside(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:

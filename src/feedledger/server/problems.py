@@ -54,6 +54,11 @@ _PATH = re.compile(r"(?<![\w:/.])/(?:[^\s'\"`,;()\[\]{}<>]+)")
 _URL_PASSWORD = re.compile(r"(\w[\w+.-]*://[^/\s:@]*):[^@\s/]*@")
 
 
+def hide_password(text: str) -> str:
+    """A URL's password as ***."""
+    return _URL_PASSWORD.sub(r"\1:***@", text)
+
+
 class Problem(Exception):
     """An HTTP problem raised by a route (auth, read-only, a bad parameter)."""
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query
 import feedledger as fl
 from feedledger.api.runs_page import runs_page
 from feedledger.server.deps import JSONText, entity_key, instant, ledger
+from feedledger.server.problems import hide_password
 
 router = APIRouter(prefix="/api", tags=["sources"])
 
@@ -17,9 +18,12 @@ LAST_RUNS = 20
 
 
 def declaration(src: fl.SourceConfig) -> dict[str, Any]:
-    """A source's declaration as `source list --json` prints it."""
+    """A source's declaration as `source list --json` prints it (a password in the
+    fetch URL shown as ***)."""
     data: dict[str, Any] = src.model_dump(mode="json")
     data["key"] = list(src.key)
+    if isinstance(data.get("fetch"), str):
+        data["fetch"] = hide_password(data["fetch"])
     return data
 
 
