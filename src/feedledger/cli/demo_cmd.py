@@ -89,7 +89,11 @@ def demo(
         f"  {exe} archive list {SOURCE}\n"
         f"  {exe} verify {SOURCE}\n"
         f"  {exe} history {ZONING} {MOVED} --json      # each version's geometry as GeoJSON\n"
-        f"  {exe} runs {ZONING}"
+        f"  {exe} runs {ZONING}\n"
+        f"\nThe dashboard (HTTP API and pages, on 127.0.0.1:8765; Ctrl-C stops it):\n"
+        f"  {exe} --config {ws / 'feedledger.toml'} serve\n"
+        f"  then open http://127.0.0.1:8765/sources/{SOURCE}/entities/{PARCEL}",
+        soft_wrap=True,
     )
 
 
