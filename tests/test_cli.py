@@ -188,6 +188,7 @@ def test_demo_builds_workspace(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--dir", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
     assert "MU-3" in result.stdout and "Try next" in result.stdout
+    assert "serve\n" in result.stdout and "/sources/larimer/entities/0714-22-1" in result.stdout
     ws = tmp_path / "demo" / "feedledger.toml"
     hist = CliRunner().invoke(
         app, ["--config", str(ws), "history", "larimer", "0714-22-1", "--json"]
