@@ -102,13 +102,22 @@ export function timeline(versions, gaps, knownAt) {
       },
       s("title", {}, label),
     );
-    rect.addEventListener("click", () => {
+    const show = () => {
       const row = document.getElementById(`version-${i + 1}`);
       if (row) {
         row.scrollIntoView({ block: "center" });
         row.focus();
       }
+    };
+    rect.addEventListener("click", show);
+    rect.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        show();
+      }
     });
+    rect.setAttribute("role", "button");
+    rect.setAttribute("aria-label", label);
     svg.append(rect);
     if (b - a > 40) {
       svg.append(s("text", { x: a + 4, y: Math.min(top, bottom - 3) + 13, "pointer-events": "none" }, `v${i + 1}`));
