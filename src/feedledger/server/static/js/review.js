@@ -29,7 +29,11 @@ export async function render(params, flags) {
     secret,
     h("button", { type: "submit" }, "Use token"),
   );
-  const tokenState = h("p", { class: "muted", role: "status", id: "token-state" });
+  const tokenState = h(
+    "p",
+    { class: "muted", role: "status", id: "token-state" },
+    "Give a write token to enable Release / Retract; it is kept in this page's memory only.",
+  );
   const result = h("p", { role: "status", id: "review-result" });
   const box = h("div", { id: "held" });
   main().append(tokenForm, tokenState, result, section("Held runs", box));
