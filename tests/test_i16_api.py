@@ -46,7 +46,14 @@ def _build(led: fl.Ledger, tmp: Path) -> dict[str, Any]:
     pair = led.add_source("pair", key=["a", "b"], timezone="UTC")
     pair.ingest(b'a,b,v\nx,1,one\n"y,z",2,two\n', published_at="2026-08-01", name="p.csv")
     dest.sync_live(once=True)
-    return {"burst": burst.run_id}
+    sup = led.add_source("sup", key=["id"], timezone="UTC", revision="rev", kind="changes")
+    sup.ingest(b"id,rev,name\nA,8,a\nB,8,b\nC,8,c\n", published_at="2026-08-01", name="u1.csv")
+    mixed = sup.ingest(
+        b"id,rev,name\nA,7,old\nB,8,other\nC,9,c2\nD,1,d\nE,1,e\n",
+        published_at="2026-08-02",
+        name="u2.csv",
+    )  # A superseded, B unresolved, C changed, D and E added
+    return {"burst": burst.run_id, "mixed": mixed.run_id}
 
 
 def _store(backend: str, tmp: Path) -> Iterator[str]:
@@ -111,8 +118,8 @@ def writable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Site]:
 
 def test_health_and_strict(site: Site) -> None:
     body = site.get("/api/health")
-    assert body == {**body, "ok": False} and set(body["stale"]) == {"s", "pair"}
-    assert {h["source"] for h in body["sources"]} == {"s", "pair"}
+    assert body == {**body, "ok": False} and set(body["stale"]) == {"s", "pair", "sup"}
+    assert {h["source"] for h in body["sources"]} == {"s", "pair", "sup"}
     assert body["destinations"][0]["destination"] == "copy"
     problem = site.get("/api/health?strict=1", 503)
     assert problem["stale"] == body["stale"]
@@ -120,7 +127,7 @@ def test_health_and_strict(site: Site) -> None:
 
 def test_sources_and_source(site: Site) -> None:
     items = site.get("/api/sources")
-    assert [i["name"] for i in items] == ["s", "pair"]
+    assert [i["name"] for i in items] == ["s", "pair", "sup"]
     assert items[1]["key"] == ["a", "b"] and items[0]["health"]["status"] == "stale"
     one = site.get("/api/sources/s")
     assert one["declaration"]["hold_factor"] == 5 and one["cadence"] == "daily"
@@ -158,7 +165,7 @@ def test_compound_keys(site: Site) -> None:
 
 def test_runs_pages_cover_every_run_once(site: Site) -> None:
     every = site.get("/api/runs?limit=1000")["runs"]
-    assert len(every) == 5 and every[0]["started_at"] >= every[-1]["started_at"]
+    assert len(every) == 7 and every[0]["started_at"] >= every[-1]["started_at"]
     seen: list[str] = []
     cursor = ""
     while True:
@@ -186,16 +193,32 @@ def test_run_detail_and_changes_paged(site: Site) -> None:
         n["status"] == "held" for n in detail["notices"]
     )
     want = site.cli.json("changes", "--run", run)
-    got: list[Any] = []
-    cursor = ""
-    while True:
-        page = site.get(f"/api/runs/{run}/changes?limit=7&cursor={cursor}")
-        assert page["total"] == len(want)
-        got += page["changes"]
-        if page["next_cursor"] is None:
-            break
-        cursor = page["next_cursor"]
-    assert got == want and len(got) == 30
+    assert len(want) == 30
+    for limit in (7, 10, 30, 1000):  # pages ending inside, at the end, past the end
+        got: list[Any] = []
+        cursor = ""
+        while True:
+            page = site.get(f"/api/runs/{run}/changes?limit={limit}&cursor={cursor}")
+            assert page["total"] == len(want) and len(page["changes"]) <= limit
+            got += page["changes"]
+            if page["next_cursor"] is None:
+                break
+            cursor = page["next_cursor"]
+        assert got == want
+    assert site.get(f"/api/runs/{run}/changes?cursor=WyJ4Il0", 422)["status"] == 422
+    mixed = site.facts["mixed"]
+    want = site.cli.json("changes", "--run", mixed)
+    assert [c.get("outcome") for c in want] == [None, None, None, "superseded", "unresolved"]
+    for limit in (1, 2, 3, 4, 5):
+        got, cursor = [], ""
+        while True:
+            page = site.get(f"/api/runs/{mixed}/changes?limit={limit}&cursor={cursor}")
+            assert page["total"] == 5
+            got += page["changes"]
+            if page["next_cursor"] is None:
+                break
+            cursor = page["next_cursor"]
+        assert got == want, limit
 
 
 def test_destination_and_explain(site: Site) -> None:

@@ -185,17 +185,48 @@ class ChangesPage:
 def changes_page(
     led: Ledger, run_id: str, *, limit: int = 200, cursor: str | None = None
 ) -> ChangesPage:
-    """A page of `Ledger.changes(run_id)`, in its order (changes, then held records)."""
+    """A page of `Ledger.changes(run_id)`, in its order (the changes, then the held
+    records), read after the cursor's keyset bound: a page costs its own rows."""
+    from feedledger.ledger import changes_page as pages
+
     whole = led.resolve_run(run_id)
-    start = 0
+    limit = check_limit(limit)
+    phase, after = "c", None
     if cursor:
         found = decode_cursor(cursor)
-        if not (isinstance(found, dict) and isinstance(found.get("o"), int) and found["o"] >= 0):
+        ok = (
+            isinstance(found, list)
+            and len(found) == 3
+            and found[0] in ("c", "o")
+            and isinstance(found[1], int)
+            and isinstance(found[2], str)
+        )
+        if not ok:
             raise ConfigError(f"cursor {cursor!r} is not a cursor this server gave")
-        start = found["o"]
-    limit = check_limit(limit)
-    every = led.changes(whole)
-    chunk = every[start : start + limit]
-    end = start + len(chunk)
-    nxt = encode_cursor({"o": end}) if end < len(every) else None
-    return ChangesPage(whole, chunk, nxt, len(every))
+        phase, after = found[0], (found[1], found[2])
+    store = led.context.store
+    geo = led._is_geo_run(whole)
+    n_changes, n_held = pages.count(store, whole)
+    items: list[Change] = []
+    last: list[Any] | None = None
+    if phase == "c":
+        got = pages.changes(store, whole, after, limit + 1, geo=geo)
+        items = [Change.of(c) for c in got[:limit]]
+        if got:
+            tail = got[:limit][-1]
+            last = ["c", tail.valid_from, tail.key]
+        if len(got) > limit:
+            return ChangesPage(whole, items, encode_cursor(last), n_changes + n_held)
+        phase, after = "o", None
+    room = limit - len(items)
+    if room > 0:
+        got_o = pages.held(store, whole, after, room + 1, geo=geo)
+        items += [Change.held(o) for o in got_o[:room]]
+        if len(got_o) > room:
+            tail_o = got_o[:room][-1]
+            last = ["o", tail_o.valid_from, tail_o.key]
+            return ChangesPage(whole, items, encode_cursor(last), n_changes + n_held)
+        return ChangesPage(whole, items, None, n_changes + n_held)
+    # the page is full of changes and none are left: the held records may follow
+    nxt = encode_cursor(["o", -(2**62), ""]) if n_held else None
+    return ChangesPage(whole, items, nxt, n_changes + n_held)
