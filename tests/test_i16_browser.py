@@ -300,3 +300,16 @@ def test_a_held_run_released_on_the_review_page_reaches_the_webhook(
     p = page.open(f"/runs/{burst}", "run-released")
     audit = p.locator("#audit").inner_text()
     assert LABEL in audit and "review" in audit
+
+
+def test_a_read_only_server_offers_no_review(
+    world: dict[str, Any], browser: Any, shots: Path
+) -> None:
+    with serve(world["config"], None, {}) as server:
+        page = Page(browser, server, shots)
+        p = page.open("/review", "review-read-only")
+        assert p.locator("#nav-review").is_hidden()
+        assert "read-only" in p.locator("main").inner_text()
+        assert p.locator("button[data-action]").count() == 0
+        assert page.errors == []
+        page.page.close()
