@@ -50,6 +50,7 @@ GIS_FORMATS: dict[str, frozenset[str]] = {
     "flatgeobuf": frozenset({"FlatGeobuf"}),
 }
 _ZIPPED = ("shapefile", "filegdb")
+_ONE_LAYER = ("geojson", "geojsonseq", "flatgeobuf")  # formats that hold one layer
 _SHP_REQUIRED = (".shp", ".shx", ".dbf")
 _SHP_PARTS = (*_SHP_REQUIRED, ".prj", ".cpg")
 _IGNORED_MEMBERS = ("__MACOSX/",)
@@ -131,12 +132,12 @@ def read_gis(
         # GDAL warns that a /vsimem/ name lacks the GeoPackage extension; harmless
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            # GDAL names a layer-less format's one layer after the file: pyogrio's
-            # random /vsimem/ name, different on each call; shown as the format's name
-            layers = [
-                fmt if str(name).startswith("pyogrio_") else str(name)
-                for name in pyogrio.list_layers(data)[:, 0]
-            ]
+            info: dict[str, Any]
+            if fmt in _ONE_LAYER:  # opening GeoJSON parses it all: once fewer
+                info = pyogrio.read_info(data, layer=0)
+                layers = [_layer_name(info.get("layer_name"), fmt)]
+            else:
+                layers = [_layer_name(name, fmt) for name in pyogrio.list_layers(data)[:, 0]]
             if not layers:
                 raise bad(f"no layers in this {fmt} file")
             if layer is None:
@@ -149,7 +150,8 @@ def read_gis(
             elif layer not in layers:
                 raise bad(f"no layer {layer!r} in the {fmt} file (layers: {_listing(layers)})")
             index = layers.index(layer)  # by position: see above
-            info: dict[str, Any] = pyogrio.read_info(data, layer=index)
+            if fmt not in _ONE_LAYER:
+                info = pyogrio.read_info(data, layer=index)
             driver = str(info.get("driver"))
             if driver not in drivers:
                 raise bad(f"not a {fmt} file (GDAL reads it as {driver})")
@@ -168,6 +170,13 @@ def read_gis(
         layer=layer,
         geometry_type=meta.get("geometry_type") or None,
     )
+
+
+def _layer_name(name: object, fmt: str) -> str:
+    """GDAL names a layer-less format's one layer after the file: pyogrio's random
+    /vsimem/ name, different on each call; shown as the format's name."""
+    text = "" if name is None else str(name)
+    return fmt if not text or text.startswith("pyogrio_") else text
 
 
 def _is_feature_sequence(data: bytes) -> bool:
