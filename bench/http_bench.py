@@ -57,6 +57,8 @@ def build(n: int, days: int, postgres: str | None) -> Path:
     done = root / "BUILT"
     if done.exists():
         return root
+    if postgres:
+        postgres = own_database(postgres, f"feedledger_http_bench_{n}_{days}")
     files = gen_parcels.generate(n=n, days=days)
     if root.exists():
         import shutil
@@ -71,6 +73,18 @@ def build(n: int, days: int, postgres: str | None) -> Path:
             print(f"built {f.path.name} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     done.write_text(json.dumps({"build_s": round(time.perf_counter() - t0, 1)}))
     return root
+
+
+def own_database(url: str, name: str) -> str:
+    """A fresh database `name` on the server of `url` (dropped first if there): the
+    bench never writes into a database it did not create."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
 
 
 def keys_of(n: int, days: int) -> list[str]:
@@ -236,7 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--workers", type=int, default=1, help="feedledger serve --workers")
-    ap.add_argument("--postgres", default=None, help="a PostgreSQL store URL (default SQLite)")
+    ap.add_argument(
+        "--postgres",
+        default=None,
+        help="a PostgreSQL server URL: the bench creates its own database there "
+        "(feedledger_http_bench_N_DAYS; default: SQLite)",
+    )
     args = ap.parse_args(argv)
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
