@@ -35,7 +35,13 @@ def serve(
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Run until SIGTERM/SIGINT. `announce` hears the URL once the socket is bound."""
+    import gc
+
     import uvicorn
+
+    # the CLI turns the cyclic collector off for its short-lived commands (cli/main.py);
+    # a server lives long: without it, every reference cycle a request leaves would stay
+    gc.enable()
 
     tokens = tokens_from_env(token_env)
     mode = f"writes with the tokens in ${token_env}" if tokens else "read-only"
