@@ -303,9 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     for s in snaps:
         print(f"| snapshot {s['format']}: {s['rows']:,} rows | {s['rows_per_s']:,} rows/s | "
               f"RSS +{s['rss_growth_mib']} MiB |")  # fmt: skip
-    tag = ("http" if not args.postgres else "http-pg") + (
-        f"-w{args.workers}" if args.workers > 1 else ""
-    )
+    tag = "http" if not args.postgres else "http-pg"
+    tag += f"-w{args.workers}" if args.workers > 1 else ""
+    tag += f"-c{args.clients}" if args.clients != 20 else ""
     save_results(ROOT / "bench" / "results", tag, json.dumps(result, indent=2) + "\n")
     return 0
 
