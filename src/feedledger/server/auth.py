@@ -42,7 +42,7 @@ def parse_tokens(text: str | None) -> list[Token]:
     return tokens
 
 
-def writer(request: Request) -> str:
+async def writer(request: Request) -> str:
     """The label of the token a write request carries (a FastAPI dependency):
     403 if the server is read-only, 401 (WWW-Authenticate: Bearer) if the token is
     missing or unknown."""

@@ -24,8 +24,8 @@ class JSONText(Response):
         return dumps(content, indent=None).encode("utf-8")
 
 
-def ledger(request: Request) -> fl.Ledger:
-    """The process's ledger (a FastAPI dependency)."""
+async def ledger(request: Request) -> fl.Ledger:
+    """The process's ledger (a FastAPI dependency; async: no threadpool hop)."""
     led: fl.Ledger = request.app.state.ledger
     return led
 
