@@ -218,3 +218,14 @@ def held_count(conn: Connection, source: str) -> int:
     """How many of the source's runs are held for review."""
     stmt = select(func.count()).where(runs.c.source == source, runs.c.status == "held")
     return int(conn.execute(stmt).scalar_one())
+
+
+def held_counts(conn: Connection, sources: list[str]) -> dict[str, int]:
+    """How many runs of each of `sources` are held for review (sources with none are
+    left out), in one statement."""
+    stmt = (
+        select(runs.c.source, func.count())
+        .where(runs.c.source.in_(sources), runs.c.status == "held")
+        .group_by(runs.c.source)
+    )
+    return {str(source): int(n) for source, n in conn.execute(stmt)}

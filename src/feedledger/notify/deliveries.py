@@ -327,3 +327,23 @@ def waiting_counts(store: Store, source: str) -> dict[str, int]:
             .group_by(deliveries.c.status)
         ).all()
     return {str(status): int(n) for status, n in rows}
+
+
+def waiting_counts_by_source(store: Store, sources: list[str]) -> dict[str, dict[str, int]]:
+    """`waiting_counts` of each of `sources` in one statement (a source with no waiting
+    message is left out)."""
+    got: dict[str, dict[str, int]] = {}
+    if not sources:
+        return got
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(deliveries.c.source, deliveries.c.status, func.count())
+            .where(
+                deliveries.c.source.in_(sources),
+                deliveries.c.status.in_(("pending", "failed", "dead")),
+            )
+            .group_by(deliveries.c.source, deliveries.c.status)
+        ).all()
+    for source, status, n in rows:
+        got.setdefault(str(source), {})[str(status)] = int(n)
+    return got

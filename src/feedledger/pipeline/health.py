@@ -10,19 +10,21 @@ a parameter: the scheduler passes its clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger import gaps, schedule_state
-from feedledger.ledger.facts import source_facts
+from feedledger.ledger.health_rows import HealthRows, health_rows
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.notify import deliveries
 
 SHOWN_DATES = 31
+BATCH = 500  # sources read per round of statements (bounds the IN lists)
 
 
 @dataclass
@@ -69,17 +71,35 @@ def missed_dates(ctx: Context, src: SourceConfig, now_us: int) -> list[date]:
     watermark's date (or, never applied, after the scheduler's first attempt), minus
     the days a recorded gap covers."""
     wm = ctx.store.watermark(src.name)
-    if wm is not None and wm.published_at is not None:
-        after = local_date(wm.published_at, src.timezone)
+    return _missed(
+        src,
+        wm.published_at if wm is not None else None,
+        lambda: schedule_state.get(ctx.store, src.name).first_attempt_at,
+        lambda: [(g.start_at, g.end_at) for g in gaps.listing(ctx.store, src.name)],
+        now_us,
+    )
+
+
+def _missed(
+    src: SourceConfig,
+    published_at: int | None,
+    first_attempt: Callable[[], int | None],
+    gap_spans: Callable[[], list[tuple[int, int]]],
+    now_us: int,
+) -> list[date]:
+    """`missed_dates` from the watermark's publisher time; the first attempt and the
+    gaps are asked for only when needed."""
+    if published_at is not None:
+        after = local_date(published_at, src.timezone)
     else:
-        first = schedule_state.get(ctx.store, src.name).first_attempt_at
+        first = first_attempt()
         if first is None:
             return []
         after = local_date(first, src.timezone) - timedelta(days=1)
     days = due_dates(src.cadence, src.timezone, after, now_us, src.publish_at)
     if not days:
         return []
-    spans = [(g.start_at, g.end_at) for g in gaps.listing(ctx.store, src.name)]
+    spans = gap_spans()
 
     def covered(d: date) -> bool:
         lo = day_start_us(d, src.timezone)
@@ -90,13 +110,22 @@ def missed_dates(ctx: Context, src: SourceConfig, now_us: int) -> list[date]:
 
 
 def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
-    store = ctx.store
-    state = schedule_state.get(store, src.name)
-    facts = source_facts(store, src.name)
-    ice, lease, held, fetched = facts.freeze, facts.lease, facts.held_runs, facts.last_fetched_at
-    waiting = deliveries.waiting_counts(store, src.name)
-    wm = store.watermark(src.name)
-    missed = missed_dates(ctx, src, now_us)
+    return health(ctx, now_us, [src.name])[0]
+
+
+def _source_health(
+    src: SourceConfig, rows: HealthRows, waiting: dict[str, int], now_us: int
+) -> SourceHealth:
+    state = rows.schedule
+    ice, lease, held, fetched = rows.freeze, rows.lease, rows.held_runs, rows.last_fetched_at
+    wm = rows.watermark
+    missed = _missed(
+        src,
+        wm.published_at if wm is not None else None,
+        lambda: state.first_attempt_at,
+        lambda: rows.gap_spans,
+        now_us,
+    )
     lease_info: dict[str, Any] = {"state": "free"}
     if lease is not None and lease.holder is not None:
         lease_info = {
@@ -133,8 +162,20 @@ def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
 
 
 def health(ctx: Context, now_us: int, sources: list[str] | None = None) -> list[SourceHealth]:
+    """The sources' health, read with a fixed number of statements per `BATCH` sources
+    (not per source): one per table."""
     names = sources or sorted(ctx.workspace.sources)
-    return [source_health(ctx, ctx.workspace.source(n), now_us) for n in names]
+    configs = [ctx.workspace.source(n) for n in names]
+    got: list[SourceHealth] = []
+    for i in range(0, len(names), BATCH):
+        batch = sorted(set(names[i : i + BATCH]))
+        rows = health_rows(ctx.store, batch)
+        waiting = deliveries.waiting_counts_by_source(ctx.store, batch)
+        got.extend(
+            _source_health(src, rows[src.name], waiting.get(src.name, {}), now_us)
+            for src in configs[i : i + BATCH]
+        )
+    return got
 
 
 def destination_lag(

@@ -1,0 +1,91 @@
+"""What `health` reads of the ledger for many sources at once, through one connection
+and a fixed number of statements (one per table, whatever the number of sources): the
+watermark, the scheduler's state, frozen, the lease, runs held for review, the last
+fetch and the standing gaps. `ledger/facts.source_facts` and the per-source readers
+answer the same for one source; `pipeline/health` turns these rows into its report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, func, select
+
+from feedledger.ledger import runs
+from feedledger.ledger.freezes import Freeze
+from feedledger.ledger.leases import LeaseState
+from feedledger.ledger.records import Watermark
+from feedledger.ledger.schedule_state import State
+from feedledger.ledger.schema import freezes, gaps, leases, payloads, schedule_state, watermarks
+from feedledger.ledger.store import Store
+from feedledger.ledger.visibility import visible
+
+
+@dataclass(slots=True)
+class HealthRows:
+    """One source's rows (defaults: the source has none)."""
+
+    source: str
+    watermark: Watermark | None = None
+    state: State | None = None
+    freeze: Freeze | None = None
+    lease: LeaseState | None = None
+    held_runs: int = 0
+    last_fetched_at: int | None = None
+    # the standing gaps' [start_at, end_at), in gaps.listing's order
+    gap_spans: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def schedule(self) -> State:
+        return self.state if self.state is not None else State(self.source)
+
+
+def health_rows(store: Store, sources: list[str]) -> dict[str, HealthRows]:
+    """Every one of `sources` (each a key of the result) with its rows."""
+    got = {s: HealthRows(s) for s in sources}
+    if not sources:
+        return got
+    with store.engine.connect() as conn:
+        _watermarks(conn, sources, got)
+        _states(conn, sources, got)
+        _freezes_and_leases(conn, sources, got)
+        for source, n in runs.held_counts(conn, sources).items():
+            got[source].held_runs = n
+        fetched = (
+            select(payloads.c.source, func.max(payloads.c.fetched_at))
+            .where(payloads.c.source.in_(sources))
+            .group_by(payloads.c.source)
+        )
+        for source, at in conn.execute(fetched):
+            got[source].last_fetched_at = int(at) if at is not None else None
+        standing = (
+            select(gaps.c.source, gaps.c.start_at, gaps.c.end_at)
+            .where(gaps.c.source.in_(sources), visible(gaps, None))
+            .order_by(gaps.c.source, gaps.c.start_at, gaps.c.gap_id)
+        )
+        for source, start, end in conn.execute(standing):
+            got[source].gap_spans.append((start, end))
+    return got
+
+
+def _watermarks(conn: Connection, sources: list[str], got: dict[str, HealthRows]) -> None:
+    for row in conn.execute(select(watermarks).where(watermarks.c.source.in_(sources))):
+        got[row.source].watermark = Watermark(
+            source=row.source,
+            published_at=row.published_at,
+            payload_id=row.payload_id,
+            txn_seq=row.txn_seq,
+            recorded_at=row.recorded_at,
+        )
+
+
+def _states(conn: Connection, sources: list[str], got: dict[str, HealthRows]) -> None:
+    stmt = select(schedule_state).where(schedule_state.c.source.in_(sources))
+    for row in conn.execute(stmt):
+        got[row.source].state = State(**{c.name: getattr(row, c.name) for c in schedule_state.c})
+
+
+def _freezes_and_leases(conn: Connection, sources: list[str], got: dict[str, HealthRows]) -> None:
+    for row in conn.execute(select(freezes).where(freezes.c.source.in_(sources))):
+        got[row.source].freeze = Freeze(row.source, row.frozen_at, row.reason)
+    for row in conn.execute(select(leases).where(leases.c.source.in_(sources))):
+        got[row.source].lease = LeaseState(row.holder, row.run_id, row.expires_at, row.heartbeat_at)
