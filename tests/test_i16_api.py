@@ -46,6 +46,8 @@ def _build(led: fl.Ledger, tmp: Path) -> dict[str, Any]:
     pair = led.add_source("pair", key=["a", "b"], timezone="UTC")
     pair.ingest(b'a,b,v\nx,1,one\n"y,z",2,two\n', published_at="2026-08-01", name="p.csv")
     dest.sync_live(once=True)
+    dest.create_manifest("m1")
+    dest.rebuild("m1", batch=8)
     sup = led.add_source("sup", key=["id"], timezone="UTC", revision="rev", kind="changes")
     sup.ingest(b"id,rev,name\nA,8,a\nB,8,b\nC,8,c\n", published_at="2026-08-01", name="u1.csv")
     mixed = sup.ingest(
@@ -225,7 +227,13 @@ def test_destination_and_explain(site: Site) -> None:
     body = site.get("/api/destinations/copy")
     assert body["source"] == "s" and body["outcomes"]["live"]["accepted"] >= 2
     assert body["lag"]["destination"] == "copy" and body["unresolved"] == []
-    assert body["rebuilds"] == [] and body["last_reconcile"] is None
+    assert body["last_reconcile"] is None
+    [rebuild] = body["rebuilds"]
+    assert rebuild["manifest"] == "m1" and rebuild["population"] == 30
+    point = rebuild["checkpoint"]
+    assert point["status"] == "finished" and point["batches"] == 4
+    assert point["attempted_key"] == point["acknowledged_key"]
+    assert sum(body["outcomes"]["m1"].values()) == rebuild["judged"] == 30
     assert site.get("/api/destinations")[0]["name"] == "copy"
     assert site.get("/api/destinations/copy/keys/0") == site.cli.json("sync-explain", "copy", "0")
     assert site.get("/api/destinations/nope", 404)["status"] == 404
@@ -309,7 +317,8 @@ def test_writes_are_done_and_audited(writable: Site) -> None:
 
     frozen = c.post("/api/sources/s/freeze", json={"reason": "audit"}, headers=AUTH).json()
     assert frozen["result"]["frozen"] is True and frozen["audit"]["source"] == "s"
-    assert writable.get("/api/sources/s")["frozen"] is True
+    source = writable.get("/api/sources/s")
+    assert source["frozen"] is True and source["audit"][-1]["action"] == "freeze"
     thawed = c.post("/api/sources/s/thaw", headers=AUTH).json()
     assert thawed["result"] == {"source": "s", "frozen": False, "changed": True}
 

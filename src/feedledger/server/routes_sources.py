@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 import feedledger as fl
+from feedledger.api.audit import audit_entries
 from feedledger.api.runs_page import runs_page
 from feedledger.server.deps import JSONText, entity_key, instant, ledger
 from feedledger.server.problems import hide_password
@@ -55,7 +56,8 @@ def sources(led: fl.Ledger = Depends(ledger)) -> JSONText:
 
 @router.get("/sources/{source}", response_class=JSONText, summary="One source")
 def source(source: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
-    """Declaration, watermark, cadence, freeze, gaps, health and its last runs."""
+    """Declaration, watermark, cadence, freeze, gaps, health, its last runs and the
+    writes made on it over the HTTP API (`audit`)."""
     src = led.source(source)
     found = led.health([source])
     health = found[0].to_json() if found else None
@@ -69,6 +71,8 @@ def source(source: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
         "health": health,
         "gaps": [g.to_json() for g in src.gaps()],
         "runs": runs_page(led, source=source, limit=LAST_RUNS).to_json()["runs"],
+        # writes made over the HTTP API on the source or its runs (freeze, thaw...)
+        "audit": [a.to_json() for a in audit_entries(led, source=source)],
     }
     return JSONText(body)
 
