@@ -109,10 +109,6 @@ def _missed(
     return [d for d in days if not covered(d)]
 
 
-def source_health(ctx: Context, src: SourceConfig, now_us: int) -> SourceHealth:
-    return health(ctx, now_us, [src.name])[0]
-
-
 def _source_health(
     src: SourceConfig, rows: HealthRows, waiting: dict[str, int], now_us: int
 ) -> SourceHealth:
