@@ -36,6 +36,7 @@ def _build(led: fl.Ledger, tmp: Path) -> dict[str, Any]:
     """s: 30 ids over 4 days, the 4th a burst held for review; pair: a compound key;
     a destination of s (SQLite file) synced live once."""
     s = led.add_source("s", key=["id"], timezone="UTC", hold_factor=5, hold_min_changes=10)
+    led.notify.add_subscriber("f", file=tmp / "sub.jsonl", sources=["s"])
     base = {str(i): "a" for i in range(30)}
     s.ingest(_csv(base), published_at="2026-08-01", name="s_1.csv")
     dest = led.add_destination("copy", source="s", table="s_copy", sqlite=tmp / "dest.db")
@@ -43,6 +44,7 @@ def _build(led: fl.Ledger, tmp: Path) -> dict[str, Any]:
     s.ingest(_csv({**base, "0": "b", "1": "c"}), published_at="2026-08-03", name="s_3.csv")
     burst = s.ingest(_csv(dict.fromkeys(base, "z")), published_at="2026-08-04", name="s_4.csv")
     assert burst.held_for_review
+    led.notify.dispatch(once=True)
     pair = led.add_source("pair", key=["a", "b"], timezone="UTC")
     pair.ingest(b'a,b,v\nx,1,one\n"y,z",2,two\n', published_at="2026-08-01", name="p.csv")
     dest.sync_live(once=True)
@@ -194,6 +196,14 @@ def test_run_detail_and_changes_paged(site: Site) -> None:
     assert {n["topic"] for n in detail["notices"]} and all(
         n["status"] == "held" for n in detail["notices"]
     )
+    first = site.get("/api/runs?source=s")["runs"][-1]
+    sent = site.get(f"/api/runs/{first['run_id']}")["notices"]
+    assert sent and all(
+        n["deliveries"] == {"f": {"delivered": n["changes"]}}
+        for n in sent
+        if n["topic"] == "changes"
+    )
+    assert all(n["deliveries"] == {} for n in detail["notices"])  # held: not fanned out
     want = site.cli.json("changes", "--run", run)
     assert len(want) == 30
     for limit in (7, 10, 30, 1000):  # pages ending inside, at the end, past the end

@@ -102,8 +102,9 @@ def _enum(kind: Any, value: Any, what: str) -> str | None:
 
 @dataclass(frozen=True)
 class RunNotice:
-    """A notice the run queued (change set, summary, retraction, correction...) and its
-    status in the outbox (pending, held, cancelled, fanned out...)."""
+    """A notice the run queued (change set, summary, retraction, correction...), its
+    status in the outbox (pending, held, cancelled, fanned out...) and, once fanned
+    out, its messages per subscriber by delivery status (delivered, pending, dead...)."""
 
     outbox_id: int
     topic: str
@@ -111,6 +112,7 @@ class RunNotice:
     changes: int
     created_at: datetime
     body: dict[str, Any]
+    deliveries: dict[str, dict[str, int]]  # subscriber -> delivery status -> messages
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +122,7 @@ class RunNotice:
             "changes": self.changes,
             "created_at": iso(to_us(self.created_at)),
             "body": self.body,
+            "deliveries": self.deliveries,
         }
 
 
@@ -156,10 +159,17 @@ def run_detail(led: Ledger, run_id: str) -> RunDetail:
         raise NotFoundError(f"no run {run_id!r}")
     by = [r for r, _at in run_view.retracted_by(store, whole)]
     retracted = found.status == RunStatus.RETRACTED or bool(by)
+    from feedledger.notify.run_deliveries import by_notice
+
+    rows = run_view.notices(store, whole)
+    sent = by_notice(store, [n.outbox_id for n in rows])
     notices = [
-        RunNotice(n.outbox_id, n.topic, n.status, n.changes, from_us(n.created_at), n.body)
-        for n in run_view.notices(store, whole)
-    ]
+        RunNotice(
+            n.outbox_id, n.topic, n.status, n.changes, from_us(n.created_at), n.body,
+            sent.get(n.outbox_id, {}),
+        )
+        for n in rows
+    ]  # fmt: skip
     return RunDetail(Run.of(found), retracted, by, notices, audit_entries(led, run_id=whole))
 
 

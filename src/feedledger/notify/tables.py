@@ -72,6 +72,7 @@ deliveries = Table(
     UniqueConstraint("subscriber", "message_id", name="uq_deliveries_message"),
     Index("ix_deliveries_due", "status", "next_attempt_at"),
     Index("ix_deliveries_subscriber", "subscriber", "status"),
+    Index("ix_deliveries_outbox", "outbox_id"),  # a run's notices' messages (0009)
     Index(
         "ix_deliveries_claimed",
         "claimed_by",

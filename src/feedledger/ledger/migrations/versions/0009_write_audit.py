@@ -1,5 +1,6 @@
 """The write audit: who (a token's label) did what over the HTTP API (`feedledger
-serve`), when, to which run or source.
+serve`), when, to which run or source; and an index of deliveries by outbox row (a
+run's page shows how its notices' messages stand).
 
 Revision ID: 0009
 Revises: 0008
@@ -29,9 +30,11 @@ def upgrade() -> None:
     )
     op.create_index("ix_write_audit_run", "write_audit", ["run_id"])
     op.create_index("ix_write_audit_source", "write_audit", ["source"])
+    op.create_index("ix_deliveries_outbox", "deliveries", ["outbox_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_deliveries_outbox", "deliveries")
     op.drop_index("ix_write_audit_source", "write_audit")
     op.drop_index("ix_write_audit_run", "write_audit")
     op.drop_table("write_audit")
