@@ -50,6 +50,7 @@ def _build(led: fl.Ledger, tmp: Path) -> dict[str, Any]:
     dest.sync_live(once=True)
     dest.create_manifest("m1")
     dest.rebuild("m1", batch=8)
+    dest.reconcile("m1")
     sup = led.add_source("sup", key=["id"], timezone="UTC", revision="rev", kind="changes")
     sup.ingest(b"id,rev,name\nA,8,a\nB,8,b\nC,8,c\n", published_at="2026-08-01", name="u1.csv")
     mixed = sup.ingest(
@@ -237,7 +238,11 @@ def test_destination_and_explain(site: Site) -> None:
     body = site.get("/api/destinations/copy")
     assert body["source"] == "s" and body["outcomes"]["live"]["accepted"] >= 2
     assert body["lag"]["destination"] == "copy" and body["unresolved"] == []
-    assert body["last_reconcile"] is None
+    last = body["last_reconcile"]
+    assert last["manifest"] == "m1" and last["population"] == 30 and last["at"]
+    assert {k: v for k, v in last.items() if k != "at"} == site.cli.json(
+        "reconcile", "copy", "--manifest", "m1"
+    )
     [rebuild] = body["rebuilds"]
     assert rebuild["manifest"] == "m1" and rebuild["population"] == 30
     point = rebuild["checkpoint"]

@@ -1,7 +1,8 @@
 """A destination's whole picture for the HTTP API's `/api/destinations/{name}`: its
 declaration, the guard's outcome counts per scope (the live route, each manifest
 rebuild), the unresolved records with their evidence, the live route's lag, and each
-rebuild's progress (last key attempted vs acknowledged by the destination)."""
+rebuild's progress (last key attempted vs acknowledged by the destination) and the
+last reconcile's report."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feedledger.api.destination import DestinationLag
+from feedledger.model.timeutil import iso
 
 if TYPE_CHECKING:
     from feedledger.api.ledger import Ledger
@@ -25,6 +27,7 @@ class DestinationStatus:
     unresolved: list[dict[str, Any]]  # scope, key, revision, generation, reason, evidence
     lag: DestinationLag | None
     rebuilds: list[dict[str, Any]]  # per manifest of the source: population, checkpoint
+    last_reconcile: dict[str, Any] | None  # `reconcile --json` of the last one, and `at`
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,8 +38,7 @@ class DestinationStatus:
             "unresolved": self.unresolved,
             "lag": None if self.lag is None else self.lag.to_json(),
             "rebuilds": self.rebuilds,
-            # reconcile reports are not kept by the ledger: `feedledger reconcile` shows one
-            "last_reconcile": None,
+            "last_reconcile": self.last_reconcile,
         }
 
 
@@ -72,6 +74,8 @@ def destination_status(led: Ledger, name: str) -> DestinationStatus:
             }
         )
     lags = [d for d in led.destination_lag([dest.source]) if d.destination == dest.name]
+    last = sync_state.last_reconcile(store, dest.name)
+    reconciled = None if last is None else {"at": iso(last[0]), **last[1]}
     return DestinationStatus(
         dest.name,
         dest.source,
@@ -80,4 +84,5 @@ def destination_status(led: Ledger, name: str) -> DestinationStatus:
         unresolved,
         lags[0] if lags else None,
         rebuilds,
+        reconciled,
     )

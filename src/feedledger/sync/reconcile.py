@@ -195,6 +195,8 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
         _findings(result, expected, others, in_suspect, found, seen, want_rank, man)
     finally:
         target.close()
+    # kept, so the last reconcile's findings can be shown later (`serve`'s destination)
+    sync_state.record_reconcile(ctx.store, dest.name, man.name, now_us(), result.to_json())
     return result
 
 

@@ -12,7 +12,12 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, func, insert, select, update
 
 from feedledger.ledger.store import Store
-from feedledger.sync.tables import manifest_keys, sync_checkpoints, sync_outcomes
+from feedledger.sync.tables import (
+    manifest_keys,
+    sync_checkpoints,
+    sync_outcomes,
+    sync_reconciles,
+)
 
 VERDICTS = ("accepted", "already_current", "superseded", "rejected", "unresolved")
 
@@ -252,3 +257,32 @@ def mark(
             .where(c.c.destination == destination, c.c.manifest_id == manifest_id)
             .values(**values)
         )
+
+
+def record_reconcile(
+    store: Store, destination: str, manifest: str, at: int, report: dict[str, Any]
+) -> None:
+    """Keep a reconcile's report (its own transaction)."""
+    with store.begin() as conn:
+        conn.execute(
+            insert(sync_reconciles).values(
+                destination=destination,
+                manifest=manifest,
+                at=at,
+                complete=bool(report.get("complete")),
+                report=json.dumps(report, sort_keys=True, default=str),
+            )
+        )
+
+
+def last_reconcile(store: Store, destination: str) -> tuple[int, dict[str, Any]] | None:
+    """(when, report) of the destination's last reconcile; None if it never had one."""
+    r = sync_reconciles
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            select(r.c.at, r.c.report)
+            .where(r.c.destination == destination)
+            .order_by(r.c.reconcile_id.desc())
+            .limit(1)
+        ).first()
+    return None if row is None else (int(row.at), json.loads(row.report))

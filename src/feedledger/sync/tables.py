@@ -10,7 +10,7 @@ dumping them all) imports it as well as ledger/schema.py.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, String, Table, Text
 
 from feedledger.ledger.schema import metadata
 
@@ -21,6 +21,7 @@ __all__ = [
     "sync_checkpoints",
     "sync_cursors",
     "sync_outcomes",
+    "sync_reconciles",
 ]
 
 # Destinations (migration 0006): downstream projections of a source's current state.
@@ -99,4 +100,18 @@ sync_cursors = Table(
     Column("destination", String(64), primary_key=True),
     Column("outbox_id", BigInteger, nullable=False),  # the live route is done up to here
     Column("updated_at", BigInteger, nullable=False),
+)
+
+# Each reconcile's report (its JSON, as `reconcile --json`), so the last one can be shown
+# (the HTTP API's destination page; migration 0009).
+sync_reconciles = Table(
+    "sync_reconciles",
+    metadata,
+    Column("reconcile_id", Integer, primary_key=True, autoincrement=True),
+    Column("destination", String(64), nullable=False),
+    Column("manifest", String(64), nullable=False),
+    Column("at", BigInteger, nullable=False),
+    Column("complete", Boolean, nullable=False),
+    Column("report", Text, nullable=False),
+    Index("ix_sync_reconciles_destination", "destination", "reconcile_id"),
 )
