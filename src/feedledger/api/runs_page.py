@@ -63,7 +63,7 @@ def runs_page(
     cursor: str | None = None,
 ) -> RunsPage:
     """A page of runs (of `source`, `kind` and `status` when given) after `cursor`."""
-    from feedledger.ledger import runs_page as pages
+    from feedledger.ledger import runs as pages
 
     if source is not None:
         led.source(source)  # SourceNotFound
@@ -150,6 +150,7 @@ class RunDetail:
 def run_detail(led: Ledger, run_id: str) -> RunDetail:
     """The run `run_id` (or a unique prefix; NotFoundError if none)."""
     from feedledger.ledger import run_view
+    from feedledger.ledger import runs as runs_table
     from feedledger.ledger.runs import get_run
 
     whole = led.resolve_run(run_id)
@@ -157,7 +158,7 @@ def run_detail(led: Ledger, run_id: str) -> RunDetail:
     found = get_run(store, whole)
     if found is None:
         raise NotFoundError(f"no run {run_id!r}")
-    by = [r for r, _at in run_view.retracted_by(store, whole)]
+    by = [r for r, _at in runs_table.retracted_by(store, whole)]
     retracted = found.status == RunStatus.RETRACTED or bool(by)
     from feedledger.notify.run_deliveries import by_notice
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from feedledger.ledger.schema import applications, runs
+from feedledger.ledger.runs import kinds_and_statuses
+from feedledger.ledger.schema import applications
 from feedledger.ledger.store import Store
 
 
@@ -30,13 +31,10 @@ def applied_payloads(store: Store, source: str, start: int, end: int) -> list[Ap
         select(
             applications.c.payload_id,
             applications.c.run_id,
-            runs.c.kind,
-            runs.c.status,
             applications.c.published_at,
             applications.c.recorded_at,
             applications.c.retracted_at,
         )
-        .join(runs, runs.c.run_id == applications.c.run_id)
         .where(
             applications.c.source == source,
             applications.c.published_at >= start,
@@ -45,10 +43,13 @@ def applied_payloads(store: Store, source: str, start: int, end: int) -> list[Ap
         .order_by(applications.c.txn_seq)
     )
     with store.engine.connect() as conn:
-        return [
-            AppliedPayload(
-                r.payload_id, r.run_id, r.kind, r.status, r.published_at, r.recorded_at,
-                r.retracted_at,
-            )
-            for r in conn.execute(stmt)
-        ]  # fmt: skip
+        rows = list(conn.execute(stmt))
+        # the runs' kind and status from ledger/runs.py (the one module on that table)
+        kinds = kinds_and_statuses(conn, sorted({r.run_id for r in rows}))
+    return [
+        AppliedPayload(
+            r.payload_id, r.run_id, *kinds[r.run_id], r.published_at, r.recorded_at,
+            r.retracted_at,
+        )
+        for r in rows
+    ]  # fmt: skip

@@ -1,6 +1,6 @@
 """What the HTTP API's run page shows besides the run's row: the notices it queued
-(summary, change set, correction...: outbox rows and their status) and the runs that
-retracted it."""
+(summary, change set, correction...: outbox rows and their status). The runs that
+retracted it come from ledger/runs.py, which owns the runs table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from feedledger.ledger.schema import outbox, runs
+from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 
 
@@ -35,14 +35,3 @@ def notices(store: Store, run_id: str, *, limit: int = 200) -> list[Notice]:
             )
             for r in conn.execute(stmt)
         ]  # fmt: skip
-
-
-def retracted_by(store: Store, run_id: str) -> list[tuple[str, int]]:
-    """(run id, started_at) of the retraction runs whose parent is `run_id`."""
-    stmt = (
-        select(runs.c.run_id, runs.c.started_at)
-        .where(runs.c.parent_run_id == run_id, runs.c.kind == "retraction")
-        .order_by(runs.c.started_at)
-    )
-    with store.engine.connect() as conn:
-        return [(r.run_id, int(r.started_at)) for r in conn.execute(stmt)]

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, and_, func, insert, or_, select, update
 
 from feedledger.ledger.records import Run
 from feedledger.ledger.schema import runs
@@ -229,3 +229,57 @@ def held_counts(conn: Connection, sources: list[str]) -> dict[str, int]:
         .group_by(runs.c.source)
     )
     return {str(source): int(n) for source, n in conn.execute(stmt)}
+
+
+def page(
+    store: Store,
+    *,
+    sources: list[str] | None,
+    kind: str | None,
+    status: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[Run]:
+    """Runs across sources, newest first, a page at a time (the HTTP API's `/api/runs`):
+    up to `limit` runs older than `after` ((started_at, run_id) of the last run of the
+    previous page), of `sources` (None: all), of `kind` and `status`. Keyset paging on
+    (started_at, run_id), so a page is stable while runs are added."""
+    stmt = select(runs)
+    if sources is not None:
+        stmt = stmt.where(runs.c.source.in_(sources))
+    if kind is not None:
+        stmt = stmt.where(runs.c.kind == kind)
+    if status is not None:
+        stmt = stmt.where(runs.c.status == status)
+    if after is not None:
+        started, run_id = after
+        stmt = stmt.where(
+            or_(
+                runs.c.started_at < started,
+                and_(runs.c.started_at == started, runs.c.run_id < run_id),
+            )
+        )
+    stmt = stmt.order_by(runs.c.started_at.desc(), runs.c.run_id.desc()).limit(limit)
+    with store.engine.connect() as conn:
+        return [_run(r) for r in conn.execute(stmt)]
+
+
+def retracted_by(store: Store, run_id: str) -> list[tuple[str, int]]:
+    """(run id, started_at) of the retraction runs whose parent is `run_id`."""
+    stmt = (
+        select(runs.c.run_id, runs.c.started_at)
+        .where(runs.c.parent_run_id == run_id, runs.c.kind == "retraction")
+        .order_by(runs.c.started_at)
+    )
+    with store.engine.connect() as conn:
+        return [(r.run_id, int(r.started_at)) for r in conn.execute(stmt)]
+
+
+def kinds_and_statuses(conn: Connection, run_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """run id -> (kind, status) of the given runs."""
+    found: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        stmt = select(runs.c.run_id, runs.c.kind, runs.c.status).where(runs.c.run_id.in_(chunk))
+        found.update({r.run_id: (r.kind, r.status) for r in conn.execute(stmt)})
+    return found
