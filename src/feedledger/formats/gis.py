@@ -57,6 +57,8 @@ _IGNORED_MEMBERS = ("__MACOSX/",)
 _VSI_PATH = re.compile(r"'?(/vsi[a-z]+/)+\S*?pyogrio_[0-9a-f]+\S*?'?(?=[\s.;,:]|$)")
 # pyogrio's DataSourceError/DataLayerError (and their CRS/feature/geometry/field
 # kinds) are RuntimeErrors; GDAL's own failures surface as these three
+_BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # a blank or whitespace-only line
+_PROBE_BYTES = 65_536  # GDAL identifies a JSON file's driver from far fewer
 _READ_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, ValueError, OSError)
 
 
@@ -124,9 +126,11 @@ def read_gis(
         raise bad(f"unknown GIS format {fmt!r} (one of {', '.join(GIS_FORMATS)})")
     if _looks_like_html(data):
         raise bad(f"an HTML page, not a {fmt} file (a login or error page?)")
+    probe: bytes | None = None  # what GDAL identifies the driver and layer name from
     if fmt in _ZIPPED:
         data = _repack(data, fmt, bad, max_bytes)
     elif fmt in ("geojson", "geojsonseq") and _is_feature_sequence(data):
+        probe = _as_feature_collection(_leading_records(data))
         data = _as_feature_collection(data)
     with warnings.catch_warnings():
         # GDAL warns that a /vsimem/ name lacks the GeoPackage extension; harmless
@@ -134,7 +138,10 @@ def read_gis(
         try:
             info: dict[str, Any]
             if fmt in _ONE_LAYER:  # opening GeoJSON parses it all: once fewer
-                info = pyogrio.read_info(data, layer=0)
+                # a sequence: its leading records, which begin the FeatureCollection
+                # exactly as the whole does, so GDAL picks the same driver (it decides
+                # from the first kilobytes) without parsing every feature an extra time
+                info = pyogrio.read_info(data if probe is None else probe, layer=0)
                 layers = [_layer_name(info.get("layer_name"), fmt)]
             else:
                 layers = [_layer_name(name, fmt) for name in pyogrio.list_layers(data)[:, 0]]
@@ -194,13 +201,28 @@ def _is_feature_sequence(data: bytes) -> bool:
     return isinstance(first, dict) and first.get("type") == "Feature"
 
 
+def _leading_records(data: bytes) -> bytes:
+    """The sequence's records that begin within its first `_PROBE_BYTES` (whole)."""
+    if len(data) <= _PROBE_BYTES:
+        return data
+    end = data.find(b"\x1e" if b"\x1e" in data[:_PROBE_BYTES] else b"\n", _PROBE_BYTES)
+    return data if end < 0 else data[:end]
+
+
 def _as_feature_collection(data: bytes) -> bytes:
     """The sequence's features as one FeatureCollection, for GDAL's GeoJSON driver: its
     GeoJSONSeq driver has no DATE_AS_STRING and would type a date-looking string as a
     date (and print it anew); blank records are skipped."""
+    head, tail = b'{"type":"FeatureCollection","features":[', b"]}"
+    body = data.strip()
+    # one record per line, none blank (what the ArcGIS connector archives): the newlines
+    # become the commas, in one pass (JSON allows whitespace either side; not a vertical
+    # tab or form feed, which `strip` removes around a record)
+    if not any(c in body for c in (b"\x1e", b"\x0b", b"\x0c")) and not _BLANK_LINE.search(body):
+        return head + body.replace(b"\n", b",") + tail
     separator = b"\x1e" if b"\x1e" in data else b"\n"
     records = [r.strip() for r in data.split(separator)]
-    return b'{"type":"FeatureCollection","features":[' + b",".join(r for r in records if r) + b"]}"
+    return head + b",".join(r for r in records if r) + tail
 
 
 def _open_options(driver: str) -> dict[str, str]:
