@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 import feedledger as fl
 from feedledger.api.calendar import DayState, calendar
 from feedledger.server.app import create_app
+from feedledger.server.assets import version
 from feedledger.server.auth import Token
 
 
@@ -138,6 +139,29 @@ def test_pages_and_static_files(client: TestClient) -> None:
     assert client.get("/static/app.css").headers["content-type"].startswith("text/css")
     for bad in ("/static/../pages.py", "/static/%2e%2e/pages.py", "/static/shell.py"):
         assert client.get(bad).status_code == 404
+    assert client.get(f"/static/{version()}/../pages.py").status_code == 404
+
+
+def test_assets_are_stamped_preloaded_and_cached(client: TestClient) -> None:
+    """The shell (never cached) names its assets under the version stamp and preloads
+    the page's module graph; stamped files are cached for a year, unstamped revalidated."""
+    got = client.get("/")
+    assert got.headers["cache-control"] == "no-cache"
+    stamp = f"/static/{version()}"
+    assert f'<script type="module" src="{stamp}/js/app.js">' in got.text
+    for module in ("app.js", "board.js", "api.js", "dom.js"):
+        assert f'<link rel="modulepreload" href="{stamp}/js/{module}">' in got.text
+    assert "geometry.js" not in got.text  # only the page's own graph
+    assert (
+        'rel="modulepreload" href="' + stamp + '/js/geometry.js"'
+        in client.get("/sources/s/entities/k").text
+    )
+    stamped = client.get(f"{stamp}/js/board.js")
+    assert stamped.status_code == 200
+    assert stamped.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert stamped.content == client.get("/static/js/board.js").content
+    assert client.get("/static/js/board.js").headers["cache-control"] == "no-cache"
+    assert client.get("/static/v000000000000/js/board.js").headers["cache-control"] == "no-cache"
 
 
 def test_pages_under_a_root_path(led: fl.Ledger, tmp_path: Path) -> None:
@@ -146,8 +170,9 @@ def test_pages_under_a_root_path(led: fl.Ledger, tmp_path: Path) -> None:
     app = create_app(lambda: fl.open(tmp_path / "ws"), [])
     with TestClient(app, root_path="/fl") as c:
         text = c.get("/sources/s").text
-    assert 'data-root="/fl"' in text and 'src="/fl/static/js/app.js"' in text
-    assert 'href="/fl/static/app.css"' in text and 'href="/fl/review"' in text
+    stamp = f"/fl/static/{version()}"
+    assert 'data-root="/fl"' in text and f'src="{stamp}/js/app.js"' in text
+    assert f'href="{stamp}/app.css"' in text and 'href="/fl/review"' in text
     assert 'href="/static' not in text and 'href="/"' not in text
 
 

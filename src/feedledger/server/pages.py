@@ -10,24 +10,17 @@ import html
 import re
 from datetime import date
 from functools import cache
-from pathlib import Path
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import HTMLResponse, Response
 
 import feedledger as fl
 from feedledger.api.calendar import calendar
+from feedledger.server.assets import STATIC, module_graph, static_file, version
 from feedledger.server.deps import JSONText, ledger
 
 router = APIRouter()
 
-STATIC = Path(__file__).parent / "static"
-TYPES = {
-    ".js": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".svg": "image/svg+xml",
-    ".html": "text/html; charset=utf-8",
-}
 # Only the package's own files run or load: no inline script, no other origin.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -49,14 +42,21 @@ def _shell() -> str:
 
 def page(request: Request, which: str, title: str, **params: str) -> HTMLResponse:
     """The shell of page `which`, its parameters as `data-*` attributes (escaped), its
-    links under the server's root path (`serve --root-path`, behind a proxy)."""
+    links under the server's root path (`serve --root-path`, behind a proxy), its
+    assets under the version stamp (server/assets.py) and its whole module graph
+    preloaded (the browser fetches it at once, not import after import)."""
     root = html.escape(str(request.scope.get("root_path") or "").rstrip("/"), quote=True)
     data = {"page": which, **params}
     attrs = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in data.items())
     attrs += f' data-root="{root}"'
+    static = f"{root}/static/{version()}"
+    preload = "\n".join(
+        f'<link rel="modulepreload" href="{static}/js/{m}">' for m in module_graph(which)
+    )
     fills = {"title": html.escape(title), "data": attrs, "root": root}
+    fills |= {"static": static, "preload": preload}
     # one pass: a value holding "{root}" or "{data}" is text, never a placeholder
-    text = re.sub(r"\{(title|data|root)\}", lambda m: fills[m.group(1)], _shell())
+    text = re.sub(r"\{(title|data|root|static|preload)\}", lambda m: fills[m.group(1)], _shell())
     return HTMLResponse(text, headers=HEADERS)
 
 
@@ -94,12 +94,9 @@ def review_page(request: Request) -> HTMLResponse:
 
 @router.api_route("/static/{path:path}", methods=["GET", "HEAD"], include_in_schema=False)
 def static(path: str) -> Response:
-    """A file of server/static/ (nothing outside it, no hidden file)."""
-    target = (STATIC / path).resolve()
-    known = target.suffix in TYPES and target.is_file() and STATIC.resolve() in target.parents
-    if not known or any(part.startswith(".") for part in Path(path).parts):
-        return Response("not found", status_code=404, media_type="text/plain")
-    return FileResponse(target, media_type=TYPES[target.suffix], headers=HEADERS)
+    """A file of server/static/ (nothing outside it, no hidden file); cached for a
+    year under the current version stamp (`/static/v<hash>/...`)."""
+    return static_file(path, HEADERS)
 
 
 @router.get("/api/dashboard", response_class=JSONText, tags=["dashboard"])

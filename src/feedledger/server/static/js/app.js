@@ -13,6 +13,12 @@ const PAGES = {
   review: () => import("./review.js"),
 };
 
+// a page's first data request, begun with its module rather than after it (the shell
+// preloads the modules; the answer is handed to the page's render)
+const FIRST = {
+  board: () => getJSON("/api/health"),
+};
+
 async function start() {
   const params = { ...document.body.dataset };
   const page = params.page;
@@ -22,8 +28,10 @@ async function start() {
     flags.then((server) => {
       document.getElementById("nav-review").hidden = !server.writes;
     }, () => {});
+    const first = FIRST[page] ? FIRST[page](params) : undefined;
+    if (first) first.catch(() => {}); // handled by the page; never "unhandled" meanwhile
     const module = await PAGES[page]();
-    await module.render(params, flags);
+    await module.render(params, flags, first);
     status("");
   } catch (error) {
     fail(error);

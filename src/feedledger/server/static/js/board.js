@@ -21,8 +21,9 @@ export function badge(text) {
   return h("span", { class: `badge ${text}` }, text);
 }
 
-export async function render() {
-  const health = await getJSON("/api/health");
+// `first`: the /api/health request app.js already began (if it did)
+export async function render(params, flags, first) {
+  const health = await (first || getJSON("/api/health"));
   const rows = health.sources.map((s) => ({ ...s, shown: sourceStatus(s) }));
   rows.sort(
     (a, b) =>
