@@ -152,6 +152,7 @@ def test_assets_are_stamped_preloaded_and_cached(client: TestClient) -> None:
     for module in ("app.js", "board.js", "api.js", "dom.js"):
         assert f'<link rel="modulepreload" href="{stamp}/js/{module}">' in got.text
     assert "geometry.js" not in got.text  # only the page's own graph
+    assert '<link rel="preload" href="/api/health" as="fetch" crossorigin>' in got.text
     assert (
         'rel="modulepreload" href="' + stamp + '/js/geometry.js"'
         in client.get("/sources/s/entities/k").text

@@ -35,6 +35,11 @@ HEADERS = {
 }
 
 
+# a page's first data request, the same as app.js's FIRST (same URL, so the browser's
+# preload is the response app.js's fetch() gets)
+FIRST = {"board": "/api/health"}
+
+
 @cache
 def _shell() -> str:
     return (STATIC / "shell.html").read_text(encoding="utf-8")
@@ -50,9 +55,10 @@ def page(request: Request, which: str, title: str, **params: str) -> HTMLRespons
     attrs = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in data.items())
     attrs += f' data-root="{root}"'
     static = f"{root}/static/{version()}"
-    preload = "\n".join(
-        f'<link rel="modulepreload" href="{static}/js/{m}">' for m in module_graph(which)
-    )
+    links = [f'<link rel="modulepreload" href="{static}/js/{m}">' for m in module_graph(which)]
+    if which in FIRST:  # fetched while the HTML parses; app.js's fetch() takes it over
+        links.insert(0, f'<link rel="preload" href="{root}{FIRST[which]}" as="fetch" crossorigin>')
+    preload = "\n".join(links)
     fills = {"title": html.escape(title), "data": attrs, "root": root}
     fills |= {"static": static, "preload": preload}
     # one pass: a value holding "{root}" or "{data}" is text, never a placeholder

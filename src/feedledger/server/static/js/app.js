@@ -14,7 +14,7 @@ const PAGES = {
 };
 
 // a page's first data request, begun with its module rather than after it (the shell
-// preloads the modules; the answer is handed to the page's render)
+// preloads the modules, and this URL: pages.py's FIRST); handed to the page's render
 const FIRST = {
   board: () => getJSON("/api/health"),
 };
