@@ -166,6 +166,9 @@ def test_board_lists_every_source_stale_first(page: Page, world: dict[str, Any])
     row = p.locator("#board tbody tr", has_text="permits")
     assert "held" in row.inner_text()  # a run held for review
     assert p.locator("#nav-review").is_visible()  # a token is configured
+    # the shell's preload of /api/health is the response board.js renders: one request
+    js = "performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
+    assert p.evaluate(js).count("/api/health") == 1
     assert page.errors == []
 
 
