@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, and_, func, select, text
+from sqlalchemy import Connection, and_, func, or_, select, text
 
 from feedledger.ledger.records import Change, Version, geometry_changed
 from feedledger.ledger.schema import applications, outcomes, payloads, versions
@@ -137,11 +137,22 @@ def run_applications(store: Store, run_ids: list[str]) -> list[tuple[str, int, i
         return [(r.run_id, r.published_at, r.changes) for r in conn.execute(stmt)]
 
 
-def changes(store: Store, run_id: str, *, geo: bool = False) -> list[Change]:
+def changes(
+    store: Store,
+    run_id: str,
+    *,
+    geo: bool = False,
+    after: tuple[int, str] | None = None,
+    limit: int | None = None,
+) -> list[Change]:
     """What a run changed, key by key in publisher order (`geo`: a GIS source, each
-    change says whether its geometry changed)."""
+    change says whether its geometry changed); a page of them with `after` (the
+    (valid_from, key) of the previous page's last row) and `limit`."""
     # A payload's versions have contiguous ids (recorded on its application row), so a
     # run's changes are primary-key ranges: no index on run_id is needed.
+    bound = "" if after is None else (
+        "AND (v.valid_from > :vf OR (v.valid_from = :vf AND v.key > :k)) "
+    )  # fmt: skip
     sql = text(
         "SELECT v.key, v.change, v.valid_from, p.attributes AS before, "
         "v.attributes AS after, v.payload_id, v.geometry_hash AS after_gh, "
@@ -149,8 +160,14 @@ def changes(store: Store, run_id: str, *, geo: bool = False) -> list[Change]:
         "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
         "AND v.version_id < a.first_version_id + a.changes "
         "LEFT JOIN versions p ON p.version_id = v.prev_version_id "
-        "WHERE a.run_id = :run AND a.changes > 0 ORDER BY v.valid_from, v.key"
+        f"WHERE a.run_id = :run AND a.changes > 0 {bound}ORDER BY v.valid_from, v.key"
+        + ("" if limit is None else " LIMIT :limit")
     )
+    params: dict[str, object] = {"run": run_id}
+    if after is not None:
+        params |= {"vf": after[0], "k": after[1]}
+    if limit is not None:
+        params["limit"] = limit
     with store.engine.connect() as conn:
         return [
             Change(
@@ -162,7 +179,7 @@ def changes(store: Store, run_id: str, *, geo: bool = False) -> list[Change]:
                 payload_id=r.payload_id,
                 geometry_changed=geometry_changed(r.before_gh, r.after_gh) if geo else None,
             )
-            for r in conn.execute(sql, {"run": run_id})
+            for r in conn.execute(sql, params)
         ]
 
 
@@ -199,8 +216,17 @@ class KeyOutcome:
         return data
 
 
-def run_outcomes(store: Store, run_id: str, *, geo: bool = False) -> list[KeyOutcome]:
-    """The per-key outcomes of a run that did not become versions, in publisher order."""
+def run_outcomes(
+    store: Store,
+    run_id: str,
+    *,
+    geo: bool = False,
+    after: tuple[int, str] | None = None,
+    limit: int | None = None,
+) -> list[KeyOutcome]:
+    """The per-key outcomes of a run that did not become versions, in publisher order;
+    a page of them with `after` (the (published_at, key) of the previous page's last
+    row) and `limit`."""
     o, p = outcomes, payloads
     stmt = (
         select(
@@ -217,6 +243,15 @@ def run_outcomes(store: Store, run_id: str, *, geo: bool = False) -> list[KeyOut
         .where(o.c.run_id == run_id)
         .order_by(p.c.published_at, o.c.key)
     )
+    if after is not None:
+        stmt = stmt.where(
+            or_(
+                p.c.published_at > after[0],
+                and_(p.c.published_at == after[0], o.c.key > after[1]),
+            )
+        )
+    if limit is not None:
+        stmt = stmt.limit(limit)
     with store.engine.connect() as conn:
         return [
             KeyOutcome(
