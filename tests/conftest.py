@@ -21,7 +21,7 @@ import typer.testing
 from feedledger import config
 from feedledger.config import Workspace
 from feedledger.model.source import SourceConfig
-from helpers import BACKENDS, PG_ENV, PG_SKIP, Cli, MakeSource, migrate, pg_schema_url
+from helpers import BACKENDS, Cli, MakeSource, backend_store, migrate
 
 # -- the CLI's click command tree, built once per process ---------------------------------
 #
@@ -61,22 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
-        return
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(PG_SKIP)
-    import psycopg
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield pg_schema_url(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    with backend_store(request.param, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture

@@ -9,7 +9,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +194,28 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
         w.writerow(header)
         w.writerows(rows)
     return path
+
+
+@contextmanager
+def backend_store(backend: str, tmp: Path, name: str = "ledger.db") -> Iterator[str]:
+    """A fresh, empty store URL of `backend`: a SQLite file `tmp/name`, or a PostgreSQL
+    schema of its own (dropped afterwards) on FEEDLEDGER_TEST_POSTGRES_URL -- the test
+    skips with PG_SKIP where that is unset."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp / name}"
+        return
+    base = os.environ.get(PG_ENV)
+    if not base:
+        import pytest
+
+        pytest.skip(PG_SKIP)
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield pg_schema_url(base, schema)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

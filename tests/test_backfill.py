@@ -11,7 +11,6 @@ holds the payloads of 08-04 (R-1), 08-06 (MU-2) and 08-09 (MU-3) only.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from feedledger.ledger.schema import metadata, outbox, versions
 from feedledger.ledger.store import Store
 from feedledger.notify import tables as _notify_tables  # noqa: F401  (its tables in `metadata`)
 from feedledger.sync import tables as _sync_tables  # noqa: F401  (its tables in `metadata`)
-from helpers import PG_ENV, Cli, pg_schema_url, write_csv
+from helpers import Cli, backend_store, write_csv
 
 SRC = "larimer"
 KEY, OTHER = "0714-22-1", "0714-22-2"
@@ -147,19 +146,9 @@ _REFERENCE: dict[str, dict[str, Any]] = {}
 
 @contextmanager
 def _second_store(backend: str, tmp: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp / 'reference.db'}"
-        return
-    import psycopg
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(os.environ[PG_ENV], autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield pg_schema_url(os.environ[PG_ENV], schema)
-    finally:
-        with psycopg.connect(os.environ[PG_ENV], autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    """A store of the same backend for the reference workspace (own PG schema)."""
+    with backend_store(backend, tmp, "reference.db") as url:
+        yield url
 
 
 @pytest.fixture

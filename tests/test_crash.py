@@ -14,9 +14,7 @@ changes, watermark) are compared.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +32,7 @@ from feedledger.ledger.schema import applications, leases, metadata
 from feedledger.ledger.store import Store
 from feedledger.model.jsonout import dumps
 from feedledger.pipeline import query
-from helpers import PG_ENV, Cli, pg_schema_url, write_csv
+from helpers import Cli, backend_store, write_csv
 
 SRC = "parcels"
 HEADER = ["id", "zoning", "rev"]
@@ -230,20 +228,8 @@ _REFERENCE: dict[str, dict[str, Any]] = {}
 @contextmanager
 def _second_store(backend: str, tmp: Path) -> Iterator[str]:
     """A store of the same backend for the reference workspace (own PG schema)."""
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp / 'reference.db'}"
-        return
-    import psycopg
-
-    base = os.environ[PG_ENV]
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield pg_schema_url(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    with backend_store(backend, tmp, "reference.db") as url:
+        yield url
 
 
 def _build_reference(backend: str, tmp: Path) -> dict[str, Any]:

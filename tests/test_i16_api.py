@@ -7,8 +7,6 @@ test_i16_serve.py."""
 from __future__ import annotations
 
 import functools
-import os
-import uuid
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -22,7 +20,7 @@ from feedledger.api.snapshot_stream import CHUNK_CHARS, snapshot_chunks
 from feedledger.config import Workspace
 from feedledger.server.app import create_app
 from feedledger.server.auth import parse_tokens
-from helpers import BACKENDS, PG_ENV, PG_SKIP, Cli, migrate, pg_schema_url
+from helpers import BACKENDS, Cli, backend_store, migrate
 
 TOKEN = "alice:s3cret-token"
 AUTH = {"Authorization": "Bearer s3cret-token"}
@@ -61,25 +59,6 @@ def _build(led: fl.Ledger, tmp: Path) -> dict[str, Any]:
     return {"burst": burst.run_id, "mixed": mixed.run_id}
 
 
-def _store(backend: str, tmp: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp / 'ledger.db'}"
-        return
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(PG_SKIP)
-    import psycopg
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield pg_schema_url(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
 class Site:
     def __init__(self, ws: Workspace, client: TestClient, facts: dict[str, Any]) -> None:
         self.ws = ws
@@ -95,7 +74,7 @@ class Site:
 
 
 def _site(backend: str, tmp: Path, tokens: str | None) -> Iterator[Site]:
-    for url in _store(backend, tmp):
+    with backend_store(backend, tmp) as url:
         ws = Workspace.create(tmp / "ws", store_url=url, archive=None)
         migrate(ws.store_url)
         with fl.open(ws.config_path) as led:
