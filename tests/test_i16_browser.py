@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -154,6 +155,41 @@ def test_every_page_opens_without_console_errors(page: Page, world: dict[str, An
         page.open(path, shot)
         assert page.errors == [], (path, page.errors)
     assert (page.shots / "review.png").stat().st_size > 0
+    # an address naming no page: the dashboard's own not-found page (HTTP 404, the one
+    # console line Chromium writes for it: the document's own status), with a way back
+    missing = "/sources/larimer/no/such/page"
+    loaded: list[str] = []
+    page.page.on("console", lambda m: loaded.append(m.location.get("url", "")))
+    p = page.open(missing, "not-found")
+    assert missing in p.locator("#not-found").inner_text()
+    assert p.locator("main a", has_text="board").count() == 1
+    assert len(page.errors) == 1 and "status of 404" in page.errors[0], page.errors
+    assert loaded == [page.server.url + missing]
+
+
+def test_the_api_docs_work_with_no_internet(page: Page) -> None:
+    """/docs (Swagger UI) with every request to anywhere but 127.0.0.1 refused: its
+    script and stylesheet ship in the package, and it lists the API's operations."""
+    outside: list[str] = []
+
+    def only_here(route: Any) -> None:
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    p = page.page
+    p.route("**/*", only_here)
+    p.goto(page.server.url + "/docs")
+    p.wait_for_selector(".opblock-summary-path", timeout=30_000)
+    paths = p.locator(".opblock-summary-path").evaluate_all("ps => ps.map(p => p.dataset.path)")
+    for path in ("/api/health", "/api/sources/{source}/entities/{key}/history",
+                 "/api/runs/{run_id}/review", "/api/destinations/{name}"):  # fmt: skip
+        assert path in paths, (path, paths)
+    p.screenshot(path=str(page.shots / "docs.png"), full_page=True)
+    assert outside == []
+    assert page.errors == []
 
 
 def test_board_lists_every_source_stale_first(page: Page, world: dict[str, Any]) -> None:

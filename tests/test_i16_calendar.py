@@ -6,6 +6,7 @@ files (nothing outside server/static/)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -181,3 +182,47 @@ def test_the_review_flag_is_off_without_a_token(led: fl.Ledger, tmp_path: Path) 
     app = create_app(lambda: fl.open(tmp_path / "ws"), [])
     with TestClient(app) as c:
         assert c.get("/api/dashboard").json() == {"writes": False}
+
+
+def test_not_found_is_a_problem_for_the_api_and_a_page_for_page_urls(
+    client: TestClient,
+) -> None:
+    """An unknown static file or API path answers an RFC 9457 problem (404); a page URL
+    naming no page, the dashboard's own not-found page (404, the shell)."""
+    for path in ("/static/js/nope.js", f"/static/{version()}/nope.css", "/api/nope", "/api"):
+        got = client.get(path)
+        assert got.status_code == 404, path
+        assert got.headers["content-type"].startswith("application/problem+json"), path
+        problem = got.json()
+        assert problem["status"] == 404 and problem["type"].endswith(":not-found"), path
+        assert problem["instance"] == path and problem["detail"]
+        assert "/work" not in problem["detail"] and "site-packages" not in problem["detail"]
+    for path in ("/nope", "/sources/s/nope/more", "/runs"):
+        got = client.get(path)
+        assert got.status_code == 404, path
+        assert got.headers["content-type"].startswith("text/html"), path
+        assert 'data-page="notfound"' in got.text and f'data-path="{path}"' in got.text
+        assert "default-src 'self'" in got.headers["content-security-policy"]
+    assert client.head("/nope").status_code == 404
+
+
+def test_openapi_pages_load_nothing_from_outside(client: TestClient) -> None:
+    """/docs (Swagger UI) loads its script and stylesheet from this process (the assets
+    the fastapi-offline package ships), never from a CDN; ReDoc (which cannot) is off."""
+    for path in ("/docs",):
+        got = client.get(path)
+        assert got.status_code == 200 and got.headers["content-type"].startswith("text/html")
+        assert "http://" not in got.text and "https://" not in got.text, path
+        assets = re.findall(r'(?:src|href)="([^"]+)"', got.text)
+        assert assets and all(a.startswith("/") for a in assets), assets
+        for asset in assets:
+            loaded = client.get(asset)
+            assert loaded.status_code == 200 and len(loaded.content) > 0, asset
+    js = client.get(re.findall(r'src="([^"]+)"', client.get("/docs").text)[0])
+    assert js.headers["content-type"].startswith("text/javascript")
+    assert js.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert "SwaggerUIBundle" in js.text
+    assert client.get("/docs/assets/0/nope.js").status_code == 404
+    assert client.get("/docs/oauth2-redirect").status_code == 200
+    assert client.get("/redoc").status_code == 404
+    assert client.get("/openapi.json").json()["paths"]["/api/health"]

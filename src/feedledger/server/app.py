@@ -50,13 +50,18 @@ def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAP
         version=fl.__version__,
         summary="An honest, replayable, bitemporal history of external data feeds.",
         lifespan=lifespan,
+        # /docs loads its assets from this process, not a CDN (server/docs.py); no ReDoc
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.tokens = tokens
     app.state.ledger = None
     app.state.scrub = problems.Scrubber(None, [t.secret for t in tokens])
+    app.state.not_found_page = None
     problems.install(app)
 
     from feedledger.server import (
+        docs,
         routes_destinations,
         routes_runs,
         routes_sources,
@@ -66,6 +71,7 @@ def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAP
 
     for module in (routes_sources, streaming, routes_runs, routes_destinations, routes_writes):
         app.include_router(module.router)
+    app.include_router(docs.router)
     _mount_pages(app)
     return app
 
@@ -79,6 +85,7 @@ def _mount_pages(app: FastAPI) -> None:
             raise
         return
     app.include_router(pages.router)
+    app.state.not_found_page = pages.not_found
 
 
 def tokens_from_env(var: str | None) -> list[Token]:

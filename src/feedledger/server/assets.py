@@ -16,6 +16,8 @@ from pathlib import Path
 
 from fastapi.responses import FileResponse, Response
 
+from feedledger.server.problems import Problem
+
 STATIC = Path(__file__).parent / "static"
 TYPES = {
     ".js": "text/javascript; charset=utf-8",
@@ -62,7 +64,8 @@ def module_graph(page: str) -> tuple[str, ...]:
 
 def static_file(path: str, headers: dict[str, str]) -> Response:
     """The file `path` of server/static/ (nothing outside it, no hidden file); under
-    the current version stamp with the year-long cache, else with `headers`'."""
+    the current version stamp with the year-long cache, else with `headers`'. Any
+    other path: a 404 problem (RFC 9457), like the API's."""
     first, _, rest = path.partition("/")
     if _STAMP.fullmatch(first) and rest:
         path = rest
@@ -71,5 +74,5 @@ def static_file(path: str, headers: dict[str, str]) -> Response:
     target = (STATIC / path).resolve()
     known = target.suffix in TYPES and target.is_file() and STATIC.resolve() in target.parents
     if not known or any(part.startswith(".") for part in Path(path).parts):
-        return Response("not found", status_code=404, media_type="text/plain")
+        raise Problem(404, f"no static file {path!r}", kind="not-found")
     return FileResponse(target, media_type=TYPES[target.suffix], headers=headers)

@@ -45,7 +45,9 @@ def _shell() -> str:
     return (STATIC / "shell.html").read_text(encoding="utf-8")
 
 
-def page(request: Request, which: str, title: str, **params: str) -> HTMLResponse:
+def page(
+    request: Request, which: str, title: str, status_code: int = 200, **params: str
+) -> HTMLResponse:
     """The shell of page `which`, its parameters as `data-*` attributes (escaped), its
     links under the server's root path (`serve --root-path`, behind a proxy), its
     assets under the version stamp (server/assets.py) and its whole module graph
@@ -63,7 +65,24 @@ def page(request: Request, which: str, title: str, **params: str) -> HTMLRespons
     fills |= {"static": static, "preload": preload}
     # one pass: a value holding "{root}" or "{data}" is text, never a placeholder
     text = re.sub(r"\{(title|data|root|static|preload)\}", lambda m: fills[m.group(1)], _shell())
-    return HTMLResponse(text, headers=HEADERS)
+    return HTMLResponse(text, status_code=status_code, headers=HEADERS)
+
+
+# what answers RFC 9457 problem details when not found; any other path is a page's
+API_PREFIXES = ("/api/", "/static/", "/docs/")
+API_PATHS = ("/api", "/static", "/openapi.json")
+
+
+def not_found(request: Request) -> HTMLResponse | None:
+    """The dashboard's not-found page (HTTP 404) for a page URL that names no page;
+    None for the API's, static files' and OpenAPI's paths (they answer a problem)."""
+    root = str(request.scope.get("root_path") or "").rstrip("/")
+    path = request.url.path
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    if path in API_PATHS or path.startswith(API_PREFIXES):
+        return None
+    return page(request, "notfound", "Not found", status_code=404, path=path)
 
 
 @router.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)

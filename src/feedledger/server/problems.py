@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import feedledger as fl
@@ -169,7 +169,14 @@ def install(app: FastAPI) -> None:
         return response(422, _scrub(request, detail), _instance(request), "invalid-request")
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        # a page URL naming no page: the dashboard's not-found page (pages.not_found,
+        # set by app.py when the dashboard is there), not a problem
+        page = getattr(request.app.state, "not_found_page", None)
+        if exc.status_code == 404 and page is not None:
+            found: Response | None = page(request)
+            if found is not None:
+                return found
         detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "")
         return response(
             exc.status_code,

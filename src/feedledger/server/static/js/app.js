@@ -11,6 +11,7 @@ const PAGES = {
   entity: () => import("./entity.js"),
   destination: () => import("./destination.js"),
   review: () => import("./review.js"),
+  notfound: () => import("./notfound.js"),
 };
 
 // a page's first data request, begun with its module rather than after it (the shell
