@@ -24,6 +24,7 @@ from fakes.arcgis import (
     to_wgs84,
 )
 from fakes.server import Reply, Request
+from feedledger.archive import LocalArchive
 from feedledger.config import Workspace
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.scheduler.loop import Options, Scheduler
@@ -54,7 +55,7 @@ def sidecars(ws: Workspace) -> list[dict[str, Any]]:
 
 
 def archived(ws: Workspace, sha: str) -> bytes:
-    return (ws.archive_root / "objects" / sha[:2] / sha).read_bytes()
+    return LocalArchive(ws.archive_root).get(sha)  # stored compressed: read back whole
 
 
 def payload_crs(ws: Workspace) -> list[str | None]:

@@ -127,6 +127,20 @@ class Workspace:
     def archive_is_local(self) -> bool:
         return not self.archive_location.startswith(ARCHIVE_URL_SCHEME)
 
+    def archive_keyframe_every(self, source: str) -> int:
+        """[archive] keyframe_every: a standalone compressed frame every K payloads of a
+        source (default 30; 1: no deltas); a table gives K per source (`default` the rest)."""
+        table = (self._doc or {}).get("archive", {})
+        value = table.get("keyframe_every", 30) if isinstance(table, dict) else 30
+        if isinstance(value, dict):
+            value = value.get(source, value.get("default", 30))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(
+                f"[archive] keyframe_every must be a whole number >= 1, or a table of them "
+                f"per source, not {value!r}"
+            )
+        return int(value)
+
     @property
     def archive_root(self) -> Path:
         """The archive folder; ConfigError when the archive is on object storage."""

@@ -34,7 +34,9 @@ class Context:
         (s3fs is imported only then)."""
         if self._archive is None:
             self._archive = open_archive(
-                self.workspace.archive_location, endpoint_url=self.workspace.archive_endpoint_url
+                self.workspace.archive_location,
+                endpoint_url=self.workspace.archive_endpoint_url,
+                keyframe_every=self.workspace.archive_keyframe_every,
             )
         return self._archive
 

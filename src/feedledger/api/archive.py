@@ -1,10 +1,13 @@
 """The archive through the public API: the payload files an `archive add` names, the
-refused payloads kept for inspection, and rebuilding the store's payload index from the
-archive alone (`led.rejected_payloads`, `led.reindex_archive`, `src.payload_files`)."""
+refused payloads kept for inspection, rebuilding the store's payload index from the
+archive alone, compressing it in place and re-reading every payload
+(`led.rejected_payloads`, `led.reindex_archive`, `led.compact_archive`,
+`led.verify_archive`, `src.payload_files`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +18,9 @@ from feedledger.api.times import opt_dt
 
 if TYPE_CHECKING:
     from feedledger.context import Context
+
+# (payloads done, payloads in all, the payload id just done or None at the start)
+OnArchiveProgress = Callable[[int, int, str | None], None]
 
 
 @dataclass(frozen=True)
@@ -93,3 +99,90 @@ def reindex(ctx: Context) -> Reindexed:
 
     r = rebuild(ctx)
     return Reindexed(r.scanned, r.added, r.present, list(r.ambiguous), r)
+
+
+@dataclass(frozen=True)
+class ArchiveCompacted:
+    """`archive compact`: per payload (`items`, each a JSON object) and in all: how many
+    were compressed now, already, kept raw (compressing saved nothing), shared another
+    payload's object, or could not be read (`bad`, left as they were); the payloads'
+    original bytes (`raw_bytes`) and the archive's bytes for them before and after."""
+
+    source: str | None
+    payloads: int
+    compacted: int
+    already: int
+    kept_raw: int
+    shared: int
+    bad: int
+    raw_bytes: int
+    stored_before: int
+    stored_after: int
+    items: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ArchiveVerified:
+    """`archive verify`: every payload read back whole and its sha256 checked (`items`,
+    each a JSON object with `ok` and the `error` naming the object when not)."""
+
+    source: str | None
+    payloads: int
+    ok: int
+    bad: int
+    raw_bytes: int
+    stored_bytes: int
+    items: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _relay(progress: OnArchiveProgress | None) -> Any:
+    if progress is None:
+        return None
+    return lambda done, total, ref: progress(done, total, ref.payload_id if ref else None)
+
+
+def compact(
+    ctx: Context, source: str | None, progress: OnArchiveProgress | None = None
+) -> ArchiveCompacted:
+    items = [i.to_json() for i in ctx.archive.compact(source, _relay(progress))]
+    unique = [i for i in items if i["status"] != "shared"]
+
+    def count(status: str) -> int:
+        return sum(1 for i in items if i["status"] == status)
+
+    return ArchiveCompacted(
+        source,
+        len(items),
+        count("compacted"),
+        count("already"),
+        count("kept_raw"),
+        count("shared"),
+        count("bad"),
+        sum(i["size"] for i in unique),
+        sum(i["stored_before"] for i in unique),
+        sum(i["stored_after"] for i in unique),
+        items,
+    )
+
+
+def verify(
+    ctx: Context, source: str | None, progress: OnArchiveProgress | None = None
+) -> ArchiveVerified:
+    items = [i.to_json() for i in ctx.archive.verify(source, _relay(progress))]
+    seen: dict[str, dict[str, Any]] = {i["sha256"]: i for i in items}
+    ok = sum(1 for i in items if i["ok"])
+    return ArchiveVerified(
+        source,
+        len(items),
+        ok,
+        len(items) - ok,
+        sum(i["size"] for i in seen.values()),
+        sum(i["stored_size"] or 0 for i in seen.values()),
+        items,
+    )

@@ -9,7 +9,13 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from feedledger.api.archive import Reindexed, Rejected
+    from feedledger.api.archive import (
+        ArchiveCompacted,
+        ArchiveVerified,
+        OnArchiveProgress,
+        Reindexed,
+        Rejected,
+    )
     from feedledger.api.reports import NothingToDo, WindowRun
     from feedledger.api.results import Ingested
     from feedledger.api.review import ReviewDecision
@@ -111,6 +117,23 @@ class LedgerOperations:
         from feedledger.api.archive import reindex
 
         return reindex(self.context)
+
+    def compact_archive(
+        self, source: str | None = None, progress: OnArchiveProgress | None = None
+    ) -> ArchiveCompacted:
+        """Compress the archive's raw payload objects in place, crash-safe (`archive
+        compact`; the store is not opened)."""
+        from feedledger.api.archive import compact
+
+        return compact(self.context, source, progress)
+
+    def verify_archive(
+        self, source: str | None = None, progress: OnArchiveProgress | None = None
+    ) -> ArchiveVerified:
+        """Read back every archived payload and check its sha256 (`archive verify`)."""
+        from feedledger.api.archive import verify
+
+        return verify(self.context, source, progress)
 
     def review(
         self, run_id: str, *, release: bool = False, retract: bool = False

@@ -5,6 +5,10 @@ protocol (`archive/blobs.py`: create-once, read, exists, list, hold a slot) that
 backends provide: a local (or mounted) folder (`archive/local.py`), and S3-compatible
 object storage for workers on several machines (``s3://bucket/prefix``,
 `archive/s3client.py`; needs s3fs, imported only when such an archive is opened).
+Payloads are stored compressed, each against its source's previous one, with a
+standalone keyframe every K (`archive/objects.py`, `archive/codec.py`); `archive
+compact` converts raw ones in place and `archive verify` re-reads every payload
+(`archive/maintain.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from feedledger.archive.local import LocalArchive
+from feedledger.archive.maintain import CompactItem, Progress, VerifyItem
+from feedledger.archive.objects import KeyframeEvery
 from feedledger.archive.rejected import RejectedPayload
 from feedledger.model.errors import ArchiveUnavailableError, ConfigError
 from feedledger.model.payload import PayloadRef
@@ -47,7 +53,7 @@ class Archive(Protocol):
         metadata: dict[str, Any] | None = None,
     ) -> tuple[PayloadRef, bool]: ...
 
-    def put_object(self, data: bytes) -> str: ...
+    def put_object(self, data: bytes, source: str | None = None) -> str: ...
 
     def get(self, sha256: str) -> bytes: ...
 
@@ -65,6 +71,14 @@ class Archive(Protocol):
 
     def has(self, sha256: str) -> bool: ...
 
+    def compact(
+        self, source: str | None = None, progress: Progress | None = None
+    ) -> builtins.list[CompactItem]: ...
+
+    def verify(
+        self, source: str | None = None, progress: Progress | None = None
+    ) -> builtins.list[VerifyItem]: ...
+
     def scan(self, source: str | None = None) -> builtins.list[PayloadRef]: ...
 
     def list(
@@ -76,28 +90,36 @@ def is_object_store_url(location: str | Path) -> bool:
     return str(location).startswith(S3_SCHEME)
 
 
-def open_archive(location: str | Path, *, endpoint_url: str | None = None) -> Archive:
+def open_archive(
+    location: str | Path,
+    *,
+    endpoint_url: str | None = None,
+    keyframe_every: KeyframeEvery | None = None,
+) -> Archive:
     """The archive at `location`: a folder (created on first write) or an
     ``s3://bucket/prefix`` URL, whose store's endpoint may be given as `endpoint_url`
-    (the AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL variables take precedence)."""
+    (the AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL variables take precedence).
+    `keyframe_every(source)`: a standalone frame every so many payloads (default 30)."""
     text = str(location)
     if is_object_store_url(text):
         from feedledger.archive.objectstore import S3Archive
 
-        return S3Archive(text, endpoint_url=endpoint_url)
+        return S3Archive(text, endpoint_url=endpoint_url, keyframe_every=keyframe_every)
     if "://" in text:
         raise ConfigError(
             f"archive location {text!r} is neither a folder nor an s3:// URL",
             hint="use a path, or s3://BUCKET/PREFIX for S3-compatible object storage",
         )
-    return LocalArchive(Path(text))
+    return LocalArchive(Path(text), keyframe_every=keyframe_every)
 
 
 __all__ = [
     "Archive",
     "ArchiveUnavailableError",
+    "CompactItem",
     "LocalArchive",
     "RejectedPayload",
+    "VerifyItem",
     "is_object_store_url",
     "open_archive",
 ]

@@ -6,6 +6,8 @@ implement it: a local (or mounted) folder (`archive/local.py`) and S3-compatible
 storage (`archive/s3client.py`). Only what those two differ in is here:
 
 * `create` is the only write, and it never overwrites: write-once is the store's promise;
+* `delete` is only for `archive compact`, removing a raw object once its compressed
+  replacement (same original bytes) is durable;
 * `slot` is how writers of one source's publication slots are kept apart: a folder
   takes an advisory lock (so a look at the slot's sidecars is decisive); object storage
   has no locks, so the archive settles a slot with a claim key that exactly one
@@ -54,6 +56,10 @@ class BlobStore(Protocol):
 
     def create(self, rel: str, data: bytes) -> bool:
         """Durably write `rel` once; False (nothing written) if it exists."""
+        ...
+
+    def delete(self, rel: str) -> None:
+        """Durably remove `rel` (absent already: nothing to do)."""
         ...
 
     def read(self, rel: str) -> bytes | None:

@@ -4,7 +4,8 @@ timestamp, refused bytes and their notes, listings, and verify-on-read.
 
 Layout under the store's root (a folder, or an S3 bucket's prefix)::
 
-    objects/<sha[:2]>/<sha>                                   payload bytes
+    objects/<sha[:2]>/<sha>[.zst]                             payload bytes: raw, or
+                                                              compressed (archive/objects.py)
     meta/<source>/<published_at_us:020d>-<payload_id>.json     accepted sidecars
     rejected/<source>/<published_at_us:020d>-<payload_id>.json refused (ambiguous) sidecars
     rejected/<source>/<sha[:16]>-<reason hash>.json           notes on unusable bytes
@@ -30,9 +31,10 @@ import builtins
 import hashlib
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from feedledger.archive.blobs import BlobStore
+from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery, Objects, raw_rel
 from feedledger.archive.rejected import (
     UNFILED,
     RejectedPayload,
@@ -55,17 +57,29 @@ from feedledger.model.errors import FeedledgerError, NotFoundError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.timeutil import now_us
 
+if TYPE_CHECKING:
+    from feedledger.archive.maintain import CompactItem, Progress, VerifyItem
+
 
 def object_rel(sha256: str) -> str:
-    """The key of the object with this sha256."""
-    return f"objects/{sha256[:2]}/{sha256}"
+    """The key of the object with this sha256 stored raw (compressed: `.zst` added)."""
+    return raw_rel(sha256)
 
 
 class BlobArchive:
-    """Write-once, content-addressed payload store over a blob store."""
+    """Write-once, content-addressed payload store over a blob store. A source's
+    payloads are stored compressed, each against the previous one, with a standalone
+    keyframe every `keyframe_every(source)` payloads (`archive/objects.py`)."""
 
-    def __init__(self, blobs: BlobStore) -> None:
+    def __init__(
+        self,
+        blobs: BlobStore,
+        *,
+        keyframe_every: KeyframeEvery | None = None,
+        min_size: int = DEFAULT_MIN_SIZE,
+    ) -> None:
         self._blobs = blobs
+        self.objects = Objects(blobs, keyframe_every, min_size)
 
     def prepare(self) -> None:
         """Make the archive usable (`feedledger init`): create its folder, or check the
@@ -108,7 +122,7 @@ class BlobArchive:
         with blobs.writing():
             blobs.connect()
             # Archive first: the bytes are durable before any sidecar or claim names them.
-            self._write_object(ref.sha256, data)
+            self._write_object(ref.sha256, data, source)
             accepted = f"meta/{source}/{sidecar_name(published_at, ref.payload_id)}"
             with blobs.slot(f"meta/{source}") as exclusive:
                 slot = blobs.list(f"meta/{source}/{published_at:020d}-")
@@ -177,19 +191,18 @@ class BlobArchive:
                 hint="inspect or restore the file; the archive never rewrites it",
             ) from exc
 
-    def _write_object(self, sha: str, data: bytes) -> bool:
-        rel = object_rel(sha)
-        if self._blobs.exists(rel):
-            return False  # identical bytes are stored once
-        return self._blobs.create(rel, data)
+    def _write_object(self, sha: str, data: bytes, source: str | None) -> bool:
+        """Identical bytes are stored once; a source's are compressed (None: raw)."""
+        return self.objects.write(sha, data, source)
 
-    def put_object(self, data: bytes) -> str:
+    def put_object(self, data: bytes, source: str | None = None) -> str:
         """Store the bytes alone (content-addressed, durable); returns their sha256.
-        Naming them as a publication is `put`'s job, once they are known to be usable."""
+        Naming them as a publication is `put`'s job, once they are known to be usable;
+        `source`: whose payload they are to be (compressed against its latest one)."""
         sha = hashlib.sha256(data).hexdigest()
         with self._blobs.writing():
             self._blobs.connect()
-            self._write_object(sha, data)
+            self._write_object(sha, data, source)
         return sha
 
     def keep_rejected(
@@ -209,10 +222,31 @@ class BlobArchive:
         sha = hashlib.sha256(data).hexdigest()
         with self._blobs.writing():
             self._blobs.connect()
-            self._write_object(sha, data)
+            # raw, for inspection (an ingest may have stored them compressed already)
+            if not self._blobs.exists(object_rel(sha)):
+                self._blobs.create(object_rel(sha), data)
             name, note = rejected_note(source, sha, len(data), original_name, reason, now_us())
             self._blobs.create(f"rejected/{note_folder(source, filed=filed)}/{name}", note)
         return self._blobs.where(object_rel(sha))
+
+    def compact(
+        self, source: str | None = None, progress: Progress | None = None
+    ) -> builtins.list[CompactItem]:
+        """Compress the raw objects of the accepted payloads (of `source`, or all) in
+        place, crash-safe (`archive/maintain.py`); one item per payload."""
+        from feedledger.archive.maintain import compact
+
+        refs = self.scan(source)
+        with self._blobs.writing():
+            return compact(self.objects, self._blobs, refs, progress)
+
+    def verify(
+        self, source: str | None = None, progress: Progress | None = None
+    ) -> builtins.list[VerifyItem]:
+        """Read back every accepted payload (of `source`, or all) and check its sha256."""
+        from feedledger.archive.maintain import verify
+
+        return verify(self.objects, self.scan(source), progress)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -220,30 +254,14 @@ class BlobArchive:
         if not SHA_RE.match(sha256):
             return False
         self._blobs.connect()
-        return self._blobs.exists(object_rel(sha256))
+        return self.objects.exists(sha256)
 
     def get(self, sha256: str) -> bytes:
-        """The object's bytes, verified against its hash."""
+        """The object's original bytes (decompressed), verified against their hash."""
         if not SHA_RE.match(sha256):
             raise NotFoundError(f"{sha256!r} is not a sha256 hex digest (64 lowercase hex digits)")
         self._blobs.connect()
-        rel = object_rel(sha256)
-        try:
-            data = self._blobs.read(rel)
-        except OSError as exc:
-            raise FeedledgerError(
-                f"cannot read archived object {self._blobs.where(rel)}: {exc}"
-            ) from exc
-        if data is None:
-            raise NotFoundError(self._blobs.missing(sha256))
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != sha256:
-            raise FeedledgerError(
-                f"archived object {self._blobs.where(rel)} is corrupt: its bytes hash to "
-                f"{actual}, not {sha256}",
-                hint="restore it from a backup or re-fetch the payload",
-            )
-        return data
+        return self.objects.read(sha256)
 
     def _load(
         self, rels: Iterable[str], start_us: int | None = None, end_us: int | None = None

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from feedledger.archive.core import BlobArchive, object_rel
+from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery
 from feedledger.archive.sidecar import SHA_RE
 from feedledger.model.envfail import env_failure, failing_path
 from feedledger.model.errors import ArchiveUnavailableError, NotFoundError
@@ -125,6 +126,14 @@ class FolderBlobs:
             _fsync_dir(directory)
         return created
 
+    def delete(self, rel: str) -> None:
+        path = self.root / rel
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        _fsync_dir(path.parent)
+
     def _ensure_dir(self, path: Path) -> None:
         """mkdir -p, fsync'ing the parent of every directory created."""
         if path.is_dir():
@@ -182,9 +191,15 @@ class FolderBlobs:
 class LocalArchive(BlobArchive):
     """Write-once, content-addressed payload store in a directory."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        keyframe_every: KeyframeEvery | None = None,
+        min_size: int = DEFAULT_MIN_SIZE,
+    ) -> None:
         self.root = Path(root)
-        super().__init__(FolderBlobs(self.root))
+        super().__init__(FolderBlobs(self.root), keyframe_every=keyframe_every, min_size=min_size)
 
     def __repr__(self) -> str:
         return f"LocalArchive({str(self.root)!r})"
@@ -195,7 +210,8 @@ class LocalArchive(BlobArchive):
         return str(self.root)
 
     def path_of(self, sha256: str) -> Path:
-        """Where the object with this sha256 lives (whether or not it exists)."""
+        """Where the object with this sha256 lives stored raw (whether or not it exists;
+        a compressed one is this path plus `.zst`)."""
         if not SHA_RE.match(sha256):
             raise NotFoundError(f"{sha256!r} is not a sha256 hex digest (64 lowercase hex digits)")
         return self.root / object_rel(sha256)

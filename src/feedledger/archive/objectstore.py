@@ -28,15 +28,23 @@ TOML setting works and errors name it. s3fs is imported on first use, not at sta
 from __future__ import annotations
 
 from feedledger.archive.core import BlobArchive
+from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery
 from feedledger.archive.s3client import S3Client
 
 
 class S3Archive(BlobArchive):
     """Write-once, content-addressed payload store under an ``s3://bucket/prefix``."""
 
-    def __init__(self, url: str, *, endpoint_url: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        endpoint_url: str | None = None,
+        keyframe_every: KeyframeEvery | None = None,
+        min_size: int = DEFAULT_MIN_SIZE,
+    ) -> None:
         self._s3 = S3Client(url, endpoint_url=endpoint_url)
-        super().__init__(self._s3)
+        super().__init__(self._s3, keyframe_every=keyframe_every, min_size=min_size)
         self.url = self._s3.url
         self.bucket, self.prefix = self._s3.bucket, self._s3.prefix
         self.endpoint_url = self._s3.endpoint_url

@@ -239,6 +239,13 @@ class S3Client:
             return False
         return self._put_if_absent(rel, data)
 
+    def delete(self, rel: str) -> None:
+        """Remove `rel` (only `archive compact` does, once its replacement is stored)."""
+        try:
+            self._call("delete_object", f"deleting {self.url_of(rel)}", Key=self.key(rel))
+        except FileNotFoundError:
+            return
+
     def read(self, rel: str) -> bytes | None:
         """The bytes at `rel`, None if absent."""
         return self._fetch([rel])[rel]

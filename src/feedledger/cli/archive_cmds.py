@@ -1,8 +1,10 @@
-"""`feedledger archive add|list|reindex` over the public API (its archive and pipeline
-modules are imported by each call)."""
+"""`feedledger archive add|list|reindex|compact|verify` over the public API (its archive
+and pipeline modules are imported by each call)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -153,3 +155,84 @@ def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
             f"scanned {result.scanned} sidecars: {result.added} added, "
             f"{result.present} already indexed, {len(result.ambiguous)} ambiguous"
         )
+
+
+@contextmanager
+def _bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str | None], None]]:
+    """A per-payload progress bar on stderr (nothing when stderr is not a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    if quiet or not err.is_terminal:
+        yield lambda _done, _total, _payload: None
+        return
+    with Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+    ) as bar:
+        task = bar.add_task("", total=None)
+        yield lambda done, total, _payload: bar.update(task, completed=done, total=total)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1048576:,.1f} MiB"
+
+
+@archive_app.command("compact")
+def compact_cmd(
+    ctx: typer.Context,
+    source: str | None = typer.Argument(None, help="Only this source's payloads."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Compress raw archived payloads in place (zstd, each against its source's previous
+    payload, a standalone keyframe every [archive] keyframe_every), crash-safe: the
+    compressed object is durable and checked before the raw one is deleted; a rerun
+    finishes an interrupted one. Exit 1 if a payload could not be read."""
+    with ledger(ctx) as led, _bar("compacting", json_out) as step:
+        result = led.compact_archive(source, step)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        for item in result.items:
+            if item["status"] == "bad":
+                err.print(f"[red]unreadable:[/] {item['payload_id']}: {item['error']}", markup=True)
+        ratio = result.stored_after / result.raw_bytes if result.raw_bytes else 1.0
+        out.print(
+            f"{result.payloads} payloads: {result.compacted} compressed now, {result.already} "
+            f"already, {result.kept_raw} kept raw, {result.shared} shared, {result.bad} "
+            f"unreadable; {_mib(result.stored_before)} -> {_mib(result.stored_after)} "
+            f"({ratio:.1%} of {_mib(result.raw_bytes)} raw)"
+        )
+    if result.bad:
+        raise typer.Exit(1)
+
+
+@archive_app.command("verify")
+def verify_cmd(
+    ctx: typer.Context,
+    source: str | None = typer.Argument(None, help="Only this source's payloads."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Read back every archived payload (decompressing its chain) and check its sha256,
+    one line per payload. Exit 1 if any is missing or damaged."""
+    with ledger(ctx) as led, _bar("verifying", json_out) as step:
+        result = led.verify_archive(source, step)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        table(
+            "archive verify" + (f" of {source}" if source else ""),
+            ["source", "payload_id", "published_at", "stored", "size", "result"],
+            [
+                [
+                    i["source"],
+                    i["payload_id"],
+                    i["published_at"],
+                    i["encoding"] or "missing",
+                    f"{i['stored_size'] or 0:,} / {i['size']:,}",
+                    "ok" if i["ok"] else i["error"],
+                ]
+                for i in result.items
+            ],
+        )
+        out.print(f"{result.ok} of {result.payloads} payloads ok, {result.bad} bad")
+    if result.bad:
+        raise typer.Exit(1)

@@ -158,7 +158,7 @@ def ingest(
         )
     label = original_name or "payload"
     with ThreadPoolExecutor(max_workers=2) as pool:
-        storing = pool.submit(ctx.archive.put_object, data)
+        storing = pool.submit(ctx.archive.put_object, data, src.name)
         # opening the store (driver import, connection, schema check) also overlaps the
         # parse; its errors surface below, after the bytes are archived
         opening = pool.submit(_warm_store, ctx)

@@ -1,0 +1,138 @@
+"""How a payload's bytes are stored compressed: one zstd frame, standalone (a keyframe)
+or compressed against an earlier payload's bytes (a delta, zstd's "patch from": the
+earlier payload is the frame's raw-content dictionary).
+
+An encoded object (``objects/<sha[:2]>/<sha>.zst``) is a zstd skippable frame holding a
+small JSON header, then the zstd frame itself (content size and checksum written)::
+
+    {"format": 1, "sha256": <the ORIGINAL bytes' sha256>, "size": <their length>,
+     "base": <the sha256 of the payload it is a delta against, or null>, "depth": <n>}
+
+`depth` is 0 for a keyframe and one more than its base's for a delta, so a reader never
+decompresses more than `depth + 1` frames. A keyframe is an ordinary ``.zst`` file (the
+``zstd`` tool decompresses it, skipping the header); a delta needs its base's bytes.
+Only this module knows zstd; the content address and every check stay on the original
+bytes' sha256 (`archive/objects.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import zstandard
+
+FORMAT = 1
+_SKIPPABLE_MAGIC = 0x184D2A5E  # one of zstd's sixteen skippable-frame magic numbers
+_TAG = b"FLZ1"
+KEYFRAME_LEVEL = 3
+MAX_WINDOW_LOG = 31  # zstd's largest window on 64-bit: 2 GiB
+# a delta's base and target both sit in the window: larger payloads are keyframes
+MAX_DELTA_BYTES = 1 << 30
+
+
+class FrameError(ValueError):
+    """The stored bytes are not a readable encoded object (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Header:
+    sha256: str
+    size: int
+    base: str | None
+    depth: int
+
+
+def _header_bytes(header: Header) -> bytes:
+    doc = {
+        "format": FORMAT,
+        "sha256": header.sha256,
+        "size": header.size,
+        "base": header.base,
+        "depth": header.depth,
+    }
+    body = _TAG + json.dumps(doc, separators=(",", ":")).encode()
+    return struct.pack("<II", _SKIPPABLE_MAGIC, len(body)) + body
+
+
+def _window_log(*sizes: int) -> int:
+    """A window covering the base (the dictionary) and the target together."""
+    return max(10, min(MAX_WINDOW_LOG, (max(sum(sizes), 1) - 1).bit_length() + 1))
+
+
+def encode_keyframe(data: bytes, sha256: str) -> bytes:
+    frame = zstandard.ZstdCompressor(
+        level=KEYFRAME_LEVEL, write_checksum=True, write_content_size=True, threads=0
+    ).compress(data)
+    return _header_bytes(Header(sha256, len(data), None, 0)) + frame
+
+
+def encode_delta(data: bytes, sha256: str, base: bytes, base_sha: str, depth: int) -> bytes:
+    """`data` compressed against `base` (a raw-content dictionary), at chain `depth`.
+
+    The strategy is a lazy one with a hash table sized for the base: zstd's fast
+    strategies index at most the last 16 MiB of a dictionary, so a county-sized snapshot
+    against yesterday's would find almost nothing to reuse (measured on 107 MB of CSV
+    a day apart: 25 % of the size as against 0.64 %)."""
+    hash_log = max(16, min(25, (max(len(base), 1) - 1).bit_length() - 3))
+    params = zstandard.ZstdCompressionParameters(
+        window_log=_window_log(len(base), len(data)),
+        strategy=zstandard.STRATEGY_LAZY,
+        hash_log=hash_log,
+        chain_log=min(hash_log, 18),
+        search_log=1,
+        min_match=6,
+        write_checksum=1,
+        write_content_size=1,
+    )
+    reference = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    frame = zstandard.ZstdCompressor(dict_data=reference, compression_params=params).compress(data)
+    return _header_bytes(Header(sha256, len(data), base_sha, depth)) + frame
+
+
+def is_encoded(stored: bytes) -> bool:
+    return stored[:4] == struct.pack("<I", _SKIPPABLE_MAGIC) and stored[8:12] == _TAG
+
+
+def parse(stored: bytes) -> tuple[Header, memoryview]:
+    """The header and the zstd frame of an encoded object; FrameError if damaged."""
+    if len(stored) < 12 or not is_encoded(stored):
+        raise FrameError("it does not start with feedledger's compressed-object header")
+    (length,) = struct.unpack_from("<I", stored, 4)
+    end = 8 + length
+    if end > len(stored):
+        raise FrameError("its header is cut short")
+    try:
+        doc: Any = json.loads(stored[12:end].decode())
+        header = Header(doc["sha256"], int(doc["size"]), doc["base"], int(doc["depth"]))
+        if doc.get("format") != FORMAT or not isinstance(header.sha256, str):
+            raise ValueError(f"unknown format {doc.get('format')!r}")
+        if header.base is not None and not isinstance(header.base, str):
+            raise ValueError("its base is not a sha256")
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise FrameError(f"its header is damaged ({exc})") from exc
+    return header, memoryview(stored)[end:]
+
+
+def decode(header: Header, frame: memoryview, base: bytes | None) -> bytes:
+    """The original bytes of a frame (`base`: its base's bytes, for a delta)."""
+    if (header.base is None) != (base is None):
+        raise FrameError("a delta needs its base's bytes (and a keyframe none)")
+    try:
+        if base is None:
+            dctx = zstandard.ZstdDecompressor()
+        else:
+            reference = zstandard.ZstdCompressionDict(
+                base, dict_type=zstandard.DICT_TYPE_RAWCONTENT
+            )
+            dctx = zstandard.ZstdDecompressor(
+                dict_data=reference, max_window_size=1 << MAX_WINDOW_LOG
+            )
+        data = dctx.decompress(frame, max_output_size=header.size)
+    except zstandard.ZstdError as exc:
+        raise FrameError(f"its zstd frame cannot be decompressed ({exc})") from exc
+    if len(data) != header.size:
+        raise FrameError(f"it decompresses to {len(data)} bytes, not {header.size}")
+    return data

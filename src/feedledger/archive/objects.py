@@ -1,0 +1,255 @@
+"""Payload objects in a blob store: raw or compressed (`archive/codec.py`), always
+addressed, checked and returned by the ORIGINAL bytes' sha256.
+
+    objects/<sha[:2]>/<sha>        raw bytes (archives written before compression, small
+                                   payloads, refused bytes kept for inspection)
+    objects/<sha[:2]>/<sha>.zst    a keyframe or a delta against an earlier payload
+
+A payload of a source is written as a delta against the source's latest archived
+payload, unless that would make a chain of `keyframe_every` frames: then (and for the
+first payload) a standalone keyframe. A reader decompresses at most that many frames,
+and fewer when it reads a source's payloads in order (the last one read is kept).
+
+Raw is looked up before compressed: `archive compact` writes the compressed object
+(durably) before it deletes the raw one, and never deletes a compressed one, so a
+reader that misses the raw object always finds the other. Every frame of a chain is
+checked against its sha256 as it is decoded: damaged bytes, a missing base or a chain
+that loops are a clear error naming the object, never wrong data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from feedledger.archive import codec
+from feedledger.archive.blobs import BlobStore
+from feedledger.archive.sidecar import SIDECAR_RE, parse_sidecar_bytes
+from feedledger.model.errors import FeedledgerError, NotFoundError
+
+DEFAULT_KEYFRAME_EVERY = 30
+# below a file system block, compressing saves nothing on disk: such payloads stay raw
+DEFAULT_MIN_SIZE = 4096
+MAX_CHAIN = 4096  # a longer chain can only be a damaged (looping) one
+
+KeyframeEvery = Callable[[str], int]
+
+
+def raw_rel(sha256: str) -> str:
+    return f"objects/{sha256[:2]}/{sha256}"
+
+
+def zst_rel(sha256: str) -> str:
+    return f"objects/{sha256[:2]}/{sha256}.zst"
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A payload's bytes, its chain depth (0: raw or a keyframe) and the objects its
+    decoding read (itself first, down to a keyframe or a raw object)."""
+
+    data: bytes
+    depth: int
+    chain: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """How an object is stored: `encoding` raw, keyframe or delta; `stored_size` bytes."""
+
+    sha256: str
+    encoding: str
+    stored_size: int
+    base: str | None
+    depth: int
+
+
+class Objects:
+    """Read and write payload objects over `blobs` (see the module's docstring)."""
+
+    def __init__(
+        self,
+        blobs: BlobStore,
+        keyframe_every: KeyframeEvery | None = None,
+        min_size: int = DEFAULT_MIN_SIZE,
+    ) -> None:
+        self._blobs = blobs
+        self.keyframe_every: KeyframeEvery = keyframe_every or (
+            lambda _source: DEFAULT_KEYFRAME_EVERY
+        )
+        self.min_size = min_size
+        self._recent: Decoded | None = None  # the last payload read or written
+
+    # -- reading -----------------------------------------------------------------------
+
+    def exists(self, sha256: str) -> bool:
+        return self._blobs.exists(raw_rel(sha256)) or self._blobs.exists(zst_rel(sha256))
+
+    def fetch(self, sha256: str, *, compressed: bool = False) -> tuple[str, bytes] | None:
+        """(key, stored bytes) of the object, raw first (`compressed`: only the
+        compressed one); None if it is absent."""
+        rels = (zst_rel(sha256),) if compressed else (raw_rel(sha256), zst_rel(sha256))
+        for rel in rels:
+            try:
+                stored = self._blobs.read(rel)
+            except OSError as exc:
+                raise FeedledgerError(
+                    f"cannot read archived object {self._blobs.where(rel)}: {exc}"
+                ) from exc
+            if stored is not None:
+                return rel, stored
+        return None
+
+    def stored(self, sha256: str) -> Stored | None:
+        found = self.fetch(sha256)
+        if found is None:
+            return None
+        rel, stored = found
+        if rel == raw_rel(sha256):
+            return Stored(sha256, "raw", len(stored), None, 0)
+        header, _ = self._parse(rel, stored, sha256)
+        kind = "keyframe" if header.base is None else "delta"
+        return Stored(sha256, kind, len(stored), header.base, header.depth)
+
+    def read(self, sha256: str) -> bytes:
+        return self.decode(sha256).data
+
+    def remember(self, decoded: Decoded) -> None:
+        """Keep `decoded` as the last payload read (the base the next read may need)."""
+        self._recent = decoded
+
+    def decode(self, sha256: str, *, compressed: bool = False) -> Decoded:
+        """The payload's original bytes, every frame of its chain checked (`compressed`:
+        its compressed object's, even where a raw one is there too)."""
+        recent = self._recent
+        if recent is not None and recent.chain[0] == sha256 and not compressed:
+            return recent
+        frames: list[tuple[str, str, codec.Header, memoryview]] = []
+        current = sha256
+        below: Decoded | None = None
+        while True:
+            if frames and recent is not None and recent.chain[0] == current:
+                below = recent
+                break
+            found = self.fetch(current, compressed=compressed and not frames)
+            if found is None:
+                if not frames:
+                    raise NotFoundError(self._blobs.missing(sha256))
+                self._corrupt(
+                    frames[-1][1],
+                    sha256,
+                    f"it is a delta against {current}, which is missing from the archive",
+                )
+            rel, stored = found
+            if rel == raw_rel(current):
+                self._check(rel, stored, current, sha256)
+                below = Decoded(stored, 0, (current,))
+                if not frames:
+                    return below  # a raw object: nothing decoded, nothing kept
+                break
+            header, frame = self._parse(rel, stored, sha256)
+            frames.append((current, rel, header, frame))
+            if header.base is None:
+                break
+            if len(frames) > MAX_CHAIN or any(header.base == f[0] for f in frames):
+                self._corrupt(rel, sha256, "its chain of deltas loops")
+            current = header.base
+        for current, rel, header, frame in reversed(frames):
+            try:
+                data = codec.decode(header, frame, below.data if below else None)
+            except codec.FrameError as exc:
+                self._corrupt(rel, sha256, str(exc))
+            self._check(rel, data, current, sha256)
+            chain = (current, *below.chain) if below else (current,)
+            below = Decoded(data, header.depth, chain)
+        assert below is not None
+        self._recent = below
+        return below
+
+    def _parse(self, rel: str, stored: bytes, target: str) -> tuple[codec.Header, memoryview]:
+        try:
+            header, frame = codec.parse(stored)
+        except codec.FrameError as exc:
+            self._corrupt(rel, target, str(exc))
+        expected = rel.rsplit("/", 1)[1].removesuffix(".zst")
+        if header.sha256 != expected:
+            self._corrupt(rel, target, f"its header names {header.sha256}")
+        return header, frame
+
+    def _check(self, rel: str, data: bytes, sha256: str, target: str) -> None:
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            self._corrupt(rel, target, f"its bytes hash to {actual}, not {sha256}")
+
+    def _corrupt(self, rel: str, target: str, why: str) -> NoReturn:
+        of = "" if rel.rsplit("/", 1)[1].startswith(target) else f" (read for payload {target})"
+        raise FeedledgerError(
+            f"archived object {self._blobs.where(rel)}{of} is corrupt: {why}",
+            hint="restore it from a backup or re-fetch the payload; nothing was applied "
+            "from these bytes",
+        )
+
+    # -- writing -----------------------------------------------------------------------
+
+    def write(self, sha256: str, data: bytes, source: str | None) -> bool:
+        """Store `data` once: a delta or keyframe when `source` is given and that saves
+        bytes, else raw. False if the object exists (identical bytes are a no-op)."""
+        if self.exists(sha256):
+            return False
+        encoded = self.encode(sha256, data, source, self._latest(source, sha256))
+        if encoded is None:
+            return self._blobs.create(raw_rel(sha256), data)
+        created = self._blobs.create(zst_rel(sha256), encoded[0])
+        self._recent = Decoded(data, encoded[1], (sha256, *encoded[2]))
+        return created
+
+    def encode(
+        self, sha256: str, data: bytes, source: str | None, base: Decoded | None
+    ) -> tuple[bytes, int, tuple[str, ...]] | None:
+        """(stored bytes, depth, base chain) of `data`: a delta against `base` unless the
+        chain would reach the source's keyframe interval, else a keyframe; None when it
+        is to stay raw (no source, small, or compression saves nothing)."""
+        if source is None or len(data) < self.min_size:
+            return None
+        every = max(1, self.keyframe_every(source))
+        if (
+            base is not None
+            and base.depth + 1 < every
+            and sha256 not in base.chain
+            and len(base.data) + len(data) <= codec.MAX_DELTA_BYTES
+        ):
+            depth = base.depth + 1
+            stored = codec.encode_delta(data, sha256, base.data, base.chain[0], depth)
+            chain = base.chain
+        else:
+            depth, stored, chain = 0, codec.encode_keyframe(data, sha256), ()
+        return (stored, depth, chain) if len(stored) < len(data) else None
+
+    def _latest(self, source: str | None, sha256: str) -> Decoded | None:
+        """The base for a new payload of `source`: its latest archived payload (by
+        publisher timestamp), decoded; None (a keyframe) if there is none or it cannot
+        be read (a damaged old payload never stops a new one being archived)."""
+        if source is None or self.keyframe_every(source) <= 1:
+            return None
+        recent = self._recent
+        names = [rel for rel in self._blobs.list(f"meta/{source}/") if rel.endswith(".json")]
+        for rel in reversed(names):
+            name = rel.rsplit("/", 1)[1]
+            if SIDECAR_RE.match(name) is None:
+                continue
+            try:
+                raw = self._blobs.read(rel)
+                ref = parse_sidecar_bytes(raw or b"", name=name, parent=source)
+            except (OSError, ValueError, FeedledgerError):
+                continue
+            if ref.sha256 == sha256:
+                continue
+            if recent is not None and recent.chain[0] == ref.sha256:
+                return recent
+            try:
+                return self.decode(ref.sha256)
+            except FeedledgerError:
+                return None
+        return None
