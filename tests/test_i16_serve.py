@@ -93,3 +93,27 @@ def test_serve_is_read_only_without_the_variable(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_sigterm_lets_the_response_under_way_finish(tmp_path: Path) -> None:
+    """Graceful shutdown: SIGTERM while a snapshot streams; the stream still ends with
+    every row, then the process exits 0 (no new request is taken meanwhile)."""
+    ws = _workspace(tmp_path)
+    proc, url = _start(ws, env={})
+    try:
+        _wait(url)
+        with httpx.stream("GET", url + "/api/sources/s/snapshot?valid=2026-08-02&format=jsonl",
+                          timeout=30) as r:  # fmt: skip
+            assert r.status_code == 200
+            chunks = r.iter_bytes()
+            rows = next(chunks).count(b"\n")
+            proc.send_signal(signal.SIGTERM)
+            rows += sum(chunk.count(b"\n") for chunk in chunks)
+        assert rows == 5000
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Finished server process" in err or "Shutting down" in err, err
