@@ -54,7 +54,7 @@ from feedledger.model.hashing import hash_expr
 from feedledger.model.source import SourceConfig
 from feedledger.model.types import PayloadKind
 
-__all__ = ["GEOMETRY_TAG", "read_geo"]
+__all__ = ["GEOMETRY_TAG", "assemble", "observations_of", "read_geo", "require_fields"]
 
 GEOMETRY_TAG = 4  # folded before the geometry hash (1-3 are the field tags)
 _GEOMETRY = "geometry"
@@ -82,7 +82,7 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
     table = gis.table
     fields = [c for c in table.column_names if c != _GEOMETRY]
     if table.num_rows:
-        _require_fields(fields, src, label)
+        require_fields(fields, src, label)
     else:  # no features (GDAL then knows no fields): an empty payload, as in JSON
         wanted = [*src.key, *([src.revision] if src.revision else [])]
         for name in dict.fromkeys(n for n in wanted if n not in fields):
@@ -97,13 +97,30 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
     wkb = pl.from_arrow(table.column(_GEOMETRY))
     assert isinstance(wkb, pl.Series)
     shapes = pl.DataFrame([wkb.alias("wkb"), gh])
+    return assemble(texts, fields, shapes, invalid_count, gis.crs, src, label)
+
+
+def assemble(
+    texts: TypedTexts,
+    fields: list[str],
+    shapes: pl.DataFrame,
+    invalid_count: int,
+    crs: str | None,
+    src: SourceConfig,
+    label: str,
+) -> Observations:
+    """The Observations of a layer whose property texts (`typed_texts`: one column per
+    field, `fields` in the layer's order, plus any key field an empty layer lacks) and
+    geometry (`shapes`: `wkb` or its GeoJSON text `geometry`, and `geometry_hash`) are
+    made: the key and its checks, the content hashes. `formats.geo_pages` assembles a
+    layer read a page at a time with it."""
     raw = texts.frame
     _check_key_values(texts, src, label)
     changes = src.kind == PayloadKind.CHANGES
     attr_columns = [c for c in fields if not (changes and c in (DELETE_FIELD, OP_FIELD))]
     h = typed_hashes(texts, attr_columns)
     h = fold(h, pl.Series([GEOMETRY_TAG], dtype=pl.UInt64))
-    h = fold(h, gh.reinterpret(signed=False).fill_null(0))
+    h = fold(h, shapes.get_column("geometry_hash").reinterpret(signed=False).fill_null(0))
     revision = pl.col(src.revision) if src.revision else pl.lit(None, dtype=pl.String)
     frame = (
         raw.select(
@@ -129,13 +146,14 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
         published_values=values,
         fields=fields,
         geometry=shapes,
-        crs=gis.crs,
+        crs=crs,
         invalid_geometries=invalid_count,
         literal_columns=texts.literal & frozenset(attr_columns),
     )
 
 
-def _require_fields(fields: list[str], src: SourceConfig, label: str) -> None:
+def require_fields(fields: list[str], src: SourceConfig, label: str) -> None:
+    """The key (and revision) fields are among `fields`, else BadPayloadError."""
     present = [clip(c, 40) for c in fields[:20]]
     missing = [k for k in src.key if k not in fields]
     if missing:

@@ -32,12 +32,21 @@ from feedledger.model.source import SourceConfig
 __all__ = ["Observations", "published_from_field", "read_observations"]
 
 
-def read_observations(data: bytes, src: SourceConfig, *, label: str) -> Observations:
-    """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input."""
+def read_observations(
+    data: bytes,
+    src: SourceConfig,
+    *,
+    label: str,
+    pre_read: Callable[[str], Observations | None] | None = None,
+) -> Observations:
+    """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input.
+    `pre_read(label)`: a GIS payload already read as it arrived (formats/geo_pages.py),
+    equal to reading `data`; None: `data` is read."""
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
     if src.is_geo:
-        obs = read_geo(_geo_bytes(data, src, label), src, label)
+        pre = pre_read(label) if pre_read is not None else None
+        obs = pre if pre is not None else read_geo(_geo_bytes(data, src, label), src, label)
         _check_keys(obs, src, label)
         return obs
     if src.format != "parquet":

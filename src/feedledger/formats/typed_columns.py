@@ -221,5 +221,11 @@ def typed_hashes(texts: TypedTexts, columns: list[str]) -> pl.Series:
 
 
 def _json_loads(text: str) -> Any:
-    """A JSON text parsed keeping number literals (GDAL's JSON sub-typed strings)."""
-    return json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
+    """A JSON text parsed keeping number literals (GDAL's JSON sub-typed strings). GDAL
+    sub-types a field JSON where features give it values of several kinds (`0` in one,
+    `"x"` in another) and writes a string value bare (`x`, or `` for ""): such a value,
+    not JSON text, is that string."""
+    try:
+        return json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
+    except ValueError:
+        return text

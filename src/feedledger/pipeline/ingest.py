@@ -13,6 +13,7 @@ payload applied (nothing repeated) or applies it whole (nothing lost).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +126,7 @@ def ingest(
     fetched_at: int | None = None,
     allow_future: bool = False,
     metadata: dict[str, Any] | None = None,
+    pre_read: Callable[[str], Observations | None] | None = None,
 ) -> IngestResult:
     """Archive `data` as a publication of `source` and apply it as a live run.
 
@@ -132,7 +134,8 @@ def ingest(
     them. A payload that cannot be read keeps its bytes plus a note under `rejected/`
     but never claims its publication slot, so a corrected file for the same date can
     follow. A readable one gets its sidecar (with `metadata`, what a portal connector
-    stated about it) and index row, then is applied."""
+    stated about it) and index row, then is applied. `pre_read`: the payload as read
+    while it downloaded (formats/geo_pages.py; see `read_observations`)."""
     fetched_at = fetched_at or now_us()
     try:
         src = ctx.workspace.source(source)
@@ -164,7 +167,7 @@ def ingest(
         opening = pool.submit(_warm_store, ctx)
         try:
             with stage("read"):
-                obs = read_observations(data, src, label=label)
+                obs = read_observations(data, src, label=label, pre_read=pre_read)
             if when is None:
                 when = published_from_field(
                     obs,

@@ -12,6 +12,7 @@ summary. `recover=False` refuses instead, naming the waiting publications.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from feedledger.context import Context
 from feedledger.model.errors import ConfigError, SourceFrozenError, StaleWatermarkError
 from feedledger.model.timeutil import iso, now_us
 from feedledger.pipeline.ingest import IngestResult, ingest
+from feedledger.timing import stage
 
 if TYPE_CHECKING:
     from feedledger.pipeline.backfill import Progress
@@ -145,29 +147,37 @@ def live_run(
     src = ctx.workspace.source(source)
     _need_fetch(source, src.fetch)
     assert src.fetch is not None
+    from feedledger.formats.geo_pages import page_reader
     from feedledger.sources import FetchState, fetch
 
     path = _state_path(ctx, source)
     fetched_at = now_us()
     wm = ctx.store.watermark(source) if src.connector else None
     watermark = wm.published_at if wm is not None else None
-    got = fetch(src, previous=_load_state(path), now_us=now, watermark=watermark)
-    if got.data is None:
-        return None
-    # hand ingest the only reference to the bytes, so that it can free them once they
-    # are archived and parsed (`got` keeps just what is known about them)
-    box, got = [got.data], replace(got, data=None)
-    result = ingest(
-        ctx,
-        source,
-        box.pop(),
-        published_at=got.published_at,
-        original_name=got.original_name,
-        content_type=got.content_type,
-        allow_mass_delete=allow_mass_delete,
-        fetched_at=fetched_at,
-        metadata=got.metadata,
-    )
+    # an ArcGIS layer is read a page at a time while the next page downloads
+    pages = page_reader(src)
+    with pages or nullcontext():
+        with stage("fetch"):
+            got = fetch(
+                src, previous=_load_state(path), now_us=now, watermark=watermark, pages=pages
+            )
+        if got.data is None:
+            return None
+        # hand ingest the only reference to the bytes, so that it can free them once
+        # they are archived and parsed (`got` keeps just what is known about them)
+        box, got = [got.data], replace(got, data=None)
+        result = ingest(
+            ctx,
+            source,
+            box.pop(),
+            published_at=got.published_at,
+            original_name=got.original_name,
+            content_type=got.content_type,
+            allow_mass_delete=allow_mass_delete,
+            fetched_at=fetched_at,
+            metadata=got.metadata,
+            pre_read=None if pages is None else pages.observations,
+        )
     if got.etag or got.last_modified:
         path.parent.mkdir(parents=True, exist_ok=True)
         state = FetchState(etag=got.etag, last_modified=got.last_modified, url=src.fetch)

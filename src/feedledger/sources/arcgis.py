@@ -48,7 +48,7 @@ from feedledger.model.source import (
     SourceConfig,
 )
 from feedledger.model.timeutil import iso
-from feedledger.sources.arcgis_query import OUT_WKID, Plan, Session, download, plan
+from feedledger.sources.arcgis_query import OUT_WKID, PageSink, Plan, Session, download, plan
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import _http_date, display_url
 from feedledger.sources.portal import Portal, Sleep, nothing_new
@@ -168,6 +168,7 @@ def _layer(
     page_size: int | None = None,
     client: httpx.Client | None,
     sleep: Sleep | None,
+    sink: PageSink | None = None,
 ) -> Layer:
     base = url.strip().rstrip("/")
     if "?" in base:
@@ -182,7 +183,9 @@ def _layer(
             return Layer(data=None, published_ms=before, metadata=_sidecar_light(meta, base))
         how = plan(session, meta, page_size)
         for attempt in (1, 2):
-            lines, count = download(session, how)
+            if sink is not None:
+                sink.restart()
+            lines, count = download(session, how, sink)
             meta_after, after = _metadata(session)
             if after == before:
                 break
@@ -252,14 +255,16 @@ def fetch_arcgis(
     watermark: int | None = None,
     client: httpx.Client | None = None,
     sleep: Sleep | None = None,
+    sink: PageSink | None = None,
 ) -> Fetched:
     """The whole layer as one GeoJSON sequence, dated by the layer's edit date, its
     metadata for the sidecar. When that date is not after `watermark` (us UTC),
-    StaleWatermarkError before any feature is asked for ("nothing new")."""
+    StaleWatermarkError before any feature is asked for ("nothing new"). `sink` (if
+    any) is handed each page's lines as they arrive (arcgis_query.PageSink)."""
     url = (src.fetch or "").strip()
     token = token_of(src)
     since_ms = None if watermark is None else watermark // 1000
-    layer = _layer(src, url, token=token, since_ms=since_ms, client=client, sleep=sleep)
+    layer = _layer(src, url, token=token, since_ms=since_ms, client=client, sleep=sleep, sink=sink)
     if layer.data is None:
         assert watermark is not None and layer.published_at is not None
         raise nothing_new(src, "the layer's edit date", layer.published_at, watermark)

@@ -32,7 +32,7 @@ import json
 from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from arcgis2geojson import arcgis2geojson
 
@@ -48,6 +48,16 @@ TOKEN_HINT = "check the token (ArcGIS 498: invalid or expired, 499: required)"
 
 
 Line = tuple[Any, str]  # (object id, one GeoJSON Feature as text, no newline)
+
+
+class PageSink(Protocol):
+    """Who reads the layer while it downloads (pipeline/run.py hands one in: a reader of
+    `formats.geo_pages`): each page's checked lines, in order, as they arrive; `restart`
+    when the download starts over (the layer was republished meanwhile)."""
+
+    def restart(self) -> None: ...
+
+    def page(self, lines: list[str]) -> None: ...
 
 
 @dataclass
@@ -267,7 +277,7 @@ class _Ahead:
         self.pool.shutdown(wait=True)
 
 
-def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[Line, None, None]:
+def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[list[Line], None, None]:
     ahead = _Ahead(session, plan)
     try:
         offset = 0
@@ -276,7 +286,7 @@ def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[Line, No
             if offset + plan.size < counted:
                 ahead.ask(offset + plan.size)
             features, more = _page(session, plan, answer)
-            yield from features
+            yield features
             if more is None:  # not stated: a full page may be followed by more
                 more = len(features) >= plan.size
             if not more:
@@ -290,7 +300,7 @@ def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[Line, No
         ahead.close()
 
 
-def _by_ids(session: Session, plan: Plan, counted: int) -> Generator[Line, None, None]:
+def _by_ids(session: Session, plan: Plan, counted: int) -> Generator[list[Line], None, None]:
     ids = session.query(returnIdsOnly="true", f="json").get("objectIds") or []
     if not isinstance(ids, list):
         raise session.fail("returnIdsOnly answered no objectIds list")
@@ -305,47 +315,59 @@ def _by_ids(session: Session, plan: Plan, counted: int) -> Generator[Line, None,
                 f"object id(s) {missing[:10]} were asked for by id but not answered "
                 f"(a maxRecordCount below the stated {plan.size}?); nothing was archived"
             )
-        yield from features
+        yield features
 
 
-def _checked(session: Session, plan: Plan, counted: int, answered: Iterator[Line]) -> list[str]:
-    """The lines of `answered`, each object id once, within max_payload_bytes (and at
-    most one past `counted`)."""
+def _checked(
+    session: Session,
+    plan: Plan,
+    counted: int,
+    answered: Iterator[list[Line]],
+    sink: PageSink | None,
+) -> list[str]:
+    """The lines of `answered` (page by page), each object id once, within
+    max_payload_bytes (and at most one past `counted`); each page's lines handed to
+    `sink` once checked."""
     seen: set[Any] = set()
     lines: list[str] = []
     size = 0
     limit = session.portal.src.max_payload_bytes
-    for ident, line in answered:
-        if ident in seen:
-            how = (
-                "a page repeated an earlier one: does the server ignore resultOffset?"
-                if plan.paginates
-                else "in two id batches"
-            )
-            raise session.fail(
-                f"object id {ident} was answered twice ({how}); the layer cannot be "
-                "downloaded consistently, nothing was archived"
-            )
-        seen.add(ident)
-        size += len(line) + 1
-        if size > limit:
-            raise _too_large(session.portal.src, session.shown)
-        lines.append(line)
-        if len(lines) > counted:
-            break
+    for page in answered:
+        start = len(lines)
+        for ident, line in page:
+            if ident in seen:
+                how = (
+                    "a page repeated an earlier one: does the server ignore resultOffset?"
+                    if plan.paginates
+                    else "in two id batches"
+                )
+                raise session.fail(
+                    f"object id {ident} was answered twice ({how}); the layer cannot be "
+                    "downloaded consistently, nothing was archived"
+                )
+            seen.add(ident)
+            size += len(line) + 1
+            if size > limit:
+                raise _too_large(session.portal.src, session.shown)
+            lines.append(line)
+            if len(lines) > counted:
+                return lines
+        if sink is not None:
+            sink.page(lines[start:])
     return lines
 
 
-def download(session: Session, plan: Plan) -> tuple[list[str], int]:
+def download(session: Session, plan: Plan, sink: PageSink | None = None) -> tuple[list[str], int]:
     """Every feature once as a GeoJSON line, ordered by object id, checked against
-    returnCountOnly; the lines are bounded by the source's max_payload_bytes."""
+    returnCountOnly; the lines are bounded by the source's max_payload_bytes. Each
+    page's lines also go to `sink` (if any) as they are checked."""
     counted = session.query(returnCountOnly="true", f="json").get("count")
     if not isinstance(counted, int):
         raise session.fail("returnCountOnly answered no count")
     pages = _by_offset if plan.paginates else _by_ids
     with contextlib.closing(pages(session, plan, counted)) as answered:
         # closed here even when left early: no page is still being asked ahead after
-        lines = _checked(session, plan, counted, answered)
+        lines = _checked(session, plan, counted, answered, sink)
     if len(lines) != counted:
         raise session.fail(
             f"the pages held {len(lines)} feature(s) but returnCountOnly said {counted}: "

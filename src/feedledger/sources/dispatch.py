@@ -4,6 +4,8 @@ location -- a `{date}` template (`templates.py`) or one concrete location
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 
 from feedledger.model.errors import ConfigError
@@ -11,6 +13,9 @@ from feedledger.model.source import SourceConfig
 from feedledger.sources.dated import Fetched, FetchState
 from feedledger.sources.location import fetch_location
 from feedledger.sources.templates import is_template, newest_of_template
+
+if TYPE_CHECKING:
+    from feedledger.sources.arcgis_query import PageSink
 
 
 def fetch(
@@ -21,6 +26,7 @@ def fetch(
     single: bool = False,
     now_us: int | None = None,
     watermark: int | None = None,
+    pages: PageSink | None = None,
 ) -> Fetched:
     """Fetch the newest payload of `src`: an http(s) URL, a file:// URL or a directory
     path. A location carrying `{date}` (sources/templates.py) is tried for the newest
@@ -30,7 +36,7 @@ def fetch(
     connector (`src.connector`: sources/socrata.py, sources/ckan.py, sources/arcgis.py)
     asks the portal's API instead; `watermark` (us UTC): it stops before downloading
     rows when the portal's publisher date is not after it (StaleWatermarkError,
-    "nothing new")."""
+    "nothing new"). `pages`: an ArcGIS layer's pages are handed to it as they arrive."""
     if src.fetch is None:
         raise ConfigError(
             "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
@@ -46,7 +52,7 @@ def fetch(
     if src.connector == "arcgis":
         from feedledger.sources.arcgis import fetch_arcgis
 
-        return fetch_arcgis(src, watermark=watermark, client=client)
+        return fetch_arcgis(src, watermark=watermark, client=client, sink=pages)
     location = src.fetch.strip()
     if not single and is_template(location):
         return newest_of_template(src, now_us)
