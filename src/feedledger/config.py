@@ -128,15 +128,16 @@ class Workspace:
         return not self.archive_location.startswith(ARCHIVE_URL_SCHEME)
 
     def archive_keyframe_every(self, source: str) -> int:
-        """[archive] keyframe_every: a standalone compressed frame every K payloads of a
-        source (default 30; 1: no deltas); a table gives K per source (`default` the rest)."""
+        """[archive] full_frame_every: a standalone compressed frame (a keyframe) every K
+        payloads of a source (default 30; 1: no deltas); a table gives K per source
+        (`default` the rest). Not "keyframe_every": names with "key" are refused above."""
         table = (self._doc or {}).get("archive", {})
-        value = table.get("keyframe_every", 30) if isinstance(table, dict) else 30
+        value = table.get("full_frame_every", 30) if isinstance(table, dict) else 30
         if isinstance(value, dict):
             value = value.get(source, value.get("default", 30))
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(
-                f"[archive] keyframe_every must be a whole number >= 1, or a table of them "
+                f"[archive] full_frame_every must be a whole number >= 1, or a table of them "
                 f"per source, not {value!r}"
             )
         return int(value)

@@ -101,7 +101,7 @@ def compact(
                 first = seen[ref.sha256]
                 items.append(CompactItem(ref, "shared", first.encoding, first.after, first.after))
             else:
-                item, decoded = _compact_one(objects, blobs, ref, previous)
+                item, decoded = _compact_one(objects, blobs, ref, previous, len(items) + 1)
                 previous = decoded or previous
                 seen[ref.sha256] = item
                 items.append(item)
@@ -112,7 +112,7 @@ def compact(
 
 
 def _compact_one(
-    objects: Objects, blobs: BlobStore, ref: PayloadRef, previous: Decoded | None
+    objects: Objects, blobs: BlobStore, ref: PayloadRef, previous: Decoded | None, n: int
 ) -> tuple[CompactItem, Decoded | None]:
     sha = ref.sha256
     try:
@@ -131,7 +131,7 @@ def _compact_one(
     with blobs.writing():
         # a compact killed after this create finds it there: it is checked all the same
         blobs.create(zst_rel(sha), data)
-        faults.point("compact_written")
+        faults.point("compact_written", n)
         if previous is not None:
             objects.remember(previous)
         try:
@@ -140,7 +140,7 @@ def _compact_one(
             size = stored.stored_size
             return CompactItem(ref, "bad", "raw", size, size, str(exc)), None
         blobs.delete(raw_rel(sha))
-        faults.point("compact_deleted")
+        faults.point("compact_deleted", n)
     after = objects.stored(sha)
     encoding = after.encoding if after else "unknown"
     size = after.stored_size if after else len(data)

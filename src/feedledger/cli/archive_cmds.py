@@ -183,7 +183,7 @@ def compact_cmd(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Compress raw archived payloads in place (zstd, each against its source's previous
-    payload, a standalone keyframe every [archive] keyframe_every), crash-safe: the
+    payload, a standalone keyframe every [archive] full_frame_every), crash-safe: the
     compressed object is durable and checked before the raw one is deleted; a rerun
     finishes an interrupted one. Exit 1 if a payload could not be read."""
     with ledger(ctx) as led, _bar("compacting", json_out) as step:
