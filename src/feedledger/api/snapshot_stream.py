@@ -1,13 +1,16 @@
-"""A source's snapshot as a stream of text chunks (CSV, JSON lines, GeoJSON), for the
-HTTP API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a
-file, produced by a writer thread into a small bounded queue, so memory stays bounded
-whatever the size and a reader that stops early stops the writer."""
+"""A source's snapshot as a stream of chunks (CSV, JSON lines, GeoJSON), for the HTTP
+API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a file
+(the same writers: `pipeline.snapshot_writers` for CSV and JSON lines, a batch of rows
+at a time), produced by a writer thread into a small bounded queue, so memory stays
+bounded whatever the size and a reader that stops early stops the writer.
+`snapshot_bytes` gives UTF-8 chunks, `snapshot_chunks` the same as text."""
 
 from __future__ import annotations
 
+import codecs
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
 from feedledger.api.times import When
@@ -25,26 +28,32 @@ class _Stopped(Exception):
 
 
 class _QueueWriter:
-    """A text handle whose writes are gathered into chunks of about CHUNK_CHARS and
-    handed to the reader through a bounded queue (blocking while it is full)."""
+    """A handle (text written is UTF-8 encoded) whose writes are gathered into chunks
+    of about CHUNK_CHARS bytes and handed to the reader through a bounded queue
+    (blocking while it is full); a big write is handed on in CHUNK_CHARS pieces."""
 
     def __init__(self, out: queue.Queue[object], stop: threading.Event) -> None:
         self.out = out
         self.stop = stop
-        self.parts: list[str] = []
+        self.parts: list[bytes] = []
         self.size = 0
 
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        self.size += len(text)
-        if self.size >= CHUNK_CHARS:
+    def write(self, data: str | bytes | memoryview) -> int:
+        chunk = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        if self.size + len(chunk) >= CHUNK_CHARS:
             self.flush()
-        return len(text)
+            for at in range(0, len(chunk) - CHUNK_CHARS + 1, CHUNK_CHARS):
+                self._put(chunk[at : at + CHUNK_CHARS])
+            chunk = chunk[len(chunk) - len(chunk) % CHUNK_CHARS :]
+        if chunk:
+            self.parts.append(chunk)
+            self.size += len(chunk)
+        return len(data)
 
     def flush(self) -> None:
         if not self.parts:
             return
-        self._put("".join(self.parts))
+        self._put(b"".join(self.parts))
         self.parts, self.size = [], 0
 
     def _put(self, item: object) -> None:
@@ -68,11 +77,34 @@ class _QueueWriter:
 def snapshot_chunks(
     src: Source, *, valid: When, known_at: When | None = None, format: str = "csv"
 ) -> Iterator[str]:
-    """The text of `src.export_snapshot(None, valid=, known_at=, format=)` in chunks.
+    """The text of `src.export_snapshot(None, valid=, known_at=, format=)` in chunks
+    (`snapshot_bytes`, decoded)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    chunks = snapshot_bytes(src, valid=valid, known_at=known_at, format=format)
+
+    def decoded() -> Iterator[str]:
+        try:
+            for chunk in chunks:
+                text = decoder.decode(chunk)
+                if text:
+                    yield text
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                yield tail
+        finally:
+            chunks.close()
+
+    return decoded()
+
+
+def snapshot_bytes(
+    src: Source, *, valid: When, known_at: When | None = None, format: str = "csv"
+) -> Generator[bytes, None, None]:
+    """The bytes of `src.export_snapshot(None, valid=, known_at=, format=)` in chunks.
     A refused format (ConfigError) or a bad time is raised here, before any chunk; an
     error while streaming ends the stream early (raised from the iterator)."""
     from feedledger.api.source_queries import check_export
-    from feedledger.pipeline import snapshot_export
+    from feedledger.pipeline import snapshot_export, snapshot_writers
     from feedledger.pipeline.snapshot_order import field_order, layout_at
 
     check_export(format, None, geo=src.config.is_geo)
@@ -84,24 +116,25 @@ def snapshot_chunks(
     crs = layout.crs if layout is not None else None
 
     def produce(handle: _QueueWriter) -> None:
-        found = snapshot_export.rows(
-            ctx, src.name, valid_us, known_us, geometry=format in snapshot_export.GEO_EXPORTS
-        )
-        try:
-            if format == "geojson":
-                from feedledger.pipeline.geo_export import write_geojson
+        if format == "geojson":
+            from feedledger.pipeline.geo_export import write_geojson
 
+            found = snapshot_export.rows(ctx, src.name, valid_us, known_us)
+            try:
                 write_geojson(found, handle, order, crs)  # type: ignore[arg-type]
-            else:
-                rows = ((k, a) for k, a, _g in found)
-                snapshot_export.write_rows(rows, format, handle, order)  # type: ignore[arg-type]
-        finally:
-            found.close()
+            finally:
+                found.close()
+            return
+        got = snapshot_export.batches(ctx, src.name, valid_us, known_us, geometry=False)
+        if format == "jsonl":
+            snapshot_writers.write_jsonl(got, handle)  # type: ignore[arg-type]
+        else:
+            snapshot_writers.write_csv(got, handle, order)  # type: ignore[arg-type]
 
     return _pump(produce)
 
 
-def _pump(produce: Callable[[_QueueWriter], None]) -> Iterator[str]:
+def _pump(produce: Callable[[_QueueWriter], None]) -> Generator[bytes, None, None]:
     out: queue.Queue[object] = queue.Queue(maxsize=QUEUE_CHUNKS)
     stop = threading.Event()
     handle = _QueueWriter(out, stop)
@@ -125,7 +158,7 @@ def _pump(produce: Callable[[_QueueWriter], None]) -> Iterator[str]:
                 return
             if isinstance(item, BaseException):
                 raise item
-            assert isinstance(item, str)
+            assert isinstance(item, bytes)
             yield item
     finally:
         stop.set()

@@ -49,6 +49,14 @@ def check_export(
         snapshot_export.check_output(path)
 
 
+def _joined(held: list[pa.RecordBatch]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    if len(held) == 1:
+        return held[0]
+    return pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+
+
 class SourceQueries:
     ledger: Ledger
     config: SourceConfig
@@ -117,54 +125,56 @@ class SourceQueries:
     def _snapshot_batches(
         self, valid_us: int, known_us: int | None, batch_rows: int
     ) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
+        """The store's batches (`ledger.snapshot_rows.batches`, the one fast path every
+        snapshot reads through) cut into batches of exactly `batch_rows` (the last
+        fewer)."""
         from feedledger.pipeline import snapshot_export
 
-        geo = self.config.is_geo
-        rows = snapshot_export.rows(self._ctx, self.name, valid_us, known_us)
-        names = ["key", "attributes", "geometry"] if geo else ["key", "attributes"]
-        schema = pa.schema([(name, pa.string()) for name in names])
-        cols: tuple[list[str | None], ...] = tuple([] for _ in names)
-        try:
-            for row in rows:
-                for col, value in zip(cols, row, strict=False):
-                    col.append(value)
-                if len(cols[0]) >= batch_rows:
-                    yield pa.record_batch([pa.array(c, pa.string()) for c in cols], schema=schema)
-                    cols = tuple([] for _ in names)
-            if cols[0]:
-                yield pa.record_batch([pa.array(c, pa.string()) for c in cols], schema=schema)
-        finally:
-            rows.close()
+        found = snapshot_export.batches(self._ctx, self.name, valid_us, known_us)
+        held: list[pa.RecordBatch] = []
+        size = 0
+        for got in found:
+            held.append(got)
+            size += got.num_rows
+            while size >= batch_rows:
+                whole = _joined(held)
+                yield whole.slice(0, batch_rows)
+                rest = whole.slice(batch_rows)
+                held, size = ([rest] if rest.num_rows else []), rest.num_rows
+        if size:
+            yield _joined(held)
 
     def snapshot(self, *, valid: When, known_at: When | None = None) -> pl.DataFrame:
         """The source as it stood at `valid`: one row per live entity, the key fields
         and the record's fields as stated (text), as a polars DataFrame; a GIS source
         adds a `geometry` column (GeoJSON text, last). Columns in the source's field
         order (as the CSV export)."""
-        import json
-
         import polars as pl
+        import pyarrow as pa
 
+        from feedledger.ledger.attribute_columns import UnknownField, fields_of, text_columns
         from feedledger.pipeline import snapshot_export
 
         valid_us = self._us(valid, "valid")
         known_us = self._opt_us(known_at, "known_at")
-        records = []
-        for batch in self._snapshot_batches(valid_us, known_us, BATCH_ROWS):
-            attributes = batch.column("attributes").to_pylist()
+        parts: list[pa.Table] = []
+        for batch in snapshot_export.batches(self._ctx, self.name, valid_us, known_us):
+            attributes = batch.column("attributes")
+            names = fields_of(attributes[0].as_py())
+            try:
+                texts = text_columns(attributes, names)
+            except UnknownField:  # entities with different fields: every one's
+                names = sorted({n for t in attributes.to_pylist() for n in fields_of(t)})
+                texts = text_columns(attributes, names)
+            cols = dict(zip(names, texts, strict=True))
             if "geometry" in batch.schema.names:
-                shapes = batch.column("geometry").to_pylist()
-                records += [
-                    {**json.loads(a), "geometry": g}
-                    for a, g in zip(attributes, shapes, strict=True)
-                ]
-            else:
-                records += [json.loads(a) for a in attributes]
-        if not records:
+                cols["geometry"] = batch.column("geometry")
+            parts.append(pa.table(cols))
+        if not parts:
             return pl.DataFrame()
-        frame = pl.DataFrame(records, infer_schema_length=None)
+        table = pa.concat_tables(parts, promote_options="default")
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
         order = snapshot_export.column_order(self._ctx, self.name, valid_us, known_us)
         return frame.select(snapshot_export.ordered_columns(frame.columns, order))
 

@@ -1,37 +1,53 @@
 """What a snapshot export reads: the entities present at a valid time (streamed) and
 the layout of the payload in force then (its field order and CRS).
 
-`rows` streams (key, attributes JSON, geometry GeoJSON text or None) of every entity
-present at `valid_at` as known at `known_at`, in key order, a database batch at a time
-(the visibility and "latest per key" rules are `ledger.visibility`'s). `layout` is the
-newest payload of the source applied at or before `valid_at` (as known at `known_at`):
-its id and content hash, its field names in stated order (`payloads.fields`, a JSON
-list; None when not recorded) and its CRS as stated (`payloads.crs`).
+`batches` streams Arrow record batches of `key`, `attributes` (the stored canonical
+JSON text) and, asked for, `geometry` (GeoJSON text or null) of every entity present
+at `valid_at` as known at `known_at`, in key order. It reads the source's versions in
+the index's order (`visibility.key_ordered_sql`: no sort, no window function, one pass
+whatever the number of days stored) through the driver's bulk path
+(`ledger.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`);
+a key's versions that straddle two fetched batches are carried to the next. `rows` is
+the same as Python tuples. `attribute_columns.text_columns` turns the attributes of a
+batch into one column per field. `layout` is the newest payload of the source applied
+at or before `valid_at` (as known at `known_at`): its id and content hash, its field
+names in stated order (`payloads.fields`, a JSON list; None when not recorded) and
+its CRS as stated (`payloads.crs`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, text
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import select
 
-from feedledger.ledger.engine import CACHE_KIB
+from feedledger.ledger import arrow_fetch
 from feedledger.ledger.schema import applications, payloads
 from feedledger.ledger.store import Store
-from feedledger.ledger.visibility import latest_per_key_sql, visible, visible_sql
+from feedledger.ledger.visibility import (
+    key_ordered_sql,
+    latest_of_ordered,
+    visible,
+    visible_sql,
+)
 
-__all__ = ["PayloadLayout", "layout", "rows"]
+__all__ = ["BATCH_ROWS", "PayloadLayout", "batches", "layout", "rows"]
 
-# An SQLite connection's page cache while it streams a snapshot: a scan of the whole
-# source reads every page once, so the usual 64 MiB cache (engine.CACHE_KIB) would only
-# fill with pages never read again -- and stay filled in the pooled connection (a
-# long-running `feedledger serve` held 64 MiB more per snapshot connection). Shrinking
-# it frees that memory; it is set back when the stream ends. Measured (200k entities):
-# the stream's RSS growth 64 -> 8 MiB, its speed unchanged.
-STREAM_CACHE_KIB = 8192
+BATCH_ROWS = 65_536
+STREAM_CACHE_KIB = arrow_fetch.STREAM_CACHE_KIB
+
+_SCAN = [
+    ("key", pa.string()),
+    ("valid_from", pa.int64()),
+    ("txn_seq", pa.int64()),
+    ("deleted", pa.bool_()),
+    ("attributes", pa.string()),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +60,48 @@ class PayloadLayout:
     crs: str | None
 
 
-def _rows_sql(known_at: int | None, geometry: bool) -> str:
+def batches(
+    store: Store,
+    source: str,
+    valid_at: int,
+    known_at: int | None = None,
+    *,
+    geometry: bool = False,
+    batch: int = BATCH_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """Stream batches (`key`, `attributes`, and `geometry` if asked for) of every
+    entity present at `valid_at` as known at `known_at`, in key order."""
+    fields = _SCAN + ([("geometry", pa.string())] if geometry else [])
+    scan = pa.schema(fields)
+    out = ["key", "attributes"] + (["geometry"] if geometry else [])
     vis = visible_sql(":known" if known_at is not None else None)
-    cols = ["key", "deleted", "attributes"] + (["geometry"] if geometry else [])
-    latest = latest_per_key_sql(cols, f"source = :source AND valid_from <= :valid AND {vis}")
-    geo = "geometry" if geometry else "NULL AS geometry"
-    return f"SELECT key, attributes, {geo} FROM ({latest}) present WHERE NOT deleted ORDER BY key"
+    sql = key_ordered_sql(scan.names, f"source = :source AND valid_from <= :valid AND {vis}")
+    params: dict[str, Any] = {"source": source, "valid": valid_at}
+    if known_at is not None:
+        params["known"] = known_at
+    carry: pa.Table | None = None
+    for got in arrow_fetch.batches(store, sql, params, scan, batch=batch):
+        table = pa.Table.from_batches([got])
+        if carry is not None and carry.num_rows:
+            table = pa.concat_tables([carry, table])
+        if table.num_rows == 0:
+            continue
+        # the last key's rows may go on in the next batch: keep them back
+        keys = table.column("key")
+        tail = pc.sum(pc.equal(keys, keys[-1])).as_py()
+        carry = table.slice(table.num_rows - tail)
+        done = table.slice(0, table.num_rows - tail)
+        if done.num_rows:
+            yield from _present(done, out)
+    if carry is not None and carry.num_rows:
+        yield from _present(carry, out)
+
+
+def _present(rows: pa.Table, out: list[str]) -> Iterator[pa.RecordBatch]:
+    latest = latest_of_ordered(rows)
+    kept = latest.filter(pc.invert(latest.column("deleted"))).select(out)
+    if kept.num_rows:
+        yield from kept.combine_chunks().to_batches()
 
 
 def rows(
@@ -59,26 +111,15 @@ def rows(
     known_at: int | None = None,
     *,
     geometry: bool = False,
-    batch: int = 20_000,
+    batch: int = BATCH_ROWS,
 ) -> Generator[tuple[str, str, str | None], None, None]:
     """Stream (key, attributes JSON, geometry) of every entity present at `valid_at`;
     geometry is None unless asked for (`geometry=True`, a GIS source)."""
-    params: dict[str, Any] = {"source": source, "valid": valid_at}
-    if known_at is not None:
-        params["known"] = known_at
-    with store.engine.connect() as conn:
-        sqlite = store.dialect == "sqlite"
-        if sqlite:  # a whole-source scan: a small page cache (see STREAM_CACHE_KIB)
-            conn.exec_driver_sql(f"PRAGMA cache_size=-{STREAM_CACHE_KIB}")
-        try:
-            result = conn.execution_options(stream_results=True, yield_per=batch).execute(
-                text(_rows_sql(known_at, geometry)), params
-            )
-            for row in result:
-                yield row.key, row.attributes, row.geometry
-        finally:
-            if sqlite:
-                conn.exec_driver_sql(f"PRAGMA cache_size=-{CACHE_KIB}")
+    for got in batches(store, source, valid_at, known_at, geometry=geometry, batch=batch):
+        keys = got.column(0).to_pylist()
+        attrs = got.column(1).to_pylist()
+        shapes = got.column(2).to_pylist() if geometry else [None] * len(keys)
+        yield from zip(keys, attrs, shapes, strict=True)
 
 
 def layout(

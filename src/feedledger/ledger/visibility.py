@@ -13,6 +13,11 @@ Each rule has one SQLAlchemy-expression form (`visible`, `latest_rank`,
 driver (COPY, `exec_driver_sql`: `visible_sql`, `latest_per_key_sql`) and, for the
 known-at rule, a Python predicate over fetched rows (`is_visible`); all are derived
 from the definitions below and tested to agree (tests/test_i14_visibility.py).
+
+The latest-per-key rule has a streamed form too, for reading a whole source (a
+snapshot): `key_ordered_sql` scans the versions in the index's order (source, key,
+valid_from) -- no sort, no window, linear -- and `latest_of_ordered` keeps, of each
+key's rows in an Arrow table so ordered, the greatest (`valid_from`, `txn_seq`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 
 from feedledger.ledger.schema import versions
@@ -89,3 +96,37 @@ def latest_per_key_sql(columns: Sequence[str], where: str, *, distinct_on: bool 
         f"  PARTITION BY key ORDER BY {newest_first}) AS rn"
         f" FROM versions WHERE {where}) latest WHERE rn = 1"
     )
+
+
+def key_ordered_sql(columns: Sequence[str], where: str) -> str:
+    """SQL text selecting `columns` of the versions matching `where`, in key order and
+    each key's versions oldest first in valid time (ties in any order): the order of
+    the index (source, key, valid_from), so a whole source streams without a sort.
+    `latest_of_ordered` then keeps each key's latest."""
+    return f"SELECT {', '.join(columns)} FROM versions WHERE {where} ORDER BY key, valid_from"
+
+
+def latest_of_ordered(rows: pa.Table) -> pa.Table:
+    """Of `rows` (with `key`, `valid_from`, `txn_seq`; in `key_ordered_sql`'s order and
+    holding every row of each key it has), each key's latest row, in key order."""
+    n = rows.num_rows
+    if n < 2:
+        return rows
+    rows = rows.combine_chunks()
+    keys = rows.column("key").chunk(0)
+    same_key = pc.equal(keys.slice(0, n - 1), keys.slice(1))
+    froms = rows.column("valid_from").chunk(0)
+    tied = pc.and_(same_key, pc.equal(froms.slice(0, n - 1), froms.slice(1)))
+    if pc.any(tied).as_py():
+        # a key's versions at one valid time: commit order decides. The keys keep the
+        # store's order (its collation): each run of one key is numbered and sorted
+        # within by the full LATEST_ORDER.
+        starts = pc.cast(pc.invert(same_key), pa.int64())
+        group = pc.cumulative_sum(pa.concat_arrays([pa.array([0], pa.int64()), starts]))
+        ranked = rows.append_column("_group", group)
+        by = [("_group", "ascending"), *((c, "ascending") for c in LATEST_ORDER)]
+        rows = rows.take(pc.sort_indices(ranked, by))
+        keys = rows.column("key").combine_chunks()
+        same_key = pc.equal(keys.slice(0, n - 1), keys.slice(1))
+    last = pa.concat_arrays([pc.invert(same_key), pa.array([True])])
+    return rows.filter(last)

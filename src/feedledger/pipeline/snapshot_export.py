@@ -1,12 +1,14 @@
-"""`snapshot`: the whole source as it stood at a valid time, written as CSV, JSON lines
-or, for a GIS source, GeoJSON, GeoParquet or GeoPackage (`geo_export`).
+"""`snapshot`: the whole source as it stood at a valid time, written as CSV, JSON lines,
+Parquet or, for a GIS source, GeoJSON, GeoParquet or GeoPackage (`geo_export`).
 
-CSV and the GIS formats put their columns in the SOURCE's field order
+CSV, Parquet and the GIS formats put their columns in the SOURCE's field order
 (`snapshot_order`); JSON lines keep each entity's stored attributes text as it is
-(canonical JSON, fields in code-point order). Rows are streamed from the store, never
-held whole. The output file is written beside its final name and moved into place only
-when complete, so a refused or failed export leaves nothing behind. The binary formats
-(GeoParquet, GeoPackage) need a file: they are refused on stdout.
+(canonical JSON, fields in code-point order). Rows are streamed from the store as
+Arrow batches (`ledger.snapshot_rows.batches`), never held whole; CSV, JSON lines and
+Parquet are written a batch at a time, column-wise (`snapshot_writers`). The output
+file is written beside its final name and moved into place only when complete, so a
+refused or failed export leaves nothing behind. The binary formats
+(Parquet, GeoParquet, GeoPackage) need a file: they are refused on stdout.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import pyarrow as pa
+
 from feedledger.context import Context
 from feedledger.ledger import snapshot_rows
 from feedledger.model.errors import ConfigError
@@ -29,6 +33,7 @@ from feedledger.pipeline.snapshot_order import field_order, layout_at, ordered
 __all__ = [
     "EXPORTS",
     "GEO_EXPORTS",
+    "batches",
     "check_format",
     "check_output",
     "column_order",
@@ -39,8 +44,8 @@ __all__ = [
 ]
 
 GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")  # pipeline/geo_export.py (imported lazily)
-EXPORTS = ("csv", "jsonl", *GEO_EXPORTS)
-_FILE_ONLY = ("geoparquet", "gpkg")
+EXPORTS = ("csv", "jsonl", "parquet", *GEO_EXPORTS)
+_FILE_ONLY = ("parquet", "geoparquet", "gpkg")
 
 Row = tuple[str, str, str | None]
 
@@ -54,13 +59,13 @@ def check_format(fmt: str, output: Path | None, *, geo: bool | None = None) -> N
     if fmt in _FILE_ONLY and output is None:
         raise ConfigError(
             f"--format {fmt} writes a file, not stdout",
-            hint=f"give one with -o, e.g. -o snapshot.{'parquet' if fmt == 'geoparquet' else fmt}",
+            hint=f"give one with -o, e.g. -o snapshot.{'parquet' if 'parquet' in fmt else fmt}",
         )
     if geo is False and fmt in GEO_EXPORTS:
         raise ConfigError(
             f"--format {fmt} is for GIS sources (geojson, shapefile, gpkg, ... payloads); "
             "this source has no geometry",
-            hint="use --format csv or jsonl",
+            hint="use --format csv, jsonl or parquet",
         )
 
 
@@ -84,6 +89,17 @@ def rows(
     the geometry is read for a GIS source unless `geometry` is False."""
     src = ctx.workspace.source(source)
     return snapshot_rows.rows(
+        ctx.store, src.name, valid_us, known_us, geometry=geometry and src.is_geo
+    )
+
+
+def batches(
+    ctx: Context, source: str, valid_us: int, known_us: int | None, *, geometry: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches (`key`, `attributes`, and for a GIS source `geometry` unless
+    `geometry` is False) of every entity present (`ledger.snapshot_rows.batches`)."""
+    src = ctx.workspace.source(source)
+    return snapshot_rows.batches(
         ctx.store, src.name, valid_us, known_us, geometry=geometry and src.is_geo
     )
 
@@ -112,18 +128,43 @@ def export(
     layout = layout_at(ctx, src.name, valid_us, known_us)
     order = field_order(ctx, layout, src.format) if fmt != "jsonl" else []
     crs = layout.crs if layout is not None else None
-    found = rows(ctx, src.name, valid_us, known_us, geometry=fmt in GEO_EXPORTS)
+    if fmt in ("csv", "jsonl", "parquet"):
+        return _columnar(ctx, src.name, output, fmt, order, valid_us, known_us)
+    found = rows(ctx, src.name, valid_us, known_us, geometry=True)
     try:
         if fmt in ("geoparquet", "gpkg"):
             assert output is not None
             return _typed(found, fmt, output, order, crs, src.name)
-        if fmt == "geojson":
-            from feedledger.pipeline.geo_export import write_geojson
+        from feedledger.pipeline.geo_export import write_geojson
 
-            return _text(output, lambda h: write_geojson(found, h, order, crs))
-        return _text(output, lambda h: write_rows(((k, a) for k, a, _g in found), fmt, h, order))
+        return _text(output, lambda h: write_geojson(found, h, order, crs))
     finally:
         found.close()  # its store connection given back
+
+
+def _columnar(
+    ctx: Context,
+    source: str,
+    output: Path | None,
+    fmt: str,
+    order: list[str],
+    valid_us: int,
+    known_us: int | None,
+) -> int:
+    from feedledger.pipeline import snapshot_writers as w
+
+    found = batches(ctx, source, valid_us, known_us, geometry=fmt == "parquet")
+    if fmt == "parquet":
+        assert output is not None
+        try:
+            with _into_place(output) as part:
+                return w.write_parquet(found, part, order)
+        except OSError as exc:
+            msg = f"cannot write the snapshot to {output}: {exc.strerror or exc}"
+            raise ConfigError(msg) from None
+    if fmt == "csv":
+        return _binary(output, lambda h: w.write_csv(found, h, order))
+    return _binary(output, lambda h: w.write_jsonl(found, h))
 
 
 def _typed(
@@ -149,6 +190,19 @@ def _text(output: Path | None, write: Callable[[IO[str]], int]) -> int:
         return write(sys.stdout)
     try:
         with _into_place(output) as part, part.open("w", encoding="utf-8", newline="") as handle:
+            return write(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the snapshot to {output}: {exc.strerror or exc}") from None
+
+
+def _binary(output: Path | None, write: Callable[[IO[bytes]], int]) -> int:
+    if output is None:
+        sys.stdout.flush()
+        n = write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return n
+    try:
+        with _into_place(output) as part, part.open("wb") as handle:
             return write(handle)
     except OSError as exc:
         raise ConfigError(f"cannot write the snapshot to {output}: {exc.strerror or exc}") from None

@@ -4,13 +4,11 @@ produces them (`feedledger.api.snapshot_stream`), memory bounded whatever the si
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 import feedledger as fl
-from feedledger.api.snapshot_stream import snapshot_chunks
+from feedledger.api.snapshot_stream import snapshot_bytes
 from feedledger.server.deps import instant, ledger
 
 router = APIRouter(prefix="/api", tags=["sources"])
@@ -20,11 +18,6 @@ MEDIA = {
     "jsonl": "application/x-ndjson",
     "geojson": "application/geo+json",
 }
-
-
-def _encoded(chunks: Iterator[str]) -> Iterator[bytes]:
-    for chunk in chunks:
-        yield chunk.encode("utf-8")
 
 
 @router.get(
@@ -43,12 +36,12 @@ def snapshot(
     tz = src.config.timezone
     when = instant(valid, tz, "valid")
     assert when is not None
-    chunks = snapshot_chunks(
+    chunks = snapshot_bytes(
         src, valid=when, known_at=instant(known_at, tz, "known_at"), format=format
     )
     name = f"{source}-{valid[:10]}.{format}"
     return StreamingResponse(
-        _encoded(chunks),
+        chunks,
         media_type=MEDIA[format],
         headers={"Content-Disposition": f'inline; filename="{name}"'},
     )

@@ -1,0 +1,120 @@
+"""A query's rows as Arrow record batches, fetched in bulk from the store's driver.
+
+For reads of a whole source (a snapshot) the per-row path (SQLAlchemy rows, one
+Python tuple each) costs more than everything after it. Here:
+
+* SQLite (a file): the ADBC SQLite driver runs the query and hands back Arrow batches
+  built in C (`adbc.sqlite.query.batch_rows` rows each) -- no Python object per row;
+  its own read-only connection, so the pooled one keeps its page cache (the stream
+  reads every page once: a small cache, STREAM_CACHE_KIB);
+* PostgreSQL: a server-side cursor of the psycopg connection, `fetchmany` of `batch`
+  rows, each column turned into an Arrow array at once;
+* anything else (an in-memory SQLite): the DB-API cursor the same way.
+
+Every batch is cast to `schema` (the driver's own types vary: SQLite has none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from feedledger.ledger.store import Store
+
+__all__ = ["STREAM_CACHE_KIB", "batches"]
+
+# An SQLite connection's page cache while it streams a whole source: each page is read
+# once, so a big cache would only fill with pages never read again.
+STREAM_CACHE_KIB = 8192
+
+
+def batches(
+    store: Store, sql: str, params: Mapping[str, Any], schema: pa.Schema, *, batch: int
+) -> Iterator[pa.RecordBatch]:
+    """Stream the rows of `sql` (placeholders `:name`) as batches of `schema`."""
+    path = _sqlite_file(store)
+    if path is not None:
+        yield from _adbc(path, sql, params, schema, batch)
+    else:
+        yield from _dbapi(store, sql, params, schema, batch)
+
+
+def _sqlite_file(store: Store) -> str | None:
+    if store.dialect != "sqlite":
+        return None
+    db = store.engine.url.database
+    if not db or db == ":memory:" or db.startswith("file:"):
+        return None
+    return db
+
+
+def _positional(sql: str, params: Mapping[str, Any], mark: str) -> tuple[str, list[Any]]:
+    """`:name` placeholders as positional ones (`?` or `%s`), values in their order."""
+    import re
+
+    values: list[Any] = []
+
+    def one(found: re.Match[str]) -> str:
+        values.append(params[found.group(1)])
+        return mark
+
+    return re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", one, sql), values
+
+
+def _cast(got: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if got.schema.equals(schema):
+        return got
+    cols = [got.column(i).cast(field.type) for i, field in enumerate(schema)]
+    return pa.record_batch(cols, schema=schema)
+
+
+def _adbc(
+    path: str, sql: str, params: Mapping[str, Any], schema: pa.Schema, batch: int
+) -> Iterator[pa.RecordBatch]:
+    import adbc_driver_sqlite.dbapi as adbc
+
+    query, values = _positional(sql, params, "?")
+    conn = adbc.connect(f"file:{path}?mode=ro", autocommit=True)
+    try:
+        cur = conn.cursor()
+        try:
+            cur.execute(f"PRAGMA cache_size=-{STREAM_CACHE_KIB}")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch)})
+            cur.execute(query, values)
+            reader = cur.fetch_record_batch()
+            for got in reader:
+                yield _cast(got, schema)
+        finally:
+            cur.close()
+    finally:
+        conn.close()
+
+
+def _dbapi(
+    store: Store, sql: str, params: Mapping[str, Any], schema: pa.Schema, batch: int
+) -> Iterator[pa.RecordBatch]:
+    pg = store.dialect == "postgresql"
+    query, values = _positional(sql, params, "%s" if pg else "?")
+    with store.engine.connect() as conn:
+        raw: Any = conn.connection.driver_connection
+        cur = raw.cursor("feedledger_snapshot") if pg else raw.cursor()
+        try:
+            if pg:
+                cur.itersize = batch
+            cur.execute(query, values)
+            while True:
+                rows = cur.fetchmany(batch)
+                if not rows:
+                    break
+                cols = list(zip(*rows, strict=True))
+                arrays = [
+                    pa.array(col, field.type) for col, field in zip(cols, schema, strict=True)
+                ]
+                yield pa.record_batch(arrays, schema=schema)
+        finally:
+            cur.close()
+        if pg:
+            conn.rollback()

@@ -1,0 +1,153 @@
+"""Snapshot writers over Arrow batches (`ledger.snapshot_rows.batches`): CSV, JSON
+lines and Parquet, column-wise -- no Python object per entity on the common path.
+
+* **csv**: columns are the first entity's fields in the source's order
+  (`snapshot_order.ordered`); an entity with a field outside them is refused ("entities
+  have different fields"), one lacking a field gets an empty cell. Cells are the
+  values as `attribute_columns.text_columns` gives them; quoting is Python's
+  `csv.writer` (QUOTE_MINIMAL, `\\n` line ends), which polars' CSV writer ("necessary"
+  quoting) matches once an empty string is written as an empty cell -- except a field
+  holding `\\r` where this Python's csv does not quote it, and a single column (an
+  empty cell alone is quoted): those batches go through `csv.writer` itself.
+* **jsonl**: each entity's stored attributes text on its own line, bytes as stored.
+* **parquet**: the same columns as the CSV, each a string column (the value as stated:
+  numbers keep their literal text), null for JSON null or an absent field; a GIS
+  source adds `geometry` (GeoJSON text) last.
+
+Each writer takes a binary handle and returns the number of entities written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import IO
+
+import polars as pl
+import pyarrow as pa
+
+from feedledger.ledger.attribute_columns import (
+    UnknownField,
+    concatenated,
+    fields_of,
+    text_columns,
+)
+from feedledger.model.errors import ConfigError
+from feedledger.pipeline.snapshot_order import ordered
+
+__all__ = ["columns_of", "write_csv", "write_jsonl", "write_parquet"]
+
+DIFFERENT = "entities have different fields; use --format jsonl"
+
+
+def columns_of(first: pa.RecordBatch, order: list[str]) -> tuple[list[str], list[str]]:
+    """The stored field names of a batch's first entity, and the same in `order`."""
+    names = fields_of(first.column(1)[0].as_py())
+    return names, ordered(names, order)
+
+
+def _cells(got: pa.RecordBatch, names: list[str], columns: list[str]) -> pa.Table:
+    try:
+        arrays = text_columns(got.column(1), names)
+    except UnknownField:
+        raise ConfigError(DIFFERENT) from None
+    by_name = dict(zip(names, arrays, strict=True))
+    return pa.table([by_name[c] for c in columns], names=columns)
+
+
+def _nonempty(source: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    return (b for b in source if b.num_rows)
+
+
+@cache
+def _csv_quotes_cr() -> bool:
+    """Whether this Python's csv.writer quotes a field holding a carriage return."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(["a\rb"])
+    return buf.getvalue().startswith('"')
+
+
+def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[str]) -> int:
+    n = 0
+    names: list[str] = []
+    columns: list[str] = []
+    for got in _nonempty(batches):
+        if not names:
+            names, columns = columns_of(got, order)
+            _header(handle, columns)
+        table = _cells(got, names, columns)
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        if _by_python(frame, columns):
+            _python_rows(handle, table)
+        else:
+            blank = [
+                pl.when(pl.col(c) == "").then(None).otherwise(pl.col(c)).alias(c) for c in columns
+            ]
+            frame.select(blank).write_csv(handle, include_header=False, line_terminator="\n")
+        n += got.num_rows
+    return n
+
+
+def _header(handle: IO[bytes], columns: list[str]) -> None:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(columns)
+    handle.write(buf.getvalue().encode("utf-8"))
+
+
+def _by_python(frame: pl.DataFrame, columns: list[str]) -> bool:
+    if len(columns) == 1:
+        return True
+    if _csv_quotes_cr():
+        return False
+    holds_cr = frame.select(pl.any_horizontal(pl.all().str.contains("\r", literal=True).any()))
+    return bool(holds_cr.item())
+
+
+def _python_rows(handle: IO[bytes], table: pa.Table) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    cols = [c.to_pylist() for c in table.columns]
+    for row in zip(*cols, strict=True):
+        writer.writerow(["" if v is None else v for v in row])
+    handle.write(buf.getvalue().encode("utf-8"))
+
+
+def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
+    import pyarrow.compute as pc
+
+    n = 0
+    for got in _nonempty(batches):
+        lines = pc.binary_join_element_wise(got.column(1), pa.scalar("\n"), "")
+        handle.write(concatenated(lines).to_pybytes())
+        n += got.num_rows
+    return n
+
+
+def write_parquet(batches: Iterable[pa.RecordBatch], target: Path, order: list[str]) -> int:
+    import pyarrow.parquet as pq
+
+    n = 0
+    names: list[str] = []
+    columns: list[str] = []
+    writer: pq.ParquetWriter | None = None
+    try:
+        for got in _nonempty(batches):
+            if not names:
+                names, columns = columns_of(got, order)
+            table = _cells(got, names, columns)
+            if "geometry" in got.schema.names and "geometry" not in columns:
+                table = table.append_column("geometry", got.column("geometry"))
+            if writer is None:
+                writer = pq.ParquetWriter(target, table.schema)
+            writer.write_table(table)
+            n += got.num_rows
+        if writer is None:  # no entity: an empty file with no columns
+            pq.write_table(pa.table({}), target)
+    finally:
+        if writer is not None:
+            writer.close()
+    return n
