@@ -138,16 +138,22 @@ def standing(
     *,
     known_at: int | None = None,
     observed: list[int] | None = None,
+    listed: list[Gap] | None = None,
 ) -> list[Gap]:
     """The stretches of the source's visible gaps still not observed as known at
     `known_at`: each gap minus the days of the payloads applied inside it (a gap may be
     shrunk, split, or gone). Each piece keeps its gap's id, reason, run and times;
-    ordered by start. `observed`: `observed_at(...)`, if the caller already has it."""
+    ordered by start. `observed`: `observed_at(...)`, `listed`: `listing(...)`, if the
+    caller already has them (`entity_read` reads both with the entity)."""
+    if listed is None:
+        listed = listing(store, source, known_at=known_at)
+    if not listed:  # no gap: no observed days to work out
+        return []
     seen = _observed_days(
         observed if observed is not None else observed_at(store, source, known_at), tz
     )
     out: list[Gap] = []
-    for gap in listing(store, source, known_at=known_at):
+    for gap in listed:
         out.extend(_subtract(gap, seen))
     return sorted(out, key=lambda g: (g.start_at, g.gap_id))
 

@@ -44,16 +44,21 @@ def instant_end(src: SourceConfig, text: str | None, what: str) -> int | None:
 def history(
     ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | int | None
 ) -> list[Version]:
+    from feedledger.ledger import entity_read
+
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
-    return queries.history(
+    found = entity_read.read(
         ctx.store,
         src.name,
-        resolve_key(ctx, src, key),
-        include_retracted=include_retracted,
+        key_candidates(src, key),
         known_at=k,
+        include_retracted=include_retracted,
         geo=src.is_geo,
     )
+    if found.key is None:
+        raise NotFoundError(f"no entity with key {key!r} has ever been recorded", source=src.name)
+    return found.versions
 
 
 def asof(
@@ -69,38 +74,39 @@ def asof(
     that payload's publisher date), instead of a confident answer we do not have.
     Before anything of the source was recorded (at `known_at`, or ever) the ledger
     knew nothing: `not_known`, not `absent`."""
-    from feedledger.ledger import gaps
+    from feedledger.ledger import entity_read, gaps
 
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None
     k = instant(src, known_at, "--known-at")
-    try:
-        canon: str | None = resolve_key(ctx, src, key)
-    except NotFoundError:
-        canon = None
-    observed = gaps.observed_at(ctx.store, src.name, k)
-    gap = _gap_at(ctx, src, valid_us, k, observed)
+    # the key's versions, the source's observations, first record and gaps: one read
+    found = entity_read.read(
+        ctx.store, src.name, key_candidates(src, key), known_at=k, geo=src.is_geo, context=True
+    )
+    observed = found.observed or []
+    pieces = gaps.standing(
+        ctx.store, src.name, src.timezone, known_at=k, observed=observed, listed=found.gaps
+    )
+    gap = next((g for g in pieces if g.start_at <= valid_us < g.end_at), None)
     if gap is not None:
-        chain = (
-            queries.history(ctx.store, src.name, canon, known_at=k, geo=src.is_geo) if canon else []
-        )
         return {
             "status": AsOfStatus.NOT_OBSERVED.value,
             "version": None,
             "gap": gap,
-            **_around(chain, gap, observed),
+            **_around(found.versions, gap, observed),
         }
-    first = queries.first_recorded(ctx.store, src.name)
+    first = found.first_recorded
     if first is None or (k is not None and first > k):
         return {
             "status": AsOfStatus.NOT_KNOWN.value,
             "version": None,
             "first_recorded_at": iso(first),
         }
-    if canon is None:
+    if found.key is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
-    version = queries.asof(ctx.store, src.name, canon, valid_us, k, geo=src.is_geo)
+    chain = [v for v in found.versions if v.valid_from <= valid_us]
+    version = chain[-1] if chain else None
     if version is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
     status = AsOfStatus.ABSENT if version.deleted else AsOfStatus.PRESENT

@@ -1,0 +1,163 @@
+"""One entity's read, the hot path of `history` and `asof` (the CLI, the Python API and
+the HTTP server's entity routes): everything either answer needs, read in ONE pooled
+connection with plain driver statements (no SQLAlchemy compile, cache key or result
+rows: ~20x less CPU than a Core statement each).
+
+- the entity's versions: `ix_versions_source_key` (source, key, valid_from), every
+  candidate key text at once (`formats.keys.key_candidates`); the key is the first
+  candidate with any version at all (as `pipeline.query.resolve_key`), its history the
+  visible ones (`visibility.is_visible`) with `valid_to` derived;
+- with `context` (what `asof` needs besides): the source's applications (publisher
+  times observed as known at K, and when anything was first recorded) and its gap
+  records visible at K (the rows `gaps.listing` reads).
+
+SQLite: a deferred `BEGIN` (a read snapshot, no write lock: the engine's own `begin`
+hook takes `BEGIN IMMEDIATE`, which made concurrent readers queue on the write lock).
+PostgreSQL: one transaction, rolled back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from feedledger.ledger.records import Gap, Version
+from feedledger.ledger.store import Store
+from feedledger.ledger.visibility import is_visible, visible_sql
+
+_COLS = (
+    "version_id, key, valid_from, recorded_at, txn_seq, retracted_at, run_id, payload_id, "
+    "backfill, deleted, change, revision, attributes"
+)
+_GAP_COLS = "gap_id, source, start_at, end_at, reason, run_id, recorded_at, retracted_at"
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRead:
+    key: str | None  # the canonical key text found; None: no version of any candidate
+    versions: list[Version]  # valid-time order (with retracted ones if asked)
+    # with `context` only (else None / empty):
+    observed: list[int] | None = None  # publisher times applied and standing at K
+    first_recorded: int | None = None  # the source's first application, ever
+    gaps: list[Gap] | None = None  # gap records visible at K, by (start_at, gap_id)
+
+
+def versions_sql(store: Store, candidates: int, *, geo: bool) -> str:
+    """The statement reading every version of `candidates` key texts of a source, oldest
+    first (named parameters: `source`, `k0`, `k1`...; `key_params` makes them)."""
+    keys = ", ".join(store.param(f"k{i}") for i in range(candidates))
+    cols = _COLS + (", geometry" if geo else ", NULL")
+    return (
+        f"SELECT {cols} FROM versions WHERE source = {store.param('source')} "
+        f"AND key IN ({keys}) ORDER BY valid_from, txn_seq"
+    )
+
+
+def key_params(source: str, candidates: Sequence[str]) -> dict[str, Any]:
+    return {"source": source} | {f"k{i}": c for i, c in enumerate(candidates)}
+
+
+def read(
+    store: Store,
+    source: str,
+    candidates: Sequence[str],
+    *,
+    known_at: int | None = None,
+    include_retracted: bool = False,
+    geo: bool = False,
+    context: bool = False,
+) -> EntityRead:
+    """The entity's versions (as `queries.history`) and, with `context`, the source's
+    observations, first record and visible gaps, all in one connection."""
+    src = store.param("source")
+    params = key_params(source, candidates) | {"known": known_at}
+    sqlite = store.dialect == "sqlite"
+    raw = store.engine.raw_connection()
+    try:
+        with store.translating():
+            cur = raw.cursor()
+            try:
+                if sqlite:
+                    cur.execute("BEGIN")
+                cur.execute(versions_sql(store, len(candidates), geo=geo), params)
+                rows = list(cur.fetchall())
+                apps: list[Any] = []
+                gap_rows: list[Any] = []
+                if context:
+                    cur.execute(
+                        "SELECT published_at, recorded_at, retracted_at FROM applications "
+                        f"WHERE source = {src}",
+                        params,
+                    )
+                    apps = list(cur.fetchall())
+                    known = None if known_at is None else store.param("known")
+                    cur.execute(
+                        f"SELECT {_GAP_COLS} FROM gaps WHERE source = {src} AND "
+                        f"{visible_sql(known)} ORDER BY start_at, gap_id",
+                        params,
+                    )
+                    gap_rows = list(cur.fetchall())
+            finally:
+                cur.close()
+                raw.rollback()
+    finally:
+        raw.close()
+    key = _first_key(rows, candidates)
+    found = _history([r for r in rows if r[1] == key], known_at, include_retracted, geo)
+    if not context:
+        return EntityRead(key, found)
+    observed = sorted({int(a[0]) for a in apps if is_visible(a[1], a[2], known_at)})
+    first = min((int(a[1]) for a in apps), default=None)
+    gaps = [
+        Gap(
+            gap_id=g[0],
+            source=g[1],
+            start_at=g[2],
+            end_at=g[3],
+            reason=g[4],
+            run_id=g[5],
+            recorded_at=g[6],
+            retracted_at=g[7],
+        )
+        for g in gap_rows
+    ]
+    return EntityRead(key, found, observed, first, gaps)
+
+
+def _first_key(rows: list[Any], candidates: Sequence[str]) -> str | None:
+    present = {r[1] for r in rows}
+    return next((c for c in candidates if c in present), None)
+
+
+def _history(
+    rows: list[Any], known_at: int | None, include_retracted: bool, geo: bool
+) -> list[Version]:
+    """The rules of `queries.history` over fetched rows: versions recorded by K, the
+    visible ones chained for `valid_to`, the retracted ones shown only if asked."""
+    if known_at is not None:
+        rows = [r for r in rows if r[3] <= known_at]
+    live = [r for r in rows if is_visible(r[3], r[5], known_at)]
+    valid_to = {r[0]: live[i + 1][2] for i, r in enumerate(live[:-1])}
+    shown = rows if include_retracted else live
+    return [
+        Version(
+            version_id=r[0],
+            key=r[1],
+            valid_from=r[2],
+            valid_to=valid_to.get(r[0]),
+            recorded_at=r[3],
+            txn_seq=r[4],
+            retracted_at=r[5],
+            run_id=r[6],
+            payload_id=r[7],
+            backfill=bool(r[8]),
+            deleted=bool(r[9]),
+            change=r[10],
+            revision=r[11],
+            attributes=r[12],
+            geometry=r[13] if geo else None,
+            geo=geo,
+        )
+        for r in shown
+    ]
