@@ -345,7 +345,7 @@ def test_keyframe_every_must_be_a_positive_whole_number(cli: Cli) -> None:
 
     ws = Workspace.load(cli.ws.config_path)
     assert ws.archive_keyframe_every("x") == 2 and ws.archive_keyframe_every("y") == 5
-    cli.ws.config_path.write_text(text.replace("[archive]\n", "[archive]\nfull_frame_every = 0\n"))
+    cli.ws.config_path.write_text(text.replace("[archive]\n", "[archive]\nfull_frame_every = -1\n"))
     with pytest.raises(FeedledgerError, match="full_frame_every must be a whole number"):
         Workspace.load(cli.ws.config_path).archive_keyframe_every("x")
 

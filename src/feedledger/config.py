@@ -129,15 +129,16 @@ class Workspace:
 
     def archive_keyframe_every(self, source: str) -> int:
         """[archive] full_frame_every: a standalone compressed frame (a keyframe) every K
-        payloads of a source (default 30; 1: no deltas); a table gives K per source
+        payloads of a source (default 30; 1: no deltas; 0: stored raw, uncompressed); a
+        table gives K per source
         (`default` the rest). Not "keyframe_every": names with "key" are refused above."""
         table = (self._doc or {}).get("archive", {})
         value = table.get("full_frame_every", 30) if isinstance(table, dict) else 30
         if isinstance(value, dict):
             value = value.get(source, value.get("default", 30))
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(
-                f"[archive] full_frame_every must be a whole number >= 1, or a table of them "
+                f"[archive] full_frame_every must be a whole number >= 0, or a table of them "
                 f"per source, not {value!r}"
             )
         return int(value)

@@ -7,8 +7,9 @@ addressed, checked and returned by the ORIGINAL bytes' sha256.
 
 A payload of a source is written as a delta against the source's latest archived
 payload, unless that would make a chain of `keyframe_every` frames: then (and for the
-first payload) a standalone keyframe. A reader decompresses at most that many frames,
-and fewer when it reads a source's payloads in order (the last one read is kept).
+first payload) a standalone keyframe (`keyframe_every` 0: the source's are kept raw).
+A reader decompresses at most that many frames, and fewer when it reads a source's
+payloads in order (the last one read is kept).
 
 Raw is looked up before compressed: `archive compact` writes the compressed object
 (durably) before it deletes the raw one, and never deletes a compressed one, so a
@@ -211,9 +212,9 @@ class Objects:
         """(stored bytes, depth, base chain) of `data`: a delta against `base` unless the
         chain would reach the source's keyframe interval, else a keyframe; None when it
         is to stay raw (no source, small, or compression saves nothing)."""
-        if source is None or len(data) < self.min_size:
-            return None
-        every = max(1, self.keyframe_every(source))
+        every = self.keyframe_every(source) if source is not None else 0
+        if every < 1 or len(data) < self.min_size:
+            return None  # 0: this source's payloads are stored raw
         if (
             base is not None
             and base.depth + 1 < every
