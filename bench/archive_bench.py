@@ -91,6 +91,7 @@ def storage(n: int, days: list[dict[str, Any]], every: int) -> dict[str, Any]:
                     "raw": len(data),
                     "stored": stored.stored_size,
                     "encoding": stored.encoding,
+                    "depth": stored.depth,
                     "write_s": round(wall, 3),
                 }
             )
@@ -101,6 +102,14 @@ def storage(n: int, days: list[dict[str, Any]], every: int) -> dict[str, Any]:
         for day in days[-min(30, len(days)) :]:
             data = fresh.get(hashlib.sha256(Path(day["path"]).read_bytes()).hexdigest())
         read_s = time.perf_counter() - t0
+        # the worst read, and the worst base a new process's write decodes: the payload
+        # deepest in its chain, read by a process that has read nothing before
+        deepest = max(range(len(rows)), key=lambda i: (rows[i]["depth"], -i))
+        data = Path(days[deepest]["path"]).read_bytes()
+        t0 = time.perf_counter()
+        LocalArchive(root / "archive").get(hashlib.sha256(data).hexdigest())
+        cold = {"day": deepest + 1, "depth": rows[deepest]["depth"]}
+        cold["seconds"] = round(time.perf_counter() - t0, 2)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -134,6 +143,7 @@ def storage(n: int, days: list[dict[str, Any]], every: int) -> dict[str, Any]:
         "keyframe": writes("keyframe"),
         "delta": writes("delta"),
         "read_last_30_s": round(read_s, 2),
+        "cold_read_deepest": cold,
         "days": rows,
         "load_after": load_avg(),
     }
@@ -251,7 +261,9 @@ def markdown(kind: str, result: dict[str, Any]) -> str:
         lines.append(
             f"write per day: keyframe median {k.get('median_s')} s ({k.get('count')} days), "
             f"delta median {d.get('median_s')} s ({d.get('count')} days); reading the last "
-            f"30 days back: {result['read_last_30_s']} s"
+            f"30 days back in order (a new process): {result['read_last_30_s']} s; the "
+            f"deepest payload alone (depth {result['cold_read_deepest']['depth']}), a new "
+            f"process: {result['cold_read_deepest']['seconds']} s"
         )
         return "\n".join(lines)
     raw, zst = result["raw"], result["compressed"]
