@@ -117,3 +117,43 @@ def test_sigterm_lets_the_response_under_way_finish(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode == 0, err
     assert "Finished server process" in err or "Shutting down" in err, err
+
+
+def test_the_demo_ends_with_the_serve_command_and_the_timeline_url(tmp_path: Path) -> None:
+    """`make demo` (`feedledger demo`) ends by printing the `serve` command and the URL
+    of the demo parcel's timeline; both work as printed (on a free port here)."""
+    import shlex
+    from urllib.parse import urlsplit
+
+    demo = subprocess.run(
+        [sys.executable, "-m", "feedledger", "demo", "--dir", str(tmp_path / "demo")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert demo.returncode == 0, demo.stderr
+    command, opens = [line.strip() for line in demo.stdout.strip().splitlines()[-2:]]
+    assert command.endswith(" serve") and opens.startswith("then open http://127.0.0.1:8765/")
+    link = urlsplit(opens.removeprefix("then open "))
+    assert link.path == "/sources/larimer/entities/0714-22-1"
+    args = shlex.split(command)[1:]  # the printed executable is this venv's feedledger
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feedledger", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        assert found, proc.stderr
+        url = f"http://127.0.0.1:{found.group(1)}"
+        _wait(url)
+        page = httpx.get(url + link.path, timeout=10)
+        assert page.status_code == 200 and 'data-page="entity"' in page.text
+        history = httpx.get(url + "/api" + link.path + "/history", timeout=10).json()
+        assert len(history) > 1 and history[0]["key"] == ["0714-22-1"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
