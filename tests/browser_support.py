@@ -117,6 +117,8 @@ def webhook_receiver() -> Iterator[Receiver]:
     receiver = Receiver("")
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: a connection per dispatcher worker
+
         def do_POST(self) -> None:
             size = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(size)
@@ -131,7 +133,14 @@ def webhook_receiver() -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        # the dispatcher opens up to 16 connections at once (Policy.concurrency): with
+        # socketserver's listen backlog of 5 the kernel dropped some (ListenOverflows),
+        # and under load a message now and then failed with "connection reset"
+        request_queue_size = 128
+        daemon_threads = True
+
+    httpd = Server(("127.0.0.1", 0), Handler)
     receiver.url = f"http://127.0.0.1:{httpd.server_address[1]}/hook"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02})
     thread.daemon = True

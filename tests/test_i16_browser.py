@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -26,7 +26,6 @@ from browser_support import (
     Receiver,
     Served,
     chromium,
-    cli,
     cli_json,
     serve,
     webhook_receiver,
@@ -133,8 +132,6 @@ class Page:
 
 @pytest.fixture
 def page(world: dict[str, Any], browser: Any, shots: Path) -> Iterator[Page]:
-    # the world first: the demo serves its FeatureServer with asyncio, which cannot run
-    # inside Playwright's sync event loop
     p = Page(browser, world["server"], shots)
     yield p
     p.page.close()
@@ -236,6 +233,14 @@ def test_timeline_has_one_rectangle_per_version(page: Page, world: dict[str, Any
         else:  # the GIS source draws each version's geometry
             assert p.locator("#geometries svg.geometry").count() == len(history)
             assert p.locator("#geometries svg.geometry path").count() >= len(history)
+    # as known at an earlier time (a stable URL): the versions recorded by then only
+    history = cli_json(world["config"], "history", "larimer", PARCEL, "--all")
+    known = history[1]["recorded_at"]
+    then = cli_json(world["config"], "history", "larimer", PARCEL, "--all", "--known-at", known)
+    assert 0 < len(then) < len(history)
+    p = page.open(f"/sources/larimer/entities/{PARCEL}?known_at={quote(known)}")
+    assert p.locator("#timeline rect.version").count() == len(then)
+    assert p.locator("#history tbody tr").count() == len(then)
     # the as-of question with a stable URL: inside the gap, "not observed", with the
     # last version observed before it
     p = page.open(f"/sources/larimer/entities/{PARCEL}?valid=2026-08-21")
@@ -332,8 +337,9 @@ def test_a_held_run_released_on_the_review_page_reaches_the_webhook(
     runs = {r.run_id: r for r in world["led"].runs("permits")}
     assert runs[burst].status is fl.RunStatus.SUCCEEDED
     # the notifications go out at the next dispatch: the webhook receiver gets them
-    # (a process of its own: dispatch runs asyncio, Playwright's sync API holds a loop)
-    cli(world["config"], "notify", "dispatch", "--once")
+    # (in this thread, which Playwright's sync API marks as running its event loop)
+    report = world["led"].notify.dispatch(once=True)
+    assert report.delivered > 0 and report.failed == report.dead == 0
     assert receiver.mentioning(burst)
     # the write shows on the run's page: who (the token's label) and what
     p = page.open(f"/runs/{burst}", "run-released")

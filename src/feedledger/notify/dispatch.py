@@ -29,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
@@ -123,13 +125,38 @@ def dispatch(
     shared = Session(store, policy or Policy(), report, seed, progress)
     start = time.perf_counter()
     try:
-        asyncio.run(_serve(shared, once, idle_s, should_stop))
+        _run_loop(lambda: _serve(shared, once, idle_s, should_stop))
     except BaseExceptionGroup as group:
         raise _first(group) from None
     finally:
         shared.close()
         report.seconds = time.perf_counter() - start
     return report
+
+
+def _run_loop(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """asyncio.run(main()); called from a thread whose event loop is running (a
+    notebook's, or Playwright's sync API, which marks its loop as running between
+    calls), asyncio.run refuses: the loop of its own then runs in a thread of its own,
+    this one waiting for it (SIGINT/SIGTERM then stay with the caller)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(main())
+        return
+    failed: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=body, name="feedledger-dispatch")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -57,8 +57,13 @@ export async function render(params, flags) {
     }
   };
 
+  // refreshes may overlap (a token given, a decision made): only the latest one asked
+  // renders, never an older answer that still lists a run released since
+  let asked = 0;
   async function refresh() {
+    const mine = ++asked;
     const page = await getJSON("/api/runs", { status: "held", limit: 200 });
+    if (mine !== asked) return;
     const runs = page.runs;
     if (!runs.length) {
       box.replaceChildren(h("p", { class: "muted", id: "none-held" }, "No run is held for review."));
