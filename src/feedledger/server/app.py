@@ -73,6 +73,10 @@ def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAP
         app.include_router(module.router)
     app.include_router(docs.router)
     _mount_pages(app)
+    # the plain asof/history requests answered before routing (server/fastpath.py)
+    from feedledger.server.fastpath import EntityFastPath
+
+    app.add_middleware(EntityFastPath)
     return app
 
 
