@@ -49,6 +49,11 @@ _SCAN = [
     ("attributes", pa.string()),
 ]
 
+_NOT_NULL = {
+    "attributes": "COALESCE(attributes, '') AS attributes",
+    "geometry": "COALESCE(geometry, '') AS geometry",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class PayloadLayout:
@@ -75,13 +80,17 @@ def batches(
     scan = pa.schema(fields)
     out = ["key", "attributes"] + (["geometry"] if geometry else [])
     vis = visible_sql(":known" if known_at is not None else None)
-    sql = key_ordered_sql(scan.names, f"source = :source AND valid_from <= :valid AND {vis}")
+    # the texts are never null in the fetch ('' instead: no stated JSON value is empty):
+    # ADBC's SQLite driver types a column by its first batch, and one of nulls only
+    # would be typed INT64, refusing the texts after it
+    cols = [_NOT_NULL.get(c, c) for c in scan.names]
+    sql = key_ordered_sql(cols, f"source = :source AND valid_from <= :valid AND {vis}")
     params: dict[str, Any] = {"source": source, "valid": valid_at}
     if known_at is not None:
         params["known"] = known_at
     carry: pa.Table | None = None
     for got in arrow_fetch.batches(store, sql, params, scan, batch=batch):
-        table = pa.Table.from_batches([got])
+        table = _nulls_back(pa.Table.from_batches([got]))
         if carry is not None and carry.num_rows:
             table = pa.concat_tables([carry, table])
         if table.num_rows == 0:
@@ -95,6 +104,17 @@ def batches(
             yield from _present(done, out)
     if carry is not None and carry.num_rows:
         yield from _present(carry, out)
+
+
+def _nulls_back(table: pa.Table) -> pa.Table:
+    for name in _NOT_NULL:
+        if name in table.column_names:
+            col = table.column(name)
+            empty = pc.equal(col, "")
+            if pc.any(empty).as_py():
+                at = table.column_names.index(name)
+                table = table.set_column(at, name, pc.if_else(empty, None, col))
+    return table
 
 
 def _present(rows: pa.Table, out: list[str]) -> Iterator[pa.RecordBatch]:
