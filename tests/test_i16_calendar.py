@@ -117,12 +117,15 @@ def test_calendar_endpoint_and_its_errors(client: TestClient, led: fl.Ledger) ->
     assert client.get("/api/dashboard").json() == {"writes": True}
 
 
-def test_pages_and_static_files(client: TestClient) -> None:
+def test_pages_and_static_files(client: TestClient, led: fl.Ledger, tmp_path: Path) -> None:
+    run = client.get("/api/runs", params={"limit": 1}).json()["runs"][0]["run_id"]
+    led.add_destination("search", source="s", table="t", sqlite=tmp_path / "dest.db")
     for path, page in [
         ("/", "board"),
         ("/sources/s", "source"),
         ("/sources/s/entities/0714-22-1", "entity"),
-        ("/runs/abc", "run"),
+        (f"/runs/{run}", "run"),
+        (f"/runs/{run[:8]}", "run"),
         ("/destinations/search", "destination"),
         ("/review", "review"),
     ]:
@@ -204,6 +207,17 @@ def test_not_found_is_a_problem_for_the_api_and_a_page_for_page_urls(
         assert 'data-page="notfound"' in got.text and f'data-path="{path}"' in got.text
         assert "default-src 'self'" in got.headers["content-security-policy"]
     assert client.head("/nope").status_code == 404
+    # a pasted URL naming a source, run or destination there is none of: the same
+    # page, with the reason
+    for path, reason in [
+        ("/sources/nope", "unknown source"),
+        ("/sources/nope/entities/k", "unknown source"),
+        ("/runs/deadbeef", "unknown run id"),
+        ("/destinations/nope", "no destination named"),
+    ]:
+        got = client.get(path)
+        assert got.status_code == 404 and 'data-page="notfound"' in got.text, path
+        assert reason in got.text, (path, got.text)
 
 
 def test_openapi_pages_load_nothing_from_outside(client: TestClient) -> None:

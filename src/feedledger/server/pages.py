@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from datetime import date
 from functools import cache
 
@@ -82,7 +83,22 @@ def not_found(request: Request) -> HTMLResponse | None:
         path = path[len(root) :]
     if path in API_PATHS or path.startswith(API_PREFIXES):
         return None
-    return page(request, "notfound", "Not found", status_code=404, path=path)
+    return page(request, "notfound", "Not found", status_code=404, path=path, reason="")
+
+
+def _unknown(request: Request, lookup: Callable[[], object]) -> HTMLResponse | None:
+    """The not-found page (404) with the reason if `lookup` finds nothing (the source,
+    run or destination a pasted URL names), else None: the page itself."""
+    try:
+        lookup()
+    except fl.NotFoundError as exc:
+        scrub = getattr(request.app.state, "scrub", None)
+        reason = scrub(str(exc)) if scrub is not None else str(exc)
+        path = request.url.path
+        return page(request, "notfound", "Not found", status_code=404, path=path, reason=reason)
+    except fl.ConfigError:  # an ambiguous run id prefix: the page says so
+        return None
+    return None
 
 
 @router.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
@@ -91,25 +107,31 @@ def board(request: Request) -> HTMLResponse:
 
 
 @router.api_route("/sources/{source}", methods=["GET", "HEAD"], include_in_schema=False)
-def source_page(request: Request, source: str) -> HTMLResponse:
-    return page(request, "source", f"Source {source}", source=source)
+def source_page(request: Request, source: str, led: fl.Ledger = Depends(ledger)) -> HTMLResponse:
+    missing = _unknown(request, lambda: led.source(source))
+    return missing or page(request, "source", f"Source {source}", source=source)
 
 
 @router.api_route(
     "/sources/{source}/entities/{key:path}", methods=["GET", "HEAD"], include_in_schema=False
 )
-def entity_page(request: Request, source: str, key: str) -> HTMLResponse:
-    return page(request, "entity", f"{source} · {key}", source=source, key=key)
+def entity_page(
+    request: Request, source: str, key: str, led: fl.Ledger = Depends(ledger)
+) -> HTMLResponse:
+    missing = _unknown(request, lambda: led.source(source))
+    return missing or page(request, "entity", f"{source} · {key}", source=source, key=key)
 
 
 @router.api_route("/runs/{run_id}", methods=["GET", "HEAD"], include_in_schema=False)
-def run_page(request: Request, run_id: str) -> HTMLResponse:
-    return page(request, "run", f"Run {run_id[:8]}", run=run_id)
+def run_page(request: Request, run_id: str, led: fl.Ledger = Depends(ledger)) -> HTMLResponse:
+    missing = _unknown(request, lambda: led.resolve_run(run_id))
+    return missing or page(request, "run", f"Run {run_id[:8]}", run=run_id)
 
 
 @router.api_route("/destinations/{name}", methods=["GET", "HEAD"], include_in_schema=False)
-def destination_page(request: Request, name: str) -> HTMLResponse:
-    return page(request, "destination", f"Destination {name}", name=name)
+def destination_page(request: Request, name: str, led: fl.Ledger = Depends(ledger)) -> HTMLResponse:
+    missing = _unknown(request, lambda: led.destination(name))
+    return missing or page(request, "destination", f"Destination {name}", name=name)
 
 
 @router.api_route("/review", methods=["GET", "HEAD"], include_in_schema=False)
