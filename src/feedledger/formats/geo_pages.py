@@ -5,7 +5,8 @@ The connector (`sources.arcgis_query.download`) hands each page's checked lines 
 `PageReader.page`; a worker thread reads the page exactly as the whole payload is read
 (`gis.read_gis` on those lines: GDAL's GeoJSON driver, the same open options), hashes
 its canonical geometries (`geometry.hash_wkb`) and writes each geometry's GeoJSON text
-(what `Observations.geometries` would make from the WKB, made now). The client is
+(what `Observations.geometries` would make from the WKB, made now; a daily run keeps
+the WKB instead and writes the text of the few geometries it writes). The client is
 mostly idle while the server renders the next page, so this work is nearly free;
 after the last page only `observations` is left: the pages' property tables joined,
 their texts (`typed_columns`), the key checks and content hashes (`geo_reader.assemble`).
@@ -57,27 +58,30 @@ class _Page:
 
     properties: pa.Table
     geometry_hash: pl.Series
-    geometry: pl.Series  # GeoJSON text of each geometry (null for none)
+    geometry: pl.Series  # `geometry`: GeoJSON text of each (null for none); or `wkb`
     invalid: int
     crs: str | None
 
 
-def page_reader(src: SourceConfig) -> PageReader | None:
+def page_reader(src: SourceConfig, *, geometry_text: bool = True) -> PageReader | None:
     """A reader for `src`'s pages where its payload is an ArcGIS layer's GeoJSON
-    sequence in UTF-8 (what the connector archives); None otherwise."""
+    sequence in UTF-8 (what the connector archives); None otherwise. `geometry_text`:
+    write every geometry's GeoJSON text meanwhile (a first load writes them all; a
+    daily run, which writes few, keeps the WKB and writes only those)."""
     if src.connector != "arcgis" or src.format != "geojsonseq":
         return None
     if codecs.lookup(src.encoding).name != "utf-8":  # as decode_text: read as it is
         return None
-    return PageReader(src)
+    return PageReader(src, geometry_text=geometry_text)
 
 
 class PageReader:
     """Reads each page on a worker thread as it arrives (see the module docstring).
     A context manager: leaving it drops what is still queued and stops the thread."""
 
-    def __init__(self, src: SourceConfig) -> None:
+    def __init__(self, src: SourceConfig, *, geometry_text: bool = True) -> None:
         self.src = src
+        self.geometry_text = geometry_text
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="geo-page")
         self._pages: list[Future[_Page]] = []
 
@@ -113,11 +117,16 @@ class PageReader:
                        payload="page", max_bytes=self.src.max_payload_bytes)  # fmt: skip
         column = gis.table.column(_GEOMETRY)
         hashes, invalid = hash_wkb(column, self.src.geometry_grid)
-        texts = shapely.to_geojson(shapely.from_wkb(column.to_numpy(zero_copy_only=False)))
+        if self.geometry_text:  # as Observations.geometries writes it from the WKB
+            wkb = shapely.from_wkb(column.to_numpy(zero_copy_only=False))
+            texts = shapely.to_geojson(wkb).tolist()  # (an object array led by None
+            geometry = pl.Series(_GEOMETRY, texts, dtype=pl.String)  # is refused)
+        else:
+            geometry = pl.Series("wkb", column.combine_chunks(), dtype=pl.Binary)
         return _Page(
             properties=gis.table.drop_columns([_GEOMETRY]),
             geometry_hash=hashes,
-            geometry=pl.Series(_GEOMETRY, texts, dtype=pl.String),
+            geometry=geometry,
             invalid=invalid,
             crs=gis.crs,
         )

@@ -79,8 +79,12 @@ class Observations:
             pl.col("wkb").gather(idx), pl.col("geometry_hash").gather(idx)
         )
         texts = shapely.to_geojson(shapely.from_wkb(picked.get_column("wkb").to_numpy()))
+        # as a list: polars cannot cast an object array that starts with None to String
         return pl.DataFrame(
-            [pl.Series("geometry", texts, dtype=pl.String), picked.get_column("geometry_hash")]
+            [
+                pl.Series("geometry", texts.tolist(), dtype=pl.String),
+                picked.get_column("geometry_hash"),
+            ]
         )
 
     @property

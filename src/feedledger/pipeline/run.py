@@ -155,7 +155,7 @@ def live_run(
     wm = ctx.store.watermark(source) if src.connector else None
     watermark = wm.published_at if wm is not None else None
     # an ArcGIS layer is read a page at a time while the next page downloads
-    pages = page_reader(src)
+    pages = page_reader(src, geometry_text=watermark is None)
     with pages or nullcontext():
         with stage("fetch"):
             got = fetch(

@@ -16,13 +16,13 @@ object-id field, as GeoJSON lines:
 - every query asks `outSR=4326`, so the features are WGS84 whatever the layer's own
   spatial reference (an Esri JSON page stating another one is refused).
 
-A GeoJSON page's features are not parsed and re-written: `json_slices.split_page`
-walks the page with the stdlib's C scanner and keeps each feature's text as the server
-wrote it (one line each; a feature spread over several lines is re-serialised), so the
-archived line IS the fetched feature. While a page is parsed, the next one is already
-being downloaded (`_Ahead`). The total is checked against `returnCountOnly`, and no object id
-may be missing or repeated (a server that ignores `resultOffset` answers the first page
-again: caught, never looped on).
+A GeoJSON page's features are not parsed and re-written: `json_slices.split_features`
+(msgspec, the geometry skipped; else `split_page`, the stdlib's C scanner) keeps each
+feature's text as the server wrote it (one line each; a feature spread over several
+lines is re-serialised), so the archived line IS the fetched feature. While a page is
+parsed, the next one is already being downloaded (`_Ahead`). The total is checked
+against `returnCountOnly`, and no object id may be missing or repeated (a server that
+ignores `resultOffset` answers the first page again: caught, never looped on).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from arcgis2geojson import arcgis2geojson
 
 from feedledger.model.errors import BadPayloadError, FeedledgerError
 from feedledger.sources.http import _too_large, display_url
-from feedledger.sources.json_slices import split_page
+from feedledger.sources.json_slices import split_features, split_page
 from feedledger.sources.portal import Portal
 
 DEFAULT_MAX_RECORD_COUNT = 1000  # Esri's default when a layer does not state one
@@ -111,9 +111,12 @@ class Session:
         """A feature page's body and content type, as answered (not yet looked at)."""
         return self.portal.get(self.url + "/query", self._params({"where": "1=1", **params}))
 
-    def read_page(self, answer: tuple[bytes, str]) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
+    def read_page(
+        self, answer: tuple[bytes, str], geojson: bool = False
+    ) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
         """A feature page (`get_page`'s answer): its members other than `features`
-        (parsed) and each feature (parsed, with its text as answered)."""
+        (parsed) and each feature (parsed -- a GeoJSON one's type, id and properties
+        only -- with its text as answered)."""
         body, content_type = answer
         head = body[:512].lstrip().lower()
         if "html" in content_type.lower() or head.startswith(b"<"):
@@ -124,7 +127,8 @@ class Session:
                 payload=self.shown,
             )
         try:
-            members, features = split_page(body.decode("utf-8"))
+            split = split_features(body) if geojson else None
+            members, features = split or split_page(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise self.fail(f"a query answer is not a JSON object: {exc}") from exc
         if members.get("error") is not None:
@@ -218,7 +222,7 @@ def _page(
 ) -> tuple[list[Line], bool | None]:
     """The page's (object id, line) pairs and whether the server says more follow
     (None: it does not say -- GeoJSON before 11.x)."""
-    members, features = session.read_page(answer)
+    members, features = session.read_page(answer, plan.geojson)
     if plan.geojson:
         props = members.get("properties")
         more = props.get("exceededTransferLimit") if isinstance(props, dict) else None
