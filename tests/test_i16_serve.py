@@ -157,3 +157,25 @@ def test_the_demo_ends_with_the_serve_command_and_the_timeline_url(tmp_path: Pat
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_workers_share_the_workspace_and_the_tokens_and_stop_on_sigterm(tmp_path: Path) -> None:
+    """`--workers 2`: uvicorn's supervisor over two processes, each building the app
+    from the environment (workspace, token variable); SIGTERM stops them all, exit 0."""
+    ws = _workspace(tmp_path)
+    proc, url = _start(ws, "--workers", "2", "--token-env", "FL_TEST_TOKENS",
+                       env={"FL_TEST_TOKENS": "ops:t0ken"})  # fmt: skip
+    try:
+        assert _wait(url).json()["sources"][0]["source"] == "s"
+        for _ in range(4):  # whichever worker answers
+            assert httpx.get(url + "/api/sources/s", timeout=10).json()["name"] == "s"
+        refused = httpx.post(url + "/api/sources/s/freeze", timeout=10)
+        assert refused.status_code == 401
+        done = httpx.post(url + "/api/sources/s/freeze", headers={"Authorization": "Bearer t0ken"},
+                          timeout=10)  # fmt: skip
+        assert done.status_code == 200 and done.json()["audit"]["actor"] == "ops"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "t0ken" not in err
