@@ -287,8 +287,9 @@ def test_writes_refused_without_a_good_token(site: Site) -> None:
     assert site.get(f"/api/runs/{run}")["status"] == "held"
 
 
-def test_read_only_server_refuses_writes(tmp_path: Path) -> None:
-    for s in _site("sqlite", tmp_path, None):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_read_only_server_refuses_writes(backend: str, tmp_path: Path) -> None:
+    for s in _site(backend, tmp_path, None):
         r = s.client.post("/api/sources/s/freeze", headers=AUTH)
         assert r.status_code == 403 and r.json()["type"].endswith("read-only")
         assert s.get("/api/health")["sources"][0]["frozen"] is False
