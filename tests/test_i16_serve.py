@@ -179,3 +179,26 @@ def test_workers_share_the_workspace_and_the_tokens_and_stop_on_sigterm(tmp_path
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "t0ken" not in err
+
+
+def test_behind_a_reverse_proxy_under_a_path_prefix(tmp_path: Path) -> None:
+    """README's proxy set-up: the proxy strips `/fl/` and the server runs with
+    `--root-path /fl`: requests come without the prefix, every link, asset and the
+    OpenAPI document's URL of the pages carry it."""
+    ws = _workspace(tmp_path)
+    proc, url = _start(ws, "--root-path", "/fl", env={})
+    try:
+        assert _wait(url).status_code == 200
+        for path in ("/sources/s", "/docs"):
+            text = httpx.get(url + path, timeout=10).text
+            found = re.findall(r'(?:src|href|url)[=:] ?["\']([^"\']+)', text)
+            links = [link for link in found if not link.startswith("#")]  # #main: in-page
+            assert links and all(link.startswith("/fl/") for link in links), (path, links)
+            for link in links:  # as the proxy forwards them: the prefix stripped
+                got = httpx.get(url + link.removeprefix("/fl"), timeout=10)
+                assert got.status_code == 200, link
+        assert httpx.get(url + "/openapi.json", timeout=10).json()["servers"] == [{"url": "/fl"}]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
