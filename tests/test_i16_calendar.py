@@ -239,4 +239,9 @@ def test_openapi_pages_load_nothing_from_outside(client: TestClient) -> None:
     assert client.get("/docs/assets/0/nope.js").status_code == 404
     assert client.get("/docs/oauth2-redirect").status_code == 200
     assert client.get("/redoc").status_code == 404
-    assert client.get("/openapi.json").json()["paths"]["/api/health"]
+    openapi = client.get("/openapi.json").json()
+    assert openapi["paths"]["/api/health"]
+    # the writes declare their bearer token: /docs offers "Authorize" and sends it
+    assert openapi["components"]["securitySchemes"]["token"]["scheme"] == "bearer"
+    assert openapi["paths"]["/api/runs/{run_id}/review"]["post"]["security"] == [{"token": []}]
+    assert "security" not in openapi["paths"]["/api/health"]["get"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from fastapi import Request
+from fastapi import Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from feedledger.server.problems import Problem
 
@@ -42,7 +43,18 @@ def parse_tokens(text: str | None) -> list[Token]:
     return tokens
 
 
-async def writer(request: Request) -> str:
+# declares the writes' bearer scheme in the OpenAPI document (/docs then offers
+# "Authorize" and sends the header); `writer` reads and checks the header itself
+_BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="token",
+    description="A write token: the TOKEN of one LABEL:TOKEN in `serve --token-env VAR`.",
+)
+
+
+async def writer(
+    request: Request, _declared: HTTPAuthorizationCredentials | None = Security(_BEARER)
+) -> str:
     """The label of the token a write request carries (a FastAPI dependency):
     403 if the server is read-only, 401 (WWW-Authenticate: Bearer) if the token is
     missing or unknown."""
