@@ -347,6 +347,25 @@ def test_a_held_run_released_on_the_review_page_reaches_the_webhook(
     assert LABEL in audit and "review" in audit
 
 
+def test_a_freeze_over_http_shows_on_the_source_page(page: Page, world: dict[str, Any]) -> None:
+    """A write on a source (no run) is recorded with the token's label and shown on the
+    source's page."""
+    import httpx
+
+    url, auth = world["server"].url, {"Authorization": f"Bearer {TOKEN}"}
+    frozen = httpx.post(f"{url}/api/sources/permits/freeze", json={"reason": "audit check"},
+                        headers=auth, timeout=30)  # fmt: skip
+    assert frozen.status_code == 200, frozen.text
+    try:
+        p = page.open("/sources/permits", "source-audit")
+        audit = p.locator("#source-audit").inner_text()
+        assert LABEL in audit and "freeze" in audit and "audit check" in audit
+        assert page.errors == []
+    finally:
+        thawed = httpx.post(f"{url}/api/sources/permits/thaw", headers=auth, timeout=30)
+        assert thawed.status_code == 200, thawed.text
+
+
 def test_a_read_only_server_offers_no_review(
     world: dict[str, Any], browser: Any, shots: Path
 ) -> None:

@@ -1,5 +1,5 @@
 // Source: its facts, the publication calendar (one cell per expected publication day,
-// each linked to its run), gaps and the runs list.
+// each linked to its run), gaps, the runs list and the writes made on it (audit).
 import { getJSON, seg } from "./api.js";
 import { badge, sourceStatus } from "./board.js";
 import { facts, h, main, runLink, section, setTitle, table, timeEl, to } from "./dom.js";
@@ -86,6 +86,22 @@ export async function render(params) {
         : h("p", { class: "muted" }, "No gaps."),
     ),
     runs,
+    section(
+      "Writes on this source (audit)",
+      (src.audit || []).length
+        ? table(
+            [
+              { label: "when", cell: (a) => timeEl(a.at) },
+              { label: "who", cell: (a) => a.actor },
+              { label: "what", cell: (a) => a.action },
+              { label: "run", cell: (a) => runLink(a.run_id) },
+              { label: "detail", cls: "attrs", cell: (a) => (a.detail === null ? "" : JSON.stringify(a.detail)) },
+            ],
+            src.audit,
+            { id: "source-audit" },
+          )
+        : h("p", { class: "muted" }, "No writes over the HTTP API."),
+    ),
   );
   await runs.ready;
 }
