@@ -11,9 +11,10 @@ rows: ~20x less CPU than a Core statement each).
   times observed as known at K, and when anything was first recorded) and its gap
   records visible at K (the rows `gaps.listing` reads).
 
-SQLite: a deferred `BEGIN` (a read snapshot, no write lock: the engine's own `begin`
-hook takes `BEGIN IMMEDIATE`, which made concurrent readers queue on the write lock).
-PostgreSQL: one transaction, rolled back.
+SQLite: a pooled connection under a deferred `BEGIN` (a read snapshot, no write lock:
+the engine's own `begin` hook takes `BEGIN IMMEDIATE`, which made concurrent readers
+queue on the write lock). PostgreSQL: the statements pipelined in one round trip on
+the thread's own reading connection (`pg_reader`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from feedledger.ledger import pg_reader
 from feedledger.ledger.records import Gap, Version
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import is_visible, visible_sql
@@ -72,41 +74,26 @@ def read(
     observations, first record and visible gaps, all in one connection."""
     src = store.param("source")
     params = key_params(source, candidates) | {"known": known_at}
-    sqlite = store.dialect == "sqlite"
-    raw = store.engine.raw_connection()
-    try:
-        with store.translating():
-            cur = raw.cursor()
-            try:
-                if sqlite:
-                    cur.execute("BEGIN")
-                cur.execute(versions_sql(store, len(candidates), geo=geo), params)
-                rows = list(cur.fetchall())
-                apps: list[Any] = []
-                gap_rows: list[Any] = []
-                if context:
-                    cur.execute(
-                        "SELECT published_at, recorded_at, retracted_at FROM applications "
-                        f"WHERE source = {src}",
-                        params,
-                    )
-                    apps = list(cur.fetchall())
-                    known = None if known_at is None else store.param("known")
-                    cur.execute(
-                        f"SELECT {_GAP_COLS} FROM gaps WHERE source = {src} AND "
-                        f"{visible_sql(known)} ORDER BY start_at, gap_id",
-                        params,
-                    )
-                    gap_rows = list(cur.fetchall())
-            finally:
-                cur.close()
-                raw.rollback()
-    finally:
-        raw.close()
+    statements = [versions_sql(store, len(candidates), geo=geo)]
+    if context:
+        known = None if known_at is None else store.param("known")
+        statements += [
+            "SELECT published_at, recorded_at, retracted_at FROM applications "
+            f"WHERE source = {src}",
+            f"SELECT {_GAP_COLS} FROM gaps WHERE source = {src} AND {visible_sql(known)} "
+            "ORDER BY start_at, gap_id",
+        ]
+    with store.translating():
+        if store.dialect == "postgresql":
+            results = pg_reader.fetch(store, statements, params)
+        else:
+            results = _sqlite_fetch(store, statements, params)
+    rows = results[0]
     key = _first_key(rows, candidates)
     found = _history([r for r in rows if r[1] == key], known_at, include_retracted, geo)
     if not context:
         return EntityRead(key, found)
+    apps, gap_rows = results[1], results[2]
     observed = sorted({int(a[0]) for a in apps if is_visible(a[1], a[2], known_at)})
     first = min((int(a[1]) for a in apps), default=None)
     gaps = [
@@ -123,6 +110,25 @@ def read(
         for g in gap_rows
     ]
     return EntityRead(key, found, observed, first, gaps)
+
+
+def _sqlite_fetch(store: Store, statements: list[str], params: dict[str, Any]) -> list[list[Any]]:
+    """Each statement's rows, in one read transaction of a pooled connection."""
+    raw = store.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        try:
+            cur.execute("BEGIN")
+            out = []
+            for sql in statements:
+                cur.execute(sql, params)
+                out.append(list(cur.fetchall()))
+            return out
+        finally:
+            cur.close()
+            raw.rollback()
+    finally:
+        raw.close()
 
 
 def _first_key(rows: list[Any], candidates: Sequence[str]) -> str | None:
