@@ -56,6 +56,24 @@ def versions_sql(store: Store, candidates: int, *, geo: bool) -> str:
     )
 
 
+def read_sql(
+    store: Store, candidates: int, *, known_at: int | None, geo: bool, context: bool
+) -> list[str]:
+    """The statements of `read` (parameters: `key_params` and `known`): the versions,
+    then with `context` the source's applications and its gaps visible at K."""
+    out = [versions_sql(store, candidates, geo=geo)]
+    if context:
+        src = store.param("source")
+        known = None if known_at is None else store.param("known")
+        out += [
+            "SELECT published_at, recorded_at, retracted_at FROM applications "
+            f"WHERE source = {src}",
+            f"SELECT {_GAP_COLS} FROM gaps WHERE source = {src} AND {visible_sql(known)} "
+            "ORDER BY start_at, gap_id",
+        ]
+    return out
+
+
 def key_params(source: str, candidates: Sequence[str]) -> dict[str, Any]:
     return {"source": source} | {f"k{i}": c for i, c in enumerate(candidates)}
 
@@ -72,17 +90,8 @@ def read(
 ) -> EntityRead:
     """The entity's versions (as `queries.history`) and, with `context`, the source's
     observations, first record and visible gaps, all in one connection."""
-    src = store.param("source")
     params = key_params(source, candidates) | {"known": known_at}
-    statements = [versions_sql(store, len(candidates), geo=geo)]
-    if context:
-        known = None if known_at is None else store.param("known")
-        statements += [
-            "SELECT published_at, recorded_at, retracted_at FROM applications "
-            f"WHERE source = {src}",
-            f"SELECT {_GAP_COLS} FROM gaps WHERE source = {src} AND {visible_sql(known)} "
-            "ORDER BY start_at, gap_id",
-        ]
+    statements = read_sql(store, len(candidates), known_at=known_at, geo=geo, context=context)
     with store.translating():
         if store.dialect == "postgresql":
             results = pg_reader.fetch(store, statements, params)
