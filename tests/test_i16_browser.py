@@ -110,21 +110,30 @@ def browser() -> Iterator[Any]:
 
 
 class Page:
-    """A browser page that records console errors and uncaught exceptions."""
+    """A browser page that records console errors, uncaught exceptions and any request
+    to anywhere but the server (the dashboard works with no internet)."""
 
     def __init__(self, browser: Any, server: Served, shots: Path) -> None:
         self.page = browser.new_page(viewport={"width": 1280, "height": 900})
         self.errors: list[str] = []
+        self.outside: list[str] = []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.page.on("request", self._request)
         self.server = server
         self.shots = shots
+
+    def _request(self, request: Any) -> None:
+        where = urlsplit(request.url)
+        if where.scheme in ("http", "https", "ws", "wss") and where.hostname != "127.0.0.1":
+            self.outside.append(request.url)
 
     def open(self, path: str, shot: str | None = None) -> Any:
         self.page.goto(self.server.url + path)
         self.page.wait_for_selector("body[data-ready=true]", timeout=15_000)
         status = self.page.locator("#status")
         assert status.is_hidden() or status.inner_text() == "", status.inner_text()
+        assert self.outside == [], self.outside
         if shot:
             self.page.screenshot(path=str(self.shots / f"{shot}.png"), full_page=True)
         return self.page
