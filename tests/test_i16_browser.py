@@ -227,6 +227,7 @@ def test_timeline_has_one_rectangle_per_version(page: Page, world: dict[str, Any
         assert rects.count() == len(history)
         ids = rects.evaluate_all("rs => rs.map(r => r.dataset.versionId)")
         assert ids == [str(i + 1) for i in range(len(history))]
+        _assert_placed(rects, history)
         retracted = sum(1 for v in history if v["retracted_at"])
         assert p.locator("#timeline rect.version.retracted").count() == retracted
         assert p.locator("#history tbody tr").count() == len(history)
@@ -258,6 +259,26 @@ def test_timeline_has_one_rectangle_per_version(page: Page, world: dict[str, Any
     p = page.open(f"/sources/larimer/entities/{PARCEL}?valid=2026-08-14")
     assert '"MU-3"' in p.locator("#asof-version").inner_text()
     assert page.errors == []
+
+
+def _assert_placed(rects: Any, history: list[dict[str, Any]]) -> None:
+    """Valid time across, transaction time up: a version valid from later is to the
+    right, one recorded later starts higher, one retracted ends where it was retracted
+    (below the top of those still standing)."""
+    from datetime import datetime
+
+    boxes = rects.evaluate_all(
+        "rs => rs.map(r => ['x', 'y', 'width', 'height'].map(a => +r.getAttribute(a)))"
+    )
+    at = lambda text: datetime.fromisoformat(text)  # noqa: E731
+    for v, (x, y, _w, h) in zip(history, boxes, strict=True):
+        for w, (x2, y2, _w2, h2) in zip(history, boxes, strict=True):
+            if at(v["valid_from"]) < at(w["valid_from"]):
+                assert x < x2, (v, w)
+            if at(v["recorded_at"]) < at(w["recorded_at"]):
+                assert y + h >= y2 + h2, (v, w)  # bottom edges: recorded_at
+            if v["retracted_at"] and not w["retracted_at"]:
+                assert y > y2, (v, w)  # top edges: retracted_at below now
 
 
 def test_calendar_cells_agree_with_gaps_and_runs(page: Page, world: dict[str, Any]) -> None:
