@@ -125,6 +125,31 @@ def floor(day_csv: Path, out: Path) -> dict[str, float]:
     return got
 
 
+def http(ledgers: dict[str, Path], files: list[Any], postgres: str | None) -> int:
+    """`GET /api/sources/parcels/snapshot?format=jsonl|csv` of the `many` ledger's last
+    day through `feedledger serve` (bench/http_bench.py's server and client): rows/s
+    and the server's RSS growth, after a warm-up snapshot of no rows."""
+    import http_bench
+
+    root = ledgers["many"]
+    day = files[-1].published_at.date().isoformat()
+    proc, url = http_bench.start(root, 1)
+    got: dict[str, Any] = {"load_start": os.getloadavg()[0]}
+    try:
+        for fmt in ("jsonl", "csv"):
+            http_bench.snapshot(url, proc.pid, fmt, "2000-01-01")  # warm-up: no rows
+            got[fmt] = http_bench.snapshot(url, proc.pid, fmt, day)
+            print(fmt, got[fmt], file=sys.stderr)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    got["load_end"] = os.getloadavg()[0]
+    print(json.dumps(got))
+    bench = "snapshot-http" + ("-pg" if postgres else "")
+    save_results(ROOT / "bench" / "results", bench, json.dumps(got, indent=2) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=1_000_000)
@@ -135,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parcels", type=Path, default=None, help="gen_parcels output dir")
     p.add_argument("--build-only", action="store_true")
     p.add_argument("--floor", action="store_true", help="also time the polars floor")
+    p.add_argument(
+        "--http", action="store_true", help="only the HTTP stream (issue 16): rows/s, RSS growth"
+    )
     args = p.parse_args(argv)
 
     files = gen_parcels.generate(n=args.n, days=args.days, out=args.parcels)
@@ -147,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.build_only:
         return 0
+    if args.http:
+        return http(ledgers, files, args.postgres)
     exe = str(Path(sys.executable).with_name("feedledger"))
     first = files[0].published_at.date().isoformat()
     cases: list[tuple[str, str, list[str]]] = []

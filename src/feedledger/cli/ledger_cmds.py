@@ -271,8 +271,8 @@ def snapshot_cmd(
     fmt: str = typer.Option(
         "csv",
         "--format",
-        help="csv | jsonl, or for a GIS source geojson | geoparquet | gpkg "
-        "(geoparquet and gpkg need -o FILE).",
+        help="csv | jsonl | parquet, or for a GIS source geojson | geoparquet | gpkg "
+        "(parquet, geoparquet and gpkg need -o FILE).",
     ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Write this file instead of stdout."

@@ -35,6 +35,7 @@ __all__ = ["UnknownField", "concatenated", "fields_of", "text_columns", "value_t
 # a number, true or false stated as a field's value (after `"name":`), made a string
 _SCALAR = r'":(-?[0-9][0-9.eE+\-]*|true|false)([,}])'
 _AS_STRING = r'":"\1"\2'
+_BLOCK = 1 << 20
 
 
 class UnknownField(ValueError):
@@ -83,7 +84,8 @@ def concatenated(texts: pa.Array) -> pa.Buffer:
 def _read(lines: pa.Array, schema: pa.Schema) -> pa.Table:
     data = concatenated(lines)
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    reading = pj.ReadOptions(block_size=max(1 << 20, data.size + 1))
+    # blocks of ~1 MiB are parsed in parallel (the reader's thread pool)
+    reading = pj.ReadOptions(block_size=_BLOCK)
     return pj.read_json(pa.BufferReader(data), read_options=reading, parse_options=options)
 
 
