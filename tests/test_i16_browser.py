@@ -315,8 +315,9 @@ def test_calendar_cells_agree_with_gaps_and_runs(page: Page, world: dict[str, An
     assert by_day["2026-08-04"]["state"] == "missed" and by_day["2026-08-04"]["href"] is None
     # a click on a cell opens its run
     p.locator('#calendar a.cal-cell[data-day="2026-08-19"]').click()
+    # the new document, not the source page's (whose body is ready too) before it goes
+    p.wait_for_url(f"**/runs/{world['backfill']}", timeout=15_000)
     p.wait_for_selector("body[data-ready=true]")
-    assert p.url.endswith(f"/runs/{world['backfill']}")
     assert "backfill" in p.locator("main dl").inner_text()
     assert page.errors == []
 
