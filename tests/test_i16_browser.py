@@ -73,7 +73,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         wrong = larimer.ingest(last.replace(b"MU-3", b"MU-9"), published_at=date(2026, 8, 23))
         led.retract(str(wrong.run_id))  # the parcel's MU-9 version: retracted, hatched
         led.add_destination("search", source="larimer", table="parcels", sqlite=root / "dest.db")
-        led.destination("search").sync_live(once=True)
+        search = led.destination("search")
+        search.sync_live(once=True)
+        search.create_manifest("m1")
+        search.rebuild("m1", batch=4)
+        search.reconcile("m1")
         led.add_source(
             "permits", key=["id"], timezone="UTC", cadence="daily",
             hold_factor=5, hold_min_changes=10,
@@ -376,6 +380,24 @@ def test_a_held_run_released_on_the_review_page_reaches_the_webhook(
     p = page.open(f"/runs/{burst}", "run-released")
     audit = p.locator("#audit").inner_text()
     assert LABEL in audit and "review" in audit
+
+
+def test_the_destination_page_shows_rebuild_reconcile_and_the_guard(
+    page: Page, world: dict[str, Any]
+) -> None:
+    """Rebuild progress (last key attempted = last acknowledged once finished), the
+    last reconcile's report, outcomes per route and the guard's reason for a key."""
+    p = page.open("/destinations/search", "destination-rebuilt")
+    row = p.locator("#rebuilds tbody tr", has_text="m1")
+    cells = row.locator("td").all_inner_texts()
+    assert cells[1] == "finished" and cells[4] == cells[5] and cells[6] == "yes", cells
+    assert "m1" in p.locator("section", has_text="Last reconcile").inner_text()
+    assert p.locator("#outcomes tbody tr", has_text="m1").count() == 1
+    p.fill("#guard-key", PARCEL)
+    p.click("section:has(#guard-key) button[type=submit]")
+    p.wait_for_selector("section:has(#guard-key) pre")
+    assert PARCEL in p.locator("section:has(#guard-key) pre").inner_text()
+    assert page.errors == []
 
 
 def test_a_freeze_over_http_shows_on_the_source_page(page: Page, world: dict[str, Any]) -> None:

@@ -25,6 +25,27 @@ function generic(value) {
   return h("p", {}, String(value));
 }
 
+// each manifest's rebuild: its checkpoint's last key attempted against the last one the
+// destination acknowledged (equal once caught up), and how many keys were judged
+function rebuilds(list) {
+  if (!list.length) return h("p", { class: "muted" }, "No rebuild yet.");
+  const point = (r) => r.checkpoint || {};
+  const key = (k) => (k === null || k === undefined ? "—" : typeof k === "object" ? JSON.stringify(k) : String(k));
+  return table(
+    [
+      { label: "manifest", cell: (r) => r.manifest },
+      { label: "status", cell: (r) => point(r).status || "not started" },
+      { label: "judged / population", num: true, cell: (r) => `${r.judged ?? 0} / ${r.population ?? "?"}` },
+      { label: "batches", num: true, cell: (r) => String(point(r).batches ?? 0) },
+      { label: "last key attempted", cls: "mono", cell: (r) => key(point(r).attempted_key) },
+      { label: "last key acknowledged", cls: "mono", cell: (r) => key(point(r).acknowledged_key) },
+      { label: "caught up", cell: (r) => (point(r).status ? (key(point(r).attempted_key) === key(point(r).acknowledged_key) ? "yes" : "no: some sent, not acknowledged") : "—") },
+    ],
+    list,
+    { id: "rebuilds" },
+  );
+}
+
 export async function render(params) {
   const name = params.name;
   setTitle(`Destination ${name}`);
@@ -70,7 +91,7 @@ export async function render(params) {
           )
         : h("p", { class: "muted" }, "No unresolved records."),
     ),
-    section("Rebuild progress (attempted vs acknowledged)", generic(d.rebuilds && d.rebuilds.length ? d.rebuilds : null)),
+    section("Rebuild progress (attempted vs acknowledged)", rebuilds(d.rebuilds || [])),
     section(
       "Last reconcile",
       d.last_reconcile ? generic(d.last_reconcile) : h("p", { class: "muted" }, "No reconcile report is kept: `feedledger reconcile DEST --manifest NAME` shows one."),
