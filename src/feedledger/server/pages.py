@@ -146,14 +146,21 @@ def static(path: str) -> Response:
     return static_file(path, HEADERS)
 
 
-@router.get("/api/dashboard", response_class=JSONText, tags=["dashboard"])
+@router.get(
+    "/api/dashboard", response_class=JSONText, tags=["dashboard"], summary="Dashboard flags"
+)
 def dashboard(request: Request) -> JSONText:
     """What the dashboard shows: `writes` is true when a write token is configured
     (the review page then offers release / retract)."""
     return JSONText({"writes": bool(getattr(request.app.state, "tokens", None))})
 
 
-@router.get("/api/sources/{source}/calendar", response_class=JSONText, tags=["dashboard"])
+@router.get(
+    "/api/sources/{source}/calendar",
+    response_class=JSONText,
+    tags=["dashboard"],
+    summary="A source's publication calendar",
+)
 def source_calendar(
     source: str,
     start: date | None = Query(None, alias="from", description="First day (YYYY-MM-DD)."),
