@@ -22,7 +22,8 @@ Measured, `--repeat` times each, in turn (the median is reported):
 - fetch_layer: `sources.arcgis.fetch_layer` alone, in a fresh child process likewise;
 - run: `feedledger run zoning --json` as a whole process in a fresh workspace (SQLite),
   the layer's first load: fetch, archive, geo reader, apply 100,000 versions
-  (`FEEDLEDGER_TIMINGS=1`: its stage timings are kept with the results).
+  (`FEEDLEDGER_TIMINGS=1`: its stage timings are kept with the results, and its wall
+  time split at the `fetch` stage: before, fetch, after -- `phases`).
 
 Wall seconds are what the target is about; each child's CPU seconds (user + sys) are
 reported beside them, steadier on a shared machine.
@@ -194,6 +195,41 @@ def run_once(ws: Path) -> tuple[float, dict[str, Any]]:
     return wall, result
 
 
+def phases(wall: float, timings: str | None) -> dict[str, float] | None:
+    """A run's wall time split at its `fetch` stage: before it (interpreter start,
+    imports, the store opened, the frozen/waiting checks), the fetch (download, with
+    the pages read meanwhile) and after it (the rest: archive, read, the transaction)."""
+    if not timings:
+        return None
+    stages = dict(part.split("=", 1) for part in timings.split()[1:])
+    if "fetch" not in stages:
+        return None
+    after = sum(float(v) for k, v in stages.items() if k in _AFTER_FETCH)
+    fetch = float(stages["fetch"])
+    return {"before_fetch_s": wall - fetch - after, "fetch_s": fetch, "after_fetch_s": after}
+
+
+# the top-level stages of a run after its fetch (txn_* are inside `transaction`)
+_AFTER_FETCH = frozenset(
+    [
+        "read",
+        "archive_wait",
+        "archive",
+        "store_open",
+        "register",
+        "lease",
+        "state_load",
+        "diff",
+        "attributes",
+        "next_state",
+        "transaction",
+        "cache_publish",
+        "release",
+        "store_close",
+    ]
+)
+
+
 def daily(
     server: subprocess.Popen[str], url: str, ws: Path, args: argparse.Namespace, details: Any
 ) -> None:
@@ -214,7 +250,12 @@ def daily(
     if result.get("changes") != expected:
         raise SystemExit(f"daily run applied {result.get('changes')} changes, not {expected}")
     details["daily_run"].append(
-        {"wall_s": run_wall, "cpu_s": CPU[0], "timings": result["_timings"]}
+        {
+            "wall_s": run_wall,
+            "cpu_s": CPU[0],
+            "timings": result["_timings"],
+            "phases": phases(run_wall, result["_timings"]),
+        }
     )
     print(f"     daily: floor {wall:.2f} s, run {run_wall:.2f} s "
           f"({result['_timings']})", file=sys.stderr)  # fmt: skip
@@ -273,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             if result.get("changes") != args.n:
                 raise SystemExit(f"run applied {result.get('changes')} changes, not {args.n}")
             runs.append(wall)
-            details["run"].append({"wall_s": wall, "cpu_s": CPU[0], "timings": result["_timings"]})
+            details["run"].append({"wall_s": wall, "cpu_s": CPU[0], "timings": result["_timings"],
+                                   "phases": phases(wall, result["_timings"])})  # fmt: skip
             print(f"  #{i + 1}: floor {floors[-1]:.2f} s, fetch_layer {fetches[-1]:.2f} s, "
                   f"run {runs[-1]:.2f} s ({result['_timings']})", file=sys.stderr)  # fmt: skip
             if args.daily:
