@@ -101,6 +101,8 @@ def test_weekday_cadence_keeps_a_publication_off_the_cadence(led: fl.Ledger) -> 
 @pytest.fixture
 def client(led: fl.Ledger, tmp_path: Path) -> Iterator[TestClient]:
     _build(led)
+    pair = led.add_source("pair", key=["a", "b"], timezone="UTC")  # a compound key
+    pair.ingest(b"a,b,v\n08,0714,x\n", published_at="2026-08-01", name="p.csv")
     app = create_app(lambda: fl.open(tmp_path / "ws"), [Token("ops", "secret")])
     with TestClient(app) as c:
         yield c
@@ -123,7 +125,7 @@ def test_pages_and_static_files(client: TestClient, led: fl.Ledger, tmp_path: Pa
     for path, page in [
         ("/", "board"),
         ("/sources/s", "source"),
-        ("/sources/s/entities/0714-22-1", "entity"),
+        ("/sources/s/entities/0", "entity"),
         (f"/runs/{run}", "run"),
         (f"/runs/{run[:8]}", "run"),
         ("/destinations/search", "destination"),
@@ -133,10 +135,13 @@ def test_pages_and_static_files(client: TestClient, led: fl.Ledger, tmp_path: Pa
         assert got.status_code == 200 and f'data-page="{page}"' in got.text
         assert "default-src 'self'" in got.headers["content-security-policy"]
         assert "http://" not in got.text and "https://" not in got.text  # no CDN
-    # parameters are data attributes, escaped; a compound key's JSON array passes whole
+    # parameters are data attributes, escaped (on the not-found page too); a compound
+    # key's JSON array passes whole
     evil = client.get('/sources/s/entities/"><script>alert(1)</script>')
+    assert evil.status_code == 404
     assert "<script>alert" not in evil.text and "&lt;script&gt;" in evil.text
-    got = client.get("/sources/s/entities/%5B%2208%22%2C%220714%22%5D")
+    got = client.get("/sources/pair/entities/%5B%2208%22%2C%220714%22%5D")
+    assert got.status_code == 200
     assert 'data-key="[&quot;08&quot;,&quot;0714&quot;]"' in got.text
     js = client.get("/static/js/app.js")
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
@@ -159,7 +164,7 @@ def test_assets_are_stamped_preloaded_and_cached(client: TestClient) -> None:
     assert '<link rel="preload" href="/api/health" as="fetch" crossorigin>' in got.text
     assert (
         'rel="modulepreload" href="' + stamp + '/js/geometry.js"'
-        in client.get("/sources/s/entities/k").text
+        in client.get("/sources/s/entities/0").text
     )
     stamped = client.get(f"{stamp}/js/board.js")
     assert stamped.status_code == 200
@@ -212,6 +217,7 @@ def test_not_found_is_a_problem_for_the_api_and_a_page_for_page_urls(
     for path, reason in [
         ("/sources/nope", "unknown source"),
         ("/sources/nope/entities/k", "unknown source"),
+        ("/sources/s/entities/nobody", "nobody"),
         ("/runs/deadbeef", "unknown run id"),
         ("/destinations/nope", "no destination named"),
     ]:

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 import feedledger as fl
 from feedledger.api.calendar import calendar
 from feedledger.server.assets import STATIC, module_graph, static_file, version
-from feedledger.server.deps import JSONText, ledger
+from feedledger.server.deps import JSONText, entity_key, ledger
 
 router = APIRouter()
 
@@ -118,7 +118,11 @@ def source_page(request: Request, source: str, led: fl.Ledger = Depends(ledger))
 def entity_page(
     request: Request, source: str, key: str, led: fl.Ledger = Depends(ledger)
 ) -> HTMLResponse:
-    missing = _unknown(request, lambda: led.source(source))
+    def lookup() -> object:  # the source, and a key it ever had a version of
+        src = led.source(source)
+        return src.history(entity_key(src, key), include_retracted=True)
+
+    missing = _unknown(request, lookup)
     return missing or page(request, "entity", f"{source} · {key}", source=source, key=key)
 
 
