@@ -121,7 +121,7 @@ def test_what_the_fast_path_leaves_is_the_apps_answer(
     taken.clear()
     r = client.get(url)
     assert r.status_code == status, r.text
-    assert [t for _p, t in taken] == [False]
+    assert [t for _p, t in taken] in ([False], [])  # [] : not an entity route at all
     if status != 200:
         assert r.headers["content-type"] == "application/problem+json"
 

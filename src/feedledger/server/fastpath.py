@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from feedledger.server.deps import JSONText
@@ -34,12 +35,37 @@ class EntityFastPath:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            response = answer(scope)
+        if scope["type"] == "http" and scope["method"] == "GET" and _entity(scope):
+            # SQLite: answered on the event loop (the read is in-process CPU, ~0.1 ms);
+            # PostgreSQL: in the threadpool, so that requests wait for the server's round
+            # trip side by side (each thread has its own reading connection)
+            if _remote_store(scope):
+                response = await run_in_threadpool(answer, scope)
+            else:
+                response = answer(scope)
             if response is not None:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _entity(scope: Scope) -> bool:
+    path: str = scope["path"]
+    return PREFIX in path and path.endswith(("/asof", "/history"))
+
+
+def _remote_store(scope: Scope) -> bool:
+    """The app's store is PostgreSQL (its workspace's store URL), cached on the app."""
+    state = getattr(scope.get("app"), "state", None)
+    if state is None:
+        return False
+    found: bool | None = getattr(state, "fastpath_remote", None)
+    if found is None:
+        led = getattr(state, "ledger", None)
+        if led is None:
+            return False
+        found = state.fastpath_remote = led.workspace.store_url.startswith("postgres")
+    return found
 
 
 def route_path(scope: Scope) -> str:
