@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+from collections import deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -240,55 +242,81 @@ def _page(
 
 
 class _Ahead:
-    """One page asked ahead: while a page is parsed here, the next one (at the offset
-    a full page leads to) is already being downloaded -- the server renders it
-    meanwhile. A guess that turns out wrong (a short page) is waited for and dropped;
-    nothing past `counted` is asked ahead, so a layer of whole pages costs no extra
-    request. At most one request is ever in flight, on the worker thread."""
+    """Pages asked ahead, one request at a time on the worker thread: as soon as a
+    page's answer is in, the worker itself asks for the page a full page leads to (at
+    most `DEPTH` answers waiting to be read -- one once a guess was wrong -- nothing at
+    or past `counted`), so the
+    server renders the next page while this thread reads the last, and no request
+    waits for this thread to be scheduled -- the pages follow one another as in a
+    plain download of them. A guess that turns out wrong (a short page) is dropped
+    with what was asked after it, and the right offset asked. At most one request is
+    ever in flight; `close` cancels what is queued and waits for the one in flight."""
 
-    def __init__(self, session: Session, plan: Plan) -> None:
-        self.session, self.plan = session, plan
+    DEPTH = 3
+
+    def __init__(self, session: Session, plan: Plan, counted: int) -> None:
+        self.session, self.plan, self.counted = session, plan, counted
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcgis-page")
-        self.pending: tuple[int, Future[tuple[bytes, str]]] | None = None
+        self.lock = threading.Lock()
+        self.asked: deque[tuple[int, Future[tuple[bytes, str]]]] = deque()
+        self.last = -1  # the offset asked last
+        self.generation = 0  # bumped when the pages asked are dropped
+        self.depth = self.DEPTH
 
-    def ask(self, offset: int) -> None:
+    def _ask(self, offset: int) -> None:  # (under the lock)
         params = _params(
             self.plan,
             orderByFields=self.plan.oid,
             resultOffset=str(offset),
             resultRecordCount=str(self.plan.size),
         )
-        self.pending = (offset, self.pool.submit(self.session.get_page, params))
+        future = self.pool.submit(self._get, params, self.generation)
+        self.asked.append((offset, future))
+        self.last = offset
+
+    def _get(self, params: dict[str, str], generation: int) -> tuple[bytes, str]:
+        answer = self.session.get_page(params)
+        self._more(generation)
+        return answer
+
+    def _more(self, generation: int | None = None) -> None:
+        with self.lock:
+            if generation is not None and generation != self.generation:
+                return
+            if len(self.asked) < self.depth and self.last + self.plan.size < self.counted:
+                self._ask(self.last + self.plan.size)
+
+    def _drop(self) -> None:  # (under the lock)
+        self.generation += 1
+        for _offset, future in self.asked:
+            future.cancel()  # the one in flight, if any, ends on its own
+        self.asked.clear()
 
     def take(self, offset: int) -> tuple[bytes, str]:
         """The answer for `offset`: the one asked ahead if it was that, else asked now."""
-        if self.pending is None or self.pending[0] != offset:
-            self.drop()
-            self.ask(offset)
-        assert self.pending is not None
-        future = self.pending[1]
-        self.pending = None
+        with self.lock:
+            if not self.asked or self.asked[0][0] != offset:
+                if self.asked:  # a wrong guess: the server's pages are short
+                    self.depth = 1  # guess one page at a time from here on
+                self._drop()
+                self._ask(offset)
+            _offset, future = self.asked.popleft()
+        self._more()
         return future.result()
 
-    def drop(self) -> None:
-        if self.pending is not None:
-            with contextlib.suppress(Exception):
-                self.pending[1].result()  # bounded by the source's fetch deadline
-            self.pending = None
-
     def close(self) -> None:
-        self.drop()
-        self.pool.shutdown(wait=True)
+        with self.lock:
+            self._drop()
+            self.last = self.counted  # nothing more is asked
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[list[Line], None, None]:
-    ahead = _Ahead(session, plan)
+    ahead = _Ahead(session, plan, counted)
     try:
         offset = 0
         while True:
             answer = ahead.take(offset)
-            if offset + plan.size < counted:
-                ahead.ask(offset + plan.size)
             features, more = _page(session, plan, answer)
             yield features
             if more is None:  # not stated: a full page may be followed by more
