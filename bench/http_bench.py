@@ -2,15 +2,24 @@
 20 concurrent clients, and a streamed snapshot's rows/s and server RSS growth.
 
     .venv/bin/python bench/http_bench.py [--n 100000] [--days 3] [--clients 20]
-                                         [--requests 4000] [--postgres URL]
+                                         [--client wrk|threads] [--seconds 10]
+                                         [--requests 4000] [--workers N] [--postgres URL]
 
 A ledger of `--n` parcels x `--days` daily snapshots (bench/gen_parcels.py) is built
 once per (n, days, backend) under bench/.work/http-* and reused; `feedledger serve
 --port 0` runs it in its own process. Measured:
 
-- latency: `--clients` threads, each with its own keep-alive httpx client, send
-  `--requests` requests in all, alternating `asof?valid=<a random day>` and `history`
-  of random parcels; p50/p90/p99 in ms of each kind;
+- latency, by one of two load generators (`--client`):
+  `wrk` (default; Debian's wrk, `apt-get install -y --no-install-recommends wrk`):
+  `--clients` keep-alive connections on one wrk thread for `--seconds` per kind, each
+  request `asof?valid=<a random day>` (or `history`) of a random parcel
+  (bench/http_keys.lua), after a 2 s warm-up; a C client costs little CPU, so the
+  figures are the server's, not the load generator's (both share the 2 cores);
+  `threads` (the first client): `--clients` Python threads, each with its own
+  keep-alive httpx client, send `--requests` requests in all, alternating the kinds;
+  its own CPU (~1 ms a request under the GIL) competes with the server's.
+  p50/p90/p99 in ms of each kind, and the server's CPU time per request (its
+  processes' user+sys over the measured requests);
 - snapshot: `/snapshot?format=jsonl` and `format=csv` of the last day, read to the end
   by one client: rows/s, and the server's RSS (psutil, sampled every 20 ms) growth
   over its RSS before the request, after a warm-up snapshot of no rows (which loads
@@ -132,7 +141,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def latency(url: str, keys: list[str], days: int, clients: int, total: int) -> dict[str, Any]:
+def latency(
+    url: str, keys: list[str], days: int, clients: int, total: int, pid: int
+) -> dict[str, Any]:
     per: dict[str, list[float]] = {"asof": [], "history": []}
     errors = [0]
     lock = threading.Lock()
@@ -163,6 +174,7 @@ def latency(url: str, keys: list[str], days: int, clients: int, total: int) -> d
                 per[k] += v
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(clients)]
+    cpu0 = server_cpu(pid)
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -170,11 +182,68 @@ def latency(url: str, keys: list[str], days: int, clients: int, total: int) -> d
         t.join()
     wall = time.perf_counter() - t0
     done = each * clients
-    out: dict[str, Any] = {"requests": done, "wall_s": round(wall, 2)}
+    out: dict[str, Any] = {"client": f"{clients} Python threads (httpx)"}
+    out |= {"requests": done, "wall_s": round(wall, 2)}
+    out["server_cpu_ms_per_request"] = round((server_cpu(pid) - cpu0) / done * 1000, 3)
     out |= {"req_per_s": round(done / wall, 1), "errors": errors[0]}
     for k, v in per.items():
         out[k] = {q: round(pct(v, p), 2) for q, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
         out[k]["mean"] = round(statistics.fmean(v), 2)
+    return out
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + sys) used so far by the server: with --workers, its
+    supervisor's and its workers' summed."""
+    proc = psutil.Process(pid)
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            t = p.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+def wrk_ms(text: str) -> float:
+    """A wrk latency figure (`812.00us`, `1.23ms`, `1.01s`) in ms."""
+    for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return round(float(text[: -len(unit)]) * scale, 2)
+    raise ValueError(f"not a wrk latency: {text!r}")
+
+
+def latency_wrk(
+    url: str, n: int, days: int, clients: int, seconds: int, pid: int
+) -> dict[str, Any]:
+    """Each kind alone for `seconds` at `clients` connections (bench/http_keys.lua)."""
+    script = ROOT / "bench" / "http_keys.lua"
+
+    def run(kind: str, secs: int) -> str:
+        env = {**os.environ, "FL_N": str(n), "FL_DAYS": str(days), "FL_KIND": kind}
+        cmd = ["wrk", "-t1", f"-c{clients}", f"-d{secs}s", "--timeout", "60s", "--latency"]
+        cmd += ["-s", str(script), url]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+
+    run("mix", 2)  # warm-up
+    out: dict[str, Any] = {"client": f"wrk -t1 -c{clients} -d{seconds}s", "errors": 0}
+    done = 0
+    wall = 0.0
+    cpu = 0.0
+    for kind in ("asof", "history"):
+        cpu0 = server_cpu(pid)
+        text = run(kind, seconds)
+        cpu += server_cpu(pid) - cpu0
+        pcts = dict(re.findall(r"^\s+(50|90|99)%\s+(\S+)\s*$", text, re.M))
+        count = int(re.search(r"(\d+) requests in ([\d.]+)(m?s)", text).group(1))  # type: ignore[union-attr]
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+        out["errors"] += int(bad.group(1)) if bad else 0
+        done += count
+        wall += seconds
+        out[kind] = {f"p{q}": wrk_ms(pcts[q]) for q in ("50", "90", "99")}
+        out[kind]["requests"] = count
+        out[kind]["req_per_s"] = round(count / seconds, 1)
+    out |= {"requests": done, "wall_s": wall, "req_per_s": round(done / wall, 1)}
+    out["server_cpu_ms_per_request"] = round(cpu / done * 1000, 3)
     return out
 
 
@@ -248,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--days", type=int, default=3)
     ap.add_argument("--clients", type=int, default=20)
-    ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--requests", type=int, default=4000, help="the threads client's total")
+    ap.add_argument("--client", choices=["wrk", "threads"], default="wrk")
+    ap.add_argument("--seconds", type=int, default=10, help="wrk: seconds per kind")
+    ap.add_argument("--no-snapshot", action="store_true", help="latency only")
     ap.add_argument("--workers", type=int, default=1, help="feedledger serve --workers")
     ap.add_argument(
         "--postgres",
@@ -264,18 +336,22 @@ def main(argv: list[str] | None = None) -> int:
     keys = keys_of(args.n, args.days)
     proc, url = start(root, args.workers)
     try:
-        lat = latency(url, keys, args.days, args.clients, args.requests)
+        if args.client == "wrk":
+            lat = latency_wrk(url, args.n, args.days, args.clients, args.seconds, proc.pid)
+        else:
+            lat = latency(url, keys, args.days, args.clients, args.requests, proc.pid)
         last = gen_parcels.FIRST_DAY.toordinal() + args.days  # the day after the last
         day = date.fromordinal(last).isoformat()
         # warm-up: a snapshot before the first publication (no rows) loads what an
         # export imports (polars, pyarrow: ~100 MiB of libraries, once per process),
         # so that the growth measured is the stream's own
-        warm = [snapshot(url, proc.pid, fmt, "2000-01-01") for fmt in ("jsonl", "csv")]
-        snaps = [snapshot(url, proc.pid, fmt, day) for fmt in ("jsonl", "csv")]
+        formats = () if args.no_snapshot else ("jsonl", "csv")
+        warm = [snapshot(url, proc.pid, fmt, "2000-01-01") for fmt in formats]
+        snaps = [snapshot(url, proc.pid, fmt, day) for fmt in formats]
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-    base = floor(root, day)
+    base = floor(root, day) if snaps else {"rows_per_s": 0}
     result = {
         "bench": "http",
         "git_rev": rev,
@@ -294,16 +370,19 @@ def main(argv: list[str] | None = None) -> int:
         "server_exit": proc.returncode,
     }
     load = f"load {result['load_start'][0]} -> {result['load_end'][0]}"
-    print(f"| {result['backend']} n={args.n:,} x {args.days} days, {args.clients} clients "
-          f"({load}) | p50 ms | p99 ms |")  # fmt: skip
+    print(f"| {result['backend']} n={args.n:,} x {args.days} days, {lat['client']}, "
+          f"{args.workers} worker(s) ({load}) | p50 ms | p99 ms |")  # fmt: skip
     print("|---|---|---|")
     for k in ("asof", "history"):
         print(f"| {k} | {lat[k]['p50']} | {lat[k]['p99']} |")
-    print(f"| floor: the export's rows read in-process | {base['rows_per_s']:,} rows/s | |")
+    print(f"| server CPU per request | {lat['server_cpu_ms_per_request']} ms | |")
+    if snaps:
+        print(f"| floor: the export's rows read in-process | {base['rows_per_s']:,} rows/s | |")
     for s in snaps:
         print(f"| snapshot {s['format']}: {s['rows']:,} rows | {s['rows_per_s']:,} rows/s | "
               f"RSS +{s['rss_growth_mib']} MiB |")  # fmt: skip
     tag = "http" if not args.postgres else "http-pg"
+    tag += "-threads" if args.client == "threads" else ""
     tag += f"-w{args.workers}" if args.workers > 1 else ""
     tag += f"-c{args.clients}" if args.clients != 20 else ""
     save_results(ROOT / "bench" / "results", tag, json.dumps(result, indent=2) + "\n")
