@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from feedledger.api.source import Source
 
 CHUNK_CHARS = 256 * 1024
+# rows fetched and written at a time: a long-running server keeps its growth per stream
+# small. Measured on 1M rows (SQLite, load 12): RSS growth 117-119 MiB with 16k rows,
+# 37 (jsonl) / 78 (csv) MiB with 4k, and faster (224k / 105k rows/s against 132k / 79k)
+STREAM_BATCH_ROWS = 4096
 QUEUE_CHUNKS = 4
 _END = object()
 
@@ -125,7 +129,9 @@ def snapshot_bytes(
             finally:
                 found.close()
             return
-        got = snapshot_export.batches(ctx, src.name, valid_us, known_us, geometry=False)
+        got = snapshot_export.batches(
+            ctx, src.name, valid_us, known_us, geometry=False, batch=STREAM_BATCH_ROWS
+        )
         if format == "jsonl":
             snapshot_writers.write_jsonl(got, handle)  # type: ignore[arg-type]
         else:

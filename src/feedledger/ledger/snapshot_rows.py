@@ -38,7 +38,7 @@ from feedledger.ledger.visibility import (
 
 __all__ = ["BATCH_ROWS", "PayloadLayout", "batches", "layout", "rows"]
 
-BATCH_ROWS = 16_384
+BATCH_ROWS = 4096
 STREAM_CACHE_KIB = arrow_fetch.STREAM_CACHE_KIB
 
 _SCAN = [

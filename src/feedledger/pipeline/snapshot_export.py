@@ -94,14 +94,20 @@ def rows(
 
 
 def batches(
-    ctx: Context, source: str, valid_us: int, known_us: int | None, *, geometry: bool = True
+    ctx: Context,
+    source: str,
+    valid_us: int,
+    known_us: int | None,
+    *,
+    geometry: bool = True,
+    batch: int = snapshot_rows.BATCH_ROWS,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches (`key`, `attributes`, and for a GIS source `geometry` unless
-    `geometry` is False) of every entity present (`ledger.snapshot_rows.batches`)."""
+    `geometry` is False) of every entity present (`ledger.snapshot_rows.batches`), of
+    about `batch` rows fetched at a time."""
     src = ctx.workspace.source(source)
-    return snapshot_rows.batches(
-        ctx.store, src.name, valid_us, known_us, geometry=geometry and src.is_geo
-    )
+    geo = geometry and src.is_geo
+    return snapshot_rows.batches(ctx.store, src.name, valid_us, known_us, geometry=geo, batch=batch)
 
 
 def column_order(ctx: Context, source: str, valid_us: int, known_us: int | None) -> list[str]:
