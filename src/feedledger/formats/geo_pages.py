@@ -32,6 +32,7 @@ nulls, ints beside reals, a field missing on one page, booleans, big integers).
 from __future__ import annotations
 
 import codecs
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
@@ -50,6 +51,7 @@ from feedledger.model.source import SourceConfig
 __all__ = ["PageReader", "page_reader"]
 
 _GEOMETRY = "geometry"
+_SLICE = 200  # features hashed (and written as GeoJSON) between two yields of the GIL
 
 
 @dataclass(frozen=True)
@@ -115,17 +117,29 @@ class PageReader:
         data = ("\n".join(lines) + "\n").encode("utf-8")
         gis = read_gis(data, self.src.format, layer=self.src.layer, source=self.src.name,
                        payload="page", max_bytes=self.src.max_payload_bytes)  # fmt: skip
-        column = gis.table.column(_GEOMETRY)
-        hashes, invalid = hash_wkb(column, self.src.geometry_grid)
-        if self.geometry_text:  # as Observations.geometries writes it from the WKB
-            wkb = shapely.from_wkb(column.to_numpy(zero_copy_only=False))
-            texts = shapely.to_geojson(wkb).tolist()  # (an object array led by None
-            geometry = pl.Series(_GEOMETRY, texts, dtype=pl.String)  # is refused)
+        column = gis.table.column(_GEOMETRY).combine_chunks()
+        hashes: list[pl.Series] = []
+        texts: list[str | None] = []
+        invalid = 0
+        # a slice at a time, the GIL let go between slices: the download's thread,
+        # waiting on it to read the next answer, never waits long (a whole page's
+        # hashes held it up to ~0.2 s, and the server idled meanwhile)
+        for start in range(0, len(column), _SLICE):
+            part = column.slice(start, _SLICE)
+            part_hashes, part_invalid = hash_wkb(part, self.src.geometry_grid)
+            hashes.append(part_hashes)
+            invalid += part_invalid
+            if self.geometry_text:  # as Observations.geometries writes it from the WKB
+                shapes = shapely.from_wkb(part.to_numpy(zero_copy_only=False))
+                texts.extend(shapely.to_geojson(shapes).tolist())
+            time.sleep(0)
+        if self.geometry_text:
+            geometry = pl.Series(_GEOMETRY, texts, dtype=pl.String)
         else:
-            geometry = pl.Series("wkb", column.combine_chunks(), dtype=pl.Binary)
+            geometry = pl.Series("wkb", column, dtype=pl.Binary)
         return _Page(
             properties=gis.table.drop_columns([_GEOMETRY]),
-            geometry_hash=hashes,
+            geometry_hash=pl.concat(hashes, rechunk=True) if hashes else _no_hashes(),
             geometry=geometry,
             invalid=invalid,
             crs=gis.crs,
@@ -156,6 +170,10 @@ class PageReader:
         invalid = sum(p.invalid for p in pages)
         return assemble(typed_texts(properties), fields, shapes, invalid, pages[0].crs,
                         self.src, label)  # fmt: skip
+
+
+def _no_hashes() -> pl.Series:
+    return pl.Series("geometry_hash", [], dtype=pl.Int64)
 
 
 def _joined(tables: list[pa.Table]) -> pa.Table | None:
