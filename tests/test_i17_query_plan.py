@@ -85,3 +85,26 @@ def test_the_read_answers_as_the_queries_it_replaced(led: Any) -> None:
     assert found.key is None and found.versions == []
     assert found.first_recorded == queries.first_recorded(store, "s")
     assert len(found.observed or []) == 3 and [g.reason for g in found.gaps or []] == ["outage"]
+
+
+def test_a_postgresql_reading_connection_ended_by_the_server_is_replaced(led: Any) -> None:
+    """The thread's own reading connection (ledger/pg_reader.py), terminated by the
+    server between two reads: the next read opens a new one and answers."""
+    store = led.context.store
+    if store.dialect != "postgresql":
+        pytest.skip("PostgreSQL's reading connection")
+    from feedledger.ledger import pg_reader
+
+    before = entity_read.read(store, "s", ['["7"]']).versions
+    conn = pg_reader._connections()[store]
+    admin = store.engine.raw_connection()
+    try:
+        cur = admin.cursor()
+        cur.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        admin.commit()
+    finally:
+        admin.close()
+    # the client does not know yet: the read fails on it, drops it and reads again
+    assert not conn.closed
+    assert entity_read.read(store, "s", ['["7"]']).versions == before
+    assert pg_reader._connections()[store] is not conn
