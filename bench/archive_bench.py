@@ -97,11 +97,22 @@ def storage(n: int, days: list[dict[str, Any]], every: int) -> dict[str, Any]:
             )
             if (i + 1) % 10 == 0 or i + 1 == len(days):
                 log(f"  day {i + 1}: {stored.encoding} {stored.stored_size:,} B, {wall:.2f}s")
-        t0 = time.perf_counter()
-        fresh = LocalArchive(root / "archive")
-        for day in days[-min(30, len(days)) :]:
-            data = fresh.get(hashlib.sha256(Path(day["path"]).read_bytes()).hexdigest())
-        read_s = time.perf_counter() - t0
+        # reading the last 30 days back in order, as a backfill does, against reading the
+        # same files raw with their sha256 (what a raw archive's read costs); alternated
+        last = [hashlib.sha256(Path(d["path"]).read_bytes()).hexdigest() for d in days[-30:]]
+        reads: dict[str, list[tuple[float, float]]] = {"compressed": [], "raw": []}
+        for _ in range(2):
+            for kind in ("compressed", "raw"):
+                t0, c0 = time.perf_counter(), time.process_time()
+                fresh = LocalArchive(root / "archive")
+                for digest, day in zip(last, days[-30:], strict=True):
+                    if kind == "raw":
+                        hashlib.sha256(Path(day["path"]).read_bytes()).hexdigest()
+                    else:
+                        fresh.get(digest)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                reads[kind].append((round(wall, 2), round(cpu, 2)))
+        read_s = min(w for w, _ in reads["compressed"])
         # the worst read, and the worst base a new process's write decodes: the payload
         # deepest in its chain, read by a process that has read nothing before
         deepest = max(range(len(rows)), key=lambda i: (rows[i]["depth"], -i))
@@ -143,6 +154,7 @@ def storage(n: int, days: list[dict[str, Any]], every: int) -> dict[str, Any]:
         "keyframe": writes("keyframe"),
         "delta": writes("delta"),
         "read_last_30_s": round(read_s, 2),
+        "read_last_30_wall_cpu": reads,
         "cold_read_deepest": cold,
         "days": rows,
         "load_after": load_avg(),
@@ -219,13 +231,18 @@ def backfill(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str
                 report = parse_json_output(proc.stdout)
                 assert len(report["steps"]) == len(rest), report
                 out[name]["backfill_s"].append(round(proc.wall_s, 2))
+                # CPU seconds (user + sys) too: on a shared machine they move less than wall
+                cpu = round(proc.user_s + proc.sys_s, 2)
+                out[name].setdefault("backfill_cpu_s", []).append(cpu)
                 out[name].setdefault("backfill_maxrss_mib", []).append(proc.maxrss_kib // 1024)
-                log(f"  pair {pair + 1} {name}: backfill {proc.wall_s:.2f}s ({load_avg()})")
+                shown = f"backfill {proc.wall_s:.2f}s, cpu {cpu}s"
+                log(f"  pair {pair + 1} {name}: {shown} ({load_avg()})")
         for name in ("raw", "compressed") if pairs % 2 == 0 else ("compressed", "raw"):
             proc = spaces[name].run(
                 "ingest", SOURCE, after["path"], "--published-at", after["published_at"]
             )
             out[name]["daily_ingest_s"] = round(proc.wall_s, 2)
+            out[name]["daily_ingest_cpu_s"] = round(proc.user_s + proc.sys_s, 2)
             out[name]["daily_ingest_maxrss_mib"] = proc.maxrss_kib // 1024
             log(f"  {name}: daily ingest {proc.wall_s:.2f}s ({load_avg()})")
     finally:
@@ -235,6 +252,8 @@ def backfill(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str
     ratios = [c / r for c, r in paired]
     out["backfill_ratio_pairs"] = [round(x, 3) for x in ratios]
     out["backfill_ratio_median"] = round(statistics.median(ratios), 3)
+    cpu = zip(out["compressed"]["backfill_cpu_s"], out["raw"]["backfill_cpu_s"], strict=True)
+    out["backfill_cpu_ratio_pairs"] = [round(c / r, 3) for c, r in cpu]
     out["load_after"] = load_avg()
     return out
 
@@ -263,7 +282,8 @@ def markdown(kind: str, result: dict[str, Any]) -> str:
             f"delta median {d.get('median_s')} s ({d.get('count')} days); reading the last "
             f"30 days back in order (a new process): {result['read_last_30_s']} s; the "
             f"deepest payload alone (depth {result['cold_read_deepest']['depth']}), a new "
-            f"process: {result['cold_read_deepest']['seconds']} s"
+            f"process: {result['cold_read_deepest']['seconds']} s; (wall, cpu) s of reading "
+            f"the last 30 days: {result['read_last_30_wall_cpu']}"
         )
         return "\n".join(lines)
     raw, zst = result["raw"], result["compressed"]
@@ -278,7 +298,10 @@ def markdown(kind: str, result: dict[str, Any]) -> str:
             f"{zst.get('daily_ingest_s')} s |",
             "",
             f"backfill compressed / raw: {result['backfill_ratio_pairs']} (median "
-            f"{result['backfill_ratio_median']}, target <= {TARGET_BACKFILL_FACTOR})",
+            f"{result['backfill_ratio_median']}, target <= {TARGET_BACKFILL_FACTOR}); CPU "
+            f"seconds compressed / raw: {result['backfill_cpu_ratio_pairs']}; CPU s raw "
+            f"{raw['backfill_cpu_s']}, compressed {zst['backfill_cpu_s']}; daily ingest CPU s "
+            f"raw {raw.get('daily_ingest_cpu_s')}, compressed {zst.get('daily_ingest_cpu_s')}",
         ]
     )
 
