@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.concurrency import run_in_threadpool
+from anyio import CapacityLimiter, to_thread
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from feedledger.server.deps import JSONText
@@ -40,13 +40,25 @@ class EntityFastPath:
             # PostgreSQL: in the threadpool, so that requests wait for the server's round
             # trip side by side (each thread has its own reading connection)
             if _remote_store(scope):
-                response = await run_in_threadpool(answer, scope)
+                response = await to_thread.run_sync(answer, scope, limiter=_limiter())
             else:
                 response = answer(scope)
             if response is not None:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+READERS = 4  # threads (and PostgreSQL connections) of a process answering entity reads
+_limiters: list[CapacityLimiter] = []
+
+
+def _limiter() -> CapacityLimiter:
+    """The entity reads' own few threads: a round trip's wait overlaps the others', and
+    twenty clients do not make twenty threads fighting for the GIL and the cores."""
+    if not _limiters:
+        _limiters.append(CapacityLimiter(READERS))
+    return _limiters[0]
 
 
 def _entity(scope: Scope) -> bool:
