@@ -7,9 +7,8 @@ Python tuple each) costs more than everything after it. Here:
   built in C (`adbc.sqlite.query.batch_rows` rows each) -- no Python object per row;
   its own read-only connection, so the pooled one keeps its page cache (the stream
   reads every page once: a small cache, STREAM_CACHE_KIB);
-* PostgreSQL: `COPY (query) TO STDOUT (FORMAT csv)` through the psycopg connection,
-  its stream parsed by Arrow's CSV reader (C++, about `batch` rows a block) -- no
-  Python object per row either;
+* PostgreSQL: a server-side cursor of the psycopg connection, `fetchmany` of `batch`
+  rows, each column turned into an Arrow array at once;
 * anything else (an in-memory SQLite): the DB-API cursor the same way.
 
 Every batch is cast to `schema` (the driver's own types vary: SQLite has none). The
@@ -20,7 +19,6 @@ each batch; a reader that stops early stops it.
 
 from __future__ import annotations
 
-import itertools
 import queue
 import threading
 from collections.abc import Iterator, Mapping
@@ -46,10 +44,9 @@ def batches(
     path = _sqlite_file(store)
     if path is not None:
         return _ahead(_adbc(path, sql, params, schema, batch))
-    if store.dialect == "postgresql":
-        return _ahead(_pg_copy(store, sql, params, schema, batch))
+    found = _dbapi(store, sql, params, schema, batch)
     # (an in-memory SQLite store is one per thread: read in the reader's own)
-    return _dbapi(store, sql, params, schema, batch)
+    return _ahead(found) if store.dialect == "postgresql" else found
 
 
 def _ahead(source: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -146,72 +143,6 @@ def _adbc(
             cur.close()
     finally:
         conn.close()
-
-
-class _CopyStream:
-    """A read()-able view of a psycopg COPY's blocks (for Arrow's CSV reader)."""
-
-    def __init__(self, blocks: Iterator[Any]) -> None:
-        self.blocks = blocks
-        self.rest = b""
-        self.closed = False
-
-    def read(self, size: int = -1) -> bytes:
-        parts = [self.rest]
-        have = len(self.rest)
-        while size < 0 or have < size:
-            block = next(self.blocks, None)
-            if block is None:
-                break
-            parts.append(bytes(block))
-            have += len(parts[-1])
-        data = b"".join(parts)
-        if size < 0:
-            self.rest = b""
-            return data
-        self.rest = data[size:]
-        return data[:size]
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def _pg_copy(
-    store: Store, sql: str, params: Mapping[str, Any], schema: pa.Schema, batch: int
-) -> Iterator[pa.RecordBatch]:
-    import pyarrow.csv as pcsv
-
-    query, values = _positional(sql, params, "%s")
-    reading = pcsv.ReadOptions(column_names=schema.names, block_size=max(1 << 16, batch * 256))
-    # a stated text (GeoJSON) may hold a line break inside its quotes
-    parsing = pcsv.ParseOptions(newlines_in_values=True)
-    converting = pcsv.ConvertOptions(
-        column_types={f.name: f.type for f in schema},
-        true_values=["t"],
-        false_values=["f"],
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-        null_values=[],
-    )
-    with store.engine.connect() as conn:
-        raw: Any = conn.connection.driver_connection
-        with raw.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv)", values) as cp:
-            blocks = iter(cp)
-            first = next(blocks, None)
-            if first is None:  # no rows (Arrow refuses an empty CSV)
-                return
-            reader = pcsv.open_csv(
-                _CopyStream(itertools.chain([first], blocks)),
-                read_options=reading,
-                parse_options=parsing,
-                convert_options=converting,
-            )
-            for got in reader:
-                yield _cast(got, schema)
-        conn.rollback()
 
 
 def _dbapi(
