@@ -16,6 +16,15 @@ Raw is looked up before compressed: `archive compact` writes the compressed obje
 reader that misses the raw object always finds the other. Every frame of a chain is
 checked against its sha256 as it is decoded: damaged bytes, a missing base or a chain
 that loops are a clear error naming the object, never wrong data.
+
+On a folder archive, each source's latest compressed payload is also kept raw in
+``cache/base/<source>/<sha256>`` (`archive/basecache.py`): a new process archiving the
+source's next payload deltas against it instead of decoding up to `keyframe_every - 1`
+frames. It is used only when its bytes hash to its name, it is the source's current
+base and its depth and base match the stored object's header; otherwise the chain is
+decoded as before. Reads never use it: a read (and `archive verify`) must decode and
+check the archived object itself, or damage to it would go unseen. S3 archives have no
+such cache (they decode the chain as before).
 """
 
 from __future__ import annotations
@@ -23,9 +32,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 from feedledger.archive import codec
+from feedledger.archive.basecache import BaseCache, CachedBase
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.sidecar import SIDECAR_RE, parse_sidecar_bytes
 from feedledger.model.errors import FeedledgerError, NotFoundError
@@ -75,8 +86,13 @@ class Objects:
         blobs: BlobStore,
         keyframe_every: KeyframeEvery | None = None,
         min_size: int = DEFAULT_MIN_SIZE,
+        base_cache: BaseCache | None = None,
     ) -> None:
         self._blobs = blobs
+        root = getattr(blobs, "root", None)
+        if base_cache is None and isinstance(root, Path):
+            base_cache = BaseCache(root / "cache" / "base")
+        self.base_cache = base_cache
         self.keyframe_every: KeyframeEvery = keyframe_every or (
             lambda _source: DEFAULT_KEYFRAME_EVERY
         )
@@ -219,6 +235,10 @@ class Objects:
             return self._blobs.create(raw_rel(sha256), data)
         created = self._blobs.create(zst_rel(sha256), encoded[0])
         self._recent = Decoded(data, encoded[1], (sha256, *encoded[2]))
+        if created and source is not None and self.base_cache is not None:
+            # after the object: a kill in between leaves the previous (stale) cache
+            cached = CachedBase(data, self._recent.depth, self._recent.chain)
+            self.base_cache.store(source, sha256, cached)
         return created
 
     def encode(
@@ -264,8 +284,31 @@ class Objects:
                 continue
             if recent is not None and recent.chain[0] == ref.sha256:
                 return recent
+            cached = self._cached_base(source, ref.sha256)
+            if cached is not None:
+                self._recent = cached
+                return cached
             try:
                 return self.decode(ref.sha256)
             except FeedledgerError:
                 return None
         return None
+
+    def _cached_base(self, source: str, sha256: str) -> Decoded | None:
+        """The cached bytes of the source's current base `sha256`, if the cache holds
+        them (checked against their sha256) and agrees with the stored object's header
+        (depth and base); else None (the caller decodes the chain)."""
+        if self.base_cache is None:
+            return None
+        cached = self.base_cache.load(source, sha256)
+        if cached is None:
+            return None
+        try:
+            stored = self.stored(sha256)
+        except FeedledgerError:
+            return None
+        if stored is None or stored.depth != cached.depth:
+            return None
+        if stored.base != (cached.chain[1] if len(cached.chain) > 1 else None):
+            return None
+        return Decoded(cached.data, cached.depth, cached.chain)

@@ -1,0 +1,111 @@
+"""A local copy of each source's latest compressed payload, so the next payload of the
+source is delta-encoded against it without decoding its chain (issue 17: a new process
+archiving one payload decoded up to `keyframe_every - 1` frames first).
+
+    <folder>/<source>/<sha256>     {"depth": <n>, "chain": [<sha256>, ...]}\\n + the bytes
+
+One file per source, named by the payload's sha256, written atomically (a temporary
+file, fsync, rename, fsync of the folder), the source's previous file removed after.
+It is only an accelerator: `load` returns None (the caller decodes the chain as before)
+when the file is missing, unreadable, or its bytes do not hash to its name; whether it
+is the source's *current* base, and matches the stored object's depth, is the caller's
+check (`archive/objects.py`). A kill at any point leaves at worst a stale file or a
+temporary one, both ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+_MAX_HEADER = 1 << 16
+
+
+@dataclass(frozen=True)
+class CachedBase:
+    """A cached payload's bytes, its chain depth and chain (itself first)."""
+
+    data: bytes
+    depth: int
+    chain: tuple[str, ...]
+
+
+class BaseCache:
+    """The cache files under `folder` (one subfolder per source)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _dir(self, source: str) -> Path | None:
+        if not source or "/" in source or "\\" in source or source.startswith("."):
+            return None
+        return self.folder / source
+
+    def load(self, source: str, sha256: str) -> CachedBase | None:
+        """The cached bytes of `sha256` for `source`, checked against the name; None if
+        there is no such file or it is damaged."""
+        directory = self._dir(source)
+        if directory is None or _SHA_RE.match(sha256) is None:
+            return None
+        try:
+            raw = (directory / sha256).read_bytes()
+        except OSError:
+            return None
+        return _parse(raw, sha256)
+
+    def store(self, source: str, sha256: str, cached: CachedBase) -> None:
+        """Make `cached` the source's cache file, then remove the others. Failures are
+        swallowed: the cache is never needed for correctness."""
+        directory = self._dir(source)
+        if directory is None:
+            return
+        header = json.dumps({"depth": cached.depth, "chain": list(cached.chain)}).encode()
+        tmp = directory / f".{sha256}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(header + b"\n")
+                handle.write(cached.data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, directory / sha256)
+            _fsync_dir(directory)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            return
+        for other in directory.iterdir():
+            if other.name != sha256:
+                other.unlink(missing_ok=True)  # older caches, temporaries left by a kill
+
+
+def _parse(raw: bytes, sha256: str) -> CachedBase | None:
+    end = raw.find(b"\n", 0, _MAX_HEADER)
+    if end < 0:
+        return None
+    try:
+        doc = json.loads(raw[:end])
+        depth = int(doc["depth"])
+        chain = tuple(str(s) for s in doc["chain"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    data = raw[end + 1 :]
+    if not chain or chain[0] != sha256 or hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    return CachedBase(data, depth, chain)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name != "posix":  # pragma: no cover - directories cannot be opened on Windows
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,233 @@
+"""Issue 17: a new process archiving a source's next payload deltas against the local
+cache of the source's latest payload (`archive/basecache.py`) instead of decoding its
+chain; a missing, damaged or stale cache is ignored (the chain is decoded as before),
+never used to write a delta against wrong bytes; a kill between the object and the
+cache leaves everything readable. S3 archives have no cache and still work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from feedledger.archive import LocalArchive, open_archive
+from feedledger.archive import objects as objects_module
+from feedledger.archive.basecache import BaseCache, CachedBase
+from feedledger.archive.core import BlobArchive
+from helpers import Cli
+
+DAY = 86_400_000_000
+DAY0 = 1_786_000_000_000_000
+FETCHED = 1_790_000_000_000_000
+
+
+def days(n: int, rows: int = 400, seed: int = 3) -> list[bytes]:
+    rnd = random.Random(seed)
+    table = {i: rnd.randrange(10**6) for i in range(rows)}
+    out = []
+    for _ in range(n):
+        for key in rnd.sample(sorted(table), 5):
+            table[key] = rnd.randrange(10**6)
+        out.append(("id,value\n" + "".join(f"{k},{v}\n" for k, v in table.items())).encode())
+    return out
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def decodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every zstd frame decoded (the header's sha256), in order."""
+    seen: list[str] = []
+    real = objects_module.codec.decode
+
+    def counting(header: Any, frame: Any, base: bytes | None) -> bytes:
+        seen.append(header.sha256)
+        return real(header, frame, base)
+
+    monkeypatch.setattr(objects_module.codec, "decode", counting)
+    yield seen
+
+
+def put(archive: BlobArchive, payloads: list[bytes], i: int) -> None:
+    archive.put("larimer", payloads[i], published_at=DAY0 + i * DAY, fetched_at=FETCHED)
+
+
+def cache_dir(root: Path) -> Path:
+    return root / "cache" / "base" / "larimer"
+
+
+def fresh(root: Path) -> LocalArchive:
+    """A new process's archive: nothing remembered in memory."""
+    return LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)
+
+
+def write_days(root: Path, payloads: list[bytes], upto: int) -> None:
+    for i in range(upto):
+        put(fresh(root), payloads, i)  # one process a day
+
+
+def test_a_new_process_deltas_against_the_cache_without_decoding(
+    tmp_path: Path, decodes: list[str]
+) -> None:
+    payloads = days(8)
+    write_days(tmp_path, payloads, 7)
+    assert decodes == []  # every day's base came from the cache
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[6])]
+    archive = fresh(tmp_path)
+    put(archive, payloads, 7)
+    assert decodes == []
+    stored = archive.objects.stored(sha(payloads[7]))
+    assert stored is not None and stored.encoding == "delta" and stored.depth == 7
+    assert stored.base == sha(payloads[6])
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[7])]
+    reader = fresh(tmp_path)
+    assert [reader.get(sha(p)) for p in payloads] == payloads
+    assert decodes  # reads decode the archived objects, never the cache
+    assert all(i.ok for i in fresh(tmp_path).verify("larimer"))
+
+
+def _then_check(root: Path, payloads: list[bytes], decodes: list[str]) -> None:
+    decodes.clear()
+    archive = fresh(root)
+    put(archive, payloads, len(payloads) - 1)
+    assert decodes, "the cache should have been ignored and the chain decoded"
+    assert [fresh(root).get(sha(p)) for p in payloads] == payloads
+    stored = archive.objects.stored(sha(payloads[-1]))
+    assert stored is not None and stored.base == sha(payloads[-2])
+    assert [p.name for p in cache_dir(root).iterdir()] == [sha(payloads[-1])]
+
+
+def test_a_missing_cache_decodes_the_chain(tmp_path: Path, decodes: list[str]) -> None:
+    payloads = days(6)
+    write_days(tmp_path, payloads, 5)
+    for path in cache_dir(tmp_path).iterdir():
+        path.unlink()
+    _then_check(tmp_path, payloads, decodes)
+
+
+@pytest.mark.parametrize("where", ["data", "header", "truncated"])
+def test_a_corrupt_cache_is_ignored(tmp_path: Path, decodes: list[str], where: str) -> None:
+    payloads = days(6)
+    write_days(tmp_path, payloads, 5)
+    path = cache_dir(tmp_path) / sha(payloads[4])
+    raw = bytearray(path.read_bytes())
+    if where == "data":
+        raw[-3] ^= 0x01  # the bytes no longer hash to the name
+    elif where == "header":
+        raw[0:1] = b"x"
+    else:
+        del raw[-10:]
+    path.write_bytes(bytes(raw))
+    _then_check(tmp_path, payloads, decodes)
+
+
+def test_a_stale_cache_is_ignored(tmp_path: Path, decodes: list[str]) -> None:
+    """The cache names an older payload (a kill after the object, before the cache)."""
+    payloads = days(6)
+    write_days(tmp_path, payloads, 3)
+    old = {p.name: p.read_bytes() for p in cache_dir(tmp_path).iterdir()}
+    write_days_from(tmp_path, payloads, 3, 5)
+    for path in cache_dir(tmp_path).iterdir():
+        path.unlink()
+    for name, raw in old.items():
+        (cache_dir(tmp_path) / name).write_bytes(raw)
+    _then_check(tmp_path, payloads, decodes)
+
+
+def test_a_cache_disagreeing_with_the_object_header_is_ignored(
+    tmp_path: Path, decodes: list[str]
+) -> None:
+    """Right bytes, wrong depth (e.g. the object was re-encoded since): never trusted,
+    or the chain would outgrow the keyframe interval."""
+    payloads = days(6)
+    write_days(tmp_path, payloads, 5)
+    BaseCache(tmp_path / "cache" / "base").store(
+        "larimer", sha(payloads[4]), CachedBase(payloads[4], 0, (sha(payloads[4]),))
+    )
+    _then_check(tmp_path, payloads, decodes)
+
+
+def write_days_from(root: Path, payloads: list[bytes], start: int, stop: int) -> None:
+    for i in range(start, stop):
+        put(fresh(root), payloads, i)
+
+
+class Killed(BaseException):
+    pass
+
+
+def test_a_kill_between_the_object_and_the_cache(
+    tmp_path: Path, decodes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payloads = days(7)
+    write_days(tmp_path, payloads, 4)
+
+    def killed(*_args: Any) -> None:
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(BaseCache, "store", killed)
+        with pytest.raises(Killed):
+            put(fresh(tmp_path), payloads, 4)  # object written, no cache, no sidecar
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[3])]
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads[:5]] == payloads[:5]
+    decodes.clear()
+    put(fresh(tmp_path), payloads, 4)  # the retry: the object exists, the sidecar is new
+    put(fresh(tmp_path), payloads, 5)  # its base (day 4) is not the cached day 3
+    assert decodes
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[5])]
+    decodes.clear()
+    put(fresh(tmp_path), payloads, 6)  # the cache is right again: used
+    assert decodes == []
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
+
+
+def test_a_cache_for_an_object_never_written_is_ignored(tmp_path: Path, decodes: list[str]) -> None:
+    """A cache file whose object and sidecar are absent (or a temporary left by a kill)
+    is not the source's current base: ignored, then replaced."""
+    payloads = days(6)
+    write_days(tmp_path, payloads, 5)
+    stray = days(1, seed=99)[0]
+    (cache_dir(tmp_path) / f".{sha(stray)}.1.ab.tmp").write_bytes(b"partial")
+    cache = BaseCache(tmp_path / "cache" / "base")
+    cache.store("larimer", sha(stray), CachedBase(stray, 1, (sha(stray), sha(payloads[4]))))
+    _then_check(tmp_path, payloads, decodes)
+
+
+def test_s3_archives_keep_no_cache_and_read_back(s3_bucket: str) -> None:
+    payloads = days(5)
+    url = f"s3://{s3_bucket}/team/archive"
+    for i in range(5):
+        archive = open_archive(url, keyframe_every=lambda _s: 30)
+        assert isinstance(archive, BlobArchive)
+        assert archive.objects.base_cache is None
+        archive.objects.min_size = 0
+        put(archive, payloads, i)
+    reader = open_archive(url)
+    assert [reader.get(sha(p)) for p in payloads] == payloads
+
+
+def test_archive_add_uses_the_cache(cli: Cli, tmp_path: Path, decodes: list[str]) -> None:
+    """Whole commands on the workspace's store (both backends): `ingest` then
+    `archive add` in turn, each a new archive object, none decoding a chain."""
+    cli("source", "add", "larimer", "--key", "id")
+    payloads = days(4, rows=600)
+    stamps = [f"2026-08-0{d}" for d in range(1, 5)]
+    for n, body in enumerate(payloads):
+        path = tmp_path / f"larimer_{stamps[n]}.csv"
+        path.write_bytes(body)
+        verb = ("ingest",) if n in (0, 3) else ("archive", "add")
+        cli(*verb, "larimer", str(path), "--published-at", stamps[n])
+    assert decodes == []
+    root = cli.ws.archive_root
+    assert [p.name for p in cache_dir(root).iterdir()] == [sha(payloads[3])]
+    kinds = [LocalArchive(root).objects.stored(sha(p)) for p in payloads]
+    assert [k.encoding if k else None for k in kinds] == ["keyframe"] + ["delta"] * 3
+    assert cli.json("archive", "verify", "larimer")["ok"] == 4
