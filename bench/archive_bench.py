@@ -18,6 +18,13 @@ days apart)::
     feedledger backfill parcels --from day2 --to dayD --json         # timed, paired
     feedledger ingest parcels dayD+1                                 # timed: a daily ingest
 
+``cache``: the same compressed workspace after the first load and D-2 ``archive add``s,
+then, alternately from copies of that state, day D's ``archive add`` and its ``ingest``
+(each a new process) with the base cache (``cache/base/``, `archive/basecache.py`) and
+with it removed (the chain decoded, as before the cache): ``--pairs`` pairs each::
+
+    python bench/archive_bench.py cache --n 1000000 --days 29 --pairs 3
+
 The backfill runs alternate raw/compressed (``--pairs`` times), each from the same
 copy of the store and state taken before the first. Results: Markdown on stdout, JSON
 in ``bench/results/archive-<kind>-latest.json``.
@@ -258,10 +265,55 @@ def backfill(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str
     return out
 
 
+def cache(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str, Any]:
+    first, rest, target = days[0], days[1:-1], days[-1]
+    ws = Workspace("cache", 30, timeout)
+    out: dict[str, Any] = {"add": {"cache": [], "no_cache": []}}
+    out["ingest"] = {"cache": [], "no_cache": []}
+    try:
+        ws.run("ingest", SOURCE, first["path"], "--published-at", first["published_at"])
+        for d in rest:
+            ws.run("archive", "add", SOURCE, d["path"], "--published-at", d["published_at"])
+        saved = ws.saved / "state"
+        shutil.copytree(ws.state, saved)
+        log(f"  cache: {len(rest) + 1} days in ({load_avg()})")
+        for pair in range(pairs):
+            order = ["no_cache", "cache"] if pair % 2 == 0 else ["cache", "no_cache"]
+            for verb in ("add", "ingest"):
+                for name in order:
+                    shutil.rmtree(ws.state)
+                    shutil.copytree(saved, ws.state)
+                    if name == "no_cache":
+                        shutil.rmtree(ws.state / "archive" / "cache")
+                    args = ("archive", "add") if verb == "add" else ("ingest",)
+                    proc = ws.run(*args, SOURCE, target["path"], "--published-at",
+                                  target["published_at"])  # fmt: skip
+                    cpu = round(proc.user_s + proc.sys_s, 2)
+                    out[verb][name].append((round(proc.wall_s, 2), cpu))
+                    log(f"  pair {pair + 1} {verb} {name}: {proc.wall_s:.2f}s cpu {cpu}s "
+                        f"({load_avg()})")  # fmt: skip
+    finally:
+        ws.remove()
+    for verb in ("add", "ingest"):
+        for name in ("cache", "no_cache"):
+            runs = out[verb][name]
+            out[verb][f"{name}_median_wall_s"] = statistics.median(w for w, _ in runs)
+            out[verb][f"{name}_median_cpu_s"] = statistics.median(c for _, c in runs)
+    out["load_after"] = load_avg()
+    return out
+
+
 # -- report ------------------------------------------------------------------------------
 
 
 def markdown(kind: str, result: dict[str, Any]) -> str:
+    if kind == "cache":
+        rows = ["| day D (a new process) | no cache: (wall, cpu) s | cache: (wall, cpu) s |"]
+        rows.append("|---|---|---|")
+        for verb, label in (("add", "archive add"), ("ingest", "daily ingest")):
+            r = result[verb]
+            rows.append(f"| {label} | {r['no_cache']} | {r['cache']} |")
+        return "\n".join(rows)
     if kind == "storage":
         lines = [
             f"n = {result['n']:,} parcels a day, keyframe every {result['keyframe_every']}",
@@ -308,7 +360,7 @@ def markdown(kind: str, result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("kind", choices=["storage", "backfill"])
+    p.add_argument("kind", choices=["storage", "backfill", "cache"])
     p.add_argument("--n", type=int, default=1_000_000, help="parcels a day (%(default)s)")
     p.add_argument("--days", type=int, default=30, help="daily snapshots (%(default)s)")
     p.add_argument("--every", type=int, default=30, help="keyframe every K (%(default)s)")
@@ -317,10 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     log(f"archive_bench {args.kind}: n={args.n} days={args.days} (load {load_avg()})")
-    extra = 2 if args.kind == "backfill" else 0  # the first load and the day after
+    extra = {"backfill": 2, "cache": 1}.get(args.kind, 0)  # the first load and the day after
     days = generate(args.n, args.days + extra, args.timeout)
     if args.kind == "storage":
         result = storage(args.n, days, args.every)
+    elif args.kind == "cache":
+        result = cache(days, args.pairs, args.timeout)
     else:
         result = backfill(days, args.pairs, args.timeout)
     result = {
