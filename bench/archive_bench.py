@@ -20,8 +20,9 @@ days apart)::
 
 ``cache``: the same compressed workspace after the first load and D-2 ``archive add``s,
 then, alternately from copies of that state, day D's ``archive add`` and its ``ingest``
-(each a new process) with the base cache (``cache/base/``, `archive/basecache.py`) and
-with it removed (the chain decoded, as before the cache): ``--pairs`` pairs each::
+(each a new process) with the base cache (``cache/base/``, `archive/basecache.py`),
+with it removed (the chain decoded, as before the cache), and in a raw workspace
+(``full_frame_every = 0``) built the same way: ``--pairs`` rounds, the order rotated::
 
     python bench/archive_bench.py cache --n 1000000 --days 29 --pairs 3
 
@@ -267,38 +268,40 @@ def backfill(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str
 
 def cache(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str, Any]:
     first, rest, target = days[0], days[1:-1], days[-1]
-    ws = Workspace("cache", 30, timeout)
-    out: dict[str, Any] = {"add": {"cache": [], "no_cache": []}}
-    out["ingest"] = {"cache": [], "no_cache": []}
+    spaces = {"zstd": Workspace("cache", 30, timeout), "raw": Workspace("raw", 0, timeout)}
+    arms = {"no_cache": "zstd", "cache": "zstd", "raw": "raw"}
+    out: dict[str, Any] = {verb: {arm: [] for arm in arms} for verb in ("add", "ingest")}
     try:
-        ws.run("ingest", SOURCE, first["path"], "--published-at", first["published_at"])
-        for d in rest:
-            ws.run("archive", "add", SOURCE, d["path"], "--published-at", d["published_at"])
-        saved = ws.saved / "state"
-        shutil.copytree(ws.state, saved)
-        log(f"  cache: {len(rest) + 1} days in ({load_avg()})")
+        for ws in spaces.values():
+            ws.run("ingest", SOURCE, first["path"], "--published-at", first["published_at"])
+            for d in rest:
+                ws.run("archive", "add", SOURCE, d["path"], "--published-at", d["published_at"])
+            shutil.copytree(ws.state, ws.saved / "state")
+            log(f"  {ws.name}: {len(rest) + 1} days in ({load_avg()})")
         for pair in range(pairs):
-            order = ["no_cache", "cache"] if pair % 2 == 0 else ["cache", "no_cache"]
+            order = list(arms)[pair % 3 :] + list(arms)[: pair % 3]
             for verb in ("add", "ingest"):
-                for name in order:
+                for arm in order:
+                    ws = spaces[arms[arm]]
                     shutil.rmtree(ws.state)
-                    shutil.copytree(saved, ws.state)
-                    if name == "no_cache":
+                    shutil.copytree(ws.saved / "state", ws.state)
+                    if arm == "no_cache":
                         shutil.rmtree(ws.state / "archive" / "cache")
                     args = ("archive", "add") if verb == "add" else ("ingest",)
                     proc = ws.run(*args, SOURCE, target["path"], "--published-at",
                                   target["published_at"])  # fmt: skip
                     cpu = round(proc.user_s + proc.sys_s, 2)
-                    out[verb][name].append((round(proc.wall_s, 2), cpu))
-                    log(f"  pair {pair + 1} {verb} {name}: {proc.wall_s:.2f}s cpu {cpu}s "
+                    out[verb][arm].append((round(proc.wall_s, 2), cpu))
+                    log(f"  pair {pair + 1} {verb} {arm}: {proc.wall_s:.2f}s cpu {cpu}s "
                         f"({load_avg()})")  # fmt: skip
     finally:
-        ws.remove()
+        for ws in spaces.values():
+            ws.remove()
     for verb in ("add", "ingest"):
-        for name in ("cache", "no_cache"):
-            runs = out[verb][name]
-            out[verb][f"{name}_median_wall_s"] = statistics.median(w for w, _ in runs)
-            out[verb][f"{name}_median_cpu_s"] = statistics.median(c for _, c in runs)
+        for arm in arms:
+            runs = out[verb][arm]
+            out[verb][f"{arm}_median_wall_s"] = statistics.median(w for w, _ in runs)
+            out[verb][f"{arm}_median_cpu_s"] = statistics.median(c for _, c in runs)
     out["load_after"] = load_avg()
     return out
 
@@ -308,11 +311,11 @@ def cache(days: list[dict[str, Any]], pairs: int, timeout: float) -> dict[str, A
 
 def markdown(kind: str, result: dict[str, Any]) -> str:
     if kind == "cache":
-        rows = ["| day D (a new process) | no cache: (wall, cpu) s | cache: (wall, cpu) s |"]
-        rows.append("|---|---|---|")
+        rows = ["| day D, a new process | compressed, no cache | compressed, cache | raw |"]
+        rows.append("|---|---|---|---|")
         for verb, label in (("add", "archive add"), ("ingest", "daily ingest")):
             r = result[verb]
-            rows.append(f"| {label} | {r['no_cache']} | {r['cache']} |")
+            rows.append(f"| {label} | {r['no_cache']} | {r['cache']} | {r['raw']} |")
         return "\n".join(rows)
     if kind == "storage":
         lines = [
