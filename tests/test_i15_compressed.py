@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from feedledger.config import make_source
 from feedledger.formats import read_observations
+from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.schema import metadata
 from feedledger.ledger.store import Store
 from feedledger.model.errors import BadPayloadError
@@ -68,11 +69,13 @@ def history(cli: Cli, source: str) -> list[tuple[Any, ...]]:
                     table.c.change,
                     table.c.content_hash,
                     table.c.attributes,
+                    table.c.fields_id,
                 )
                 .where(table.c.source == source)
                 .order_by(table.c.key, table.c.valid_from)
             )
-            return [tuple(row) for row in conn.execute(stmt)]
+            decode = Decoder(conn)  # stored texts are compact (issue 17)
+            return [(*row[:5], decode.text(row[6], row[5])) for row in conn.execute(stmt)]
     finally:
         store.close()
 

@@ -1,7 +1,8 @@
 """A versions row's attributes as columns: the ONE place that decodes them.
 
-Attributes are stored as canonical JSON texts (formats/canonical.py: an object, fields
-in code-point order, values as the payload stated them). A snapshot lays them out as
+Attributes are canonical JSON texts (formats/canonical.py: an object, fields in
+code-point order, values as the payload stated them), as ledger/codebooks.py decodes
+them from their stored compact form. A snapshot lays them out as
 one text column per field, each cell the value as an export writes it:
 
 * a string as itself; a number as its literal text (`2.50` stays `2.50`); `true` /

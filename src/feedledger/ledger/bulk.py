@@ -100,14 +100,14 @@ VERSION_VARYING = [
 # GIS sources only (pipeline/apply.py passes `geometries`): the geometry as stated and
 # the hash of its canonical form; other sources never carry or encode these columns
 GEOMETRY_COLUMNS = ["geometry", "geometry_hash"]
+# (a version's run and payload are its application's: same source and txn_seq)
 VERSION_CONSTANT = [
     "source",
     "valid_from",
     "recorded_at",
     "txn_seq",
-    "run_id",
-    "payload_id",
     "backfill",
+    "fields_id",
 ]
 
 

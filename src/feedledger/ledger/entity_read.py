@@ -24,13 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedledger.ledger import pg_reader
+from feedledger.ledger.codebooks import decode_with
 from feedledger.ledger.records import Gap, Version
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import is_visible, visible_sql
 
+# a version's run and payload are its application's (same source and txn_seq), its
+# attributes compact against its codebook (issue 17): both joined in the one statement
 _COLS = (
-    "version_id, key, valid_from, recorded_at, txn_seq, retracted_at, run_id, payload_id, "
-    "backfill, deleted, change, revision, attributes"
+    "v.version_id, v.key, v.valid_from, v.recorded_at, v.txn_seq, v.retracted_at, a.run_id, "
+    "a.payload_id, v.backfill, v.deleted, v.change, v.revision, v.attributes"
 )
 _GAP_COLS = "gap_id, source, start_at, end_at, reason, run_id, recorded_at, retracted_at"
 
@@ -49,10 +52,13 @@ def versions_sql(store: Store, candidates: int, *, geo: bool) -> str:
     """The statement reading every version of `candidates` key texts of a source, oldest
     first (named parameters: `source`, `k0`, `k1`...; `key_params` makes them)."""
     keys = ", ".join(store.param(f"k{i}") for i in range(candidates))
-    cols = _COLS + (", geometry" if geo else ", NULL")
+    cols = _COLS + (", v.geometry" if geo else ", NULL") + ", f.codebook"
     return (
-        f"SELECT {cols} FROM versions WHERE source = {store.param('source')} "
-        f"AND key IN ({keys}) ORDER BY valid_from, txn_seq"
+        f"SELECT {cols} FROM versions v JOIN applications a "
+        "ON a.source = v.source AND a.txn_seq = v.txn_seq "
+        "LEFT JOIN field_lists f ON f.fields_id = v.fields_id "
+        f"WHERE v.source = {store.param('source')} "
+        f"AND v.key IN ({keys}) ORDER BY v.valid_from, v.txn_seq"
     )
 
 
@@ -170,7 +176,7 @@ def _history(
             deleted=bool(r[9]),
             change=r[10],
             revision=r[11],
-            attributes=r[12],
+            attributes=decode_with(r[14], r[12]),
             geometry=r[13] if geo else None,
             geo=geo,
         )

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
 from sqlalchemy import Connection, insert, update
 
 from feedledger import faults, timing
-from feedledger.ledger import bulk, notices, runs, staging
+from feedledger.ledger import bulk, codebooks, notices, runs, staging
 from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.leases import check_held
 from feedledger.ledger.schema import applications, payloads, watermarks
@@ -48,6 +48,9 @@ class PayloadWrite:
     is recorded on the payload's index row. `fields` (the payload's field names as
     stated), when known, is recorded there too. Other sources leave these at None and
     write exactly what they wrote before.
+
+    `fields_id`: the codebook the attribute texts are written against (set by
+    `apply_payload`, ledger/codebooks.py; None: stored as canonical JSON).
     """
 
     ref: PayloadRef
@@ -63,6 +66,7 @@ class PayloadWrite:
     geometries: bulk.Geometries | None = None
     crs: str | None = None
     fields: list[str] | None = None
+    fields_id: int | None = None
 
     @property
     def geo(self) -> bool:
@@ -72,6 +76,7 @@ class PayloadWrite:
 def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
     """Apply one payload atomically. Returns (txn_seq, recorded_at)."""
     versions = write.versions.rename({"hash": "content_hash"})
+    write = _compact(store, write)
     base = (
         staging.scratch_base(store.engine.url.database)
         if store.dialect == "sqlite" and versions.height >= bulk.STAGE_MIN_ROWS
@@ -99,6 +104,24 @@ def _apply_staged(
         _begin_staged(store, stager, attach_first=not overlapped) as conn,
     ):
         return _write(store, conn, write, versions, stager=stager)
+
+
+def _compact(store: Store, write: PayloadWrite) -> PayloadWrite:
+    """`write` with its attribute texts encoded against the source's codebook chosen
+    from a sample of them (ledger/codebooks.py)."""
+    idx = write.versions.get_column("idx").drop_nulls()
+    if idx.is_empty():
+        return write
+    sample = codebooks.sample_of(write.encode(codebooks.spread(idx)))
+    fields_id, book = codebooks.choose(store, write.ref.source, sample)
+    if fields_id is None:
+        return write
+    encode = write.encode
+
+    def compact(part: pl.Series) -> pl.Series:
+        return book.encode_series(encode(part))
+
+    return replace(write, encode=compact, fields_id=fields_id)
 
 
 STAGED_CACHE_KIB = 16384
@@ -160,9 +183,8 @@ def _write(
             "valid_from": ref.published_at,
             "recorded_at": recorded_at,
             "txn_seq": txn_seq,
-            "run_id": w.run_id,
-            "payload_id": ref.payload_id,
             "backfill": w.backfill,
+            "fields_id": w.fields_id,
         }
         bulk.insert_versions(
             conn, versions, w.encode, constants, geometries=w.geometries, stager=stager

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, and_, func, or_, select, text
 
+from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.records import Change, Version, geometry_changed
 from feedledger.ledger.schema import applications, outcomes, payloads, versions
 from feedledger.ledger.store import Store
@@ -26,7 +27,7 @@ from feedledger.model.jsonout import RawJSON
 from feedledger.model.timeutil import iso
 
 
-def _version(row: Any, valid_to: int | None, geo: bool) -> Version:
+def _version(row: Any, valid_to: int | None, geo: bool, attributes: str | None) -> Version:
     return Version(
         version_id=row.version_id,
         key=row.key,
@@ -41,7 +42,7 @@ def _version(row: Any, valid_to: int | None, geo: bool) -> Version:
         deleted=bool(row.deleted),
         change=row.change,
         revision=row.revision,
-        attributes=row.attributes,
+        attributes=attributes,
         geometry=row.geometry if geo else None,
         geo=geo,
     )
@@ -58,20 +59,26 @@ def history(
 ) -> list[Version]:
     """The key's versions in valid-time order (`geo`: a GIS source, its versions carry
     their geometry)."""
-    stmt = select(versions).where(versions.c.source == source, versions.c.key == key)
+    v, a = versions, applications
+    # a version's run and payload are its application's (same source and txn_seq)
+    stmt = (
+        select(v, a.c.run_id, a.c.payload_id)
+        .select_from(v.join(a, and_(a.c.source == v.c.source, a.c.txn_seq == v.c.txn_seq)))
+        .where(v.c.source == source, v.c.key == key)
+    )
     if known_at is not None:
-        stmt = stmt.where(versions.c.recorded_at <= known_at)
-    stmt = stmt.order_by(versions.c.valid_from, versions.c.txn_seq)
+        stmt = stmt.where(v.c.recorded_at <= known_at)
+    stmt = stmt.order_by(v.c.valid_from, v.c.txn_seq)
     with store.engine.connect() as conn:
         rows = list(conn.execute(stmt))
-
-    live = [r for r in rows if is_visible(r.recorded_at, r.retracted_at, known_at)]
-    valid_to = {
-        r.version_id: (live[i + 1].valid_from if i + 1 < len(live) else None)
-        for i, r in enumerate(live)
-    }
-    shown = rows if include_retracted else live
-    return [_version(r, valid_to.get(r.version_id), geo) for r in shown]
+        live = [r for r in rows if is_visible(r.recorded_at, r.retracted_at, known_at)]
+        valid_to = {
+            r.version_id: (live[i + 1].valid_from if i + 1 < len(live) else None)
+            for i, r in enumerate(live)
+        }
+        shown = rows if include_retracted else live
+        decode = Decoder(conn)
+        return [_version(r, valid_to.get(r.version_id), geo, decode.row(r)) for r in shown]
 
 
 def asof(
@@ -154,8 +161,9 @@ def changes(
         "AND (v.valid_from > :vf OR (v.valid_from = :vf AND v.key > :k)) "
     )  # fmt: skip
     sql = text(
-        "SELECT v.key, v.change, v.valid_from, p.attributes AS before, "
-        "v.attributes AS after, v.payload_id, v.geometry_hash AS after_gh, "
+        "SELECT v.key, v.change, v.valid_from, p.attributes AS before_attributes, "
+        "p.fields_id AS before_fields_id, v.attributes AS after_attributes, "
+        "v.fields_id AS after_fields_id, a.payload_id, v.geometry_hash AS after_gh, "
         "p.geometry_hash AS before_gh "
         "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
         "AND v.version_id < a.first_version_id + a.changes "
@@ -169,13 +177,14 @@ def changes(
     if limit is not None:
         params["limit"] = limit
     with store.engine.connect() as conn:
+        decode = Decoder(conn)
         return [
             Change(
                 key=r.key,
                 change=r.change,
                 valid_from=r.valid_from,
-                before=r.before,
-                after=r.after,
+                before=decode.row(r, "before_"),
+                after=decode.row(r, "after_"),
                 payload_id=r.payload_id,
                 geometry_changed=geometry_changed(r.before_gh, r.after_gh) if geo else None,
             )

@@ -94,31 +94,52 @@ applications = Table(
     Index("ix_applications_source_seq", "source", "txn_seq"),
 )
 
+# Compact layout (migration 0010, issue 17): `version_id` is SQLite's rowid; the run and
+# payload of a version are its application's (`applications` row with the same source
+# and txn_seq); `attributes` is stored in the compact form of ledger/attr_codec.py
+# against the codebook `fields_id` of `field_lists` (NULL: stored as canonical JSON).
+# Read attribute texts through ledger/codebooks.py (`Decoder`), never raw.
 versions = Table(
     "versions",
     metadata,
-    Column("version_id", BigInteger, primary_key=True, autoincrement=False),
-    Column("source", String(64), nullable=False),
-    Column("key", Text, nullable=False),
+    Column(
+        "version_id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    # fixed-width columns first (no alignment padding between them on PostgreSQL)
     Column("valid_from", BigInteger, nullable=False),
     Column("recorded_at", BigInteger, nullable=False),
     Column("txn_seq", BigInteger, nullable=False),
+    Column("content_hash", BigInteger, nullable=False),
+    Column("prev_version_id", BigInteger),
     Column("retracted_at", BigInteger),
-    Column("retracted_by", String(40)),
-    Column("run_id", String(40), nullable=False),
-    Column("payload_id", String(32), nullable=False),
+    # GIS sources (0008): the hash of the geometry's canonical form (formats/geometry.py),
+    # which is what a geometry change is judged on, and the geometry as stated (GeoJSON)
+    Column("geometry_hash", BigInteger),
+    Column("fields_id", Integer),
     Column("backfill", Boolean, nullable=False),
     Column("deleted", Boolean, nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("key", Text, nullable=False),
     Column("change", String(8), nullable=False),
-    Column("prev_version_id", BigInteger),
-    Column("content_hash", BigInteger, nullable=False),
+    Column("retracted_by", String(40)),
     Column("revision", Text),
     Column("attributes", Text),
-    # GIS sources (0008): the geometry as stated (GeoJSON text) and the hash of its
-    # canonical form (formats/geometry.py), which is what a geometry change is judged on
     Column("geometry", Text),
-    Column("geometry_hash", BigInteger),
     Index("ix_versions_source_key", "source", "key", "valid_from"),
+)
+
+# Per-source codebooks of the compact attribute texts (ledger/attr_codec.py, 0010):
+# write-once rows, a new one when a payload's fields are not those of the last one.
+field_lists = Table(
+    "field_lists",
+    metadata,
+    Column("fields_id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(64), nullable=False),
+    Column("codebook", Text, nullable=False),
+    Index("ix_field_lists_source", "source", "fields_id"),
 )
 
 watermarks = Table(

@@ -1,9 +1,10 @@
 """What a snapshot export reads: the entities present at a valid time (streamed) and
 the layout of the payload in force then (its field order and CRS).
 
-`batches` streams Arrow record batches of `key`, `attributes` (the stored canonical
-JSON text) and, asked for, `geometry` (GeoJSON text or null) of every entity present
-at `valid_at` as known at `known_at`, in key order. It reads the source's versions in
+`batches` streams Arrow record batches of `key`, `attributes` (the canonical JSON
+text, decoded from its stored form by `codebooks.decode_arrow`) and, asked for,
+`geometry` (GeoJSON text or null) of every entity present at `valid_at` as known at
+`known_at`, in key order. It reads the source's versions in
 the index's order (`visibility.key_ordered_sql`: no sort, no window function, one pass
 whatever the number of days stored) through the driver's bulk path
 (`ledger.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`);
@@ -26,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import select
 
-from feedledger.ledger import arrow_fetch
+from feedledger.ledger import arrow_fetch, codebooks
 from feedledger.ledger.schema import applications, payloads
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
@@ -47,6 +48,7 @@ _SCAN = [
     ("txn_seq", pa.int64()),
     ("deleted", pa.bool_()),
     ("attributes", pa.string()),
+    ("fields_id", pa.int64()),  # the codebook of the stored text (ledger/codebooks.py)
 ]
 
 _NOT_NULL = {
@@ -88,6 +90,7 @@ def batches(
     params: dict[str, Any] = {"source": source, "valid": valid_at}
     if known_at is not None:
         params["known"] = known_at
+    books = codebooks.load(store, source)
     carry: pa.Table | None = None
     for got in arrow_fetch.batches(store, sql, params, scan, batch=batch):
         table = _nulls_back(pa.Table.from_batches([got]))
@@ -101,9 +104,9 @@ def batches(
         carry = table.slice(table.num_rows - tail)
         done = table.slice(0, table.num_rows - tail)
         if done.num_rows:
-            yield from _present(done, out)
+            yield from _present(done, out, books)
     if carry is not None and carry.num_rows:
-        yield from _present(carry, out)
+        yield from _present(carry, out, books)
 
 
 def _nulls_back(table: pa.Table) -> pa.Table:
@@ -117,10 +120,15 @@ def _nulls_back(table: pa.Table) -> pa.Table:
     return table
 
 
-def _present(rows: pa.Table, out: list[str]) -> Iterator[pa.RecordBatch]:
+def _present(
+    rows: pa.Table, out: list[str], books: dict[int, codebooks.Codebook]
+) -> Iterator[pa.RecordBatch]:
     latest = latest_of_ordered(rows)
-    kept = latest.filter(pc.invert(latest.column("deleted"))).select(out)
+    kept = latest.filter(pc.invert(latest.column("deleted")))
     if kept.num_rows:
+        at = kept.column_names.index("attributes")
+        texts = codebooks.decode_arrow(books, kept.column("fields_id"), kept.column(at))
+        kept = kept.set_column(at, "attributes", texts).select(out)
         yield from kept.combine_chunks().to_batches()
 
 

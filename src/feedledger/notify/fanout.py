@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, text, update
 
+from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.records import geometry_changed
 from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
@@ -44,7 +45,8 @@ def _raw(text_value: str | None) -> RawJSON | None:
 def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
     sql = text(
         "SELECT v.key, v.change, v.valid_from, v.recorded_at, v.backfill, "
-        "p.attributes AS before, v.attributes AS after, "
+        "p.attributes AS before_attributes, p.fields_id AS before_fields_id, "
+        "v.attributes AS after_attributes, v.fields_id AS after_fields_id, "
         "v.geometry_hash AS after_gh, p.geometry_hash AS before_gh "
         "FROM applications a JOIN versions v ON v.version_id >= a.first_version_id "
         "AND v.version_id < a.first_version_id + a.changes "
@@ -56,6 +58,7 @@ def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
     # whether the geometry changed; other sources' messages keep their shape
     geo = bool(json.loads(row.body).get("geo")) if row.body else False
     out = []
+    decode = Decoder(conn)
     for v in conn.execute(sql, {"run": row.run_id, "payload": row.payload_id}):
         body = {
             "type": "change",
@@ -67,8 +70,8 @@ def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
             "valid_from": iso(v.valid_from),
             "recorded_at": iso(v.recorded_at),
             "backfill": bool(v.backfill),
-            "before": _raw(v.before),
-            "after": _raw(v.after),
+            "before": _raw(decode.row(v, "before_")),
+            "after": _raw(decode.row(v, "after_")),
         }
         if geo:
             body["geometry_changed"] = geometry_changed(v.before_gh, v.after_gh)

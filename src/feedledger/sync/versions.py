@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import LATEST_ORDER, visible_sql
 
@@ -42,7 +43,8 @@ def _versions_sql(store: Store, known_at: int | None, keys: int = 0) -> str:
         else f"v.key >= {p('lo')} AND v.key <= {p('hi')}"
     )
     return (
-        "SELECT v.key, v.attributes, v.revision, v.deleted, v.version_id, v.valid_from "
+        "SELECT v.key, v.attributes, v.revision, v.deleted, v.version_id, v.valid_from, "
+        "v.fields_id "
         f"FROM versions v WHERE v.source = {p('s')} AND {where} AND {visible} "
         f"ORDER BY {_OLDEST_FIRST}"
     )
@@ -72,7 +74,9 @@ def latest(
             for r in conn.exec_driver_sql(sql, {"s": source, "k": known_at, **params}).all():
                 if r[0] in wanted:
                     out[r[0]] = r  # oldest first: the last one wins
-    return out
+        rows = list(out.values())
+        texts = Decoder(conn).texts([r[6] for r in rows], [r[1] for r in rows])
+    return {r[0]: (r[0], t, *r[2:6]) for r, t in zip(rows, texts, strict=True)}
 
 
 def _state_sql(store: Store, columns: Sequence[str], known_at: int | None) -> str:

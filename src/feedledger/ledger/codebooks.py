@@ -1,0 +1,149 @@
+"""Codebooks of the compact attribute texts in the store (`field_lists`), and the one
+place a stored attribute text is decoded (`Decoder`).
+
+A payload's versions are written against one codebook (`versions.fields_id`): the
+source's newest one when it has a token for every pattern a sample of the payload's
+texts plans (ledger/attr_codec.py `plan`), otherwise a new one (a schema change). Rows
+are write-once, so a decoder may keep what it has read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import Connection, insert, select
+
+from feedledger.ledger.attr_codec import SAMPLE_ROWS, Codebook, covers, from_text, gains, plan
+from feedledger.ledger.schema import field_lists
+from feedledger.ledger.store import Store
+
+__all__ = [
+    "Codebook",
+    "Decoder",
+    "choose",
+    "decode_arrow",
+    "decode_with",
+    "load",
+    "sample_of",
+    "spread",
+]
+
+
+def spread(items: pl.Series) -> pl.Series:
+    """At most SAMPLE_ROWS of `items`, spread over them."""
+    if items.len() <= SAMPLE_ROWS:
+        return items
+    return items.gather_every(items.len() // SAMPLE_ROWS).head(SAMPLE_ROWS)
+
+
+def sample_of(texts: pl.Series) -> list[str]:
+    """The non-null texts of `texts`."""
+    return [str(t) for t in texts.drop_nulls().to_list()]
+
+
+def choose(store: Store, source: str, sample: Sequence[str]) -> tuple[int | None, Codebook]:
+    """(fields_id, codebook) to write texts like `sample` with: the source's newest
+    codebook if it saves nearly what a new plan would (`covers`), else a new one
+    (committed at once: an unused codebook is harmless, and a payload's transaction
+    finds it there); (None, an empty codebook) when there is nothing to compact."""
+    saved = gains(sample)
+    f = field_lists
+    with store.begin() as conn:
+        newest = conn.execute(
+            select(f.c.fields_id, f.c.codebook)
+            .where(f.c.source == source)
+            .order_by(f.c.fields_id.desc())
+            .limit(1)
+        ).first()
+        if newest is not None:
+            book = from_text(newest.codebook)
+            if covers(book, saved):
+                return int(newest.fields_id), book
+        wanted = plan(saved)
+        if not wanted:
+            return None, Codebook([])
+        book = Codebook(wanted)
+        result = conn.execute(insert(f).values(source=source, codebook=book.to_text()))
+        key = result.inserted_primary_key
+        assert key is not None
+        return int(key[0]), book
+
+
+class Decoder:
+    """Stored attribute texts -> their canonical JSON texts, over an open connection
+    (codebooks are read on first need, once)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._books: dict[int, Codebook] = {}
+
+    def _book(self, fields_id: int) -> Codebook:
+        book = self._books.get(fields_id)
+        if book is None:
+            rows = self._conn.execute(select(field_lists.c.fields_id, field_lists.c.codebook))
+            self._books = {int(r.fields_id): from_text(r.codebook) for r in rows}
+            book = self._books[fields_id]
+        return book
+
+    def text(self, fields_id: int | None, stored: str | None) -> str | None:
+        """One stored text, canonical."""
+        if stored is None or fields_id is None:
+            return stored
+        return self._book(int(fields_id)).decode(stored)
+
+    def row(self, row: Any, prefix: str = "") -> str | None:
+        """The canonical text of a fetched row's `<prefix>attributes`, written against
+        its `<prefix>fields_id`."""
+        mapping = row._mapping
+        return self.text(mapping[f"{prefix}fields_id"], mapping[f"{prefix}attributes"])
+
+    def texts(
+        self, fields_ids: Sequence[int | None], stored: Sequence[str | None]
+    ) -> list[str | None]:
+        """Many stored texts, canonical (columnar: one pass per codebook)."""
+        ids = set(fields_ids)
+        if ids <= {None}:
+            return list(stored)
+        if len(ids) == 1:
+            (only,) = ids
+            assert only is not None
+            series = pl.Series(list(stored), dtype=pl.String)
+            return list(self._book(int(only)).decode_series(series).to_list())
+        return [self.text(i, s) for i, s in zip(fields_ids, stored, strict=True)]
+
+
+def decode_with(codebook: str | None, stored: str | None) -> str | None:
+    """One stored text, canonical, given its codebook's stored text (a reader that
+    joined `field_lists`); a text without a codebook is canonical already."""
+    if stored is None or codebook is None:
+        return stored
+    return from_text(codebook).decode(stored)
+
+
+def load(store: Store, source: str) -> dict[int, Codebook]:
+    """Every codebook of `source`, by fields_id (for a columnar reader)."""
+    f = field_lists
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(f.c.fields_id, f.c.codebook).where(f.c.source == source))
+        return {int(r.fields_id): from_text(r.codebook) for r in rows}
+
+
+def decode_arrow(books: dict[int, Codebook], fields_ids: Any, stored: Any) -> Any:
+    """A column of stored texts (Arrow), canonical, each by its row's codebook
+    (`fields_ids`, an Arrow column; null: already canonical)."""
+    ids = [i for i in pc.unique(fields_ids).to_pylist() if i is not None]
+    if not ids:
+        return stored
+    texts = pl.from_arrow(stored)
+    assert isinstance(texts, pl.Series)
+    out = stored
+    for fields_id in ids:
+        decoded = books[int(fields_id)].decode_series(texts).to_arrow().cast(pa.string())
+        if len(ids) == 1 and fields_ids.null_count == 0:
+            return decoded
+        out = pc.if_else(pc.equal(fields_ids, fields_id), decoded, out)
+    return out
