@@ -15,6 +15,7 @@ from sqlalchemy import select
 import feedledger
 from feedledger.config import Workspace
 from feedledger.ledger import schema
+from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.schema import metadata, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key, visible
@@ -66,9 +67,13 @@ def test_sync_imports_only_downwards_and_its_orchestration_holds_no_sql() -> Non
 
 
 def _by_rule(conn: Any, k: int | None) -> dict[str, tuple[Any, ...]]:
-    cols = ["key", "attributes", "revision", "deleted", "version_id", "valid_from"]
+    cols = ["key", "attributes", "revision", "deleted", "version_id", "valid_from", "fields_id"]
     stmt = latest_per_key(cols, versions.c.source == SRC, visible(versions, k))
-    return {r[0]: (r[0], r[1], r[2], bool(r[3]), int(r[4]), int(r[5])) for r in conn.execute(stmt)}
+    text = Decoder(conn).text  # stored attribute texts are compact (issue 17)
+    return {
+        r[0]: (r[0], text(r[6], r[1]), r[2], bool(r[3]), int(r[4]), int(r[5]))
+        for r in conn.execute(stmt)
+    }
 
 
 def test_sync_reads_follow_the_ledgers_rules(

@@ -42,6 +42,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from feedledger.ledger.attr_codec import from_text
+
 KEY = "parcel_id"
 ATTRS = [
     "owner",
@@ -72,9 +74,11 @@ def _attrs_expr(prefix: str = "") -> str:
 
 def load_feedledger(con: duckdb.DuckDBPyConnection, db: Path) -> int:
     src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    # stored attribute texts are compact (issue 17): decoded with their codebooks
+    books = {i: from_text(t) for i, t in src.execute("SELECT fields_id, codebook FROM field_lists")}
     cur = src.execute(
-        "SELECT key, valid_from, recorded_at, version_id, deleted, attributes FROM versions "
-        "WHERE source = ? AND retracted_at IS NULL",
+        "SELECT key, valid_from, recorded_at, version_id, deleted, attributes, fields_id "
+        "FROM versions WHERE source = ? AND retracted_at IS NULL",
         (SOURCE,),
     )
     batches = []
@@ -89,7 +93,13 @@ def load_feedledger(con: duckdb.DuckDBPyConnection, db: Path) -> int:
                     pa.array(cols[2], pa.int64()),
                     pa.array(cols[3], pa.int64()),
                     pa.array([bool(x) for x in cols[4]], pa.bool_()),
-                    pa.array(cols[5], pa.string()),
+                    pa.array(
+                        [
+                            a if f is None or a is None else books[f].decode(a)
+                            for a, f in zip(cols[5], cols[6], strict=True)
+                        ],
+                        pa.string(),
+                    ),
                 ],
                 names=names,
             )
