@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.schema import applications, gaps, outbox, versions
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import parse_instant, to_us
@@ -74,6 +75,16 @@ def rows(cli: Cli, table: Any) -> list[Any]:
     try:
         with store.engine.connect() as conn:
             return list(conn.execute(select(table)))
+    finally:
+        store.close()
+
+
+def attributes(cli: Cli, version: Any) -> str | None:
+    """A version row's attribute text, canonical (stored compact, issue 17)."""
+    store = Store(cli.ws.store_url)
+    try:
+        with store.engine.connect() as conn:
+            return Decoder(conn).row(version)
     finally:
         store.close()
 
@@ -157,7 +168,9 @@ def test_eight_day_outage_is_recovered_by_backfill_with_one_summary(
     assert (rec["payloads"], rec["gaps_recorded"], rec["missed"]) == (6, 2, 8)
 
     # one version per publication, at its publisher date
-    mine = sorted((v.valid_from, v.attributes) for v in rows(cli, versions) if "0714-22-1" in v.key)
+    mine = sorted(
+        (v.valid_from, attributes(cli, v)) for v in rows(cli, versions) if "0714-22-1" in v.key
+    )
     published = sorted(set(zoning) - lost - {"2026-08-11", "2026-08-12"})
     assert [json.loads(a)["zoning"] for _at, a in mine] == [zoning[d] for d in published]
     assert [at for at, _a in mine] == [to_us(parse_instant(d, TZ)) for d in published]
