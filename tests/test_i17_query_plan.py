@@ -87,12 +87,12 @@ def test_the_read_answers_as_the_queries_it_replaced(led: Any) -> None:
     assert len(found.observed or []) == 3 and [g.reason for g in found.gaps or []] == ["outage"]
 
 
+@pytest.mark.parametrize("led", ["postgresql"], indirect=True)  # PostgreSQL's own reader
 def test_a_postgresql_reading_connection_ended_by_the_server_is_replaced(led: Any) -> None:
     """The thread's own reading connection (ledger/pg_reader.py), terminated by the
     server between two reads: the next read opens a new one and answers."""
     store = led.context.store
-    if store.dialect != "postgresql":
-        pytest.skip("PostgreSQL's reading connection")
+    assert store.dialect == "postgresql"
     from feedledger.ledger import pg_reader
 
     before = entity_read.read(store, "s", ['["7"]']).versions
