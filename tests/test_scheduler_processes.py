@@ -132,7 +132,9 @@ def test_three_schedulers_share_sources_each_payload_applied_once(cli: Cli, tmp_
     assert_once_and_in_turn(cli, names)
     runs_logged = [e for log in logs for e in log if e["event"] == "run"]
     recovered = [e for e in runs_logged if e["outcome"] == "recovered"]
-    assert sorted(e["source"] for e in recovered) == names  # one recovery per source
+    # one recovery per source (the events in the message: a second "recovered" run of one
+    # source was seen once in CI, every payload still applied once)
+    assert sorted(e["source"] for e in recovered) == names, recovered
     assert all(e["payloads"] == DAYS - 1 for e in recovered)
     summaries = Counter(r.source for r in select_all(cli, outbox) if r.topic == "summary")
     assert summaries == dict.fromkeys(names, 1)
