@@ -197,9 +197,10 @@ def test_interrupted_rebuild_resumes_with_nothing_missing_repeated_or_stale(
     assert done["status"] == "finished" and done["checkpoint"]["batches"] >= 3
     assert sum(done["outcomes"].values()) == 25  # retries are not counted twice
     if fault.startswith("after_destination_write"):
-        # written, never checkpointed: repeated, and the guard made it harmless (the next
-        # batch may have been written meanwhile too: at most two are in flight)
-        assert done["outcomes"]["already_current"] in (10, 20)
+        # written, never checkpointed: repeated, and the guard made it harmless (at most two
+        # batches are in flight: the first and second, 10 + 10, or the second and the last
+        # one of 5 rows, 10 + 5 -- CI saw 15 once)
+        assert done["outcomes"]["already_current"] in (10, 15, 20)
     report = cli.json("reconcile", "search", "--manifest", "all")
     assert report["complete"] is True, report
     t = target(place)
