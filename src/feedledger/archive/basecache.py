@@ -23,6 +23,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from feedledger.archive.durable import fsync_dir
+
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _MAX_HEADER = 1 << 16
 
@@ -76,7 +78,7 @@ class BaseCache:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, directory / sha256)
-            _fsync_dir(directory)
+            fsync_dir(directory)
         except OSError:
             tmp.unlink(missing_ok=True)
             return
@@ -99,13 +101,3 @@ def _parse(raw: bytes, sha256: str) -> CachedBase | None:
     if not chain or chain[0] != sha256 or hashlib.sha256(data).hexdigest() != sha256:
         return None
     return CachedBase(data, depth, chain)
-
-
-def _fsync_dir(path: Path) -> None:
-    if os.name != "posix":  # pragma: no cover - directories cannot be opened on Windows
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from feedledger.archive.core import BlobArchive, object_rel
+from feedledger.archive.durable import fsync_dir
 from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery
 from feedledger.archive.sidecar import SHA_RE
 from feedledger.model.envfail import env_failure, failing_path
@@ -34,16 +35,6 @@ else:
 
     def _lock_exclusive(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
-
-
-def _fsync_dir(path: Path) -> None:
-    if os.name != "posix":  # pragma: no cover - directories cannot be opened on Windows
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class FolderBlobs:
@@ -123,7 +114,7 @@ class FolderBlobs:
         finally:
             tmp.unlink(missing_ok=True)
         if created:
-            _fsync_dir(directory)
+            fsync_dir(directory)
         return created
 
     def delete(self, rel: str) -> None:
@@ -132,7 +123,7 @@ class FolderBlobs:
             path.unlink()
         except FileNotFoundError:
             return
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
     def _ensure_dir(self, path: Path) -> None:
         """mkdir -p, fsync'ing the parent of every directory created."""
@@ -150,7 +141,7 @@ class FolderBlobs:
                 directory.mkdir()
             except FileExistsError:
                 continue
-            _fsync_dir(directory.parent)
+            fsync_dir(directory.parent)
 
     def read(self, rel: str) -> bytes | None:
         try:

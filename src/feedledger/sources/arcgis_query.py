@@ -20,7 +20,7 @@ A GeoJSON page's features are not parsed and re-written: `json_slices.split_feat
 (msgspec, the geometry skipped; else `split_page`, the stdlib's C scanner) keeps each
 feature's text as the server wrote it (one line each; a feature spread over several
 lines is re-serialised), so the archived line IS the fetched feature. While a page is
-parsed, the next one is already being downloaded (`_Ahead`). The total is checked
+parsed, the next one is already being downloaded (`arcgis_ahead.PagesAhead`). The total is checked
 against `returnCountOnly`, and no object id may be missing or repeated (a server that
 ignores `resultOffset` answers the first page again: caught, never looped on).
 """
@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-from collections import deque
 from collections.abc import Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from arcgis2geojson import arcgis2geojson
 
 from feedledger.model.errors import BadPayloadError, FeedledgerError
+from feedledger.sources.arcgis_ahead import PagesAhead
 from feedledger.sources.http import _too_large, display_url
 from feedledger.sources.json_slices import split_features, split_page
 from feedledger.sources.portal import Portal
@@ -241,78 +239,17 @@ def _page(
     return lines, bool(members.get("exceededTransferLimit"))
 
 
-class _Ahead:
-    """Pages asked ahead, one request at a time on the worker thread: as soon as a
-    page's answer is in, the worker itself asks for the page a full page leads to (at
-    most `DEPTH` answers waiting to be read -- one once a guess was wrong -- nothing at
-    or past `counted`), so the
-    server renders the next page while this thread reads the last, and no request
-    waits for this thread to be scheduled -- the pages follow one another as in a
-    plain download of them. A guess that turns out wrong (a short page) is dropped
-    with what was asked after it, and the right offset asked. At most one request is
-    ever in flight; `close` cancels what is queued and waits for the one in flight."""
-
-    DEPTH = 3
-
-    def __init__(self, session: Session, plan: Plan, counted: int) -> None:
-        self.session, self.plan, self.counted = session, plan, counted
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcgis-page")
-        self.lock = threading.Lock()
-        self.asked: deque[tuple[int, Future[tuple[bytes, str]]]] = deque()
-        self.last = -1  # the offset asked last
-        self.generation = 0  # bumped when the pages asked are dropped
-        self.depth = self.DEPTH
-
-    def _ask(self, offset: int) -> None:  # (under the lock)
-        params = _params(
-            self.plan,
-            orderByFields=self.plan.oid,
-            resultOffset=str(offset),
-            resultRecordCount=str(self.plan.size),
-        )
-        future = self.pool.submit(self._get, params, self.generation)
-        self.asked.append((offset, future))
-        self.last = offset
-
-    def _get(self, params: dict[str, str], generation: int) -> tuple[bytes, str]:
-        answer = self.session.get_page(params)
-        self._more(generation)
-        return answer
-
-    def _more(self, generation: int | None = None) -> None:
-        with self.lock:
-            if generation is not None and generation != self.generation:
-                return
-            if len(self.asked) < self.depth and self.last + self.plan.size < self.counted:
-                self._ask(self.last + self.plan.size)
-
-    def _drop(self) -> None:  # (under the lock)
-        self.generation += 1
-        for _offset, future in self.asked:
-            future.cancel()  # the one in flight, if any, ends on its own
-        self.asked.clear()
-
-    def take(self, offset: int) -> tuple[bytes, str]:
-        """The answer for `offset`: the one asked ahead if it was that, else asked now."""
-        with self.lock:
-            if not self.asked or self.asked[0][0] != offset:
-                if self.asked:  # a wrong guess: the server's pages are short
-                    self.depth = 1  # guess one page at a time from here on
-                self._drop()
-                self._ask(offset)
-            _offset, future = self.asked.popleft()
-        self._more()
-        return future.result()
-
-    def close(self) -> None:
-        with self.lock:
-            self._drop()
-            self.last = self.counted  # nothing more is asked
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _by_offset(session: Session, plan: Plan, counted: int) -> Generator[list[Line], None, None]:
-    ahead = _Ahead(session, plan, counted)
+    def ask(offset: int) -> tuple[bytes, str]:
+        params = _params(
+            plan,
+            orderByFields=plan.oid,
+            resultOffset=str(offset),
+            resultRecordCount=str(plan.size),
+        )
+        return session.get_page(params)
+
+    ahead = PagesAhead(ask, plan.size, counted)
     try:
         offset = 0
         while True:
