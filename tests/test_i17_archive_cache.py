@@ -112,7 +112,7 @@ def test_a_missing_cache_decodes_the_chain(tmp_path: Path, decodes: list[str]) -
     _then_check(tmp_path, payloads, decodes)
 
 
-@pytest.mark.parametrize("where", ["data", "header", "truncated"])
+@pytest.mark.parametrize("where", ["data", "header", "truncated", "empty"])
 def test_a_corrupt_cache_is_ignored(tmp_path: Path, decodes: list[str], where: str) -> None:
     payloads = days(6)
     write_days(tmp_path, payloads, 5)
@@ -122,8 +122,10 @@ def test_a_corrupt_cache_is_ignored(tmp_path: Path, decodes: list[str], where: s
         raw[-3] ^= 0x01  # the bytes no longer hash to the name
     elif where == "header":
         raw[0:1] = b"x"
-    else:
+    elif where == "truncated":
         del raw[-10:]
+    else:
+        raw.clear()  # renamed but never written out (the cache is not fsync'd)
     path.write_bytes(bytes(raw))
     _then_check(tmp_path, payloads, decodes)
 

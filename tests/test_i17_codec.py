@@ -1,0 +1,139 @@
+"""Issue 17 target 5: a delta is written as zstd's "patch from" (the base as the frame's
+prefix, long-distance matching) through python-zstandard's CFFI backend, and, where that
+backend is missing, as before (the base as a raw-content dictionary). Both forms read
+back byte-identical through the same decoder, alone and mixed in one chain: archives
+written before the change stay readable, and a chain written half one way, half the
+other (an upgrade mid-chain) too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from feedledger.archive import LocalArchive, codec
+
+DAY = 86_400_000_000
+DAY0 = 1_786_000_000_000_000
+FETCHED = 1_790_000_000_000_000
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def snapshots(seed: int, days: int, rows: int) -> list[bytes]:
+    rnd = random.Random(seed)
+    table = {i: rnd.randrange(10**9) for i in range(rows)}
+    out = []
+    for _ in range(days):
+        for key in rnd.sample(sorted(table), max(1, rows // 100)):
+            table[key] = rnd.randrange(10**9)
+        table[max(table) + 1] = rnd.randrange(10**9)
+        del table[rnd.choice(sorted(table))]
+        out.append(("id,value\n" + "".join(f"{k},{v}\n" for k, v in table.items())).encode())
+    return out
+
+
+@pytest.fixture
+def no_cffi(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a platform without python-zstandard's CFFI backend."""
+    monkeypatch.setattr(codec, "_libzstd", lambda: None)
+
+
+def test_the_cffi_backend_is_there() -> None:
+    # the wheel this project pins ships it; without it every delta costs ~20x the CPU
+    assert codec._libzstd() is not None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.binary(max_size=5000),
+    edits=st.lists(st.tuples(st.integers(0, 5000), st.binary(max_size=40)), max_size=8),
+)
+def test_a_prefix_delta_reads_back_through_the_decoder(
+    base: bytes, edits: list[tuple[int, bytes]]
+) -> None:
+    data = bytearray(base)
+    for at, piece in edits:
+        data[at : at + len(piece)] = piece
+    target = bytes(data)
+    stored = codec.encode_delta(target, sha(target), base, sha(base), 1)
+    header, frame = codec.parse(stored)
+    assert (header.sha256, header.base, header.depth) == (sha(target), sha(base), 1)
+    assert codec.decode(header, frame, base) == target
+
+
+def test_the_two_forms_decode_alike_and_the_prefix_one_is_smaller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base, target = snapshots(5, 2, rows=20_000)
+    prefix = codec.encode_delta(target, sha(target), base, sha(base), 1)
+    monkeypatch.setattr(codec, "_libzstd", lambda: None)
+    dictionary = codec.encode_delta(target, sha(target), base, sha(base), 1)
+    assert prefix != dictionary
+    for stored in (prefix, dictionary):
+        header, frame = codec.parse(stored)
+        assert codec.decode(header, frame, base) == target
+        assert len(stored) < len(target)
+    assert len(prefix) < len(target) // 20  # 200 of 20,000 rows changed
+    assert len(prefix) <= len(dictionary)
+
+
+def test_a_prefix_delta_needs_its_base() -> None:
+    base, target = snapshots(6, 2, rows=2_000)
+    header, frame = codec.parse(codec.encode_delta(target, sha(target), base, sha(base), 1))
+    wrong = base.replace(b"1", b"2")
+    with pytest.raises(codec.FrameError):
+        codec.decode(header, frame, None)
+    with pytest.raises(codec.FrameError, match="cannot be decompressed"):
+        codec.decode(header, frame, wrong)  # the frame's checksum (objects.py: sha256 too)
+
+
+def _archive(root: Path, payloads: list[bytes], days: range) -> None:
+    for i in days:  # one process a day: nothing remembered, the base cache off
+        archive = LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)
+        archive.objects.base_cache = None
+        archive.put("larimer", payloads[i], published_at=DAY0 + i * DAY, fetched_at=FETCHED)
+
+
+def _read_all(root: Path, payloads: list[bytes], seed: int) -> None:
+    rnd = random.Random(seed)
+    for i in rnd.sample(range(len(payloads)), len(payloads)):
+        reader = LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)
+        assert reader.get(sha(payloads[i])) == payloads[i]
+    in_order = LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)
+    assert [in_order.get(sha(p)) for p in payloads] == payloads
+
+
+@pytest.mark.parametrize("first", ["dictionary", "prefix"])
+def test_a_chain_written_half_in_each_form_reads_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    payloads = snapshots(9, 10, rows=1_500)
+    real = codec._libzstd
+    forms = {"dictionary": lambda: None, "prefix": real}
+    second = "prefix" if first == "dictionary" else "dictionary"
+    monkeypatch.setattr(codec, "_libzstd", forms[first])
+    _archive(tmp_path, payloads, range(5))
+    monkeypatch.setattr(codec, "_libzstd", forms[second])
+    _archive(tmp_path, payloads, range(5, 10))
+    monkeypatch.setattr(codec, "_libzstd", real)
+    archive = LocalArchive(tmp_path, keyframe_every=lambda _s: 30, min_size=0)
+    depths = [archive.objects.stored(sha(p)) for p in payloads]
+    assert [s.depth if s else None for s in depths] == list(range(10))
+    _read_all(tmp_path, payloads, seed=1)
+    assert all(item.ok for item in archive.verify("larimer"))
+
+
+def test_an_archive_written_without_the_cffi_backend_reads_back(
+    tmp_path: Path, no_cffi: None
+) -> None:
+    payloads = snapshots(11, 6, rows=1_000)
+    _archive(tmp_path, payloads, range(6))
+    _read_all(tmp_path, payloads, seed=2)
