@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
 
 DEFAULT_TTL_S = 600
+# A leased run's outcome when, re-checked under the lease, its work turned out done
+# already (another worker did it between the caller's look and the lease): the run
+# leaves no record, rather than a "succeeded" run that did nothing.
+NOTHING = "nothing_to_do"
 _ttl_s = DEFAULT_TTL_S  # this process's lease time-to-live (the scheduler shortens it)
 _active: dict[str, str] = {}  # holder -> source: leases this process holds now
 _active_lock = threading.Lock()
@@ -171,9 +175,14 @@ def release(
     status: str | None = None,
     error: str | None = None,
 ) -> None:
-    """Release the lease; with `run_id` and `status`, also finish the run (same txn)."""
+    """Release the lease; with `run_id` and `status`, also finish the run (same txn).
+    Status `NOTHING`: the run found nothing to do once it held the lease, and is removed
+    if it wrote nothing (`runs.discard`), else finished `succeeded`."""
     with store.begin() as conn:
-        if run_id is not None and status is not None:
+        if run_id is not None and status == NOTHING:
+            if not runs.discard(conn, run_id, holder):
+                runs.finish(conn, run_id, "succeeded", error)
+        elif run_id is not None and status is not None:
             runs.finish(conn, run_id, status, error)
         conn.execute(
             update(leases)
@@ -186,7 +195,8 @@ def release(
 class LeasedRun:
     """A run in progress: its id and the lease holder token that fences its writes.
     `outcome` is the status it finishes with if the block succeeds (`held` for a live
-    run held for review)."""
+    run held for review; `NOTHING`: it found nothing to do under the lease, and its run
+    row is removed)."""
 
     run_id: str
     holder: str
@@ -207,8 +217,10 @@ def leased_run(
     """Start a run of `kind` on `source` under the source's lease (refused with
     LeaseHeldError if another live run holds it; SourceFrozenError for a live run of a
     frozen source) -- or continue the unfinished run `resume_run_id` -- and finish it --
-    `succeeded`, or `failed` with the error -- releasing the lease, however the block
-    ends."""
+    `succeeded` (or the block's `run.outcome`), or `failed` with the error -- releasing
+    the lease, however the block ends. A caller that decided there was work before it
+    held the lease must decide again under it, and set `run.outcome = NOTHING` when
+    another run did the work in between."""
     run_id = resume_run_id or str(uuid.uuid4())
     run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
     from feedledger.timing import stage

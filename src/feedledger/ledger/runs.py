@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, select, update
 
 from feedledger.ledger.records import Run
-from feedledger.ledger.schema import runs
+from feedledger.ledger.schema import applications, gaps, outbox, outcomes, runs, write_audit
 from feedledger.model.errors import LeaseHeldError
 from feedledger.model.timeutil import now_us
 
@@ -142,6 +142,42 @@ def finish(conn: Connection, run_id: str, status: str, error: str | None = None)
         .where(runs.c.run_id == run_id)
         .values(status=status, finished_at=now_us(), error=error)
     )
+
+
+def discard(conn: Connection, run_id: str, holder: str) -> bool:
+    """Remove the run `run_id` if it did nothing at all: a run started under the lease of
+    `holder` (still `running`, never resumed, no parent) that found under the lease that
+    another run had done its work already. Nothing may name it: no application, outcome,
+    outbox row, gap, write audit or child run, and its counters are zero. Returns False
+    (and removes nothing) otherwise; the caller then finishes it as usual."""
+    child = runs.alias("child")
+    named = or_(
+        *(
+            exists().where(column == run_id)
+            for column in (
+                applications.c.run_id,
+                applications.c.retracted_by,
+                outcomes.c.run_id,
+                outbox.c.run_id,
+                gaps.c.run_id,
+                write_audit.c.run_id,
+                child.c.parent_run_id,
+            )
+        )
+    )
+    result = conn.execute(
+        delete(runs).where(
+            runs.c.run_id == run_id,
+            runs.c.holder == holder,
+            runs.c.status == "running",
+            runs.c.payloads == 0,
+            runs.c.changes == 0,
+            runs.c.parent_run_id.is_(None),
+            runs.c.resumptions.is_(None),
+            ~named,
+        )
+    )
+    return bool(result.rowcount)
 
 
 def set_parent(store: Store, run_id: str, parent_run_id: str) -> None:

@@ -16,6 +16,12 @@ unless `notify` -- application, watermark advance). The publication days of the 
 the archive does not hold become gap records, and ONE summary notification is queued,
 in a last transaction (pipeline/runreport.py). A window with nothing to apply is not an
 error: `NothingToDo` (exit 0).
+
+What there is to do is decided twice: before the lease (to say "nothing to do" without
+taking it) and again under it, since another worker may have done the work in between
+(a scheduler's recovery finished by another scheduler). A fresh backfill that finds
+nothing under the lease returns `NothingToDo` too and leaves no run record and no
+summary (`leases.NOTHING`); a replay lists the archive again under its lease.
 """
 
 from __future__ import annotations
@@ -144,6 +150,7 @@ def backfill(
         return _nothing_to_replay(src, plan)
     if on_plan:
         on_plan(plan)
+    nothing: NothingToDo | ConfigError | None = None
     with leases.leased_run(
         ctx.store,
         src.name,
@@ -162,29 +169,38 @@ def backfill(
             report.parent_run_id = _interrupted_parent(ctx, src.name, kind, run.run_id)
             if report.parent_run_id:
                 runs.set_parent(ctx.store, run.run_id, report.parent_run_id)
+        # decided again under the lease: another worker may have applied the window
+        # since the look above (a scheduler's recovery finished by another scheduler)
         plan = assess_window(ctx, src, lo, hi)
-        report.missing_dates = plan.missing_dates
-        report.late = plan.late
-        report.steps = _apply_payloads(
-            ctx,
-            src,
-            plan.replayable,
-            run=run,
-            notify=notify,
-            allow_mass_delete=allow_mass_delete,
-            progress=progress,
-        )
-        last = plan.replayable[-1].payload_id if plan.replayable else ""
-        finish(
-            ctx,
-            src,
-            report,
-            run=run,
-            reason=f"backfill {lo}..{hi}: no archived payload for a publication day",
-            last_payload=last,
-            word="Backfill",
-        )
-    return report
+        if not plan.replayable and resume is None and report.parent_run_id is None:
+            # a fresh run with nothing to apply: no run record, no summary, no gaps
+            run.outcome = leases.NOTHING
+            nothing = _late_only(src, plan) if plan.late else _nothing_to_replay(src, plan)
+        else:
+            report.missing_dates = plan.missing_dates
+            report.late = plan.late
+            report.steps = _apply_payloads(
+                ctx,
+                src,
+                plan.replayable,
+                run=run,
+                notify=notify,
+                allow_mass_delete=allow_mass_delete,
+                progress=progress,
+            )
+            last = plan.replayable[-1].payload_id if plan.replayable else ""
+            finish(
+                ctx,
+                src,
+                report,
+                run=run,
+                reason=f"backfill {lo}..{hi}: no archived payload for a publication day",
+                last_payload=last,
+                word="Backfill",
+            )
+    if isinstance(nothing, ConfigError):
+        raise nothing
+    return nothing if nothing is not None else report
 
 
 def _late_only(src: SourceConfig, plan: Assessment) -> ConfigError:
@@ -223,6 +239,13 @@ def _nothing_to_replay(src: SourceConfig, plan: Assessment) -> NothingToDo:
     )
 
 
+def _missing_days(src: SourceConfig, day: date, refs: list[PayloadRef]) -> list[date]:
+    """The publication days from `day` to the last of `refs` that none of them has."""
+    last_day = local_date(refs[-1].published_at, src.timezone)
+    held = {local_date(r.published_at, src.timezone) for r in refs}
+    return [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
+
+
 def replay(
     ctx: Context,
     source: str | list[str],
@@ -249,14 +272,14 @@ def replay(
             f"the archive holds no payload published on or after {day}",
             hint="`feedledger archive list` shows what is archived",
         )
-    last_day = local_date(refs[-1].published_at, src.timezone)
-    held = {local_date(r.published_at, src.timezone) for r in refs}
-    missing = [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
     if on_plan:
-        on_plan(refs, missing)
+        on_plan(refs, _missing_days(src, day, refs))
     with leases.leased_run(ctx.store, src.name, RunKind.REPLAY.value) as run:
         report = RunReport(src.name, RunKind.REPLAY.value, run.run_id, notify=notify)
-        report.missing_dates = missing
+        # listed again under the lease: a payload another run archived and applied since
+        # the look above is retracted below with the rest, so it must be re-applied too
+        refs = ctx.store.list_payloads(src.name, start_us, None)
+        report.missing_dates = _missing_days(src, day, refs)
         done = retract_scope(
             ctx.store,
             src.name,

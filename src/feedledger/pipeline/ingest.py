@@ -36,6 +36,7 @@ from feedledger.model.types import RunKind
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
+    from feedledger.ledger.records import Application
     from feedledger.ledger.store import Store
     from feedledger.pipeline.apply import Applied
 
@@ -252,6 +253,20 @@ def _open_store(ctx: Context, source: str, label: str) -> Store:
         raise _unreachable(exc, source, label) from None
 
 
+def _already_applied(
+    src: SourceConfig, ref: PayloadRef, created: bool, done: Application
+) -> IngestResult:
+    return IngestResult(
+        source=src.name,
+        payload=ref,
+        status="already_applied",
+        archived=created,
+        run_id=None,
+        applied_by=done.run_id,
+        recorded_at=done.recorded_at,
+    )
+
+
 def apply_archived(
     ctx: Context,
     src: SourceConfig,
@@ -267,20 +282,18 @@ def apply_archived(
     store = ctx.store
     done = store.application_of(ref.payload_id)
     if done is not None:
-        return IngestResult(
-            source=src.name,
-            payload=ref,
-            status="already_applied",
-            archived=created,
-            run_id=None,
-            applied_by=done.run_id,
-            recorded_at=done.recorded_at,
-        )
+        return _already_applied(src, ref, created, done)
     wm = store.watermark(src.name)
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
 
     with leases.leased_run(store, src.name, RunKind.LIVE.value) as run:
+        # looked at again under the lease: another worker may have applied this very
+        # payload since (then this run leaves no record and says so)
+        done = store.application_of(ref.payload_id)
+        if done is not None:
+            run.outcome = leases.NOTHING
+            return _already_applied(src, ref, created, done)
         applied: Applied = apply_observations(
             ctx,
             src,

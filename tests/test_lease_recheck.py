@@ -1,0 +1,186 @@
+"""Work decided before the lease is decided again under it (Invariant 7, issue: the
+scheduler race). Each test lets a rival -- another worker, with its own context --
+do the work at the one moment that matters: after the caller looked at the ledger and
+decided there was work, just before it takes the source's lease. SQLite and PostgreSQL.
+
+* a backfill (the scheduler's recovery) whose window the rival applied: NothingToDo,
+  no run record, no summary notification (two "recovered" runs of one source were
+  seen once in tests/test_scheduler_processes.py);
+* a replay while the rival ingests a newer payload: the replay retracts it with the
+  rest, so it applies it again (listed under the lease);
+* a live ingest of a payload the rival applied: already applied, no failed run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from feedledger.config import Workspace
+from feedledger.context import Context
+from feedledger.ledger import leases
+from feedledger.ledger.records import Run
+from feedledger.ledger.runs import list_runs
+from feedledger.ledger.schema import applications, gaps
+from feedledger.model.timeutil import to_us
+from feedledger.pipeline.backfill import NothingToDo, RunReport, backfill, replay
+from feedledger.pipeline.ingest import ingest
+from helpers import Cli
+from test_backfill import at, fetch, outbox_rows, zonings
+from test_i13_recovery import SRC, WEEK, publish, setup
+
+# the scheduler's clock: the evening of the last day of the week (America/Denver)
+NOW = to_us(datetime(2026, 8, 11, 18, 0, tzinfo=UTC))
+
+Rival = Callable[[Context], Any]
+
+
+def denver(day: str) -> int:
+    """00:00 America/Denver (MDT) of an August `day`, in microseconds."""
+    return to_us(datetime.fromisoformat(at(day)))
+
+
+@contextmanager
+def rival_before_lease(
+    monkeypatch: pytest.MonkeyPatch, ws: Workspace, rival: Rival
+) -> Iterator[list[Any]]:
+    """The first `leases.leased_run` anybody asks for first lets `rival` run whole, in a
+    context of its own (another worker), then goes on. Yields what the rival returned."""
+    real = leases.leased_run
+    done: list[Any] = []
+
+    @contextmanager
+    def leased_run(*args: Any, **kwargs: Any) -> Iterator[leases.LeasedRun]:
+        if not done:
+            done.append(None)
+            with Context(Workspace.load(ws.config_path)) as other:
+                done[0] = rival(other)
+        with real(*args, **kwargs) as run:
+            yield run
+
+    monkeypatch.setattr(leases, "leased_run", leased_run)
+    yield done
+    monkeypatch.setattr(leases, "leased_run", real)
+
+
+def source_runs(ws: Workspace) -> list[Run]:
+    with Context(Workspace.load(ws.config_path)) as ctx:
+        return list_runs(ctx.store, SRC)
+
+
+def summaries(ws: Workspace) -> list[Any]:
+    return [r for r in outbox_rows(ws) if r.topic == "summary"]
+
+
+def week_backfill(ctx: Context) -> RunReport | NothingToDo:
+    return backfill(ctx, SRC, WEEK[0], WEEK[-1])
+
+
+def test_a_backfill_whose_window_a_rival_applied_first_leaves_no_run(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup(cli, tmp_path)
+    with (
+        rival_before_lease(monkeypatch, workspace, week_backfill) as rival,
+        Context(Workspace.load(workspace.config_path)) as ctx,
+    ):
+        got = week_backfill(ctx)
+    (won,) = rival
+    assert isinstance(won, RunReport) and len(won.steps) == len(WEEK)
+    assert isinstance(got, NothingToDo) and got.kind == "backfill"
+    assert "at or before the watermark" in got.reason
+    # one backfill run, the rival's, with every payload; nothing left by the other
+    (run,) = [r for r in source_runs(workspace) if r.kind == "backfill"]
+    assert (run.run_id, run.status, run.payloads) == (won.run_id, "succeeded", len(WEEK))
+    assert [r.run_id for r in summaries(workspace)] == [won.run_id]
+    assert all(g.run_id == won.run_id for g in fetch(workspace, select(gaps))[0])
+    assert zonings(cli)[-1] == (at("2026-08-09"), "MU-3")
+
+
+def test_the_schedulers_recovery_finished_by_another_scheduler_is_one_recovered_run(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two schedulers attempt the source at the same tick: both see the week waiting
+    (outside the lease); the rival recovers it while the other reaches for the lease."""
+    from feedledger.pipeline.scheduling import attempt
+
+    setup(cli, tmp_path)
+
+    def tick(ctx: Context) -> Any:
+        return attempt(ctx, ctx.workspace.source(SRC), NOW, random.Random(0))
+
+    with (
+        rival_before_lease(monkeypatch, workspace, tick) as rival,
+        Context(Workspace.load(workspace.config_path)) as ctx,
+    ):
+        late = tick(ctx)
+    (first,) = rival
+    assert (first.action, first.outcome, first.payloads) == ("recover", "recovered", len(WEEK))
+    assert late.action == "recover" and late.outcome != "recovered"
+    assert late.run_id is None and late.error is None
+    backfills = [r for r in source_runs(workspace) if r.kind == "backfill"]
+    assert [(r.run_id, r.status) for r in backfills] == [(first.run_id, "succeeded")]
+    assert [r.run_id for r in summaries(workspace)] == [first.run_id]
+    assert cli.json("watermark", SRC)["published_at"] == at("2026-08-11")
+
+
+def test_a_replay_applies_again_what_a_rival_ingested_before_its_lease(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay listed 08-03 .. 08-05; the rival's live run applies 08-06 before the
+    replay's lease. The replay retracts everything from 08-03, 08-06 included, so it must
+    apply 08-06 again: the watermark never goes back."""
+    setup(cli, tmp_path, [])
+    feed = tmp_path / "exports"
+    for day in WEEK[:3]:
+        cli("ingest", SRC, str(publish(feed, day)), "--published-at", day)
+    newer = publish(tmp_path / "later", "2026-08-06")
+
+    def live(ctx: Context) -> Any:
+        return ingest(ctx, SRC, newer.read_bytes(), published_at="2026-08-06")
+
+    with (
+        rival_before_lease(monkeypatch, workspace, live) as rival,
+        Context(Workspace.load(workspace.config_path)) as ctx,
+    ):
+        got = replay(ctx, SRC, WEEK[0])
+    (won,) = rival
+    assert won.status == "applied"
+    assert isinstance(got, RunReport) and got.retracted_payloads == 4
+    assert [s.published_at for s in got.steps] == [denver(d) for d in (*WEEK[:3], "2026-08-06")]
+    assert cli.json("watermark", SRC)["published_at"] == at("2026-08-06")
+    assert zonings(cli)[-1] == (at("2026-08-06"), "MU-2")
+    standing = [a for a in fetch(workspace, select(applications))[0] if a.retracted_at is None]
+    replayed = [a.run_id for a in standing if a.published_at >= denver(WEEK[0])]
+    assert replayed == [got.run_id] * 4
+
+
+def test_a_live_payload_a_rival_applied_first_is_already_applied_not_a_failed_run(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup(cli, tmp_path, [])
+    data = publish(tmp_path / "exports", WEEK[0]).read_bytes()
+
+    def live(ctx: Context) -> Any:
+        return ingest(ctx, SRC, data, published_at=WEEK[0])
+
+    before = source_runs(workspace)
+    with (
+        rival_before_lease(monkeypatch, workspace, live) as rival,
+        Context(Workspace.load(workspace.config_path)) as ctx,
+    ):
+        got = live(ctx)
+    (won,) = rival
+    assert won.status == "applied"
+    assert got.status == "already_applied" and got.applied_by == won.run_id
+    after = source_runs(workspace)
+    assert [r.run_id for r in after[len(before) :]] == [won.run_id]
+    assert all(r.status == "succeeded" for r in after)
+    assert date.fromisoformat(cli.json("watermark", SRC)["published_at"][:10]) == date(2026, 8, 3)
