@@ -8,7 +8,9 @@ decided there was work, just before it takes the source's lease. SQLite and Post
   seen once in tests/test_scheduler_processes.py);
 * a replay while the rival ingests a newer payload: the replay retracts it with the
   rest, so it applies it again (listed under the lease);
-* a live ingest of a payload the rival applied: already applied, no failed run.
+* a live ingest of a payload the rival applied: already applied, no failed run;
+* a retraction of a run the rival retracted: refused as "nothing standing", no second
+  retraction run, no second retraction notice.
 """
 
 from __future__ import annotations
@@ -184,3 +186,31 @@ def test_a_live_payload_a_rival_applied_first_is_already_applied_not_a_failed_ru
     assert [r.run_id for r in after[len(before) :]] == [won.run_id]
     assert all(r.status == "succeeded" for r in after)
     assert date.fromisoformat(cli.json("watermark", SRC)["published_at"][:10]) == date(2026, 8, 3)
+
+
+def test_a_run_a_rival_retracted_first_is_refused_leaving_no_second_retraction(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedledger.model.errors import ConfigError
+    from feedledger.pipeline.retract import retract_run
+
+    setup(cli, tmp_path, [])
+    path = publish(tmp_path / "exports", WEEK[0])
+    target = cli.json("ingest", SRC, str(path), "--published-at", WEEK[0])["run_id"]
+
+    def retract(ctx: Context) -> Any:
+        return retract_run(ctx, target)
+
+    with (
+        rival_before_lease(monkeypatch, workspace, retract) as rival,
+        Context(Workspace.load(workspace.config_path)) as ctx,
+        pytest.raises(ConfigError, match="nothing standing to retract"),
+    ):
+        retract(ctx)
+    (won,) = rival
+    assert won.versions == 2 and won.retracted_runs == [target]
+    retractions = [r for r in source_runs(workspace) if r.kind == "retraction"]
+    assert [(r.run_id, r.status) for r in retractions] == [(won.run_id, "succeeded")]
+    notices = [r.run_id for r in outbox_rows(workspace) if r.topic == "retraction"]
+    assert notices == [won.run_id]
+    assert cli.json("watermark", SRC)["published_at"] == at("2026-08-02")

@@ -146,7 +146,7 @@ def finish(conn: Connection, run_id: str, status: str, error: str | None = None)
 
 def discard(conn: Connection, run_id: str, holder: str) -> bool:
     """Remove the run `run_id` if it did nothing at all: a run started under the lease of
-    `holder` (still `running`, never resumed, no parent) that found under the lease that
+    `holder` (still `running`, never resumed) that found under the lease that
     another run had done its work already. Nothing may name it: no application, outcome,
     outbox row, gap, write audit or child run, and its counters are zero. Returns False
     (and removes nothing) otherwise; the caller then finishes it as usual."""
@@ -172,7 +172,6 @@ def discard(conn: Connection, run_id: str, holder: str) -> bool:
             runs.c.status == "running",
             runs.c.payloads == 0,
             runs.c.changes == 0,
-            runs.c.parent_run_id.is_(None),
             runs.c.resumptions.is_(None),
             ~named,
         )

@@ -85,13 +85,21 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             source=source,
         )
     kind = RunKind.RETRACTION.value
+    retracted_meanwhile = False
     with leases.leased_run(store, source, kind, parent_run_id=run_id) as lease:
         rid = lease.run_id
         report = RetractReport(run_id=rid, source=source, target=run_id)
 
         def announce(conn: Transaction, done: Retracted) -> None:
             """In the retraction's transaction: count it on its run, cancel what the
-            runs hit have not delivered yet, queue the retraction notice."""
+            runs hit have not delivered yet, queue the retraction notice -- unless it
+            found nothing standing: another retraction of the run committed between the
+            look above and the lease (then no notice, and this run leaves no record)."""
+            nonlocal retracted_meanwhile
+            if not done.payloads and not done.gaps:
+                retracted_meanwhile = True
+                lease.outcome = leases.NOTHING
+                return
             report.recorded_at = done.recorded_at
             report.retracted_runs = done.runs
             report.payloads = len(done.payloads)
@@ -127,4 +135,10 @@ def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractR
             )
 
         retract_scope(store, source, scope, holder=lease.holder, by=rid, then=announce)
+    if retracted_meanwhile:
+        raise ConfigError(
+            f"run {run_id} ({run.kind}) has nothing standing to retract: another retraction "
+            "of it committed just now",
+            source=source,
+        )
     return report
