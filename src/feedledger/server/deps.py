@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from anyio import CapacityLimiter
 from fastapi import Request
 from fastapi.responses import Response
 
@@ -28,6 +29,21 @@ async def ledger(request: Request) -> fl.Ledger:
     """The process's ledger (a FastAPI dependency; async: no threadpool hop)."""
     led: fl.Ledger = request.app.state.ledger
     return led
+
+
+READERS = 4  # threads (and PostgreSQL connections) of the entity routes' reads
+_readers: list[CapacityLimiter] = []
+
+
+def entity_readers() -> CapacityLimiter:
+    """The few threads the entity routes read in (`asof`, `history`): a read is blocking
+    I/O (PostgreSQL: a round trip on the thread's own connection, ledger/pg_reader.py;
+    SQLite: the file), so it never runs on the event loop, where it would stall every
+    other request; and a burst of them makes READERS threads and connections, not one
+    per request. (server/fastpath.py keeps as many of its own for the plain cases.)"""
+    if not _readers:
+        _readers.append(CapacityLimiter(READERS))
+    return _readers[0]
 
 
 def instant(text: str | None, tz: str, what: str) -> datetime | None:

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Depends, Query
 
 import feedledger as fl
 from feedledger.api.audit import audit_entries
 from feedledger.api.runs_page import runs_page
-from feedledger.server.deps import JSONText, entity_key, instant, ledger
+from feedledger.server.deps import JSONText, entity_key, entity_readers, instant, ledger
 from feedledger.server.problems import hide_password
 
 router = APIRouter(prefix="/api", tags=["sources"])
@@ -90,9 +92,10 @@ async def history(
     with_gaps: bool = Query(False, description="Interleave the source's gaps."),
     led: fl.Ledger = Depends(ledger),
 ) -> JSONText:
-    # async: run on the event loop, no threadpool hop (an entity's read is one indexed
-    # lookup of a few rows, ~0.1 ms; server/fastpath.py answers the plain cases)
-    return JSONText(history_body(led, source, key, known_at, all, with_gaps))
+    # the cases server/fastpath.py leaves here (`all`, `with_gaps`, errors): the read is
+    # blocking I/O, so it runs in one of the entity readers' threads, never on the loop
+    read = partial(history_body, led, source, key, known_at, all, with_gaps)
+    return JSONText(await to_thread.run_sync(read, limiter=entity_readers()))
 
 
 def history_body(
@@ -123,7 +126,8 @@ async def asof(
     known_at: str | None = Query(None, description="Transaction time"),
     led: fl.Ledger = Depends(ledger),
 ) -> JSONText:
-    return JSONText(asof_body(led, source, key, valid, known_at))
+    read = partial(asof_body, led, source, key, valid, known_at)
+    return JSONText(await to_thread.run_sync(read, limiter=entity_readers()))
 
 
 def asof_body(
