@@ -130,7 +130,7 @@ def snapshot_bytes(
                 found.close()
             return
         got = snapshot_export.batches(
-            ctx, src.name, valid_us, known_us, geometry=False, batch=STREAM_BATCH_ROWS
+            ctx, src.name, valid_us, known_us, geometry=False, batch=STREAM_BATCH_ROWS, stored=True
         )
         if format == "jsonl":
             snapshot_writers.write_jsonl(got, handle)  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import polars as pl
@@ -107,3 +108,45 @@ def from_text(text: str) -> Codebook:
     """A stored codebook (its JSON list of patterns), compiled once per process."""
     patterns = json.loads(text)
     return Codebook([str(p) for p in patterns])
+
+
+@dataclass(frozen=True, slots=True)
+class FieldTokens:
+    """What a reader that splits stored texts without parsing JSON needs of a codebook
+    (ledger/attribute_split.py): each token of a top-level field pattern (`{"a":"`,
+    `","a":`, ...) -> (the field's name, whether a string value follows it); the token
+    of the closing `"}`, if any; and `expand`: (token, replacement) pairs that turn
+    every other token a stored text may hold into field tokens and plain text (none
+    in this layout: every token is a pattern). A text that, once expanded, holds no
+    `"`, no backslash and no control character outside `fields` and `end` is a flat
+    object whose values are its pieces between tokens."""
+
+    fields: dict[str, tuple[str, bool]]
+    end: str | None
+    expand: list[tuple[str, str]]
+
+
+_LEADS = ("{", '",', ",")
+
+
+def field_tokens(book: Codebook) -> FieldTokens:
+    """The structural tokens of `book` (see FieldTokens); a pattern that is not one is
+    left out (a text holding its token is then not split)."""
+    fields: dict[str, tuple[str, bool]] = {}
+    end: str | None = None
+    for token, pattern in zip(book.tokens, book.patterns, strict=True):
+        if pattern == '"}':
+            end = token
+            continue
+        lead = next((lead for lead in _LEADS if pattern.startswith(lead)), None)
+        if lead is None or not pattern.endswith((":", ':"')):
+            continue
+        string = pattern.endswith(':"')
+        quoted = pattern[len(lead) : -2 if string else -1]
+        try:
+            name = json.loads(quoted)
+        except ValueError:
+            continue
+        if isinstance(name, str) and _name(name) == quoted:
+            fields[token] = (name, string)
+    return FieldTokens(fields, end, [])

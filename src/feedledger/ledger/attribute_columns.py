@@ -17,21 +17,44 @@ booleans is read again after turning them into strings (their literal text, a re
 on the canonical text, where `":` only ever ends a field name); anything else (objects,
 arrays, a field outside `names`) goes through Python's `json` row by row. A record with
 a field outside `names` raises `UnknownField`.
+
+`batch_frame` does the same for a batch still in its stored form (`snapshot_rows.batches`
+with `stored=True`: the texts as the store holds them, their `fields_id`, and the
+source's codebooks in the batch's schema metadata, `CODEBOOKS`): the rows in the flat
+form are split without any JSON parsing (`attribute_split`); only the others are
+decoded (`codebooks.decode_arrow`) and read as above.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from feedledger.formats.canonical import RawNumber
+from feedledger.ledger import attribute_split, codebooks
+from feedledger.ledger.attr_codec import Codebook, FieldTokens, field_tokens, from_text
 
-__all__ = ["UnknownField", "concatenated", "fields_of", "text_columns", "value_text"]
+__all__ = [
+    "CODEBOOKS",
+    "UnknownField",
+    "batch_frame",
+    "concatenated",
+    "fields_of",
+    "first_fields",
+    "text_columns",
+    "value_text",
+]
+
+# a stored-form batch's schema metadata key: {fields_id: codebook text} (JSON)
+CODEBOOKS = b"feedledger.codebooks"
 
 # a number, true or false stated as a field's value (after `"name":`), made a string
 _SCALAR = r'":(-?[0-9][0-9.eE+\-]*|true|false)([,}])'
@@ -124,3 +147,83 @@ def _per_row(attributes: pa.Array, names: list[str]) -> list[pa.Array]:
         for col, name in zip(cols, names, strict=True):
             col.append(value_text(record.get(name)))
     return [pa.array(col, pa.string()) for col in cols]
+
+
+def with_codebooks(schema: pa.Schema, books: dict[int, Codebook]) -> pa.Schema:
+    """`schema` carrying `books` (a stored-form batch's codebooks)."""
+    texts = {str(i): book.to_text() for i, book in books.items()}
+    return schema.with_metadata({CODEBOOKS: json.dumps(texts, sort_keys=True)})
+
+
+@lru_cache(maxsize=64)
+def _books(meta: bytes) -> dict[int, Codebook]:
+    return {int(i): from_text(text) for i, text in json.loads(meta).items()}
+
+
+@lru_cache(maxsize=256)
+def _tokens(patterns: tuple[str, ...]) -> FieldTokens:
+    return field_tokens(Codebook(list(patterns)))
+
+
+def _stored(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, dict[int, Codebook]] | None:
+    """(stored texts, fields ids, codebooks) of a stored-form batch; None otherwise."""
+    meta = batch.schema.metadata or {}
+    if CODEBOOKS not in meta or "fields_id" not in batch.schema.names:
+        return None
+    return batch.column("attributes"), batch.column("fields_id"), _books(meta[CODEBOOKS])
+
+
+def canonical_texts(batch: pa.RecordBatch) -> pa.Array:
+    """A batch's attributes as canonical JSON texts (decoded if in stored form)."""
+    got = _stored(batch)
+    if got is None:
+        return batch.column("attributes")
+    stored, ids, books = got
+    return codebooks.decode_arrow(books, ids, stored)
+
+
+def first_fields(batch: pa.RecordBatch) -> list[str]:
+    """The field names of a batch's first entity, in stored (code-point) order."""
+    return fields_of(canonical_texts(batch.slice(0, 1))[0].as_py())
+
+
+def batch_frame(batch: pa.RecordBatch, names: list[str]) -> pl.DataFrame:
+    """One String column per name in `names` of each entity's value as an export writes
+    it (the module doc), from a batch of `snapshot_rows.batches` in either form."""
+    got = _stored(batch)
+    if got is None:
+        return _frame(text_columns(batch.column("attributes"), names), names)
+    stored, ids, books = got
+    n = len(stored)
+    if n == 0:
+        return pl.DataFrame({name: pl.Series([], dtype=pl.String) for name in names})
+    parts: list[tuple[np.ndarray[Any, Any], pl.DataFrame]] = []
+    rest = np.ones(n, np.bool_)
+    for fields_id in [i for i in ids.unique().to_pylist() if i is not None]:
+        mine = np.asarray(ids.to_numpy(zero_copy_only=False) == fields_id, np.bool_)
+        whole = bool(mine.all())
+        texts = stored if whole else stored.filter(pa.array(mine))
+        tokens = _tokens(tuple(books[int(fields_id)].patterns))
+        try:
+            cut = attribute_split.split(texts, tokens, names)
+        except attribute_split.UnknownName as exc:
+            raise UnknownField(str(exc)) from None
+        rows = np.flatnonzero(mine)[cut.done]
+        if rows.size:
+            parts.append((rows, cut.frame))
+            rest[rows] = False
+    left = np.flatnonzero(rest)
+    if left.size:
+        at = pa.array(left)
+        texts = codebooks.decode_arrow(books, ids.take(at), stored.take(at))
+        parts.append((left, _frame(text_columns(texts, names), names)))
+    if len(parts) == 1:
+        return parts[0][1]
+    order = np.argsort(np.concatenate([rows for rows, _ in parts]), kind="stable")
+    return pl.concat([frame for _, frame in parts])[pl.Series(order)]
+
+
+def _frame(arrays: list[pa.Array], names: list[str]) -> pl.DataFrame:
+    frame = pl.from_arrow(pa.table(arrays, names=names))
+    assert isinstance(frame, pl.DataFrame)
+    return frame

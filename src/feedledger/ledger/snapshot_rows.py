@@ -10,7 +10,9 @@ whatever the number of days stored) through the driver's bulk path
 (`ledger.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`);
 a key's versions that straddle two fetched batches are carried to the next. `rows` is
 the same as Python tuples. `attribute_columns.text_columns` turns the attributes of a
-batch into one column per field. `layout` is the newest payload of the source applied
+batch into one column per field; with `stored=True` the batches keep the texts as
+stored, with their `fields_id` and the codebooks (`attribute_columns.batch_frame`
+splits those without decoding them). `layout` is the newest payload of the source applied
 at or before `valid_at` (as known at `known_at`): its id and content hash, its field
 names in stated order (`payloads.fields`, a JSON list; None when not recorded) and
 its CRS as stated (`payloads.crs`).
@@ -28,6 +30,7 @@ import pyarrow.compute as pc
 from sqlalchemy import select
 
 from feedledger.ledger import arrow_fetch, codebooks
+from feedledger.ledger.attribute_columns import with_codebooks
 from feedledger.ledger.schema import applications, payloads
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
@@ -75,12 +78,16 @@ def batches(
     *,
     geometry: bool = False,
     batch: int = BATCH_ROWS,
+    stored: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Stream batches (`key`, `attributes`, and `geometry` if asked for) of every
-    entity present at `valid_at` as known at `known_at`, in key order."""
+    entity present at `valid_at` as known at `known_at`, in key order; `stored`: the
+    attributes as stored, `fields_id` after them, the codebooks in the schema's
+    metadata (`attribute_columns.batch_frame`)."""
     fields = _SCAN + ([("geometry", pa.string())] if geometry else [])
     scan = pa.schema(fields)
-    out = ["key", "attributes"] + (["geometry"] if geometry else [])
+    out = ["key", "attributes"] + (["fields_id"] if stored else [])
+    out += ["geometry"] if geometry else []
     vis = visible_sql(":known" if known_at is not None else None)
     # the texts are never null in the fetch ('' instead: no stated JSON value is empty):
     # ADBC's SQLite driver types a column by its first batch, and one of nulls only
@@ -91,6 +98,7 @@ def batches(
     if known_at is not None:
         params["known"] = known_at
     books = codebooks.load(store, source)
+    present = _Present(out, books, stored)
     carry: pa.Table | None = None
     for got in arrow_fetch.batches(store, sql, params, scan, batch=batch):
         table = _nulls_back(pa.Table.from_batches([got]))
@@ -104,9 +112,9 @@ def batches(
         carry = table.slice(table.num_rows - tail)
         done = table.slice(0, table.num_rows - tail)
         if done.num_rows:
-            yield from _present(done, out, books)
+            yield from present(done)
     if carry is not None and carry.num_rows:
-        yield from _present(carry, out, books)
+        yield from present(carry)
 
 
 def _nulls_back(table: pa.Table) -> pa.Table:
@@ -120,15 +128,31 @@ def _nulls_back(table: pa.Table) -> pa.Table:
     return table
 
 
-def _present(
-    rows: pa.Table, out: list[str], books: dict[int, codebooks.Codebook]
-) -> Iterator[pa.RecordBatch]:
-    latest = latest_of_ordered(rows)
-    kept = latest.filter(pc.invert(latest.column("deleted")))
-    if kept.num_rows:
-        at = kept.column_names.index("attributes")
-        texts = codebooks.decode_arrow(books, kept.column("fields_id"), kept.column(at))
-        kept = kept.set_column(at, "attributes", texts).select(out)
+class _Present:
+    """Of a key-ordered slice of the scan, each key's latest row if not deleted, in
+    the batches' output form."""
+
+    def __init__(self, out: list[str], books: dict[int, codebooks.Codebook], stored: bool):
+        self.out = out
+        self.books = books
+        self.stored = stored
+        self.schema: pa.Schema | None = None
+
+    def __call__(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
+        latest = latest_of_ordered(rows)
+        kept = latest.filter(pc.invert(latest.column("deleted")))
+        if not kept.num_rows:
+            return
+        if not self.stored:
+            at = kept.column_names.index("attributes")
+            ids = kept.column("fields_id")
+            texts = codebooks.decode_arrow(self.books, ids, kept.column(at))
+            kept = kept.set_column(at, "attributes", texts)
+        kept = kept.select(self.out)
+        if self.stored:
+            if self.schema is None:
+                self.schema = with_codebooks(kept.schema, self.books)
+            kept = kept.replace_schema_metadata(self.schema.metadata)
         yield from kept.combine_chunks().to_batches()
 
 

@@ -101,13 +101,17 @@ def batches(
     *,
     geometry: bool = True,
     batch: int = snapshot_rows.BATCH_ROWS,
+    stored: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches (`key`, `attributes`, and for a GIS source `geometry` unless
     `geometry` is False) of every entity present (`ledger.snapshot_rows.batches`), of
-    about `batch` rows fetched at a time."""
+    about `batch` rows fetched at a time; `stored`: the attributes in their stored
+    form, for the writers (`snapshot_writers`)."""
     src = ctx.workspace.source(source)
     geo = geometry and src.is_geo
-    return snapshot_rows.batches(ctx.store, src.name, valid_us, known_us, geometry=geo, batch=batch)
+    return snapshot_rows.batches(
+        ctx.store, src.name, valid_us, known_us, geometry=geo, batch=batch, stored=stored
+    )
 
 
 def column_order(ctx: Context, source: str, valid_us: int, known_us: int | None) -> list[str]:
@@ -159,7 +163,7 @@ def _columnar(
 ) -> int:
     from feedledger.pipeline import snapshot_writers as w
 
-    found = batches(ctx, source, valid_us, known_us, geometry=fmt == "parquet")
+    found = batches(ctx, source, valid_us, known_us, geometry=fmt == "parquet", stored=True)
     if fmt == "parquet":
         assert output is not None
         try:

@@ -31,9 +31,10 @@ import pyarrow as pa
 
 from feedledger.ledger.attribute_columns import (
     UnknownField,
+    batch_frame,
+    canonical_texts,
     concatenated,
-    fields_of,
-    text_columns,
+    first_fields,
 )
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline.snapshot_order import ordered
@@ -45,17 +46,16 @@ DIFFERENT = "entities have different fields; use --format jsonl"
 
 def columns_of(first: pa.RecordBatch, order: list[str]) -> tuple[list[str], list[str]]:
     """The stored field names of a batch's first entity, and the same in `order`."""
-    names = fields_of(first.column(1)[0].as_py())
+    names = first_fields(first)
     return names, ordered(names, order)
 
 
-def _cells(got: pa.RecordBatch, names: list[str], columns: list[str]) -> pa.Table:
+def _cells(got: pa.RecordBatch, names: list[str], columns: list[str]) -> pl.DataFrame:
     try:
-        arrays = text_columns(got.column(1), names)
+        frame = batch_frame(got, names)
     except UnknownField:
         raise ConfigError(DIFFERENT) from None
-    by_name = dict(zip(names, arrays, strict=True))
-    return pa.table([by_name[c] for c in columns], names=columns)
+    return frame.select(columns)
 
 
 def _nonempty(source: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -78,11 +78,9 @@ def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[
         if not names:
             names, columns = columns_of(got, order)
             _header(handle, columns)
-        table = _cells(got, names, columns)
-        frame = pl.from_arrow(table)
-        assert isinstance(frame, pl.DataFrame)
+        frame = _cells(got, names, columns)
         if _by_python(frame, columns):
-            _python_rows(handle, table)
+            _python_rows(handle, frame)
         else:
             blank = [
                 pl.when(pl.col(c) == "").then(None).otherwise(pl.col(c)).alias(c) for c in columns
@@ -107,13 +105,20 @@ def _by_python(frame: pl.DataFrame, columns: list[str]) -> bool:
     return bool(holds_cr.item())
 
 
-def _python_rows(handle: IO[bytes], table: pa.Table) -> None:
+def _python_rows(handle: IO[bytes], frame: pl.DataFrame) -> None:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    cols = [c.to_pylist() for c in table.columns]
+    cols = [c.to_list() for c in frame.get_columns()]
     for row in zip(*cols, strict=True):
         writer.writerow(["" if v is None else v for v in row])
     handle.write(buf.getvalue().encode("utf-8"))
+
+
+def _arrow(frame: pl.DataFrame) -> pa.Table:
+    """A frame of String columns as an Arrow table of `string` columns."""
+    table = frame.to_arrow()
+    schema = pa.schema([(name, pa.string()) for name in table.column_names])
+    return table.cast(schema)
 
 
 def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
@@ -121,7 +126,7 @@ def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
 
     n = 0
     for got in _nonempty(batches):
-        lines = pc.binary_join_element_wise(got.column(1), pa.scalar("\n"), "")
+        lines = pc.binary_join_element_wise(canonical_texts(got), pa.scalar("\n"), "")
         handle.write(concatenated(lines).to_pybytes())
         n += got.num_rows
     return n
@@ -138,7 +143,7 @@ def write_parquet(batches: Iterable[pa.RecordBatch], target: Path, order: list[s
         for got in _nonempty(batches):
             if not names:
                 names, columns = columns_of(got, order)
-            table = _cells(got, names, columns)
+            table = _arrow(_cells(got, names, columns))
             if "geometry" in got.schema.names and "geometry" not in columns:
                 table = table.append_column("geometry", got.column("geometry"))
             if writer is None:
