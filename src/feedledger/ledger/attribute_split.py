@@ -91,15 +91,18 @@ def _unescaped_quote(texts: pa.Array) -> Mask:
     return np.asarray(bare.str.contains('"', literal=True).fill_null(True).to_numpy(), np.bool_)
 
 
-def _unescape(frame: pl.DataFrame, strings: list[str]) -> pl.DataFrame:
+def _unescape(frame: pl.DataFrame, strings: list[str], rows: Mask) -> pl.DataFrame:
     """`frame` with each cell of the `strings` columns that holds an escape (a
-    backslash) as the string it stands for."""
+    backslash: only in `rows`) as the string it stands for."""
+    where = np.flatnonzero(rows)
+    few = frame.select(strings)[pl.Series(where)]
     for name in strings:
-        col = frame.get_column(name)
-        where = np.flatnonzero(col.str.contains("\\", literal=True).fill_null(False).to_numpy())
-        if where.size:
-            cells = [json.loads(f'"{piece}"') for piece in col.gather(where).to_list()]
-            frame = frame.with_columns(col.scatter(where, cells))
+        col = few.get_column(name)
+        hit = np.flatnonzero(col.str.contains("\\", literal=True).fill_null(False).to_numpy())
+        if hit.size:
+            cells = [json.loads(f'"{piece}"') for piece in col.gather(hit).to_list()]
+            whole = frame.get_column(name).scatter(where[hit], cells)
+            frame = frame.with_columns(whole)
     return frame
 
 
@@ -233,6 +236,9 @@ def _template(
     if not fine.all():
         frame = frame.filter(pl.Series(fine))
         rows = rows[fine]
-    if (flat == _BACKSLASH).any():
-        frame = _unescape(frame, strings)
+    escaped = np.flatnonzero(flat == _BACKSLASH)
+    if escaped.size:
+        mine = np.zeros(len(sub_offsets) - 1, np.bool_)
+        mine[_rows_of(escaped, sub_offsets)] = True
+        frame = _unescape(frame, strings, mine[fine] if not fine.all() else mine)
     return rows, frame

@@ -25,6 +25,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import select
@@ -53,6 +54,8 @@ _SCAN = [
     ("attributes", pa.string()),
     ("fields_id", pa.int64()),  # the codebook of the stored text (ledger/codebooks.py)
 ]
+
+_NARROW = ["key", "valid_from", "txn_seq", "deleted"]  # what the latest row is told by
 
 _NOT_NULL = {
     "attributes": "COALESCE(attributes, '') AS attributes",
@@ -134,26 +137,35 @@ class _Present:
 
     def __init__(self, out: list[str], books: dict[int, codebooks.Codebook], stored: bool):
         self.out = out
+        self.wide = sorted(set(out) | {"fields_id"}, key=[*out, "fields_id"].index)
         self.books = books
         self.stored = stored
         self.schema: pa.Schema | None = None
 
     def __call__(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
-        latest = latest_of_ordered(rows)
+        # the latest rows are found on the narrow columns and the wide ones (the
+        # texts) taken once, rather than copied by each step
+        narrow = rows.select(_NARROW).append_column("_row", pa.array(np.arange(rows.num_rows)))
+        latest = latest_of_ordered(narrow)
         kept = latest.filter(pc.invert(latest.column("deleted")))
         if not kept.num_rows:
             return
+        # (a key's rows are contiguous: the kept ones are in row order, and a mask
+        # filters chunk by chunk where `take` would join the chunks first)
+        mask = np.zeros(rows.num_rows, np.bool_)
+        mask[kept.column("_row").to_numpy()] = True
+        picked = rows.select(self.wide).filter(pa.array(mask))
         if not self.stored:
-            at = kept.column_names.index("attributes")
-            ids = kept.column("fields_id")
-            texts = codebooks.decode_arrow(self.books, ids, kept.column(at))
-            kept = kept.set_column(at, "attributes", texts)
-        kept = kept.select(self.out)
+            at = picked.column_names.index("attributes")
+            ids = picked.column("fields_id")
+            texts = codebooks.decode_arrow(self.books, ids, picked.column(at))
+            picked = picked.set_column(at, "attributes", texts)
+        picked = picked.select(self.out)
         if self.stored:
             if self.schema is None:
-                self.schema = with_codebooks(kept.schema, self.books)
-            kept = kept.replace_schema_metadata(self.schema.metadata)
-        yield from kept.combine_chunks().to_batches()
+                self.schema = with_codebooks(picked.schema, self.books)
+            picked = picked.replace_schema_metadata(self.schema.metadata)
+        yield from picked.combine_chunks().to_batches()
 
 
 def rows(

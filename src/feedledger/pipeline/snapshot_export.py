@@ -46,6 +46,10 @@ __all__ = [
 GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")  # pipeline/geo_export.py (imported lazily)
 EXPORTS = ("csv", "jsonl", "parquet", *GEO_EXPORTS)
 _FILE_ONLY = ("parquet", "geoparquet", "gpkg")
+# rows fetched and split at a time by a CSV/JSON lines/Parquet export: each batch costs
+# a few dozen columnar calls whatever its size, so a process writing a file takes
+# bigger ones than a server's stream (api/snapshot_stream.py: 4k, for its memory)
+EXPORT_BATCH_ROWS = 32768
 
 Row = tuple[str, str, str | None]
 
@@ -163,7 +167,10 @@ def _columnar(
 ) -> int:
     from feedledger.pipeline import snapshot_writers as w
 
-    found = batches(ctx, source, valid_us, known_us, geometry=fmt == "parquet", stored=True)
+    geo = fmt == "parquet"
+    found = batches(
+        ctx, source, valid_us, known_us, geometry=geo, batch=EXPORT_BATCH_ROWS, stored=True
+    )
     if fmt == "parquet":
         assert output is not None
         try:
