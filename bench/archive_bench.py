@@ -66,8 +66,9 @@ TARGET_RATIO = 0.03
 TARGET_BACKFILL_FACTOR = 1.2
 
 
-def generate(n: int, days: int, timeout: float) -> list[dict[str, Any]]:
+def generate(n: int, days: int, timeout: float, out: Path | None = None) -> list[dict[str, Any]]:
     argv = [sys.executable, GEN_SCRIPT, "--n", n, "--days", days, "--json"]
+    argv += ["--out", out] if out is not None else []
     out = parse_json_output(run_measured(argv, BENCH_DIR, timeout).stdout)
     found: list[dict[str, Any]] = out["days"][:days]
     return found
@@ -369,11 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=int, default=30, help="keyframe every K (%(default)s)")
     p.add_argument("--pairs", type=int, default=2, help="paired backfill runs (%(default)s)")
     p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--data", type=Path, help="gen_parcels.py --out (default: its cache)")
     args = p.parse_args(argv)
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     log(f"archive_bench {args.kind}: n={args.n} days={args.days} (load {load_avg()})")
     extra = {"backfill": 2, "cache": 1}.get(args.kind, 0)  # the first load and the day after
-    days = generate(args.n, args.days + extra, args.timeout)
+    days = generate(args.n, args.days + extra, args.timeout, args.data)
     if args.kind == "storage":
         result = storage(args.n, days, args.every)
     elif args.kind == "cache":

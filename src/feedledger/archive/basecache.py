@@ -56,10 +56,12 @@ class BaseCache:
         if directory is None or _SHA_RE.match(sha256) is None:
             return None
         try:
-            raw = (directory / sha256).read_bytes()
+            with (directory / sha256).open("rb") as handle:
+                header = handle.readline(_MAX_HEADER)
+                data = handle.read()  # one copy of the bytes (no header to slice off)
         except OSError:
             return None
-        return _parse(raw, sha256)
+        return _parse(header, data, sha256)
 
     def store(self, source: str, sha256: str, cached: CachedBase) -> None:
         """Make `cached` the source's cache file, then remove the others. Failures are
@@ -84,17 +86,15 @@ class BaseCache:
                 other.unlink(missing_ok=True)  # older caches, temporaries left by a kill
 
 
-def _parse(raw: bytes, sha256: str) -> CachedBase | None:
-    end = raw.find(b"\n", 0, _MAX_HEADER)
-    if end < 0:
+def _parse(header: bytes, data: bytes, sha256: str) -> CachedBase | None:
+    if not header.endswith(b"\n"):
         return None
     try:
-        doc = json.loads(raw[:end])
+        doc = json.loads(header)
         depth = int(doc["depth"])
         chain = tuple(str(s) for s in doc["chain"])
     except (ValueError, KeyError, TypeError):
         return None
-    data = raw[end + 1 :]
     if not chain or chain[0] != sha256 or hashlib.sha256(data).hexdigest() != sha256:
         return None
     return CachedBase(data, depth, chain)

@@ -234,11 +234,14 @@ class Objects:
         if encoded is None:
             return self._blobs.create(raw_rel(sha256), data)
         created = self._blobs.create(zst_rel(sha256), encoded[0])
-        self._recent = Decoded(data, encoded[1], (sha256, *encoded[2]))
+        written = Decoded(data, encoded[1], (sha256, *encoded[2]))
+        self._recent = written
         if created and source is not None and self.base_cache is not None:
             # after the object: a kill in between leaves the previous (stale) cache
-            cached = CachedBase(data, self._recent.depth, self._recent.chain)
-            self.base_cache.store(source, sha256, cached)
+            self.base_cache.store(source, sha256, CachedBase(data, written.depth, written.chain))
+            # the cache holds the bytes now: not kept in memory as well, so a caller that
+            # drops the payload once archived (an ingest) frees it (~107 MB at 1M parcels)
+            self._recent = None
         return created
 
     def encode(
