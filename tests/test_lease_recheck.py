@@ -10,7 +10,9 @@ decided there was work, just before it takes the source's lease. SQLite and Post
   rest, so it applies it again (listed under the lease);
 * a live ingest of a payload the rival applied: already applied, no failed run;
 * a retraction of a run the rival retracted: refused as "nothing standing", no second
-  retraction run, no second retraction notice.
+  retraction run, no second retraction notice;
+* (no lease, same pattern) a release of a held run a rival reviewer retracted: refused,
+  the run stays retracted, its notifications cancelled.
 """
 
 from __future__ import annotations
@@ -214,3 +216,40 @@ def test_a_run_a_rival_retracted_first_is_refused_leaving_no_second_retraction(
     notices = [r.run_id for r in outbox_rows(workspace) if r.topic == "retraction"]
     assert notices == [won.run_id]
     assert cli.json("watermark", SRC)["published_at"] == at("2026-08-02")
+
+
+def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review has no lease: the release looks at the run (held), then settles it; a rival
+    reviewer retracts it in between. The release must not mark the retracted run
+    succeeded (it is decided again in the settling transaction)."""
+    from feedledger.ledger import holds
+    from feedledger.model.errors import ConfigError
+    from feedledger.pipeline.review import review
+    from test_review import _burst
+    from test_review import _setup as review_setup
+
+    review_setup(cli, tmp_path)
+    held = _burst(cli, tmp_path)["run_id"]
+    real = holds.settle
+    rival: list[Any] = []
+
+    def settle(*args: Any, **kwargs: Any) -> Any:
+        if not rival:
+            rival.append(None)
+            with Context(Workspace.load(workspace.config_path)) as other:
+                rival[0] = review(other, held, release=False, retract=True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(holds, "settle", settle)
+    with (
+        Context(Workspace.load(workspace.config_path)) as ctx,
+        pytest.raises(ConfigError, match=r"no longer held for review \(status retracted\)"),
+    ):
+        review(ctx, held, release=True, retract=False)
+    assert rival[0]["action"] == "retracted"
+    status = {r["run_id"]: r["status"] for r in cli.json("runs", "s")}
+    assert status[held] == "retracted"
+    mine = [r.status for r in outbox_rows(workspace) if r.run_id == held]
+    assert mine and set(mine) == {"cancelled"}

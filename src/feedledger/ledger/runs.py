@@ -131,8 +131,13 @@ def count(conn: Connection, run_id: str, *, payloads: int, changes: int) -> None
     )
 
 
-def set_status(conn: Connection, run_id: str, status: str) -> None:
-    conn.execute(update(runs).where(runs.c.run_id == run_id).values(status=status))
+def set_status(conn: Connection, run_id: str, status: str, *, only_from: str | None = None) -> bool:
+    """Set the run's status; with `only_from`, only if it is that now (decided again in
+    the caller's transaction). Returns whether the run was changed."""
+    stmt = update(runs).where(runs.c.run_id == run_id)
+    if only_from is not None:
+        stmt = stmt.where(runs.c.status == only_from)
+    return bool(conn.execute(stmt.values(status=status)).rowcount)
 
 
 def finish(conn: Connection, run_id: str, status: str, error: str | None = None) -> None:

@@ -27,17 +27,29 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
         )
     if release:
         n = holds.settle(
-            store, run_id, notifications_to="pending", run_status=RunStatus.SUCCEEDED.value
+            store,
+            run_id,
+            notifications_to="pending",
+            run_status=RunStatus.SUCCEEDED.value,
+            still_held=True,
         )
+        if n is None:  # settled by another reviewer since the look above
+            now = runs.get_run(store, run_id)
+            raise ConfigError(
+                f"run {run_id} is no longer held for review (status "
+                f"{now.status if now is not None else 'gone'}); nothing changed",
+                source=run.source,
+            )
         return {"run_id": run_id, "source": run.source, "action": "released", "notifications": n}
     retraction: Any = None
     if stands(store, run.source, run_id):
         # refuses (and changes nothing) if later runs were computed on top of this one
         retraction = retract_run(ctx, run_id)
     # the retraction cancelled them already, if it ran
-    n = holds.settle(
+    moved = holds.settle(
         store, run_id, notifications_to="cancelled", run_status=RunStatus.RETRACTED.value
     )
+    n = moved or 0
     if retraction is not None:
         n += retraction.notifications_cancelled
     return {
