@@ -253,3 +253,26 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
     assert status[held] == "retracted"
     mine = [r.status for r in outbox_rows(workspace) if r.run_id == held]
     assert mine and set(mine) == {"cancelled"}
+
+
+def test_a_run_that_wrote_anything_is_finished_not_removed(
+    cli: Cli, workspace: Workspace, tmp_path: Path
+) -> None:
+    """`leases.NOTHING` removes only a run nothing names: one that recorded a gap is
+    finished `succeeded` as usual (runs.discard refuses it)."""
+    from feedledger.ledger import gap_entry
+
+    setup(cli, tmp_path, [])
+    with Context(Workspace.load(workspace.config_path)) as ctx:
+        store = ctx.store
+        with leases.leased_run(store, SRC, "manual") as run:
+            gap_entry.record_by_hand(
+                store, SRC, "America/Denver", denver("2026-08-05"), denver("2026-08-06"),
+                "2026-08-05", reason="outage", holder=run.holder, run_id=run.run_id,
+            )  # fmt: skip
+            run.outcome = leases.NOTHING
+        with leases.leased_run(store, SRC, "manual") as empty:
+            empty.outcome = leases.NOTHING
+    kept = {r.run_id: r.status for r in source_runs(workspace)}
+    assert kept[run.run_id] == "succeeded" and empty.run_id not in kept
+    assert [g.run_id for g in fetch(workspace, select(gaps))[0]] == [run.run_id]
