@@ -10,6 +10,7 @@ restricted to it)."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -90,7 +91,13 @@ def _fill(url: str, rows: list[tuple[Any, ...]]) -> None:
 
 
 def _psycopg_rows(url: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    query, values = arrow_fetch._positional(QUERY, params, "%s")
+    values: list[Any] = []
+
+    def mark(found: re.Match[str]) -> str:
+        values.append(params[found.group(1)])
+        return "%s"
+
+    query = re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", mark, QUERY)
     with psycopg.connect(url) as conn:
         return [tuple(r) for r in conn.execute(query, values).fetchall()]
 

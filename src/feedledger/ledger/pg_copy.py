@@ -27,7 +27,8 @@ value's text pasted in. The ADBC connection goes to exactly where that pooled
 connection went (its libpq parameters: host, database, user, the `options` that set
 the search_path, the password if one was given), with `client_encoding=UTF8`, the
 encoding the query text is sent in and Arrow's strings are read in. It is a
-connection of its own, in autocommit: one statement, nothing to commit.
+connection of its own, in autocommit: one statement, nothing to commit. (Its errors
+are the driver's, `adbc_driver_manager.Error` subclasses, not psycopg's.)
 """
 
 from __future__ import annotations
@@ -58,27 +59,33 @@ def batches(
     `batch` rows each, read by COPY through the ADBC PostgreSQL driver."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, not {batch}")
-    import adbc_driver_postgresql.dbapi as adbc
+    # (the driver's low-level API: its DB-API module imports pandas and pyarrow.dataset,
+    # ~0.25 CPU s a process, for nothing used here)
+    import adbc_driver_manager as adbc
+    import adbc_driver_postgresql as adbc_pg
 
     query, conninfo = _bound(store, sql, params)
-    conn = adbc.connect(conninfo, autocommit=True)
+    db = adbc_pg.connect(conninfo)
     try:
-        cur = conn.cursor()
+        conn = adbc.AdbcConnection(db)  # (autocommit: an ADBC connection's default)
         try:
-            cur.adbc_statement.set_options(
-                **{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_BYTES)}
-            )
-            cur.execute(query)
-            reader = cur.fetch_record_batch()
+            stmt = adbc.AdbcStatement(conn)
             try:
-                for got in reader:
-                    yield from _sliced(_cast(got, schema), batch)
+                stmt.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_BYTES)})
+                stmt.set_sql_query(query)
+                stream, _ = stmt.execute_query()
+                reader = pa.RecordBatchReader.from_stream(stream)
+                try:
+                    for got in reader:
+                        yield from _sliced(_cast(got, schema), batch)
+                finally:
+                    reader.close()
             finally:
-                reader.close()
+                stmt.close()
         finally:
-            cur.close()
+            conn.close()
     finally:
-        conn.close()
+        db.close()
 
 
 def _bound(store: Store, sql: str, params: Mapping[str, Any]) -> tuple[str, str]:
