@@ -68,7 +68,7 @@ TARGET_BACKFILL_FACTOR = 1.2
 
 def generate(n: int, days: int, timeout: float, out: Path | None = None) -> list[dict[str, Any]]:
     argv = [sys.executable, GEN_SCRIPT, "--n", n, "--days", days, "--json"]
-    argv += ["--out", out] if out is not None else []
+    argv += ["--out", out.resolve()] if out is not None else []  # the child runs in bench/
     out = parse_json_output(run_measured(argv, BENCH_DIR, timeout).stdout)
     found: list[dict[str, Any]] = out["days"][:days]
     return found

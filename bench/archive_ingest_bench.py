@@ -57,7 +57,7 @@ def load_avg() -> str:
 def generate(n: int, days: int, out: Path | None, timeout: float) -> list[dict[str, Any]]:
     argv = [sys.executable, GEN_SCRIPT, "--n", n, "--days", days, "--json"]
     if out is not None:
-        argv += ["--out", out]
+        argv += ["--out", out.resolve()]  # the child runs in bench/
     found: list[dict[str, Any]] = parse_json_output(run_measured(argv, BENCH_DIR, timeout).stdout)[
         "days"
     ][:days]
