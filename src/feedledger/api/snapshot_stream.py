@@ -1,18 +1,18 @@
 """A source's snapshot as a stream of chunks (CSV, JSON lines, GeoJSON), for the HTTP
 API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a file
 (the same writers: `pipeline.snapshot_writers` for CSV and JSON lines, a batch of rows
-at a time), produced by a writer thread into a small bounded queue, so memory stays
-bounded whatever the size and a reader that stops early stops the writer.
+at a time), produced by a writer thread into a small bounded queue
+(`feedledger.ahead`), so memory stays bounded whatever the size and a reader that
+stops early stops the writer.
 `snapshot_bytes` gives UTF-8 chunks, `snapshot_chunks` the same as text."""
 
 from __future__ import annotations
 
 import codecs
-import queue
-import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
+from feedledger.ahead import Stopped, run_ahead
 from feedledger.api.times import When
 
 if TYPE_CHECKING:
@@ -24,21 +24,16 @@ CHUNK_CHARS = 256 * 1024
 # 37 (jsonl) / 78 (csv) MiB with 4k, and faster (224k / 105k rows/s against 132k / 79k)
 STREAM_BATCH_ROWS = 4096
 QUEUE_CHUNKS = 4
-_END = object()
-
-
-class _Stopped(Exception):
-    """The reader went away: the writer thread stops at its next write."""
 
 
 class _QueueWriter:
     """A handle (text written is UTF-8 encoded) whose writes are gathered into chunks
-    of about CHUNK_CHARS bytes and handed to the reader through a bounded queue
-    (blocking while it is full); a big write is handed on in CHUNK_CHARS pieces."""
+    of about CHUNK_CHARS bytes and handed on by `put` (a bounded queue's: it blocks
+    while the queue is full, and raises `ahead.Stopped` once the reader has gone); a
+    big write is handed on in CHUNK_CHARS pieces."""
 
-    def __init__(self, out: queue.Queue[object], stop: threading.Event) -> None:
-        self.out = out
-        self.stop = stop
+    def __init__(self, put: Callable[[bytes], None]) -> None:
+        self._put = put
         self.parts: list[bytes] = []
         self.size = 0
 
@@ -59,23 +54,6 @@ class _QueueWriter:
             return
         self._put(b"".join(self.parts))
         self.parts, self.size = [], 0
-
-    def _put(self, item: object) -> None:
-        while True:
-            if self.stop.is_set():
-                raise _Stopped
-            try:
-                self.out.put(item, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-    def finish(self, item: object) -> None:
-        try:
-            self.flush()
-            self._put(item)
-        except _Stopped:
-            pass
 
 
 def snapshot_chunks(
@@ -141,31 +119,15 @@ def snapshot_bytes(
 
 
 def _pump(produce: Callable[[_QueueWriter], None]) -> Generator[bytes, None, None]:
-    out: queue.Queue[object] = queue.Queue(maxsize=QUEUE_CHUNKS)
-    stop = threading.Event()
-    handle = _QueueWriter(out, stop)
-
-    def run() -> None:
+    def work(put: Callable[[bytes], None]) -> None:
+        handle = _QueueWriter(put)
         try:
             produce(handle)
-        except _Stopped:
-            return
-        except BaseException as exc:
-            handle.finish(exc)
-            return
-        handle.finish(_END)
+        except Stopped:
+            raise
+        except BaseException:
+            handle.flush()  # what was written before the error, then the error
+            raise
+        handle.flush()
 
-    worker = threading.Thread(target=run, name="feedledger-snapshot", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = out.get()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, bytes)
-            yield item
-    finally:
-        stop.set()
-        worker.join(timeout=5)
+    return run_ahead(work, depth=QUEUE_CHUNKS, name="feedledger-snapshot", join_s=5)

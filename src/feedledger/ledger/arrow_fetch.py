@@ -13,28 +13,27 @@ Python tuple each) costs more than everything after it. Here:
 
 Every batch is cast to `schema` (the driver's own types vary: SQLite has none). The
 fetch runs in a thread of its own, PREFETCH batches ahead of the reader (the driver
-and Arrow let go of the GIL), so the store's work overlaps what the reader does with
-each batch; a reader that stops early stops it.
+and Arrow let go of the GIL; `feedledger.ahead`), so the store's work overlaps what the
+reader does with each batch; a reader that stops early stops it.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
+from feedledger.ahead import ahead
 from feedledger.ledger.store import Store
 
-__all__ = ["STREAM_CACHE_KIB", "batches"]
+__all__ = ["STREAM_CACHE_KIB", "batches", "threadable"]
 
 # An SQLite connection's page cache while it streams a whole source: each page is read
 # once, so a big cache would only fill with pages never read again.
 STREAM_CACHE_KIB = 8192
 PREFETCH = 2
-_END = object()
+_NAME = "feedledger-fetch"
 
 
 def batches(
@@ -43,54 +42,17 @@ def batches(
     """Stream the rows of `sql` (placeholders `:name`) as batches of `schema`."""
     path = _sqlite_file(store)
     if path is not None:
-        return _ahead(_adbc(path, sql, params, schema, batch))
+        return ahead(_adbc(path, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
     found = _dbapi(store, sql, params, schema, batch)
     # (an in-memory SQLite store is one per thread: read in the reader's own)
-    return _ahead(found) if store.dialect == "postgresql" else found
+    pg = store.dialect == "postgresql"
+    return ahead(found, depth=PREFETCH, name=_NAME) if pg else found
 
 
-def _ahead(source: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """`source` run in a thread, up to PREFETCH batches ahead."""
-    out: queue.Queue[object] = queue.Queue(maxsize=PREFETCH)
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for got in source:
-                if not put(got):
-                    return
-        except BaseException as exc:  # handed to the reader, raised there
-            put(exc)
-            return
-        finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
-        put(_END)
-
-    worker = threading.Thread(target=run, name="feedledger-fetch", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = out.get()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, pa.RecordBatch)
-            yield item
-    finally:
-        stop.set()
-        worker.join()
+def threadable(store: Store) -> bool:
+    """Whether a reader of `store` may run in another thread than its caller's (not
+    an in-memory SQLite store: one per thread)."""
+    return store.dialect == "postgresql" or _sqlite_file(store) is not None
 
 
 def _sqlite_file(store: Store) -> str | None:

@@ -7,7 +7,8 @@ text, decoded from its stored form by `codebooks.decode_arrow`) and, asked for,
 `known_at`, in key order. It reads the source's versions in
 the index's order (`visibility.key_ordered_sql`: no sort, no window function, one pass
 whatever the number of days stored) through the driver's bulk path
-(`ledger.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`);
+(`ledger.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`, in
+a thread of its own ahead of the reader: `feedledger.ahead`);
 a key's versions that straddle two fetched batches are carried to the next. `rows` is
 the same as Python tuples. `attribute_columns.text_columns` turns the attributes of a
 batch into one column per field; with `stored=True` the batches keep the texts as
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import select
 
+from feedledger.ahead import ahead
 from feedledger.ledger import arrow_fetch, codebooks
 from feedledger.ledger.attribute_columns import with_codebooks
 from feedledger.ledger.schema import applications, payloads
@@ -100,10 +102,18 @@ def batches(
     params: dict[str, Any] = {"source": source, "valid": valid_at}
     if known_at is not None:
         params["known"] = known_at
-    books = codebooks.load(store, source)
-    present = _Present(out, books, stored)
+    present = _Present(out, codebooks.load(store, source), stored)
+    found = arrow_fetch.batches(store, sql, params, scan, batch=batch)
+    latest = _latest(found, present)
+    # the per-key pass runs ahead too, beside the fetch's thread and the reader
+    if arrow_fetch.threadable(store):
+        return ahead(latest, depth=arrow_fetch.PREFETCH, name="feedledger-latest")
+    return latest
+
+
+def _latest(found: Iterator[pa.RecordBatch], present: _Present) -> Iterator[pa.RecordBatch]:
     carry: pa.Table | None = None
-    for got in arrow_fetch.batches(store, sql, params, scan, batch=batch):
+    for got in found:
         table = _nulls_back(pa.Table.from_batches([got]))
         if carry is not None and carry.num_rows:
             table = pa.concat_tables([carry, table])
