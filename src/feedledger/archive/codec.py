@@ -16,13 +16,14 @@ bytes' sha256 (`archive/objects.py`).
 
 A delta is written the way ``zstd --patch-from`` writes one: the base is the frame's
 *prefix* (``ZSTD_CCtx_refPrefix``) and long-distance matching finds the base's long
-runs that recur in the target, at zstd level 3. That is what makes it cheap: a prefix is
+runs that recur in the target, at zstd level 1. That is what makes it cheap: a prefix is
 not indexed up front as a loaded dictionary is (a 107 MB base cost ~3 CPU s to index
 before the first byte was compressed), and LDM's rolling hash finds the unchanged runs
 of a day-to-day snapshot in one pass. Measured on a 1M-parcel CSV (107 MB) a day apart:
-0.19 % of the size in ~0.25 CPU s, against 0.64 % in ~4.6 CPU s with the dictionary
-(bench/README.md, Storage). A prefix and a raw-content dictionary are the same thing to
-the decoder, so `decode` reads both, and deltas written either way stay readable.
+0.19 % of the size in ~0.2-0.25 CPU s (level 3: the same size, ~0.3 s), against 0.64 %
+in 3.0-4.6 CPU s with the dictionary (bench/README.md, Storage; archive_codec_bench.py).
+A prefix and a raw-content dictionary are the same thing to the decoder, so `decode`
+reads both, and deltas written either way stay readable.
 python-zstandard's C backend has no prefix call; its CFFI backend (same package, same
 wheel) exposes libzstd's, which is used for this one call. Where that backend is
 missing, deltas fall back to the dictionary form (`_encode_with_dictionary`).
@@ -45,7 +46,7 @@ _TAG = b"FLZ1"
 # level 1: the same size as level 3 on CSV snapshots (27.4 % of a 1M day) for ~60 % of
 # the CPU (0.44 vs 0.74 s): a keyframe is written on a first load
 KEYFRAME_LEVEL = 1
-DELTA_LEVEL = 3
+DELTA_LEVEL = 1
 MAX_WINDOW_LOG = 31  # zstd's largest window on 64-bit: 2 GiB
 # a delta's base and target both sit in the window: larger payloads are keyframes
 MAX_DELTA_BYTES = 1 << 30
