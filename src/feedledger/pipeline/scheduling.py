@@ -8,6 +8,11 @@
   `recovery = "auto"` fills the archive and backfills (pipeline/recovery.py);
   `"hold"` announces it once and waits for an operator
 
+Schedulers race: two may find the same source due at once, and the one that reaches the
+lease second finds, under it, that the other did the work (a backfill with nothing left:
+NothingToDo; a live payload already applied). Its attempt is `done_elsewhere`, the
+source caught up: neither a failure nor a reason to back off.
+
 `alerts` opens and closes alert episodes (stale, failing, recovery on hold): each is
 announced to the notification subscribers once when it opens and once when it clears.
 """
@@ -21,6 +26,7 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger import freezes, schedule_state
+from feedledger.ledger.records import Watermark
 from feedledger.model.cadence import due_at, next_due
 from feedledger.model.errors import FeedledgerError, LeaseHeldError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
@@ -42,7 +48,9 @@ class Attempt:
 
     source: str
     action: str  # live | recover | hold
-    outcome: str  # applied | not_yet_published | recovered | waiting | held | busy | failed
+    # applied | not_yet_published | recovered | waiting | done_elsewhere | held | busy |
+    # failed | interrupted
+    outcome: str
     at: int
     run_id: str | None = None
     changes: int = 0
@@ -109,6 +117,7 @@ def attempt(
     started = time.perf_counter()
     store = ctx.store
     state = schedule_state.get(store, src.name)
+    before = store.watermark(src.name)
     from feedledger.pipeline.recovery import waiting
 
     # the one decision `feedledger run` makes too: several publications waiting (cadence
@@ -167,8 +176,10 @@ def attempt(
         result.outcome, result.error = "interrupted", "stopped between two payloads"
     except Exception as exc:  # a bug or an unexpected library error: record, go on
         result.error = f"{type(exc).__name__}: {exc}"
+    if result.outcome in ("waiting", "not_yet_published") and result.error is None:
+        _done_elsewhere(ctx, src, before, result)
     result.seconds = time.perf_counter() - started
-    success = result.outcome in ("applied", "recovered")
+    success = result.outcome in ("applied", "recovered", "done_elsewhere")
     if result.outcome in ("busy", "interrupted"):
         next_at: int | None = state.next_attempt_at
     elif result.outcome == "held":
@@ -188,6 +199,24 @@ def attempt(
             next_attempt_at=next_at,
         )
     return result
+
+
+def _done_elsewhere(
+    ctx: Context, src: SourceConfig, before: Watermark | None, result: Attempt
+) -> None:
+    """The attempt found nothing to do because another worker did it meanwhile (the
+    watermark moved on during the attempt, not by this one): `done_elsewhere`, naming
+    the run that applied the source's latest payload."""
+    after = ctx.store.watermark(src.name)
+    if after is None or after.published_at is None or after.payload_id is None:
+        return
+    was = before.published_at if before is not None else None
+    if was is not None and after.published_at <= was:
+        return
+    result.outcome = "done_elsewhere"
+    done = ctx.store.application_of(after.payload_id)
+    result.detail["done_by_run"] = done.run_id if done is not None else None
+    result.detail["watermark_at"] = iso(after.published_at)
 
 
 def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
