@@ -3,7 +3,8 @@
 `FEEDLEDGER_FAULT=<point>[:<n>][:kill]` makes the process raise `InjectedFailure` (or
 die at once with SIGKILL when `:kill` is given) when it reaches `<point>` (for a
 counted point, the n-th time). Points: `after_archive`, `after_register`,
-`mid_transaction`, `before_commit`, `after_commit`, `after_retraction` (a replay's
+`mid_transaction`, `before_commit`, `after_commit`, `replay_before_cancel` (a replay's
+retraction done, its cancellations not, uncommitted), `after_retraction` (a replay's
 retraction committed), `after_payload:<n>` (the n-th payload of a backfill or replay
 committed), `after_send` (notifications sent, their deliveries not yet marked),
 `before_destination_write:<n>`, `after_destination_write:<n>` (acknowledged, not yet

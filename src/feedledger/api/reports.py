@@ -106,6 +106,9 @@ class WindowRun(_Raw):
     fetched: int = 0  # payloads archived first by this call (backfill)
     retracted_payloads: int = 0  # replay: retracted first
     retracted_versions: int = 0
+    retracted_runs: list[str] = field(default_factory=list)  # replay: the runs it hit
+    notifications_cancelled: int = 0  # replay: their outbox rows not fanned out yet
+    messages_cancelled: int = 0  # replay: their messages not delivered yet
     notify: bool = False  # per-payload notifications queued (else one summary only)
     invalid_geometries: int | None = None  # GIS sources: across the payloads applied
 
@@ -129,6 +132,9 @@ class WindowRun(_Raw):
             fetched=len(r.fetched),
             retracted_payloads=r.retracted_payloads,
             retracted_versions=r.retracted_versions,
+            retracted_runs=list(r.retracted_runs),
+            notifications_cancelled=r.notifications_cancelled,
+            messages_cancelled=r.messages_cancelled,
             notify=r.notify,
             invalid_geometries=r.invalid_geometries,
         )

@@ -113,7 +113,9 @@ def _render_run(report: WindowRun | NothingToDo, json_out: bool) -> None:
     if report.kind == "replay":
         out.print(
             f"retracted first: {report.retracted_payloads} payload(s), "
-            f"{report.retracted_versions} version(s)"
+            f"{report.retracted_versions} version(s); not delivered yet, now cancelled: "
+            f"{report.notifications_cancelled} notification(s), "
+            f"{report.messages_cancelled} message(s)"
         )
     out.print(
         f"gaps recorded: {report.gaps_recorded}; notifications "

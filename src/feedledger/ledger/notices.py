@@ -5,9 +5,10 @@ the notification layer (notify/)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import ColumnElement, Connection, and_, false, insert, or_, select, update
 
 from feedledger.ledger.schema import outbox
 
@@ -65,6 +66,45 @@ def cancel_runs(conn: Connection, run_ids: list[str]) -> int:
     result = conn.execute(
         update(outbox)
         .where(outbox.c.run_id.in_(run_ids), outbox.c.status.in_(CANCELLABLE))
+        .values(status="cancelled")
+    )
+    return int(result.rowcount or 0)
+
+
+def of_applications(
+    applied: Sequence[tuple[str, str]], run_ids: Sequence[str]
+) -> ColumnElement[bool]:
+    """The outbox rows announcing these applications ((run, payload): their change
+    sets) and the run-level notices (summary, correction) of the runs `run_ids`: what a
+    replay's retraction takes back from subscribers, when it retracts only part of a run
+    (its payloads published from a day on) -- a change set of the run's earlier payloads
+    still stands and is still announced."""
+    by_run: dict[str, list[str]] = {}
+    for run_id, payload_id in applied:
+        by_run.setdefault(run_id, []).append(payload_id)
+    changes = [
+        and_(outbox.c.run_id == run_id, outbox.c.payload_id.in_(payload_ids))
+        for run_id, payload_ids in by_run.items()
+    ]
+    clauses: list[ColumnElement[bool]] = []
+    if changes:
+        clauses.append(and_(outbox.c.topic == "changes", or_(*changes)))
+    if run_ids:
+        clauses.append(and_(outbox.c.topic != "changes", outbox.c.run_id.in_(list(run_ids))))
+    return or_(*clauses) if clauses else false()
+
+
+def cancel_applications(
+    conn: Connection, applied: Sequence[tuple[str, str]], run_ids: Sequence[str]
+) -> int:
+    """`cancel_runs` for a replay's retraction: the outbox rows `of_applications` not
+    fanned out yet are cancelled (Invariant 11); returns how many. Run it first, as
+    `cancel_runs`."""
+    if not applied and not run_ids:
+        return 0
+    result = conn.execute(
+        update(outbox)
+        .where(of_applications(applied, run_ids), outbox.c.status.in_(CANCELLABLE))
         .values(status="cancelled")
     )
     return int(result.rowcount or 0)

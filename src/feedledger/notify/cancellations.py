@@ -11,12 +11,13 @@ reads before sending to know, with one indexed read, whether to look its claims 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
 from feedledger.ledger.holders import holder_dead
+from feedledger.ledger.notices import of_applications
 from feedledger.ledger.schema import counters, outbox
 from feedledger.ledger.store import Store
 from feedledger.notify.deliveries import UNDELIVERED
@@ -57,24 +58,41 @@ def cancel_runs(conn: Connection, run_ids: Sequence[str], reason: str) -> int:
     not sent yet; returns the messages cancelled. Claims are left: see `record`."""
     if not run_ids:
         return 0
+    wanted = set(run_ids)
+    return _cancel(conn, _runs_rows(run_ids), lambda c: c.get("run_id") in wanted, reason)
+
+
+def cancel_applications(
+    conn: Connection, applied: Sequence[tuple[str, str]], run_ids: Sequence[str], reason: str
+) -> int:
+    """`cancel_runs` for a replay's retraction, which may take back only part of a run:
+    the undelivered messages of these applications ((run, payload): their changes, in
+    digests too) and of the run-level notices of `run_ids` (notices.of_applications)."""
+    if not applied and not run_ids:
+        return 0
+    wanted = set(applied)
+    rows = select(outbox.c.outbox_id).where(of_applications(applied, run_ids))
+    return _cancel(conn, rows, lambda c: (c.get("run_id"), c.get("payload_id")) in wanted, reason)
+
+
+def _cancel(
+    conn: Connection, rows: Any, in_digest: Callable[[dict[str, Any]], bool], reason: str
+) -> int:
+    """Cancel the undelivered messages of the outbox rows `rows` (a select of ids) and
+    the digest items `in_digest` says are theirs; bump the cancel epoch if any."""
     d = deliveries
     result = conn.execute(
         update(d)
-        .where(
-            d.c.status.in_(UNDELIVERED),
-            d.c.topic != "digest",
-            d.c.outbox_id.in_(_runs_rows(run_ids)),
-        )
+        .where(d.c.status.in_(UNDELIVERED), d.c.topic != "digest", d.c.outbox_id.in_(rows))
         .values(status="cancelled", last_error=reason)
     )
     count = int(result.rowcount or 0)
-    wanted = set(run_ids)
     digests = conn.execute(
         select(d.c.delivery_id, d.c.body).where(d.c.status.in_(UNDELIVERED), d.c.topic == "digest")
     ).all()
     for delivery_id, text in digests:
         body = json.loads(text)
-        kept = [c for c in body["changes"] if c.get("run_id") not in wanted]
+        kept = [c for c in body["changes"] if not in_digest(c)]
         if len(kept) == len(body["changes"]):
             continue
         if kept:

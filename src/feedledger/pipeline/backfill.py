@@ -9,7 +9,9 @@ publisher date as `valid_from`, as one run holding the source's lease throughout
   reaching beyond that window starts a new run naming the unfinished one its parent.
 * `replay SOURCE --from D` first retracts every standing application of the source
   published on or after D (and the gaps after D), moving the watermark back, then applies
-  every archived payload from D on, late ones included.
+  every archived payload from D on, late ones included. In the retraction's transaction
+  it cancels what it retracted and nobody was delivered yet, and queues one retraction
+  notice for whoever was (pipeline/replay_retraction.py), as `retract` does.
 
 Each payload commits in its own transaction (versions, outbox rows -- `suppressed`
 unless `notify` -- application, watermark advance). The publication days of the window
@@ -35,7 +37,8 @@ from feedledger.formats import read_observations
 from feedledger.ledger import leases, runs
 from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.resumes import resumable
-from feedledger.ledger.retraction import Scope, retract_scope
+from feedledger.ledger.retraction import Retracted, Scope, retract_scope
+from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
@@ -44,6 +47,7 @@ from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.assess import Assessment, assess_window, index_archive, parse_day, window
+from feedledger.pipeline.replay_retraction import withdraw
 from feedledger.pipeline.runreport import NothingToDo, RunReport, Step, finish
 
 __all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
@@ -280,15 +284,25 @@ def replay(
         # the look above is retracted below with the rest, so it must be re-applied too
         refs = ctx.store.list_payloads(src.name, start_us, None)
         report.missing_dates = _missing_days(src, day, refs)
+
+        def told(conn: Transaction, done: Retracted) -> None:
+            # in the retraction's transaction (Invariant 11): what it took back and was
+            # not delivered yet is cancelled; who heard of it is told once
+            gone = withdraw(conn, done, source=src.name, run_id=run.run_id, published_from=start_us)
+            report.notifications_cancelled = gone.notifications_cancelled
+            report.messages_cancelled = gone.messages_cancelled
+
         done = retract_scope(
             ctx.store,
             src.name,
             Scope(published_from=start_us),
             holder=run.holder,
             by=run.run_id,
+            then=told,
         )
         report.retracted_payloads = len(done.payloads)
         report.retracted_versions = done.versions
+        report.retracted_runs = done.runs
         faults.point("after_retraction")
         report.steps = _apply_payloads(
             ctx,

@@ -83,6 +83,9 @@ class RunReport:
     gaps_recorded: int = 0
     retracted_versions: int = 0
     retracted_payloads: int = 0
+    retracted_runs: list[str] = field(default_factory=list)  # replay: the runs hit
+    notifications_cancelled: int = 0  # replay: outbox rows not fanned out yet
+    messages_cancelled: int = 0  # replay: fanned-out messages not delivered yet
     late: list[PayloadRef] = field(default_factory=list)  # in the window, behind the watermark
     summary: str = ""
     notify: bool = False
@@ -127,6 +130,9 @@ class RunReport:
         if self.kind == RunKind.REPLAY.value:
             data["retracted_payloads"] = self.retracted_payloads
             data["retracted_versions"] = self.retracted_versions
+            data["retracted_runs"] = self.retracted_runs
+            data["notifications_cancelled"] = self.notifications_cancelled
+            data["messages_cancelled"] = self.messages_cancelled
         return data
 
 
@@ -153,6 +159,13 @@ def _summary(
     if report.parent_run_id:
         text += f" (resuming run {report.parent_run_id})"
     text += "."
+    if report.retracted_payloads:
+        text += (
+            f" It first retracted {report.retracted_versions} version(s) of "
+            f"{report.retracted_payloads} payload(s) applied before (runs "
+            f"{', '.join(report.retracted_runs)}); whoever was told of them is sent a "
+            "retraction notice."
+        )
     if report.late:
         first = local_date(report.late[0].published_at, src.timezone)
         text += (
@@ -199,6 +212,10 @@ def finish(
         "unrecoverable_days": len(report.missing_dates),
         "missing_dates": [d.isoformat() for d in report.missing_dates],
     }
+    if report.kind == RunKind.REPLAY.value:
+        body["retracted_runs"] = report.retracted_runs
+        body["retracted_versions"] = report.retracted_versions
+        body["retracted_payloads"] = report.retracted_payloads
     report.gaps_recorded = close_run(
         store,
         src.name,
