@@ -4,6 +4,7 @@ fetching them.
 
     .venv/bin/python bench/pg_scan_bench.py [--postgres URL] [--database NAME]
         [--template NAME] [--repeat 3] [--methods dbapi,copy,csv,snap-dbapi,snap-copy]
+        [--batch 4096]
 
 The ledger: a PostgreSQL database `--database` (default feedledger_pgcopy_bench_1000000_10)
 holding a 1M-parcel source; made when missing as a copy (CREATE DATABASE ... TEMPLATE)
@@ -80,7 +81,7 @@ def own_copy(base: str, name: str, template: str) -> str:
 # -- the child: one method, one read ----------------------------------------------------
 
 
-def child(url: str, method: str) -> dict[str, Any]:
+def child(url: str, method: str, batch: int) -> dict[str, Any]:
     import resource
 
     import pyarrow as pa
@@ -112,16 +113,16 @@ def child(url: str, method: str) -> dict[str, Any]:
         snapshot_rows.codebooks.load(store, SOURCE)  # (warm: its import and statement)
 
         def read() -> Any:
-            return snapshot_rows.batches(store, SOURCE, VALID, batch=BATCH)
+            return snapshot_rows.batches(store, SOURCE, VALID, batch=batch)
     elif method == "dbapi":
 
         def read() -> Any:
-            return arrow_fetch._dbapi(store, sql, params, schema, BATCH)
+            return arrow_fetch._dbapi(store, sql, params, schema, batch)
     elif method == "copy":
         import adbc_driver_postgresql.dbapi  # noqa: F401  (imported before the clock)
 
         def read() -> Any:
-            return pg_copy.batches(store, sql, params, schema, BATCH)
+            return pg_copy.batches(store, sql, params, schema, batch)
     elif method == "csv":
 
         def read() -> Any:
@@ -241,11 +242,11 @@ def _cpu(pid: int, tick: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
 
 
-def run_one(url: str, method: str) -> dict[str, Any]:
+def run_one(url: str, method: str, batch: int) -> dict[str, Any]:
     load = os.getloadavg()[0]
     with ServerCpu(url) as server:
         out = subprocess.run(
-            [sys.executable, __file__, "--child", method, "--url", url],
+            [sys.executable, __file__, "--child", method, "--url", url, "--batch", str(batch)],
             capture_output=True,
             text=True,
             check=False,
@@ -265,11 +266,12 @@ def main() -> None:
     ap.add_argument("--template", default="feedledger_http_bench_1000000_10")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--batch", type=int, default=BATCH)
     ap.add_argument("--child")
     ap.add_argument("--url")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.url, args.child)), flush=True)
+        print(json.dumps(child(args.url, args.child, args.batch)), flush=True)
         if args.child == "csv":
             # pyarrow's CSV reader over a Python file object now and then aborted at
             # interpreter exit ("terminate called without an active exception"),
@@ -281,7 +283,7 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     for i in range(args.repeat):
         for method in methods if i % 2 == 0 else reversed(methods):
-            got = run_one(url, method)
+            got = run_one(url, method, args.batch)
             print(json.dumps(got), file=sys.stderr)
             runs.append(got)
     print(
@@ -299,8 +301,11 @@ def main() -> None:
             f" | {med['cpu_s']:.2f} | {med['server_cpu_s']:.2f} | {med['peak_rss_mib']:.0f}"
             f" | {min(r['load'] for r in mine):.1f}-{max(r['load'] for r in mine):.1f} |"
         )
-    text = json.dumps({"database": args.database, "runs": runs, "median": summary}, indent=1)
-    print(save_results(ROOT / "bench" / "results", "pg-scan", text), file=sys.stderr)
+    text = json.dumps(
+        {"database": args.database, "batch": args.batch, "runs": runs, "median": summary}, indent=1
+    )
+    name = "pg-scan" if args.batch == BATCH else f"pg-scan-b{args.batch}"
+    print(save_results(ROOT / "bench" / "results", name, text), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 A snapshot reads a whole source's versions. Through psycopg (a server-side cursor,
 `fetchmany`, one Python tuple a row, zipped into Arrow arrays) the client spends
-~2.5 CPU s a million rows; here the ADBC PostgreSQL driver runs the query as
+1.6-2.8 CPU s a million rows; here the ADBC PostgreSQL driver runs the query as
 `COPY (<query>) TO STDOUT (FORMAT binary)` and decodes the binary rows into Arrow
 arrays in C -- no Python object per row, the GIL released while it reads
 (bench/README.md, "PostgreSQL bulk read": the measured figures).
@@ -10,8 +10,8 @@ arrays in C -- no Python object per row, the GIL released while it reads
 `batches` has the contract of `arrow_fetch`'s PostgreSQL path: the rows of `sql`
 (placeholders `:name`, values in `params`) as record batches of `schema` (each column
 cast to its type: int4 to int64 and so on), at most `batch` rows each (the driver's
-own batches, ~BATCH_BYTES each, sliced without a copy), streamed: memory stays bounded
-by a few of the driver's batches whatever the number of rows. A reader that stops
+own batches, sized for about `batch` rows, sliced without a copy), streamed: memory
+stays bounded by a few of the driver's batches whatever the number of rows. A reader that stops
 early (closing the generator) closes the driver's reader, statement and connection
 at once: the connection is dropped mid-COPY, not drained, and the server ends the
 statement.
@@ -41,12 +41,17 @@ import pyarrow as pa
 
 from feedledger.ledger.store import Store
 
-__all__ = ["BATCH_BYTES", "batches"]
+__all__ = ["batches"]
 
-# The driver's batches: ~this many bytes of Arrow data each (a hint: it estimates).
-# The CPU is the same from 1 to 16 MiB (1M versions: 0.9-1.1 s); the peak RSS grows
-# with it (+13 MiB at 1 MiB, +60 MiB at 16 MiB over the process before the read).
-BATCH_BYTES = 2 << 20
+# The driver's batches: ~ROW_BYTES a requested row (a hint: the driver estimates), at
+# least MIN_BATCH_BYTES, at most MAX_BATCH_BYTES; each is then sliced to `batch` rows.
+# The fetch's CPU is the same from 1 to 16 MiB (1M versions: 0.9-1.1 s) and the peak
+# RSS grows with it (+13 MiB at 1 MiB, +60 MiB at 16 MiB over the process before the
+# read), but a reader with a cost per batch (the snapshot export's columnar calls)
+# wants its `batch` rows: a driver batch smaller than that gives it smaller ones.
+ROW_BYTES = 512
+MIN_BATCH_BYTES = 1 << 20
+MAX_BATCH_BYTES = 32 << 20
 
 # `:name` placeholders, not a `::type` cast (the same rule as arrow_fetch's)
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -71,7 +76,8 @@ def batches(
         try:
             stmt = adbc.AdbcStatement(conn)
             try:
-                stmt.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_BYTES)})
+                hint = min(max(batch * ROW_BYTES, MIN_BATCH_BYTES), MAX_BATCH_BYTES)
+                stmt.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(hint)})
                 stmt.set_sql_query(query)
                 stream, _ = stmt.execute_query()
                 reader = pa.RecordBatchReader.from_stream(stream)
