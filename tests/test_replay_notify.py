@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+import feedledger as fl
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.ledger.schema import applications, outbox
 from feedledger.ledger.store import Store
@@ -143,10 +144,15 @@ def test_a_run_replayed_in_part_keeps_announcing_its_earlier_payloads(
     fan_out(cli)
     bf = filled["run_id"]
     payloads = [s["payload_id"] for s in filled["steps"]]
-    out = cli.json("replay", SRC, "--from", "2026-08-04")
+    with fl.open(cli.ws.config_path) as led:  # the public API's report says the same
+        got = led.replay(SRC, "2026-08-04")
+    assert isinstance(got, fl.WindowRun)
+    out = got.to_json()
+    assert (got.retracted_runs, got.retracted_payloads) == ([bf], 2)
     assert out["retracted_runs"] == [bf] and out["retracted_payloads"] == 2
     # lines: 08-04's and 08-05's change, the summary; dg: the summary (its digest loses
-    # two of its three changes, and stays)
+    # two of its three backfilled changes, and stays)
+    assert (got.notifications_cancelled, got.messages_cancelled) == (0, 4)
     assert (out["notifications_cancelled"], out["messages_cancelled"]) == (0, 4)
     assert stale(cli) == []
     (digest,) = [d for d in fetch(cli.ws, select(deliveries))[0] if d.topic == "digest"]
