@@ -52,13 +52,14 @@ bench: $(DEVSTAMP)
 
 # The peers (dlt, dbt) live in their own virtual environment, never mixed with ours;
 # created once (stamp file). Registry only: their telemetry is off in bench/peers/.
+# polars: histories.py decodes feedledger's stored attributes with ledger/attr_codec.py.
 PEERS := bench/.peers
 PEERS_STAMP := $(PEERS)/.installed
 
 $(PEERS_STAMP):
 	$(PY) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install -q --upgrade pip
-	$(PEERS)/bin/python -m pip install -q 'dlt[duckdb]' pyarrow 'dbt-duckdb' 'dbt-core<1.12'
+	$(PEERS)/bin/python -m pip install -q 'dlt[duckdb]' pyarrow 'dbt-duckdb' 'dbt-core<1.12' polars
 	touch $@
 
 ## bench-peers: feedledger vs dlt scd2 vs dbt snapshot, 100k and 1M parcels (bench/README.md)

@@ -33,6 +33,7 @@ agree on (number of versions, sequence of states), with a few examples of the re
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sqlite3
 import sys
@@ -42,7 +43,16 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from feedledger.ledger.attr_codec import from_text
+# feedledger's codebook decoder, loaded from its file: the peers' environment has no
+# feedledger (importing the package would import all of it); the module needs polars
+# only, which the Makefile installs there too
+_CODEC = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "ledger" / "attr_codec.py"
+_spec = importlib.util.spec_from_file_location("feedledger_attr_codec", _CODEC)
+assert _spec is not None and _spec.loader is not None
+attr_codec = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = attr_codec  # dataclasses look their module up by name
+_spec.loader.exec_module(attr_codec)
+from_text = attr_codec.from_text
 
 KEY = "parcel_id"
 ATTRS = [
