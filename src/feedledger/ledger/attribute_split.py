@@ -45,6 +45,7 @@ _QUOTE, _BACKSLASH = 0x22, 0x5C
 _LITERAL = r"^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)$"
 
 Mask = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
 
 
 class UnknownName(ValueError):
@@ -91,19 +92,53 @@ def _unescaped_quote(texts: pa.Array) -> Mask:
     return np.asarray(bare.str.contains('"', literal=True).fill_null(True).to_numpy(), np.bool_)
 
 
-def _unescape(frame: pl.DataFrame, strings: list[str], rows: Mask) -> pl.DataFrame:
-    """`frame` with each cell of the `strings` columns that holds an escape (a
-    backslash: only in `rows`) as the string it stands for."""
-    where = np.flatnonzero(rows)
-    few = frame.select(strings)[pl.Series(where)]
-    for name in strings:
-        col = few.get_column(name)
-        hit = np.flatnonzero(col.str.contains("\\", literal=True).fill_null(False).to_numpy())
-        if hit.size:
-            cells = [json.loads(f'"{piece}"') for piece in col.gather(hit).to_list()]
-            whole = frame.get_column(name).scatter(where[hit], cells)
-            frame = frame.with_columns(whole)
-    return frame
+@dataclass(frozen=True, slots=True)
+class _Bytes:
+    """A batch's bytes and where its tokens and backslashes are."""
+
+    data: npt.NDArray[np.uint8]
+    offsets: Ints  # each row's start in `data`, and the end
+    at: Ints  # the tokens' positions
+    first: Ints  # each row's first token (an index into `at`), and the end
+    slashes: Ints  # the backslashes' positions
+
+
+def _quotes_and_slashes(data: npt.NDArray[np.uint8]) -> tuple[Ints, Ints]:
+    """The positions of every `"` and backslash (sorted), and of the backslashes.
+    They are rare in most texts: found by `bytes.find` (memchr speed) unless there
+    are many, then by comparing every byte."""
+    raw = data.tobytes()
+    if raw.count(b'"') + raw.count(b"\\") > len(raw) // 64:
+        both = np.flatnonzero((data == _QUOTE) | (data == _BACKSLASH))
+        return both, both[data[both] == _BACKSLASH]
+    found: dict[bytes, list[int]] = {b'"': [], b"\\": []}
+    for char, into in found.items():
+        at = raw.find(char)
+        while at != -1:
+            into.append(at)
+            at = raw.find(char, at + 1)
+    slashes = np.array(found[b"\\"], np.int64)
+    both = np.sort(np.concatenate([np.array(found[b'"'], np.int64), slashes]))
+    return both, slashes
+
+
+def _escaped_cells(b: _Bytes, rows: Ints) -> tuple[Ints, Ints, list[str]]:
+    """Of `rows`, the cells holding an escape: (row, piece index, the string it
+    stands for), each once."""
+    if not b.slashes.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    row = _rows_of(b.slashes, b.offsets)
+    mine = np.isin(row, rows)
+    row = row[mine]
+    # the token before a backslash tells its piece
+    token = np.searchsorted(b.at, b.slashes[mine], side="right") - 1
+    cells = np.unique(np.stack([row, token]), axis=1)
+    row, token = cells[0], cells[1]
+    texts = [
+        json.loads('"' + b.data[b.at[t] + 1 : b.at[t + 1]].tobytes().decode("utf-8") + '"')
+        for t in token.tolist()
+    ]
+    return row, token - b.first[row] + 1, texts
 
 
 def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
@@ -125,11 +160,11 @@ def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
     ok = np.ones(n, np.bool_)
     if stored.null_count:
         ok &= np.asarray(stored.is_valid().to_numpy(zero_copy_only=False), np.bool_)
-    special = np.flatnonzero((data == _QUOTE) | (data == _BACKSLASH))
-    if special.size:
-        rows = np.unique(_rows_of(special, offsets))
-        ok[rows[_unescaped_quote(stored.take(pa.array(rows)))]] = False
     at = np.flatnonzero(data < 0x20)
+    escapes, slashes = _quotes_and_slashes(data)
+    if escapes.size:
+        rows = np.unique(_rows_of(escapes, offsets))
+        ok[rows[_unescaped_quote(stored.take(pa.array(rows)))]] = False
     values = data[at]
     known = np.zeros(0x20, np.bool_)
     for token in [*tokens.fields, *([tokens.end] if tokens.end else [])]:
@@ -141,6 +176,7 @@ def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
     count = np.diff(first)
     starts = at[np.minimum(first[:-1], max(at.size - 1, 0))] if at.size else first[:-1]
     ok &= (count > 0) & (starts == offsets[:-1])  # a row starts with its first token
+    found = _Bytes(data, offsets, at, first, slashes)
     parts: list[tuple[npt.NDArray[np.int64], pl.DataFrame]] = []
     left = ok.copy()
     for _ in range(MAX_TEMPLATES):
@@ -153,7 +189,7 @@ def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
         seqs = values[first[alike][:, None] + np.arange(size)]
         match = alike[(seqs == template).all(axis=1)]
         left[match] = False
-        got = _template(stored, data, offsets, match, n, template, tokens, names)
+        got = _template(stored, found, match, template, tokens, names)
         if got is not None:
             kept, frame = got
             parts.append((kept, frame))
@@ -172,10 +208,8 @@ def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
 
 def _template(
     stored: pa.Array,
-    data: npt.NDArray[np.uint8],
-    offsets: npt.NDArray[np.int64],
-    rows: npt.NDArray[np.int64],
-    n: int,
+    b: _Bytes,
+    rows: Ints,
     template: npt.NDArray[np.uint8],
     tokens: FieldTokens,
     names: list[str],
@@ -198,14 +232,15 @@ def _template(
         if name not in wanted:
             raise UnknownName(name)
         pieces[name] = i + 1
-    if rows.size == n:
-        flat = data.copy()
-        sub_offsets = offsets
+    if rows.size == len(stored):
+        flat = b.data.copy()
+        flat[b.at] = _SEP
+        sub_offsets = b.offsets
     else:
         sub = stored.take(pa.array(rows))
         sub_offsets = _offsets(sub)
         flat = _data(sub, int(sub_offsets[-1])).copy()
-    flat[flat < 0x20] = _SEP
+        flat[flat < 0x20] = _SEP
     texts = pa.LargeStringArray.from_buffers(
         len(rows), pa.py_buffer(sub_offsets), pa.py_buffer(flat)
     )
@@ -215,7 +250,6 @@ def _template(
     last = len(seq) if len(fields) == len(seq) else -1  # a non-string last: ends in `}`
     cols: list[pl.Expr] = []
     literal = pl.lit(True)
-    strings: list[str] = []
     for name in names:
         at = pieces.get(name)
         if at is None:
@@ -224,7 +258,6 @@ def _template(
         col = pl.col(cut.columns[at])
         if tokens.fields[fields[at - 1]][1]:
             cols.append(col.alias(name))
-            strings.append(name)
             continue
         if at == last:
             col = col.str.strip_suffix("}")
@@ -236,9 +269,15 @@ def _template(
     if not fine.all():
         frame = frame.filter(pl.Series(fine))
         rows = rows[fine]
-    escaped = np.flatnonzero(flat == _BACKSLASH)
-    if escaped.size:
-        mine = np.zeros(len(sub_offsets) - 1, np.bool_)
-        mine[_rows_of(escaped, sub_offsets)] = True
-        frame = _unescape(frame, strings, mine[fine] if not fine.all() else mine)
+    # (a row with an escape outside a string piece failed the literal check above)
+    cell_rows, cell_pieces, cell_texts = _escaped_cells(b, rows)
+    by_piece = {at: name for name, at in pieces.items() if tokens.fields[fields[at - 1]][1]}
+    for piece in np.unique(cell_pieces).tolist():
+        column = by_piece.get(piece)
+        if column is None:
+            continue
+        hit = np.flatnonzero(cell_pieces == piece)
+        where = np.searchsorted(rows, cell_rows[hit])
+        texts = [cell_texts[i] for i in hit.tolist()]
+        frame = frame.with_columns(frame.get_column(column).scatter(where, texts))
     return rows, frame
