@@ -19,6 +19,7 @@ announced to the notification subscribers once when it opens and once when it cl
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -177,7 +178,9 @@ def attempt(
     except Exception as exc:  # a bug or an unexpected library error: record, go on
         result.error = f"{type(exc).__name__}: {exc}"
     if result.outcome in ("waiting", "not_yet_published") and result.error is None:
-        _done_elsewhere(ctx, src, before, result)
+        # the store gone away just now: the outcome stands as it was
+        with contextlib.suppress(Exception):
+            _done_elsewhere(ctx, src, before, result)
     result.seconds = time.perf_counter() - started
     success = result.outcome in ("applied", "recovered", "done_elsewhere")
     if result.outcome in ("busy", "interrupted"):
