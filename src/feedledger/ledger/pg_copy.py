@@ -2,33 +2,33 @@
 
 A snapshot reads a whole source's versions. Through psycopg (a server-side cursor,
 `fetchmany`, one Python tuple a row, zipped into Arrow arrays) the client spends
-1.6-2.8 CPU s a million rows; here the ADBC PostgreSQL driver runs the query as
-`COPY (<query>) TO STDOUT (FORMAT binary)` and decodes the binary rows into Arrow
-arrays in C -- no Python object per row, the GIL released while it reads
-(bench/README.md, "PostgreSQL bulk read": the measured figures).
+1.6-2.8 CPU s a million rows; here the ADBC PostgreSQL driver runs the query as `COPY
+(<query>) TO STDOUT (FORMAT binary)` and decodes the binary rows into Arrow arrays in
+C -- no Python object per row, the GIL released while it reads (bench/README.md,
+"PostgreSQL bulk read": the measured figures).
 
 `batches` has the contract of `arrow_fetch`'s PostgreSQL path: the rows of `sql`
 (placeholders `:name`, values in `params`) as record batches of `schema` (each column
 cast to its type: int4 to int64 and so on), at most `batch` rows each (the driver's
 own batches, sized for about `batch` rows, sliced without a copy), streamed: memory
-stays bounded by a few of the driver's batches whatever the number of rows. A reader that stops
-early (closing the generator) closes the driver's reader, statement and connection
-at once: the connection is dropped mid-COPY, not drained, and the server ends the
-statement.
+stays bounded by a few of the driver's batches whatever the number of rows. A reader
+that stops early (closing the generator) closes the driver's reader, statement and
+connection at once: the connection is dropped mid-COPY, not drained, and the server
+ends the statement.
 
-The values: COPY takes no bind parameters, and the driver's own parameter binding
-(a prepared statement) is not streamed -- libpq holds the whole result in memory
-(measured: 640 MiB for 1M versions). So each `:name` is replaced by psycopg's
-`sql.Literal` of its value, rendered against the store's own live connection:
-psycopg's quoting of the typed value (a string as a quoted literal, escaped with
-libpq's rules -- `E'...'` where it holds a backslash, so its meaning does not hang on
-`standard_conforming_strings` --, an int as a number, None as NULL), never the
-value's text pasted in. The ADBC connection goes to exactly where that pooled
+The values: COPY takes no bind parameters, and the driver's own parameter binding (a
+prepared statement) is not streamed -- libpq holds the whole result in memory
+(measured: a peak RSS of 637 MiB reading 1M versions). So each `:name` is replaced by
+psycopg's `sql.Literal` of its value, rendered against the store's own live
+connection: psycopg's quoting of the typed value (a string as a quoted literal,
+escaped with libpq's rules -- `E'...'` where it holds a backslash, so its meaning does
+not hang on `standard_conforming_strings` --, an int as a number, None as NULL), never
+the value's text pasted in. The ADBC connection goes to exactly where that pooled
 connection went (its libpq parameters: host, database, user, the `options` that set
 the search_path, the password if one was given), with `client_encoding=UTF8`, the
-encoding the query text is sent in and Arrow's strings are read in. It is a
-connection of its own, in autocommit: one statement, nothing to commit. (Its errors
-are the driver's, `adbc_driver_manager.Error` subclasses, not psycopg's.)
+encoding the query text is sent in and Arrow's strings are read in. It is a connection
+of its own, in autocommit: one statement, nothing to commit. (Its errors are the
+driver's, `adbc_driver_manager.Error` subclasses, not psycopg's.)
 """
 
 from __future__ import annotations
