@@ -205,3 +205,34 @@ def test_a_crash_around_the_replays_retraction_leaves_nothing_stale(
     assert [b["type"] for b in early] == ["change", "change", "retraction", "summary"]
     assert [b["type"] for b in late] == ["summary"]
     assert early[3]["run_id"] == again["run_id"]
+
+
+def test_who_heard_only_of_a_runs_payloads_still_standing_is_not_told(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backfill (notifications on) interrupted after 08-03: `early` is delivered
+    08-03's change; resumed, it applies 08-04 and 08-05 under the same run id. A replay
+    from 08-04 takes back only those two, which nobody was delivered: nobody is sent its
+    retraction notice (08-03's change, all `early` heard of the run, still stands)."""
+    declare(cli)
+    cli.json(*ingest_args(tmp_path, "2026-08-02", "R-0"))
+    archive(cli, tmp_path, ("2026-08-03", "R-1"), ("2026-08-04", "R-2"), ("2026-08-05", "R-3"))
+    early = tmp_path / "early.jsonl"
+    cli("subscriber", "add", "early", "--file", str(early))
+    window = ("backfill", SRC, "--from", "2026-08-03", "--to", "2026-08-05", "--notify")
+    monkeypatch.setenv(FAULT_ENV, "after_payload:1")
+    assert cli(*window, "--json", expect=None).exit_code != 0
+    monkeypatch.delenv(FAULT_ENV)
+    assert dispatch(cli)["delivered"] == 3  # the live run's two changes, 08-03's one
+    resumed = cli.json(*window)
+    assert resumed["resumed"] == 1 and len(resumed["steps"]) == 2
+    out = cli.json("replay", SRC, "--from", "2026-08-04")
+    assert out["retracted_runs"] == [resumed["run_id"]] and out["retracted_payloads"] == 2
+    assert out["messages_cancelled"] == 0 and out["notifications_cancelled"] == 3
+    assert stale(cli) == []
+    dispatch(cli)
+    got = [line["body"] for line in file_lines(early)]
+    assert [b["type"] for b in got] == ["change", "change", "change", "summary"]
+    assert got[2]["run_id"] == resumed["run_id"] and got[3]["run_id"] == out["run_id"]
+    (notice,) = [r for r in outbox_rows(cli.ws) if r.topic == "retraction"]
+    assert notice.status == "dispatched"  # fanned out to nobody

@@ -14,11 +14,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, exists, func, or_, select, update
 
 from feedledger.ledger.holders import holder_dead
 from feedledger.ledger.notices import of_applications
-from feedledger.ledger.schema import counters, outbox
+from feedledger.ledger.schema import applications, counters, outbox
 from feedledger.ledger.store import Store
 from feedledger.notify.deliveries import UNDELIVERED
 from feedledger.notify.tables import deliveries
@@ -124,12 +124,41 @@ def unsettled(conn: Connection, run_ids: Sequence[str], now_us: int) -> bool:
     return any(not holder_dead(h) for h in holders)
 
 
-def heard_of(conn: Connection, run_ids: Sequence[str], names: Sequence[str]) -> set[str]:
+def heard_of(
+    conn: Connection,
+    run_ids: Sequence[str],
+    names: Sequence[str],
+    retracted_by: str | None = None,
+) -> set[str]:
     """Which of these subscribers were delivered any message of these runs (one of
-    their own, or a digest holding one of their changes)."""
+    their own, or a digest holding one of their changes). With `retracted_by` (the run
+    whose retraction notice is being sent), only what that run took back counts: the
+    change sets of the applications it retracted and the runs' own notices (summary,
+    correction) -- a replay may take back only a run's later payloads, and who heard
+    only of its earlier ones, still standing, has nothing to be told."""
     if not run_ids or not names:
         return set()
     d = deliveries
+    rows = _runs_rows(run_ids)
+    taken: set[tuple[str, str]] = set()
+    if retracted_by is not None:
+        a = applications
+        retracted = (
+            exists()
+            .where(
+                a.c.run_id == outbox.c.run_id,
+                a.c.payload_id == outbox.c.payload_id,
+                a.c.retracted_by == retracted_by,
+            )
+            .correlate(outbox)
+        )
+        rows = rows.where(or_(outbox.c.topic != "changes", retracted))
+        taken = {
+            (r, p)
+            for r, p in conn.execute(
+                select(a.c.run_id, a.c.payload_id).where(a.c.retracted_by == retracted_by)
+            )
+        }
     heard = set(
         conn.execute(
             select(d.c.subscriber)
@@ -137,7 +166,7 @@ def heard_of(conn: Connection, run_ids: Sequence[str], names: Sequence[str]) -> 
             .where(
                 d.c.status == "delivered",
                 d.c.subscriber.in_(list(names)),
-                d.c.outbox_id.in_(_runs_rows(run_ids)),
+                d.c.outbox_id.in_(rows),
             )
         ).scalars()
     )
@@ -148,6 +177,12 @@ def heard_of(conn: Connection, run_ids: Sequence[str], names: Sequence[str]) -> 
     if first is None or not rest:
         return heard
     wanted = set(run_ids)
+
+    def told(c: dict[str, Any]) -> bool:
+        if retracted_by is not None:
+            return (c.get("run_id"), c.get("payload_id")) in taken
+        return c.get("run_id") in wanted
+
     digests = conn.execute(
         select(d.c.subscriber, d.c.body).where(
             d.c.status == "delivered",
@@ -157,8 +192,6 @@ def heard_of(conn: Connection, run_ids: Sequence[str], names: Sequence[str]) -> 
         )
     )
     for name, text in digests:
-        if name not in heard and any(
-            c.get("run_id") in wanted for c in json.loads(text)["changes"]
-        ):
+        if name not in heard and any(told(c) for c in json.loads(text)["changes"]):
             heard.add(name)
     return heard

@@ -7,9 +7,11 @@ one application of a payload -- or from the notice's idempotency key, so every a
 of it, and any redelivery after a crash between sending and marking, carries the same
 id. Rows written `suppressed` (a backfill's per-payload changes) or `held` (a run under
 review) are never fanned out, nor are rows `cancelled` by a retraction (Invariant 11).
-A retraction notice goes only to the subscribers that were delivered any message of the
-retracted runs (none if nobody was); while a cancelled message of those runs may still
-be on the wire (a live dispatcher's claim), it waits, and the rows after it with it.
+A retraction notice goes only to the subscribers that were delivered any message of what
+it took back -- the retracted runs' notices, the change sets of the applications it
+retracted (a replay may take back only a run's later payloads) -- none if nobody was;
+while a cancelled message of those runs may still be on the wire (a live dispatcher's
+claim), it waits, and the rows after it with it.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def expand(store: Store, subs: Sequence[Subscriber], now_us: int) -> int:
                     runs = json.loads(row.body).get("retracted_runs") or []
                     if unsettled(conn, runs, now_us):
                         return created  # this row and later ones wait, in order
-                    heard = heard_of(conn, runs, [s.name for s in wanted])
+                    heard = heard_of(conn, runs, [s.name for s in wanted], retracted_by=row.run_id)
                     wanted = [s for s in wanted if s.name in heard]
                 if wanted:
                     messages = (
