@@ -7,9 +7,11 @@ Python tuple each) costs more than everything after it. Here:
   built in C (`adbc.sqlite.query.batch_rows` rows each) -- no Python object per row;
   its own read-only connection, so the pooled one keeps its page cache (the stream
   reads every page once: a small cache, STREAM_CACHE_KIB);
-* PostgreSQL: a server-side cursor of the psycopg connection, `fetchmany` of `batch`
-  rows, each column turned into an Arrow array at once;
-* anything else (an in-memory SQLite): the DB-API cursor the same way.
+* PostgreSQL: `COPY (...) TO STDOUT (FORMAT binary)` read by the ADBC PostgreSQL
+  driver into Arrow in C (`ledger.pg_copy`; the psycopg server-side cursor it replaced
+  cost the client about twice the CPU: bench/README.md, "PostgreSQL bulk read");
+* anything else (an in-memory SQLite): the DB-API cursor, `fetchmany` of `batch` rows,
+  each column turned into an Arrow array at once.
 
 Every batch is cast to `schema` (the driver's own types vary: SQLite has none). The
 fetch runs in a thread of its own, PREFETCH batches ahead of the reader (the driver
@@ -43,10 +45,13 @@ def batches(
     path = _sqlite_file(store)
     if path is not None:
         return ahead(_adbc(path, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
-    found = _dbapi(store, sql, params, schema, batch)
+    if store.dialect == "postgresql":
+        from feedledger.ledger import pg_copy
+
+        found = pg_copy.batches(store, sql, params, schema, batch)
+        return ahead(found, depth=PREFETCH, name=_NAME)
     # (an in-memory SQLite store is one per thread: read in the reader's own)
-    pg = store.dialect == "postgresql"
-    return ahead(found, depth=PREFETCH, name=_NAME) if pg else found
+    return _dbapi(store, sql, params, schema, batch)
 
 
 def threadable(store: Store) -> bool:
