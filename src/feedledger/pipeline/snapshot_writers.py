@@ -4,12 +4,14 @@ lines and Parquet, column-wise -- no Python object per entity on the common path
 * **csv**: columns are the first entity's fields in the source's order
   (`snapshot_order.ordered`); an entity with a field outside them is refused ("entities
   have different fields"), one lacking a field gets an empty cell. Cells are the
-  values as `attribute_columns.text_columns` gives them; quoting is Python's
+  values as `attribute_columns.batch_frame` gives them (a batch in the stored form is
+  split at its field tokens, `attribute_split`: no JSON parsing); quoting is Python's
   `csv.writer` (QUOTE_MINIMAL, `\\n` line ends), which polars' CSV writer ("necessary"
   quoting) matches once an empty string is written as an empty cell -- except a field
   holding `\\r` where this Python's csv does not quote it, and a single column (an
   empty cell alone is quoted): those batches go through `csv.writer` itself.
-* **jsonl**: each entity's stored attributes text on its own line, bytes as stored.
+* **jsonl**: each entity's attributes text on its own line, canonical JSON (decoded
+  from its stored form when the batch holds that).
 * **parquet**: the same columns as the CSV, each a string column (the value as stated:
   numbers keep their literal text), null for JSON null or an absent field; a GIS
   source adds `geometry` (GeoJSON text) last.
