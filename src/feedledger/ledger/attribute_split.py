@@ -81,15 +81,15 @@ def _rows_of(at: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]) -> npt.N
     return np.searchsorted(offsets, at, side="right") - 1
 
 
-def _unescaped_quote(texts: pa.Array) -> Mask:
+def _unescaped_quote(texts: list[str | None]) -> Mask:
     """Which of `texts` hold a `"` that no backslash escapes (a JSON string's own
     quotes: structure the tokens do not stand for). Escapes read left to right: each
-    `\\\\` is one, then each `\\"` is one."""
-    series = pl.from_arrow(texts)
-    assert isinstance(series, pl.Series)
-    bare = series.str.replace_all("\\\\", "", literal=True)
-    bare = bare.str.replace_all('\\"', "", literal=True)
-    return np.asarray(bare.str.contains('"', literal=True).fill_null(True).to_numpy(), np.bool_)
+    `\\\\` is one, then each `\\"` is one. (Python string methods: these rows are
+    the few holding a quote or a backslash.)"""
+    return np.array(
+        [t is None or '"' in t.replace("\\\\", "").replace('\\"', "") for t in texts],
+        np.bool_,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +164,7 @@ def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
     escapes, slashes = _quotes_and_slashes(data)
     if escapes.size:
         rows = np.unique(_rows_of(escapes, offsets))
-        ok[rows[_unescaped_quote(stored.take(pa.array(rows)))]] = False
+        ok[rows[_unescaped_quote(stored.take(pa.array(rows)).to_pylist())]] = False
     values = data[at]
     known = np.zeros(0x20, np.bool_)
     for token in [*tokens.fields, *([tokens.end] if tokens.end else [])]:
@@ -250,6 +250,7 @@ def _template(
     last = len(seq) if len(fields) == len(seq) else -1  # a non-string last: ends in `}`
     cols: list[pl.Expr] = []
     literal = pl.lit(True)
+    checked = False  # any non-string piece (its literal text checked)
     for name in names:
         at = pieces.get(name)
         if at is None:
@@ -262,13 +263,17 @@ def _template(
         if at == last:
             col = col.str.strip_suffix("}")
         literal = literal & col.str.contains(_LITERAL)
+        checked = True
         cols.append(pl.when(col == "null").then(None).otherwise(col).alias(name))
-    frame = cut.select([*cols, literal.alias("_literal")])
-    fine = frame.get_column("_literal").to_numpy()
-    frame = frame.drop("_literal")
-    if not fine.all():
-        frame = frame.filter(pl.Series(fine))
-        rows = rows[fine]
+    if checked:
+        frame = cut.select([*cols, literal.alias("_literal")])
+        fine = frame.get_column("_literal").to_numpy()
+        frame = frame.drop("_literal")
+        if not fine.all():
+            frame = frame.filter(pl.Series(fine))
+            rows = rows[fine]
+    else:
+        frame = cut.select(cols)
     # (a row with an escape outside a string piece failed the literal check above)
     cell_rows, cell_pieces, cell_texts = _escaped_cells(b, rows)
     by_piece = {at: name for name, at in pieces.items() if tokens.fields[fields[at - 1]][1]}
