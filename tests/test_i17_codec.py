@@ -3,13 +3,18 @@ prefix, long-distance matching) through python-zstandard's CFFI backend, and, wh
 backend is missing, as before (the base as a raw-content dictionary). Both forms read
 back byte-identical through the same decoder, alone and mixed in one chain: archives
 written before the change stay readable, and a chain written half one way, half the
-other (an upgrade mid-chain) too.
+other (an upgrade mid-chain) too. A payload the encoder fails on is archived raw; an
+error or a SIGKILL after the encoding or after the object's write leaves every payload
+readable, and the retry archives it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +142,72 @@ def test_an_archive_written_without_the_cffi_backend_reads_back(
     payloads = snapshots(11, 6, rows=1_000)
     _archive(tmp_path, payloads, range(6))
     _read_all(tmp_path, payloads, seed=2)
+
+
+# -- the write's boundaries: an encoder failure, an error and a kill at each step ----------
+
+
+def test_an_encoder_failure_stores_the_payload_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payloads = snapshots(12, 4, rows=1_000)
+    _archive(tmp_path, payloads, range(1))
+
+    def failing(*_args: object) -> bytes:
+        raise codec.FrameError("zstd could not compress the delta (injected)")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(codec, "encode_delta", failing)
+        _archive(tmp_path, payloads, range(1, 2))
+    with monkeypatch.context() as patch:
+        patch.setattr(codec, "encode_keyframe", lambda *_a: (_ for _ in ()).throw(MemoryError()))
+        patch.setattr(codec, "encode_delta", failing)
+        _archive(tmp_path, payloads, range(2, 3))
+    _archive(tmp_path, payloads, range(3, 4))  # a delta against the raw day 3
+    archive = LocalArchive(tmp_path, keyframe_every=lambda _s: 30, min_size=0)
+    kinds = [archive.objects.stored(sha(p)) for p in payloads]
+    assert [k.encoding if k else None for k in kinds] == ["keyframe", "raw", "raw", "delta"]
+    _read_all(tmp_path, payloads, seed=3)
+
+
+_PUT = """
+import sys
+from pathlib import Path
+from feedledger.archive import LocalArchive
+root, at, data, fetched = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+archive = LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)
+archive.put("larimer", data.read_bytes(), published_at=at, fetched_at=fetched)
+"""
+
+
+@pytest.mark.parametrize("mode", ["kill", "error"])
+@pytest.mark.parametrize("point", ["archive_encoded", "archive_object_written"])
+def test_a_kill_or_an_error_while_archiving_leaves_every_payload_readable(
+    tmp_path: Path, point: str, mode: str
+) -> None:
+    payloads = snapshots(13, 4, rows=1_000)
+    root = tmp_path / "archive"
+    _archive(root, payloads, range(3))
+    day3 = tmp_path / "day3.csv"
+    day3.write_bytes(payloads[3])
+    env = {k: v for k, v in os.environ.items() if k != "FEEDLEDGER_FAULT"}
+    env["FEEDLEDGER_FAULT"] = point + (":kill" if mode == "kill" else "")
+    argv = [sys.executable, "-c", _PUT, str(root), str(DAY0 + 3 * DAY), str(day3), str(FETCHED)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    if mode == "kill":
+        assert done.returncode == -9, done.stderr
+    else:
+        assert done.returncode == 1 and "InjectedFailure" in done.stderr, done.stderr
+    reader = LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)
+    assert [reader.get(sha(p)) for p in payloads[:3]] == payloads[:3]
+    assert [r.sha256 for r in reader.scan("larimer")] == [sha(p) for p in payloads[:3]]
+    # the object is there (checked on read) only once it was written
+    assert reader.has(sha(payloads[3])) == (point == "archive_object_written")
+    if reader.has(sha(payloads[3])):
+        assert reader.get(sha(payloads[3])) == payloads[3]
+    env.pop("FEEDLEDGER_FAULT")
+    again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert [r.sha256 for r in reader.scan("larimer")] == [sha(p) for p in payloads]
+    _read_all(root, payloads, seed=4)
+    assert all(item.ok for item in reader.verify("larimer"))

@@ -11,7 +11,9 @@ committed), `after_send` (notifications sent, their deliveries not yet marked),
 checkpointed), `after_checkpoint:<n>` (the n-th batch of a destination rebuild),
 `mid_copy` (PostgreSQL: a payload's first rows sent by COPY, the COPY still open),
 `compact_written:<n>` / `compact_deleted:<n>` / `after_compact:<n>` (`archive compact`'s
-n-th payload: compressed object created, raw one deleted, payload done).
+n-th payload: compressed object created, raw one deleted, payload done),
+`archive_encoded` / `archive_object_written` (a payload's object encoded, not yet
+written / written, its base cache and sidecar not yet).
 `:pause` instead of `:kill` makes the process wait there for `FEEDLEDGER_FAULT_PAUSE_S`
 seconds (default 5) and go on: time for a test to break something underneath it.
 """

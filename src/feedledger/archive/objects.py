@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from feedledger import faults
 from feedledger.archive import codec
 from feedledger.archive.basecache import BaseCache, CachedBase
 from feedledger.archive.blobs import BlobStore
@@ -230,10 +231,15 @@ class Objects:
         bytes, else raw. False if the object exists (identical bytes are a no-op)."""
         if self.exists(sha256):
             return False
-        encoded = self.encode(sha256, data, source, self._latest(source, sha256))
+        try:
+            encoded = self.encode(sha256, data, source, self._latest(source, sha256))
+        except (codec.FrameError, MemoryError):
+            encoded = None  # compressing is never a reason not to archive: raw, then
+        faults.point("archive_encoded")
         if encoded is None:
             return self._blobs.create(raw_rel(sha256), data)
         created = self._blobs.create(zst_rel(sha256), encoded[0])
+        faults.point("archive_object_written")
         written = Decoded(data, encoded[1], (sha256, *encoded[2]))
         self._recent = written
         if created and source is not None and self.base_cache is not None:
