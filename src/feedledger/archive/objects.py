@@ -8,6 +8,8 @@ addressed, checked and returned by the ORIGINAL bytes' sha256.
 A payload of a source is written as a delta against the source's latest archived
 payload, unless that would make a chain of `keyframe_every` frames: then (and for the
 first payload) a standalone keyframe (`keyframe_every` 0: the source's are kept raw).
+When the encoder fails (a zstd error, no memory), the payload is stored raw: compressing
+is never a reason not to archive.
 A reader decompresses at most that many frames, and fewer when it reads a source's
 payloads in order (the last one read is kept).
 
