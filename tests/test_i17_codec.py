@@ -16,6 +16,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -168,6 +169,31 @@ def test_an_encoder_failure_stores_the_payload_raw(
     kinds = [archive.objects.stored(sha(p)) for p in payloads]
     assert [k.encoding if k else None for k in kinds] == ["keyframe", "raw", "raw", "delta"]
     _read_all(tmp_path, payloads, seed=3)
+
+
+@pytest.mark.parametrize("at", [-3, 20, 40], ids=["frame", "header", "header-sha"])
+def test_a_frame_that_decodes_to_other_bytes_is_never_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
+) -> None:
+    """The raw bytes are not kept once encoded: an encoder that silently returns a
+    wrong frame (a flipped byte in its output) must cost bytes on disk, not the payload
+    -- the write decodes what it is about to store and keeps the payload raw."""
+    payloads = snapshots(13, 3, rows=1_000)
+    _archive(tmp_path, payloads, range(1))
+    real = codec.encode_delta
+
+    def flipped(*args: Any) -> bytes:
+        good = bytearray(real(*args))
+        good[at] ^= 0x40  # in the zstd frame, or in the header before it
+        return bytes(good)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(codec, "encode_delta", flipped)
+        _archive(tmp_path, payloads, range(1, 2))
+    archive = LocalArchive(tmp_path, keyframe_every=lambda _s: 30, min_size=0)
+    kinds = [archive.objects.stored(sha(p)) for p in payloads[:2]]
+    assert [k.encoding if k else None for k in kinds] == ["keyframe", "raw"]
+    _read_all(tmp_path, payloads[:2], seed=4)
 
 
 _PUT = """

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedledger import faults
+from feedledger.archive import codec
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.objects import Decoded, Objects, raw_rel, zst_rel
 from feedledger.model.errors import FeedledgerError
@@ -124,7 +125,10 @@ def _compact_one(
         return CompactItem(ref, "bad", "unknown", 0, 0, str(exc)), None
     if stored.encoding != "raw":
         return CompactItem(ref, "already", stored.encoding, *(stored.stored_size,) * 2), decoded
-    encoded = objects.encode(sha, decoded.data, ref.source, previous)
+    try:
+        encoded = objects.encode(sha, decoded.data, ref.source, previous)
+    except (codec.FrameError, MemoryError):
+        encoded = None  # the encoder failed or gave back other bytes: it stays raw
     if encoded is None:
         return CompactItem(ref, "kept_raw", "raw", *(stored.stored_size,) * 2), decoded
     data = encoded[0]

@@ -269,10 +269,18 @@ class Objects:
         ):
             depth = base.depth + 1
             stored = codec.encode_delta(data, sha256, base.data, base.chain[0], depth)
-            chain = base.chain
+            chain, base_bytes = base.chain, base.data
         else:
             depth, stored, chain = 0, codec.encode_keyframe(data, sha256), ()
-        return (stored, depth, chain) if len(stored) < len(data) else None
+            base_bytes = None
+        if len(stored) >= len(data):
+            return None
+        # the raw bytes are not kept: what is stored must give them back, checked before
+        # it replaces them (an encoder fault then costs bytes on disk, never the payload)
+        header, frame = codec.parse(stored)
+        if header.sha256 != sha256 or codec.decode(header, frame, base_bytes) != data:
+            raise codec.FrameError("the encoded frame does not decode to the payload's bytes")
+        return stored, depth, chain
 
     def _latest(self, source: str | None, sha256: str) -> Decoded | None:
         """The base for a new payload of `source`: its latest archived payload (by
