@@ -92,6 +92,20 @@ class Store:
         except Exception:
             pass
 
+    def refresh_statistics(self, written: int, live_before: int) -> bool:
+        """PostgreSQL: re-sample the versions table's planner statistics (`ANALYZE
+        versions`) when a payload's transaction wrote more than a tenth of the source's
+        live rows (a first load, a big restatement) -- what autovacuum's analyse would do
+        by its default threshold, had it run (it runs late, or not at all where it is
+        off): a never-analysed table is planned blind, and a snapshot's key-ordered scan
+        then sorts every version instead of reading the index. SQLite plans from its
+        indexes alone. True when it ran."""
+        if self.dialect != "postgresql" or written < 1000 or written * 10 < live_before:
+            return False
+        with self.begin() as conn:
+            conn.exec_driver_sql("ANALYZE versions")
+        return True
+
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         with self.translating(), self.engine.begin() as conn:

@@ -184,6 +184,8 @@ def apply_observations(
             pending.publish()
         else:  # pragma: no cover - apply_payload guarantees seq + 1
             pending.discard()
+    with stage("statistics"):
+        store.refresh_statistics(n, live)
     return Applied(
         payload=ref,
         run_id=run_id,
