@@ -162,6 +162,14 @@ def test_the_common_case_is_split_not_parsed(monkeypatch: pytest.MonkeyPatch) ->
     assert frame.row(3) == ("v3", "2.50", None, "true", 'x "y" \\ é\n')
 
 
+def test_a_sliced_batch_is_split_from_its_own_rows() -> None:
+    """An Arrow slice (an offset into the batch's buffers) reads its own rows."""
+    texts = [canonical({"a": f"v{i}", "b": "x \\ y" if i % 2 else "z"}) for i in range(9)]
+    batch = _stored_batch(texts, Codebook(['{"a":"', '","b":"', '"}']), 7)
+    frame = batch_frame(batch.slice(3, 4), ["a", "b"])
+    assert frame.rows() == [("v3", "x \\ y"), ("v4", "z"), ("v5", "x \\ y"), ("v6", "z")]
+
+
 # -- the exports of a compact store ---------------------------------------------------
 
 FLAT = st.one_of(TEXTS, st.none(), NUMBERS.map(RawNumber), st.booleans())

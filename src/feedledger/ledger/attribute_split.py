@@ -63,7 +63,8 @@ class Split:
 
 def _offsets(texts: pa.Array) -> npt.NDArray[np.int64]:
     kind = np.int64 if texts.type == pa.large_string() else np.int32
-    raw = np.frombuffer(texts.buffers()[1], kind, len(texts) + 1, texts.offset)
+    width = np.dtype(kind).itemsize  # (frombuffer's offset is in bytes)
+    raw = np.frombuffer(texts.buffers()[1], kind, len(texts) + 1, texts.offset * width)
     return raw.astype(np.int64) - int(raw[0])
 
 
@@ -72,7 +73,8 @@ def _data(texts: pa.Array, size: int) -> npt.NDArray[np.uint8]:
     if buf is None or size == 0:
         return np.zeros(0, np.uint8)
     kind = np.int64 if texts.type == pa.large_string() else np.int32
-    start = int(np.frombuffer(texts.buffers()[1], kind, 1, texts.offset)[0])
+    width = np.dtype(kind).itemsize
+    start = int(np.frombuffer(texts.buffers()[1], kind, 1, texts.offset * width)[0])
     return np.frombuffer(buf, np.uint8, size, start)
 
 
