@@ -54,7 +54,11 @@ def test_sync_imports_only_downwards_and_its_orchestration_holds_no_sql() -> Non
     for path in sorted((PACKAGE / "sync").glob("*.py")):
         bad = {m for m in _imports(path) if m.startswith(above)}
         assert not bad, f"sync/{path.name} imports {sorted(bad)}"
-    for path in sorted((PACKAGE / "ledger").rglob("*.py")):
+    # Alembic's env.py is the migration tool's entry point (Alembic loads it; nothing in
+    # the ledger imports it): it declares the WHOLE schema to autogenerate, the notify
+    # and sync tables included -- the one exception, as in pyproject's layers contract
+    env = PACKAGE / "ledger" / "migrations" / "env.py"
+    for path in sorted(p for p in (PACKAGE / "ledger").rglob("*.py") if p != env):
         bad = {m for m in _imports(path) if m.startswith(("feedledger.sync", "feedledger.notify"))}
         assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}"
     for name in ORCHESTRATION:
