@@ -16,6 +16,7 @@ from sqlalchemy import Connection
 
 from feedledger import faults
 from feedledger.diff import STATE_SCHEMA
+from feedledger.ledger.schema import CHANGE_CODES
 from feedledger.ledger.staging import Stager
 from feedledger.ledger.visibility import latest_per_key_sql, visible_sql
 
@@ -138,7 +139,8 @@ def version_parts(
             idx = part.get_column("idx")
             texts = encode(idx).alias("attributes")
             shapes = geometries(idx).get_columns() if geometries is not None else []
-            yield part.with_columns(texts, *shapes).select(columns)
+            code = pl.col("change").replace_strict(CHANGE_CODES, return_dtype=pl.Int16)
+            yield part.with_columns(texts, *shapes, code).select(columns)
 
     return ahead(encoded()) if frame.height > VERSION_CHUNK_ROWS else encoded()
 

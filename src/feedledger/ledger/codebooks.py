@@ -3,7 +3,8 @@ place a stored attribute text is decoded (`Decoder`).
 
 A payload's versions are written against one codebook (`versions.fields_id`): the
 source's newest one when it has a token for every pattern a sample of the payload's
-texts plans (ledger/attr_codec.py `plan`), otherwise a new one (a schema change). Rows
+texts plans (ledger/attr_codec.py `plan_book`: patterns and frequent values), otherwise
+a new one (a schema change, or values no longer those of the codebook). Rows
 are write-once, so a decoder may keep what it has read.
 """
 
@@ -17,7 +18,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import Connection, insert, select
 
-from feedledger.ledger.attr_codec import SAMPLE_ROWS, Codebook, covers, from_text, gains, plan
+from feedledger.ledger.attr_codec import (
+    SAMPLE_ROWS,
+    Codebook,
+    covers,
+    from_text,
+    gains,
+    plan_book,
+    value_gains,
+)
 from feedledger.ledger.schema import field_lists
 from feedledger.ledger.store import Store
 
@@ -50,7 +59,7 @@ def choose(store: Store, source: str, sample: Sequence[str]) -> tuple[int | None
     codebook if it saves nearly what a new plan would (`covers`), else a new one
     (committed at once: an unused codebook is harmless, and a payload's transaction
     finds it there); (None, an empty codebook) when there is nothing to compact."""
-    saved = gains(sample)
+    saved, values = gains(sample), value_gains(sample)
     f = field_lists
     with store.begin() as conn:
         newest = conn.execute(
@@ -61,12 +70,11 @@ def choose(store: Store, source: str, sample: Sequence[str]) -> tuple[int | None
         ).first()
         if newest is not None:
             book = from_text(newest.codebook)
-            if covers(book, saved):
+            if covers(book, saved, values):
                 return int(newest.fields_id), book
-        wanted = plan(saved)
-        if not wanted:
-            return None, Codebook([])
-        book = Codebook(wanted)
+        book = plan_book(sample)
+        if not book.tokens:
+            return None, book
         result = conn.execute(insert(f).values(source=source, codebook=book.to_text()))
         key = result.inserted_primary_key
         assert key is not None

@@ -26,6 +26,7 @@ from typing import Any
 from feedledger.ledger import pg_reader
 from feedledger.ledger.codebooks import decode_with
 from feedledger.ledger.records import Gap, Version
+from feedledger.ledger.schema import CHANGE_NAMES
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import is_visible, visible_sql
 
@@ -174,7 +175,7 @@ def _history(
             payload_id=r[7],
             backfill=bool(r[8]),
             deleted=bool(r[9]),
-            change=r[10],
+            change=CHANGE_NAMES[r[10]],
             revision=r[11],
             attributes=decode_with(r[14], r[12]),
             geometry=r[13] if geo else None,

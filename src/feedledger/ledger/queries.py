@@ -16,7 +16,7 @@ from sqlalchemy import Connection, and_, func, or_, select, text
 
 from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.records import Change, Version, geometry_changed
-from feedledger.ledger.schema import applications, outcomes, payloads, versions
+from feedledger.ledger.schema import CHANGE_NAMES, applications, outcomes, payloads, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
     is_visible,
@@ -40,7 +40,7 @@ def _version(row: Any, valid_to: int | None, geo: bool, attributes: str | None) 
         payload_id=row.payload_id,
         backfill=bool(row.backfill),
         deleted=bool(row.deleted),
-        change=row.change,
+        change=CHANGE_NAMES[row.change],
         revision=row.revision,
         attributes=attributes,
         geometry=row.geometry if geo else None,
@@ -181,7 +181,7 @@ def changes(
         return [
             Change(
                 key=r.key,
-                change=r.change,
+                change=CHANGE_NAMES[r.change],
                 valid_from=r.valid_from,
                 before=decode.row(r, "before_"),
                 after=decode.row(r, "after_"),

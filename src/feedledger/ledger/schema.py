@@ -21,6 +21,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -91,13 +92,18 @@ applications = Table(
     Column("retracted_by", String(40)),
     Index("ix_applications_payload", "payload_id"),
     Index("ix_applications_run", "run_id"),
-    Index("ix_applications_source_seq", "source", "txn_seq"),
+    Index("ix_applications_source_seq", "source", "txn_seq", unique=True),  # unique: 0011
 )
 
-# Compact layout (migration 0010, issue 17): `version_id` is SQLite's rowid; the run and
+# A version's `change` as stored (migration 0011): its code, the index of its name here.
+CHANGE_NAMES: tuple[str, ...] = ("added", "changed", "deleted")
+CHANGE_CODES: dict[str, int] = {name: code for code, name in enumerate(CHANGE_NAMES)}
+
+# Compact layout (migrations 0010, 0011, issue 17): `version_id` is SQLite's rowid; the run and
 # payload of a version are its application's (`applications` row with the same source
 # and txn_seq); `attributes` is stored in the compact form of ledger/attr_codec.py
-# against the codebook `fields_id` of `field_lists` (NULL: stored as canonical JSON).
+# against the codebook `fields_id` of `field_lists` (NULL: stored as canonical JSON);
+# `change` is a small integer (CHANGE_NAMES[change] is its name).
 # Read attribute texts through ledger/codebooks.py (`Decoder`), never raw.
 versions = Table(
     "versions",
@@ -119,11 +125,11 @@ versions = Table(
     # which is what a geometry change is judged on, and the geometry as stated (GeoJSON)
     Column("geometry_hash", BigInteger),
     Column("fields_id", Integer),
+    Column("change", SmallInteger, nullable=False),  # CHANGE_CODES (0011)
     Column("backfill", Boolean, nullable=False),
     Column("deleted", Boolean, nullable=False),
     Column("source", String(64), nullable=False),
     Column("key", Text, nullable=False),
-    Column("change", String(8), nullable=False),
     Column("retracted_by", String(40)),
     Column("revision", Text),
     Column("attributes", Text),

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, insert, select, text, update
 
 from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.records import geometry_changed
-from feedledger.ledger.schema import outbox
+from feedledger.ledger.schema import CHANGE_NAMES, outbox
 from feedledger.ledger.store import Store
 from feedledger.model.jsonout import RawJSON, dumps
 from feedledger.model.timeutil import iso
@@ -62,13 +62,14 @@ def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
     out = []
     decode = Decoder(conn)
     for v in conn.execute(sql, {"run": row.run_id, "payload": row.payload_id}):
+        change = CHANGE_NAMES[v.change]
         body = {
             "type": "change",
             "source": row.source,
             "payload_id": row.payload_id,
             "run_id": row.run_id,
             "key": RawJSON(v.key),
-            "change": v.change,
+            "change": change,
             "valid_from": iso(v.valid_from),
             "recorded_at": iso(v.recorded_at),
             "backfill": bool(v.backfill),
@@ -79,7 +80,7 @@ def _change_messages(conn: Connection, row: Any) -> list[tuple[str, str, str]]:
             body["geometry_changed"] = geometry_changed(v.before_gh, v.after_gh)
         # the application (payload in its run): a payload re-applied after a retraction
         # announces a new change; every attempt of one announcement keeps its id
-        mid = message_id(row.source, row.payload_id, row.run_id, v.key, v.change)
+        mid = message_id(row.source, row.payload_id, row.run_id, v.key, change)
         out.append((mid, "change", dumps(body, indent=None)))
     return out
 
