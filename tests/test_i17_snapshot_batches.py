@@ -24,7 +24,7 @@ from sqlalchemy import text
 from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger import snapshot_rows
 from feedledger.ledger.attribute_columns import text_columns
-from feedledger.ledger.schema import versions
+from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key_sql, visible_sql
 from feedledger.model.errors import ConfigError
@@ -80,7 +80,7 @@ def _load(store: Store, source: str, history: list[tuple[Any, ...]]) -> list[int
                 "payload_id": f"p{day}",
                 "backfill": False,
                 "deleted": deleted,
-                "change": "deleted" if deleted else "changed",
+                "change": CHANGE_CODES["deleted" if deleted else "changed"],
                 "content_hash": 0,
                 "attributes": None if deleted else canonical(record),
             }
