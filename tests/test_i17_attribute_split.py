@@ -20,7 +20,7 @@ from sqlalchemy import text
 
 from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger import snapshot_rows
-from feedledger.ledger.attr_codec import Codebook, field_tokens, gains, plan
+from feedledger.ledger.attr_codec import Codebook, field_tokens, gains, plan, plan_book
 from feedledger.ledger.attribute_columns import (
     UnknownField,
     batch_frame,
@@ -28,7 +28,7 @@ from feedledger.ledger.attribute_columns import (
     with_codebooks,
 )
 from feedledger.ledger.codebooks import choose
-from feedledger.ledger.schema import versions
+from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline import snapshot_writers
@@ -73,12 +73,15 @@ def _patterns(text: str) -> list[str]:
     return out
 
 
-def _book(texts: list[str], share: int, planned: bool = True) -> Codebook:
+def _book(texts: list[str], share: int, kind: str = "plan") -> Codebook:
     """A codebook of the first `share` texts (so fields and value kinds that only later
-    texts have stay untokenised, as after a schema change): as `plan` makes it, or
-    every pattern those texts hold."""
+    texts have stay untokenised, as after a schema change): as `plan` makes it, with
+    two-byte tokens for the values seen twice too (`plan_book`, kind "values"), or
+    every pattern those texts hold (kind "all")."""
     sample = texts[: max(share, 0)]
-    if planned:
+    if kind == "values":
+        return plan_book(sample)
+    if kind == "plan":
         return Codebook(plan(gains(sample)))
     return Codebook(sorted({p for t in sample for p in _patterns(t)})[:31])
 
@@ -117,16 +120,16 @@ def _split_path(batch: pa.RecordBatch, names: list[str]) -> Any:
     share=st.integers(0, 12),
     drop=st.sets(st.sampled_from(FIELDS), max_size=2),
     coded=st.booleans(),
-    planned=st.booleans(),
+    kind=st.sampled_from(["plan", "all", "values"]),
 )
 @settings(max_examples=400, deadline=None)
 def test_split_equals_the_json_path(
-    records: list[dict[str, Any]], share: int, drop: set[str], coded: bool, planned: bool
+    records: list[dict[str, Any]], share: int, drop: set[str], coded: bool, kind: str
 ) -> None:
     texts = [canonical(r) for r in records]
     # every field seen, or (an extra field -> UnknownField) fewer
     names = sorted({n for r in records for n in r} - drop) or ["b"]
-    book = _book(texts, share, planned)
+    book = _book(texts, share, kind)
     batch = _stored_batch(texts, book, 7 if coded else None)
     assert _split_path(batch, names) == _json_path(texts, names)
 
@@ -137,6 +140,35 @@ def test_field_tokens_read_the_patterns() -> None:
     assert got.end == "\x01"
     assert got.fields == {"\x02": ('a"b', True), "\x03": ("n", False), "\x04": ("x", True)}
     assert got.expand == []
+
+
+def test_field_tokens_expand_value_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value segment's token expands to its pattern's token and the value's text (the
+    pattern itself where the codebook has no token for it): such texts are split, not
+    parsed."""
+    from feedledger.ledger import attribute_columns
+
+    book = Codebook(['"}', '{"n":', ',"x":"'], ['{"n":12', ',"x":"R-1', '","z":"ab'])
+    got = field_tokens(book)
+    assert got.fields == {"\x02": ("n", False), "\x03": ("x", True)}
+    assert got.expand == [
+        (book.tokens[3], "\x0212"),
+        (book.tokens[4], "\x03R-1"),
+        (book.tokens[5], '","z":"ab'),
+    ]
+    texts = [
+        canonical({"n": RawNumber("12"), "x": "R-1"}),
+        canonical({"n": RawNumber("3"), "x": "R-10"}),
+    ]
+    batch = _stored_batch(texts, book, 7)
+    assert all(book.tokens[4] in t for t in batch.column("attributes").to_pylist())
+    expected = _json_path(texts, ["n", "x"])
+
+    def refused(*_args: Any) -> Any:
+        raise AssertionError("the JSON path was used")
+
+    monkeypatch.setattr(attribute_columns, "text_columns", refused)
+    assert _split_path(batch, ["n", "x"]) == expected
 
 
 def test_the_common_case_is_split_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,7 +237,7 @@ def _load(store: Store, source: str, history: list[tuple[Any, ...]]) -> None:
             "retracted_at": None,
             "backfill": False,
             "deleted": deleted,
-            "change": "deleted" if deleted else "changed",
+            "change": CHANGE_CODES["deleted" if deleted else "changed"],
             "content_hash": 0,
             "attributes": None if deleted else stored[i],
             "fields_id": None if deleted else fields_id,

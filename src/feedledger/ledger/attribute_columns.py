@@ -161,8 +161,8 @@ def _books(meta: bytes) -> dict[int, Codebook]:
 
 
 @lru_cache(maxsize=256)
-def _tokens(patterns: tuple[str, ...]) -> FieldTokens:
-    return field_tokens(Codebook(list(patterns)))
+def _tokens(patterns: tuple[str, ...], values: tuple[str, ...]) -> FieldTokens:
+    return field_tokens(Codebook(list(patterns), list(values)))
 
 
 def _stored(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, dict[int, Codebook]] | None:
@@ -203,7 +203,8 @@ def batch_frame(batch: pa.RecordBatch, names: list[str]) -> pl.DataFrame:
         mine = np.asarray(ids.to_numpy(zero_copy_only=False) == fields_id, np.bool_)
         whole = bool(mine.all())
         texts = stored if whole else stored.filter(pa.array(mine))
-        tokens = _tokens(tuple(books[int(fields_id)].patterns))
+        book = books[int(fields_id)]
+        tokens = _tokens(tuple(book.patterns), tuple(book.values))
         try:
             cut = attribute_split.split(texts, tokens, names)
         except attribute_split.UnknownName as exc:
