@@ -191,6 +191,18 @@ def parse(stored: bytes) -> tuple[Header, memoryview]:
 
 def decode(header: Header, frame: memoryview, base: bytes | None) -> bytes:
     """The original bytes of a frame (`base`: its base's bytes, for a delta)."""
+    return _decompress(header, frame, base)
+
+
+def verify(stored: bytes, sha256: str, data: bytes, base: bytes | None) -> None:
+    """Check, before it is stored in their place, that an encoded object gives back
+    exactly `data` (whose sha256 is `sha256`); FrameError if it does not."""
+    header, frame = parse(stored)
+    if header.sha256 != sha256 or _decompress(header, frame, base) != data:
+        raise FrameError("the encoded frame does not decode to the payload's bytes")
+
+
+def _decompress(header: Header, frame: memoryview, base: bytes | None) -> bytes:
     if (header.base is None) != (base is None):
         raise FrameError("a delta needs its base's bytes (and a keyframe none)")
     try:

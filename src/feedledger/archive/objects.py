@@ -277,9 +277,7 @@ class Objects:
             return None
         # the raw bytes are not kept: what is stored must give them back, checked before
         # it replaces them (an encoder fault then costs bytes on disk, never the payload)
-        header, frame = codec.parse(stored)
-        if header.sha256 != sha256 or codec.decode(header, frame, base_bytes) != data:
-            raise codec.FrameError("the encoded frame does not decode to the payload's bytes")
+        codec.verify(stored, sha256, data, base_bytes)
         return stored, depth, chain
 
     def _latest(self, source: str | None, sha256: str) -> Decoded | None:
