@@ -240,3 +240,34 @@ def test_a_ledger_scan_equals_the_psycopg_path(store_url: str, tmp_path: Path) -
             )
             assert got.equals(want)
             assert got.num_rows == (0 if known == 0 else 300 * 2 + 250 + 50)
+
+
+@pytest.mark.parametrize("threshold", [0, 1 << 60], ids=["big-store", "small-store"])
+def test_arrow_fetch_reads_by_copy_only_from_a_big_versions_table(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threshold: int
+) -> None:
+    """COPY's ~75 ms set-up is paid only where the versions table is big
+    (`arrow_fetch.COPY_FROM_BYTES`); either way the batches are the same."""
+    ws = Workspace.create(tmp_path / "ws", store_url=store_url, archive=None)
+    migrate(ws.store_url)
+    with fl.open(ws.config_path) as led:
+        src = led.add_source("s", key=["id"], timezone="UTC")
+        rows = [[str(i), f"n{i}"] for i in range(50)]
+        src.ingest(write_csv(tmp_path / "d1.csv", ["id", "note"], rows), published_at="2026-08-01")
+        store = led.context.store
+        used: list[str] = []
+        real = pg_copy.batches
+
+        def spy(*args: Any) -> Any:
+            used.append("copy")
+            return real(*args)
+
+        monkeypatch.setattr(pg_copy, "batches", spy)
+        monkeypatch.setattr(arrow_fetch, "COPY_FROM_BYTES", threshold)
+        scan = pa.schema([("key", pa.string()), ("valid_from", pa.int64())])
+        sql = "SELECT key, valid_from FROM versions WHERE source = :source ORDER BY key"
+        got = pa.Table.from_batches(
+            list(arrow_fetch.batches(store, sql, {"source": "s"}, scan, batch=16)), scan
+        )
+        assert used == (["copy"] if threshold == 0 else [])
+        assert sorted(got.column("key").to_pylist()) == sorted(f'["{i}"]' for i in range(50))
