@@ -219,3 +219,51 @@ def backend_store(backend: str, tmp: Path, name: str = "ledger.db") -> Iterator[
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def old_cell(value: Any) -> str:
+    """A value as the former row-by-row CSV export wrote it (the reference of issue 17's
+    snapshot tests): null as empty, a string as itself, anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return str.__str__(value)
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def old_csv(texts: list[str], order: list[str]) -> bytes:
+    """The former CSV writer (one json.loads and one csv row per entity), kept in the
+    tests as the reference the fast exports must equal byte for byte."""
+    import csv
+    import io
+    import json
+
+    from feedledger.formats.canonical import RawNumber
+    from feedledger.model.errors import ConfigError
+    from feedledger.pipeline.snapshot_order import ordered
+
+    buf = io.StringIO()
+    writer: Any = None
+    columns: list[str] = []
+    for attrs in texts:
+        record = json.loads(attrs, parse_float=RawNumber, parse_int=RawNumber)
+        if writer is None:
+            columns = ordered(list(record), order)
+            writer = csv.writer(buf, lineterminator="\n")
+            writer.writerow(columns)
+        elif set(record) - set(columns):
+            raise ConfigError("entities have different fields; use --format jsonl")
+        writer.writerow([old_cell(record.get(col)) for col in columns])
+    return buf.getvalue().encode("utf-8")
+
+
+def refused_or(make: Callable[[], Any]) -> Any:
+    """`make()`, or ("refused", message) when it raises ConfigError."""
+    from feedledger.model.errors import ConfigError
+
+    try:
+        return make()
+    except ConfigError as exc:
+        return ("refused", str(exc))

@@ -30,9 +30,8 @@ from feedledger.ledger.attribute_columns import (
 from feedledger.ledger.codebooks import choose
 from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
-from feedledger.model.errors import ConfigError
 from feedledger.pipeline import snapshot_writers
-from helpers import migrate
+from helpers import migrate, old_csv, refused_or
 
 _names = itertools.count()
 
@@ -248,48 +247,6 @@ def _load(store: Store, source: str, history: list[tuple[Any, ...]]) -> None:
         conn.execute(versions.insert(), rows)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _old_csv(rows: list[str], order: list[str]) -> bytes:
-    """The former CSV writer (one json.loads and one csv row per entity)."""
-    import csv
-
-    from feedledger.pipeline.snapshot_order import ordered
-
-    buf = io.StringIO()
-    writer: Any = None
-    columns: list[str] = []
-    for attrs in rows:
-        record = json.loads(attrs, parse_float=RawNumber, parse_int=RawNumber)
-        if writer is None:
-            columns = ordered(list(record), order)
-            writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(columns)
-        elif set(record) - set(columns):
-            raise ConfigError("entities have different fields; use --format jsonl")
-        cells = [record.get(c) for c in columns]
-        writer.writerow(
-            [
-                ""
-                if v is None
-                else (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
-                for v in cells
-            ]
-        )
-    return buf.getvalue().encode("utf-8")
-
-
-def _outcome(make: Any) -> Any:
-    try:
-        return make()
-    except ConfigError as exc:
-        return ("refused", str(exc))
-
-
 @settings(
     max_examples=30,
     deadline=None,
@@ -324,8 +281,8 @@ def test_compact_store_exports_equal_the_row_by_row_export(
             snapshot_writers.write_csv(found, out, order)
             return out.getvalue()
 
-        want = _outcome(lambda decoded=decoded: _old_csv(decoded, order))
-        assert _outcome(fast) == want
+        want = refused_or(lambda decoded=decoded: old_csv(decoded, order))
+        assert refused_or(fast) == want
         if isinstance(want, tuple):
             continue
         target = tmp_path / f"{source}-{valid}.parquet"

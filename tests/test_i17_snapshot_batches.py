@@ -29,7 +29,7 @@ from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key_sql, visible_sql
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline import snapshot_writers
-from helpers import Cli, migrate, write_csv
+from helpers import Cli, migrate, old_cell, old_csv, refused_or, write_csv
 
 _names = itertools.count()
 
@@ -104,40 +104,6 @@ def _reference(store: Store, source: str, valid: int, known: int | None) -> list
         return [(r[0], r[1]) for r in got]
 
 
-def _old_cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return str.__str__(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _old_csv(rows: list[tuple[str, str]], order: list[str]) -> bytes:
-    """The former CSV writer (one json.loads and one csv row per entity)."""
-    from feedledger.pipeline.snapshot_order import ordered
-
-    buf = io.StringIO()
-    writer: Any = None
-    columns: list[str] = []
-    for _key, attrs in rows:
-        record = json.loads(attrs, parse_float=RawNumber, parse_int=RawNumber)
-        if writer is None:
-            columns = ordered(list(record), order)
-            writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(columns)
-        elif set(record) - set(columns):
-            raise ConfigError("entities have different fields; use --format jsonl")
-        writer.writerow([_old_cell(record.get(col)) for col in columns])
-    return buf.getvalue().encode("utf-8")
-
-
-def _outcome(make: Any) -> Any:
-    try:
-        return make()
-    except ConfigError as exc:
-        return ("refused", str(exc))
-
-
 _stores: dict[str, Store] = {}
 
 
@@ -183,9 +149,9 @@ def _check(
                 return out.getvalue()
 
             def slow(want: list[tuple[str, str]] = want) -> bytes:
-                return _old_csv(want, order)
+                return old_csv([a for _k, a in want], order)
 
-            assert _outcome(fast) == _outcome(slow)
+            assert refused_or(fast) == refused_or(slow)
             _check_parquet(store, source, valid, known, batch, order, want, tmp)
 
 
@@ -212,7 +178,7 @@ def _check_parquet(
     records = [json.loads(a, parse_float=RawNumber, parse_int=RawNumber) for _k, a in want]
     for name in table.column_names:
         cells = [r.get(name) for r in records]
-        expected = [None if v is None else _old_cell(v) for v in cells]
+        expected = [None if v is None else old_cell(v) for v in cells]
         assert table.column(name).to_pylist() == expected, name
 
 
@@ -223,7 +189,7 @@ def test_text_columns_equal_json_loads(records: list[dict[str, Any]]) -> None:
     texts = [canonical(r) for r in records]
     got = [c.to_pylist() for c in text_columns(pa.array(texts, pa.string()), names)]
     for name, col in zip(names, got, strict=True):
-        expected = [None if r.get(name) is None else _old_cell(r.get(name)) for r in records]
+        expected = [None if r.get(name) is None else old_cell(r.get(name)) for r in records]
         assert col == expected, name
 
 
