@@ -181,6 +181,60 @@ def test_workers_share_the_workspace_and_the_tokens_and_stop_on_sigterm(tmp_path
     assert "t0ken" not in err
 
 
+def test_each_worker_listens_on_its_own_socket_and_connections_spread(tmp_path: Path) -> None:
+    """`--workers 2`: each worker listens on a socket of its own (SO_REUSEPORT) and the
+    supervisor on none, so the kernel spreads connections over the workers. On one shared
+    socket, 20 keep-alive connections all went to one worker in about a run in four
+    (server/run.py). 16 connections all on one worker by chance: p = 2**-15."""
+    import socket
+
+    import psutil
+
+    ws = _workspace(tmp_path)
+    proc, url = _start(ws, "--workers", "2", env={})
+    held: list[socket.socket] = []
+    try:
+        _wait(url)
+        port = int(url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 30
+        while True:  # both workers up (the first one may answer before the second listens)
+            workers = [  # (multiprocessing's resource tracker is a child too)
+                w
+                for w in psutil.Process(proc.pid).children()
+                if "spawn_main" in " ".join(w.cmdline())
+            ]
+            listening = {
+                w.pid: [c for c in w.net_connections("tcp") if c.status == psutil.CONN_LISTEN
+                        and c.laddr.port == port]
+                for w in workers
+            }  # fmt: skip
+            if (len(workers) == 2 and all(listening.values())) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert len(workers) == 2 and all(len(c) == 1 for c in listening.values()), listening
+        mine = [c for c in psutil.Process(proc.pid).net_connections("tcp") if c.laddr.port == port]
+        assert not [c for c in mine if c.status == psutil.CONN_LISTEN]
+        for _ in range(16):
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        deadline = time.monotonic() + 30
+        while True:  # accepted by the workers' loops
+            served = {
+                w.pid: sum(c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port
+                           for c in w.net_connections("tcp"))
+                for w in workers
+            }  # fmt: skip
+            if sum(served.values()) == 16 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert sum(served.values()) == 16 and all(served.values()), served
+    finally:
+        for s in held:
+            s.close()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
 def test_behind_a_reverse_proxy_under_a_path_prefix(tmp_path: Path) -> None:
     """README's proxy set-up: the proxy strips `/fl/` and the server runs with
     `--root-path /fl`: requests come without the prefix, every link, asset and the

@@ -8,6 +8,7 @@ sync endpoints (SQLAlchemy's engine and its pool are thread-safe)."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 from collections.abc import AsyncIterator, Callable
@@ -39,6 +40,11 @@ def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAP
         # open the store now, once, before the threadpool's threads ask for it
         _ = led.context.store
         app.state.scrub = problems.Scrubber(led.workspace.root, [t.secret for t in tokens])
+        # what start-up made (modules, the app, the ledger) lives as long as the process:
+        # kept out of the cyclic collector's full passes, which otherwise walked it all
+        # every time, a pause of its own in the requests under way
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

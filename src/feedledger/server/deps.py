@@ -4,10 +4,12 @@ literals as stated), and times and keys as typed in a URL."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from anyio import CapacityLimiter
 from fastapi import Request
 from fastapi.responses import Response
 
@@ -31,19 +33,34 @@ async def ledger(request: Request) -> fl.Ledger:
     return led
 
 
-READERS = 4  # threads (and PostgreSQL connections) of the entity routes' reads
-_readers: list[CapacityLimiter] = []
+# threads (and PostgreSQL connections) of a process's entity reads. Two: at 20 clients
+# on 2 cores and 2 workers, 4 gave the same p50 and more scheduling waits, p99 spikes of
+# 75-160 ms in 3 of 16 PostgreSQL measurements against none in 16 with 2 (http_bench.py)
+READERS = 2
+_readers: list[ThreadPoolExecutor] = []
+T = TypeVar("T")
 
 
-def entity_readers() -> CapacityLimiter:
-    """The few threads the entity routes read in (`asof`, `history`): a read is blocking
-    I/O (PostgreSQL: a round trip on the thread's own connection, ledger/pg_reader.py;
-    SQLite: the file), so it never runs on the event loop, where it would stall every
-    other request; and a burst of them makes READERS threads and connections, not one
-    per request. (server/fastpath.py keeps as many of its own for the plain cases.)"""
+def entity_readers() -> ThreadPoolExecutor:
+    """The few threads the entity reads run in (`asof`, `history`, server/fastpath.py's
+    and the routes'): a read is blocking I/O (PostgreSQL: a round trip on the thread's
+    own connection, ledger/pg_reader.py; SQLite: the file), so it never runs on the
+    event loop, where it would stall every other request; and a burst of them makes
+    READERS threads and connections, not one per request.
+
+    Threads of their own, not the event loop's default pool (anyio's `to_thread`): that
+    pool ends a thread after 10 s idle, and its PostgreSQL connection with it, so a
+    worker left idle for a while (all of a client's keep-alive connections on the other
+    worker) paid a new connection per thread on its next burst -- ~150 ms each, seen as
+    p99 spikes of 80-800 ms in bench/http_bench.py. These live as long as the process."""
     if not _readers:
-        _readers.append(CapacityLimiter(READERS))
+        _readers.append(ThreadPoolExecutor(READERS, thread_name_prefix="feedledger-reader"))
     return _readers[0]
+
+
+async def in_reader(read: Callable[[], T]) -> T:
+    """`read()` run in one of the entity readers' threads (see `entity_readers`)."""
+    return await asyncio.get_running_loop().run_in_executor(entity_readers(), read)
 
 
 def instant(text: str | None, tz: str, what: str) -> datetime | None:

@@ -14,13 +14,13 @@ an entity reads only; nothing was sent yet).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
 
-from anyio import CapacityLimiter, to_thread
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from feedledger.server.deps import JSONText
+from feedledger.server.deps import JSONText, in_reader
 from feedledger.server.routes_sources import asof_body, history_body
 
 PREFIX = "/api/sources/"
@@ -38,27 +38,15 @@ class EntityFastPath:
         if scope["type"] == "http" and scope["method"] == "GET" and _entity(scope):
             # SQLite: answered on the event loop (the read is in-process CPU, ~0.1 ms);
             # PostgreSQL: in the threadpool, so that requests wait for the server's round
-            # trip side by side (each thread has its own reading connection)
+            # trip side by side (each thread has its own reading connection: deps.in_reader)
             if _remote_store(scope):
-                response = await to_thread.run_sync(answer, scope, limiter=_limiter())
+                response = await in_reader(partial(answer, scope))
             else:
                 response = answer(scope)
             if response is not None:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-READERS = 4  # threads (and PostgreSQL connections) of a process answering entity reads
-_limiters: list[CapacityLimiter] = []
-
-
-def _limiter() -> CapacityLimiter:
-    """The entity reads' own few threads: a round trip's wait overlaps the others', and
-    twenty clients do not make twenty threads fighting for the GIL and the cores."""
-    if not _limiters:
-        _limiters.append(CapacityLimiter(READERS))
-    return _limiters[0]
 
 
 def _entity(scope: Scope) -> bool:

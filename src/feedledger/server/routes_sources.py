@@ -6,13 +6,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from anyio import to_thread
 from fastapi import APIRouter, Depends, Query
 
 import feedledger as fl
 from feedledger.api.audit import audit_entries
 from feedledger.api.runs_page import runs_page
-from feedledger.server.deps import JSONText, entity_key, entity_readers, instant, ledger
+from feedledger.server.deps import JSONText, entity_key, in_reader, instant, ledger
 from feedledger.server.problems import hide_password
 
 router = APIRouter(prefix="/api", tags=["sources"])
@@ -95,7 +94,7 @@ async def history(
     # the cases server/fastpath.py leaves here (`all`, `with_gaps`, errors): the read is
     # blocking I/O, so it runs in one of the entity readers' threads, never on the loop
     read = partial(history_body, led, source, key, known_at, all, with_gaps)
-    return JSONText(await to_thread.run_sync(read, limiter=entity_readers()))
+    return JSONText(await in_reader(read))
 
 
 def history_body(
@@ -127,7 +126,7 @@ async def asof(
     led: fl.Ledger = Depends(ledger),
 ) -> JSONText:
     read = partial(asof_body, led, source, key, valid, known_at)
-    return JSONText(await to_thread.run_sync(read, limiter=entity_readers()))
+    return JSONText(await in_reader(read))
 
 
 def asof_body(

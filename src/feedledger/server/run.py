@@ -1,8 +1,10 @@
 """Starting the server: uvicorn on a socket bound here (so `--port 0` works and the
 address is printed before the first request), or, with `--workers N`, uvicorn's
 supervisor over N processes each building the app from the environment
-(`app.app_from_env`). SIGTERM or Ctrl-C: uvicorn finishes the requests under way,
-the lifespan closes the ledger, and the process exits 0."""
+(`app.app_from_env`), each worker listening on a socket of its own bound to the same
+address with SO_REUSEPORT (`_OwnSocketProcess`) where the system has it. SIGTERM or
+Ctrl-C: uvicorn finishes the requests under way, the lifespan closes the ledger, and
+the process exits 0."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+
+from uvicorn.supervisors.multiprocess import Process as _Worker
 
 import feedledger as fl
 from feedledger.server.app import CONFIG_ENV, TOKEN_ENV_ENV, create_app, tokens_from_env
@@ -57,11 +61,15 @@ def serve(
     signal.signal(signal.SIGTERM, _ignore)
     signal.signal(signal.SIGINT, _ignore)
     if workers > 1:
-        from uvicorn.supervisors import Multiprocess
+        from uvicorn.supervisors import Multiprocess, multiprocess
 
         os.environ[CONFIG_ENV] = config or ""
         os.environ[TOKEN_ENV_ENV] = token_env or ""
-        sock = _bind(host, port)
+        shared = not hasattr(socket, "SO_REUSEPORT")
+        sock = _bind(host, port, reuse_port=not shared)
+        if not shared:
+            # (the supervisor makes its workers, first and restarted ones, of this name)
+            multiprocess.Process = _OwnSocketProcess  # type: ignore[misc]
         bound = sock.getsockname()[1]
         settings = uvicorn.Config(
             "feedledger.server.app:app_from_env",
@@ -91,13 +99,39 @@ def _show(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+class _OwnSocketProcess(_Worker):
+    """A uvicorn worker that listens on a socket of its own, bound with SO_REUSEPORT to
+    the address of the supervisor's socket (which reserves the address and is never
+    listened on), so that the kernel spreads new connections over the workers.
+
+    On one shared listening socket, whichever worker woke first accepted everything
+    queued: the 20 keep-alive connections of bench/http_bench.py's clients all landed
+    on one worker in about one run in four, which then served ~1,000 requests/s while
+    the other idled (2,000-2,300 when both had some), and p50 doubled (uvicorn issue
+    2467; gunicorn's `--reuse-port` and nginx's `reuseport` do the same as this)."""
+
+    def target(self, sockets: list[socket.socket] | None = None) -> None:
+        own = []
+        for shared in sockets or []:
+            family = shared.family
+            host, port = shared.getsockname()[:2]
+            own.append(_bind(host, port, reuse_port=True, family=family))
+            shared.close()
+        super().target(own)
+
+
+def _bind(
+    host: str, port: int, *, reuse_port: bool = False, family: int | None = None
+) -> socket.socket:
+    if family is None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP
     # (proto 0 left Nagle on: each answer, written as head then body, waited ~40 ms for
     # the client's delayed ACK)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted ones
     try:
         sock.bind((host, port))
