@@ -181,6 +181,20 @@ def test_workers_share_the_workspace_and_the_tokens_and_stop_on_sigterm(tmp_path
     assert "t0ken" not in err
 
 
+def test_a_port_out_of_range_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """`--port 99999` or `--port -1`: one line naming the address, not Python's
+    OverflowError traceback; and `:-1:` is printed as typed, not as Rich's emoji."""
+    ws = _workspace(tmp_path)
+    for port, address in (("99999", "127.0.0.1:99999"), ("-1", "127.0.0.1:-1")):
+        done = subprocess.run(
+            [sys.executable, "-m", "feedledger", "--config", str(ws.config_path), "serve",
+             "--port", port],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == f"error: cannot listen on {address}: a port is 0-65535"
+
+
 def test_each_worker_listens_on_its_own_socket_and_connections_spread(tmp_path: Path) -> None:
     """`--workers 2`: each worker listens on a socket of its own (SO_REUSEPORT) and the
     supervisor on none, so the kernel spreads connections over the workers. On one shared

@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     from feedledger.api.ledger import Ledger
     from feedledger.api.workspace import Workspace
 
-out = Console(highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, emoji=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:
     out.width = 160  # piped output: do not squeeze tables into 80 columns
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 # Set by the console entry point (cli.main.main), whose process ends right after the
 # command: an SQLite store then leaves its write-ahead log for the next writer to

@@ -138,5 +138,8 @@ def _bind(
     except OSError as exc:
         sock.close()
         raise fl.ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    except OverflowError:  # (Python's own check of the port number)
+        sock.close()
+        raise fl.ConfigError(f"cannot listen on {host}:{port}: a port is 0-65535") from None
     sock.set_inheritable(True)
     return sock
