@@ -4,70 +4,167 @@
     led = fl.open("path/to/workspace")
     src = led.source("larimer")
 
-See docs/api.md. Everything not in `__all__` is private by convention."""
+See docs/api.md. Everything not in `__all__` is private by convention.
 
-from feedledger.api.destination import Destination, DestinationLag, Manifest
-from feedledger.api.explain import ExplainVerdict, Explanation, HeldRow, Incoming
-from feedledger.api.ledger import Ledger, init, open
-from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
-from feedledger.api.reports import (
-    Assessment,
-    Check,
-    FreezeState,
-    NothingToDo,
-    NotModified,
-    Payload,
-    Reconciliation,
-    Recovered,
-    Retraction,
-    SourceHealth,
-    Step,
-    SyncReport,
-    Verification,
-    WindowRun,
-)
-from feedledger.api.results import (
-    AsOf,
-    Change,
-    Counts,
-    Gap,
-    Ingested,
-    Resumption,
-    Run,
-    Version,
-    Watermark,
-)
-from feedledger.api.source import Source
-from feedledger.model.errors import (
-    AmbiguousPayloadError,
-    ArchiveUnavailableError,
-    BadPayloadError,
-    ConfigError,
-    FeedledgerError,
-    LeaseHeldError,
-    MassDeleteError,
-    NotFoundError,
-    RetractConflictError,
-    SourceFrozenError,
-    SourceNotFound,
-    StaleWatermarkError,
-    StoreUnavailableError,
-)
-from feedledger.model.source import SourceConfig
-from feedledger.model.types import (
-    ChangeKind,
-    HealthStatus,
-    IngestStatus,
-    Outcome,
-    PayloadKind,
-    Presence,
-    ReviewAction,
-    RunKind,
-    RunStatus,
-    SyncStatus,
-)
+The names are imported on first use (PEP 562 `__getattr__`), so `import feedledger`, and
+every `import feedledger.<module>` (which imports this package first), stays cheap: the
+CLI's `--help` does not pay for the whole API and its pydantic models.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from feedledger.api.destination import Destination, DestinationLag, Manifest
+    from feedledger.api.explain import ExplainVerdict, Explanation, HeldRow, Incoming
+    from feedledger.api.ledger import Ledger, init, open
+    from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
+    from feedledger.api.reports import (
+        Assessment,
+        Check,
+        FreezeState,
+        NothingToDo,
+        NotModified,
+        Payload,
+        Reconciliation,
+        Recovered,
+        Retraction,
+        SourceHealth,
+        Step,
+        SyncReport,
+        Verification,
+        WindowRun,
+    )
+    from feedledger.api.results import (
+        AsOf,
+        Change,
+        Counts,
+        Gap,
+        Ingested,
+        Resumption,
+        Run,
+        Version,
+        Watermark,
+    )
+    from feedledger.api.source import Source
+    from feedledger.model.errors import (
+        AmbiguousPayloadError,
+        ArchiveUnavailableError,
+        BadPayloadError,
+        ConfigError,
+        FeedledgerError,
+        LeaseHeldError,
+        MassDeleteError,
+        NotFoundError,
+        RetractConflictError,
+        SourceFrozenError,
+        SourceNotFound,
+        StaleWatermarkError,
+        StoreUnavailableError,
+    )
+    from feedledger.model.source import SourceConfig
+    from feedledger.model.types import (
+        ChangeKind,
+        HealthStatus,
+        IngestStatus,
+        Outcome,
+        PayloadKind,
+        Presence,
+        ReviewAction,
+        RunKind,
+        RunStatus,
+        SyncStatus,
+    )
 
 __version__ = "0.1.0"
+
+# module -> the public names it defines (the same as the imports above, for type checkers)
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "feedledger.api.destination": ("Destination", "DestinationLag", "Manifest"),
+    "feedledger.api.explain": ("ExplainVerdict", "Explanation", "HeldRow", "Incoming"),
+    "feedledger.api.ledger": ("Ledger", "init", "open"),
+    "feedledger.api.notify": (
+        "Correction",
+        "Deliveries",
+        "DeliveryStatus",
+        "Dispatched",
+        "Subscriber",
+    ),
+    "feedledger.api.reports": (
+        "Assessment",
+        "Check",
+        "FreezeState",
+        "NothingToDo",
+        "NotModified",
+        "Payload",
+        "Reconciliation",
+        "Recovered",
+        "Retraction",
+        "SourceHealth",
+        "Step",
+        "SyncReport",
+        "Verification",
+        "WindowRun",
+    ),
+    "feedledger.api.results": (
+        "AsOf",
+        "Change",
+        "Counts",
+        "Gap",
+        "Ingested",
+        "Resumption",
+        "Run",
+        "Version",
+        "Watermark",
+    ),
+    "feedledger.api.source": ("Source",),
+    "feedledger.model.errors": (
+        "AmbiguousPayloadError",
+        "ArchiveUnavailableError",
+        "BadPayloadError",
+        "ConfigError",
+        "FeedledgerError",
+        "LeaseHeldError",
+        "MassDeleteError",
+        "NotFoundError",
+        "RetractConflictError",
+        "SourceFrozenError",
+        "SourceNotFound",
+        "StaleWatermarkError",
+        "StoreUnavailableError",
+    ),
+    "feedledger.model.source": ("SourceConfig",),
+    "feedledger.model.types": (
+        "ChangeKind",
+        "HealthStatus",
+        "IngestStatus",
+        "Outcome",
+        "PayloadKind",
+        "Presence",
+        "ReviewAction",
+        "RunKind",
+        "RunStatus",
+        "SyncStatus",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use and then kept here."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})
+
 
 __all__ = [
     "AmbiguousPayloadError",

@@ -1,7 +1,8 @@
 """Opening a workspace's store, archive and state cache together.
 
 The store (SQLAlchemy and the database driver) is imported when it is first needed,
-so a command can parse a payload while another thread opens the store.
+so a command can parse a payload while another thread opens the store; the archive's
+modules too, so a command that only reads the store (a snapshot, a query) never loads them.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from feedledger.archive import Archive, open_archive
 from feedledger.config import Workspace
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
+    from feedledger.archive import Archive
     from feedledger.ledger.statecache import StateCache
     from feedledger.ledger.store import Store
 
@@ -33,6 +34,8 @@ class Context:
         """The workspace's archive: a local folder or S3-compatible object storage
         (s3fs is imported only then)."""
         if self._archive is None:
+            from feedledger.archive import open_archive
+
             self._archive = open_archive(
                 self.workspace.archive_location,
                 endpoint_url=self.workspace.archive_endpoint_url,

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 
-from feedledger.api.notify import Dispatched, DispatchProgress
 from feedledger.cli.app import notify_app, subscriber_app
 from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table, when
+
+if TYPE_CHECKING:
+    from feedledger.api.notify import Dispatched, DispatchProgress
 
 
 @subscriber_app.command("add")

@@ -9,14 +9,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from feedledger.api.destination import RebuildProgress
 from feedledger.cli import sync_render as render
 from feedledger.cli.app import app, destination_app, manifest_app
 from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table
 from feedledger.model.errors import ConfigError
+
+if TYPE_CHECKING:
+    from feedledger.api.destination import RebuildProgress
 
 
 @destination_app.command("add")

@@ -4,17 +4,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from feedledger.cli.app import app, db_app, source_app
 from feedledger.cli.common import JSON_OPT, config_path, emit_json, err, ledger, out, table
-from feedledger.model.source import (
+from feedledger.model.defaults import (
     DEFAULT_FETCH_DEADLINE_S,
     DEFAULT_GEOMETRY_GRID,
     DEFAULT_MAX_PAYLOAD_BYTES,
-    SourceConfig,
 )
+
+if TYPE_CHECKING:
+    from feedledger.model.source import SourceConfig
 
 
 @app.command()

@@ -1,6 +1,33 @@
-"""Payload readers: bytes -> columnar observations (Arrow/Polars)."""
+"""Payload readers: bytes -> columnar observations (Arrow/Polars).
 
-from feedledger.formats.canonical import record_hash
-from feedledger.formats.readers import Observations, published_from_field, read_observations
+The names below are imported on first use (PEP 562 `__getattr__`): a module that needs
+only `formats.canonical` or `formats.keys` (a snapshot, a query) does not load every
+reader and the GIS libraries (pyogrio, shapely) with them."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from feedledger.formats.canonical import record_hash
+    from feedledger.formats.readers import Observations, published_from_field, read_observations
+
+_MODULE_OF = {
+    "record_hash": "feedledger.formats.canonical",
+    "Observations": "feedledger.formats.readers",
+    "published_from_field": "feedledger.formats.readers",
+    "read_observations": "feedledger.formats.readers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["Observations", "published_from_field", "read_observations", "record_hash"]

@@ -15,6 +15,10 @@ from pydantic import (
     model_validator,
 )
 
+# the defaults live in model/defaults.py (no pydantic: the CLI's options state them too)
+from feedledger.model.defaults import DEFAULT_FETCH_DEADLINE_S as DEFAULT_FETCH_DEADLINE_S
+from feedledger.model.defaults import DEFAULT_GEOMETRY_GRID as DEFAULT_GEOMETRY_GRID
+from feedledger.model.defaults import DEFAULT_MAX_PAYLOAD_BYTES as DEFAULT_MAX_PAYLOAD_BYTES
 from feedledger.model.timeutil import zone
 from feedledger.model.types import PayloadKind
 
@@ -73,16 +77,6 @@ def format_from_name(name: str) -> PayloadFormat | None:
             return fmt
     return None
 
-
-# Geometry changes are judged on coordinates snapped to this grid, in the layer's unit
-# (formats/geometry.py explains the default and when to choose a coarser one).
-DEFAULT_GEOMETRY_GRID = 1e-9
-
-# Fetch limits (per source, in feedledger.toml): a payload larger than this is refused
-# while it is being read (a server streaming without end), and a whole fetch -- connect,
-# headers, body -- is given up after this many seconds (a server trickling bytes).
-DEFAULT_MAX_PAYLOAD_BYTES = 5 * 1024**3
-DEFAULT_FETCH_DEADLINE_S = 1800.0
 
 # Portal connectors (sources/socrata.py, sources/ckan.py): `fetch` names the dataset on
 # the portal, and the connector asks the portal's API for its rows and publisher date.
