@@ -10,11 +10,15 @@ lines and Parquet, column-wise -- no Python object per entity on the common path
   quoting) matches once an empty string is written as an empty cell -- except a field
   holding `\\r` where this Python's csv does not quote it, and a single column (an
   empty cell alone is quoted): those batches go through `csv.writer` itself.
+  A batch in the stored form with two columns or more is first rendered by a
+  compiled loop (`ledger.stored_render`, `snapshot_spliced`): the rows in the flat
+  form straight to their lines, the others the way above, spliced in row order.
 * **jsonl**: each entity's attributes text on its own line, canonical JSON (decoded
   from its stored form when the batch holds that).
 * **parquet**: the same columns as the CSV, each a string column (the value as stated:
   numbers keep their literal text), null for JSON null or an absent field; a GIS
-  source adds `geometry` (GeoJSON text) last.
+  source adds `geometry` (GeoJSON text) last. The columns of a stored-form batch's
+  flat rows come from the same compiled loop.
 
 Each writer takes a binary handle and returns the number of entities written.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import IO
@@ -39,6 +43,7 @@ from feedledger.ledger.attribute_columns import (
     first_fields,
 )
 from feedledger.model.errors import ConfigError
+from feedledger.pipeline import snapshot_spliced
 from feedledger.pipeline.snapshot_order import ordered
 
 __all__ = ["columns_of", "write_csv", "write_jsonl", "write_parquet"]
@@ -80,6 +85,17 @@ def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[
         if not names:
             names, columns = columns_of(got, order)
             _header(handle, columns)
+        general = _csv_rows(names, columns)
+        if len(columns) < 2 or not snapshot_spliced.csv(got, handle, columns, general, DIFFERENT):
+            general(got, handle)
+        n += got.num_rows
+    return n
+
+
+def _csv_rows(names: list[str], columns: list[str]) -> Callable[[pa.RecordBatch, IO[bytes]], None]:
+    """The general CSV writer of a batch's rows (`attribute_columns.batch_frame`)."""
+
+    def write(got: pa.RecordBatch, handle: IO[bytes]) -> None:
         frame = _cells(got, names, columns)
         if _by_python(frame, columns):
             _python_rows(handle, frame)
@@ -88,8 +104,8 @@ def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[
                 pl.when(pl.col(c) == "").then(None).otherwise(pl.col(c)).alias(c) for c in columns
             ]
             frame.select(blank).write_csv(handle, include_header=False, line_terminator="\n")
-        n += got.num_rows
-    return n
+
+    return write
 
 
 def _header(handle: IO[bytes], columns: list[str]) -> None:
@@ -123,6 +139,11 @@ def _arrow(frame: pl.DataFrame) -> pa.Table:
     return table.cast(schema)
 
 
+def _general_table(names: list[str], columns: list[str]) -> Callable[[pa.RecordBatch], pa.Table]:
+    """The general Parquet columns of a batch (`attribute_columns.batch_frame`)."""
+    return lambda got: _arrow(_cells(got, names, columns))
+
+
 def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
     import pyarrow.compute as pc
 
@@ -145,7 +166,10 @@ def write_parquet(batches: Iterable[pa.RecordBatch], target: Path, order: list[s
         for got in _nonempty(batches):
             if not names:
                 names, columns = columns_of(got, order)
-            table = _arrow(_cells(got, names, columns))
+                general = _general_table(names, columns)
+            table = snapshot_spliced.table(got, columns, general, DIFFERENT)
+            if table is None:
+                table = general(got)
             if "geometry" in got.schema.names and "geometry" not in columns:
                 table = table.append_column("geometry", got.column("geometry"))
             if writer is None:

@@ -1,0 +1,156 @@
+"""A snapshot batch in the stored form (`snapshot_rows.batches(stored=True)`) rendered
+by the compiled loops of `stored_kernel` -- CSV lines, or one string column per field
+-- for the rows in the flat form (see there); the caller renders the rest its general
+way and splices them in (`Rendered.taken`).
+
+The texts of each codebook (`fields_id`) are read with that codebook's tables
+(`stored_tables`); a batch holding a null text, or none in the stored form, is not
+rendered here at all (None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from feedledger.ledger.attribute_columns import CODEBOOKS, _books
+from feedledger.ledger.attribute_split import _data, _offsets
+
+__all__ = ["Outside", "Rendered", "csv_lines", "string_columns"]
+
+Mask = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
+
+
+class Outside(ValueError):
+    """A row holds a top-level field outside the columns."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """`taken`: which rows were rendered; row i's output (a taken row's; empty for
+    the others) is data[starts[i]:ends[i]]."""
+
+    taken: Mask
+    data: npt.NDArray[np.uint8]
+    starts: Ints
+    ends: Ints
+
+
+def _groups(batch: pa.RecordBatch) -> list[tuple[Ints | None, pa.Array, Any]] | None:
+    """(rows or None for all, their texts, their codebook) per fields_id; None when the
+    batch is not rendered here."""
+    meta = batch.schema.metadata or {}
+    if CODEBOOKS not in meta or "fields_id" not in batch.schema.names:
+        return None
+    stored = batch.column("attributes")
+    ids = batch.column("fields_id")
+    if stored.null_count or ids.null_count or stored.type not in (pa.string(), pa.large_string()):
+        return None
+    books = _books(meta[CODEBOOKS])
+    distinct = ids.unique().to_pylist()
+    if len(distinct) == 1:
+        return [(None, stored, books[int(distinct[0])])]
+    every = ids.to_numpy(zero_copy_only=False)
+    out: list[tuple[Ints | None, pa.Array, Any]] = []
+    for fields_id in distinct:
+        rows = np.flatnonzero(every == fields_id).astype(np.int64)
+        out.append((rows, stored.take(pa.array(rows)), books[int(fields_id)]))
+    return out
+
+
+def _bytes(texts: pa.Array) -> tuple[npt.NDArray[np.uint8], Ints]:
+    """The texts' bytes (read-only, always: one compiled signature) and offsets."""
+    offsets = np.array(_offsets(texts), np.int64)
+    data = np.ascontiguousarray(_data(texts, int(offsets[-1]))).view()
+    data.flags.writeable = False
+    return data, offsets
+
+
+def csv_lines(batch: pa.RecordBatch, columns: list[str]) -> Rendered | None:
+    """The CSV lines (no header) of the batch's rows in the flat form, cells in
+    `columns`' order; None when the batch is not rendered here; Outside when a row
+    holds a field outside `columns`."""
+    from feedledger.ledger import stored_kernel, stored_tables
+
+    groups = _groups(batch)
+    if groups is None:
+        return None
+    n = batch.num_rows
+    taken = np.zeros(n, np.bool_)
+    starts = np.zeros(n, np.int64)
+    ends = np.zeros(n, np.int64)
+    parts: list[npt.NDArray[np.uint8]] = []
+    base = 0
+    for rows, texts, book in groups:
+        t = stored_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
+        data, offsets = _bytes(texts)
+        out, status, line = stored_kernel.csv_lines(data, offsets, t, len(columns))
+        if (status == stored_kernel.OUTSIDE).any():
+            raise Outside
+        mine = status == stored_kernel.TAKEN
+        at = np.arange(len(texts)) if rows is None else rows
+        taken[at[mine]] = True
+        starts[at] = line[:-1] + base
+        ends[at] = line[1:] + base
+        parts.append(out)
+        base += len(out)
+    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return Rendered(taken, data, starts, ends)
+
+
+def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, list[pa.Array]] | None:
+    """Which rows are in the flat form, and for them one string array per column (the
+    value as stated: a string unescaped, a literal as its text; null for JSON null or
+    an absent field); None when the batch is not rendered here; Outside as above."""
+    from feedledger.ledger import stored_kernel, stored_tables
+
+    groups = _groups(batch)
+    if groups is None:
+        return None
+    n = batch.num_rows
+    taken = np.zeros(n, np.bool_)
+    pieces: list[tuple[Ints, list[pa.Array]]] = []
+    for rows, texts, book in groups:
+        t = stored_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
+        data, offsets = _bytes(texts)
+        status, *cells = stored_kernel.parse_cells(data, offsets, t, len(columns))
+        if (status == stored_kernel.OUTSIDE).any():
+            raise Outside
+        mine = np.flatnonzero(status == stored_kernel.TAKEN).astype(np.int64)
+        arrays = [
+            _array(*stored_kernel.column_text(data, mine, c, tuple(cells), t))
+            for c in range(len(columns))
+        ]
+        at = mine if rows is None else rows[mine]
+        taken[at] = True
+        pieces.append((at, arrays))
+    if len(pieces) == 1:
+        return taken, pieces[0][1]
+    order = np.argsort(np.concatenate([at for at, _ in pieces]), kind="stable")
+    index = pa.array(order)
+    merged = [
+        pa.concat_arrays([arrays[c] for _, arrays in pieces]).take(index)
+        for c in range(len(columns))
+    ]
+    return taken, merged
+
+
+def _array(data: npt.NDArray[np.uint8], offsets: Ints, valid: npt.NDArray[np.uint8]) -> pa.Array:
+    m = len(valid)
+    mask = None
+    nulls = int(m - np.count_nonzero(valid))
+    if nulls:
+        mask = pa.py_buffer(np.packbits(valid.astype(np.bool_), bitorder="little"))
+    if int(offsets[-1]) < 2**31:
+        return pa.StringArray.from_buffers(
+            m, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data), mask, nulls
+        )
+    big = pa.LargeStringArray.from_buffers(
+        m, pa.py_buffer(offsets), pa.py_buffer(data), mask, nulls
+    )
+    return big.cast(pa.string())
