@@ -35,6 +35,7 @@ from typing import IO
 import polars as pl
 import pyarrow as pa
 
+from feedledger.ahead import ahead
 from feedledger.ledger.attribute_columns import (
     UnknownField,
     batch_frame,
@@ -155,30 +156,40 @@ def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
     return n
 
 
+def _tables(batches: Iterable[pa.RecordBatch], order: list[str]) -> Iterator[pa.Table]:
+    """Each batch's Parquet columns (`geometry` last when the batch has one)."""
+    columns: list[str] = []
+    general: Callable[[pa.RecordBatch], pa.Table] | None = None
+    for got in _nonempty(batches):
+        if general is None:
+            names, columns = columns_of(got, order)
+            general = _general_table(names, columns)
+        table = snapshot_spliced.table(got, columns, general, DIFFERENT)
+        if table is None:
+            table = general(got)
+        if "geometry" in got.schema.names and "geometry" not in columns:
+            table = table.append_column("geometry", got.column("geometry"))
+        yield table
+
+
 def write_parquet(batches: Iterable[pa.RecordBatch], target: Path, order: list[str]) -> int:
+    """The columns are made in a thread of their own (`ahead`), one batch ahead of
+    pyarrow's writer: both let go of the GIL for most of their work."""
     import pyarrow.parquet as pq
 
     n = 0
-    names: list[str] = []
-    columns: list[str] = []
     writer: pq.ParquetWriter | None = None
+    tables = ahead(_tables(batches, order), depth=1, name="feedledger-parquet")
     try:
-        for got in _nonempty(batches):
-            if not names:
-                names, columns = columns_of(got, order)
-                general = _general_table(names, columns)
-            table = snapshot_spliced.table(got, columns, general, DIFFERENT)
-            if table is None:
-                table = general(got)
-            if "geometry" in got.schema.names and "geometry" not in columns:
-                table = table.append_column("geometry", got.column("geometry"))
+        for table in tables:
             if writer is None:
                 writer = pq.ParquetWriter(target, table.schema)
             writer.write_table(table)
-            n += got.num_rows
+            n += table.num_rows
         if writer is None:  # no entity: an empty file with no columns
             pq.write_table(pa.table({}), target)
     finally:
+        tables.close()
         if writer is not None:
             writer.close()
     return n
