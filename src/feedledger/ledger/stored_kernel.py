@@ -31,12 +31,18 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["column_text", "csv_lines", "parse_cells"]
+__all__ = ["columns_text", "csv_lines", "parse_cells"]
 
 QUOTE, BSL, COMMA, NEWLINE = 0x22, 0x5C, 0x2C, 0x0A
 TAKEN, REFUSED, OUTSIDE = 0, 1, 2
 NULL = 2  # a cell's flag: JSON null (absent: no flag)
 PRESENT, QUOTED, ESCAPED = 1, 4, 8
+
+# what each byte is inside a value's piece (a lookup: one load per byte)
+_PLAIN, _TOKEN, _COMMA, _QUOTE, _BACKSLASH = 0, 1, 2, 3, 4
+_KIND = np.zeros(256, np.uint8)
+_KIND[:0x20] = _TOKEN
+_KIND[COMMA], _KIND[QUOTE], _KIND[BSL] = _COMMA, _QUOTE, _BACKSLASH
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -135,18 +141,22 @@ def _parse_py(
             return REFUSED
         flag = PRESENT
         q = p
-        while q < e and data[q] >= 0x20:
-            ch = data[q]
-            if ch == COMMA:
+        while q < e:
+            kind = _KIND[data[q]]
+            if kind == _PLAIN:
+                q += 1
+                continue
+            if kind == _TOKEN:
+                break
+            if kind == _COMMA:
                 flag |= QUOTED
-            elif ch == QUOTE:
+            elif kind == _QUOTE:
                 return REFUSED
-            elif ch == BSL:
-                if q + 1 < e and data[q + 1] == QUOTE:
-                    flag |= QUOTED | ESCAPED
-                    q += 1
-                else:
-                    return REFUSED
+            elif q + 1 < e and data[q + 1] == QUOTE:  # a backslash: only `\\"` is taken
+                flag |= QUOTED | ESCAPED
+                q += 1
+            else:
+                return REFUSED
             q += 1
         pe = q
         if code >= 0 and pcomma[code]:
@@ -244,7 +254,7 @@ def _cells_py(
     data: U8, offsets: I64, t: tuple[Any, ...], width: int
 ) -> tuple[U8, I64, I64, I64, U8]:
     """Each row's status and its cells (n x width: piece start, end, value token code,
-    flags) -- `column_text`'s input."""
+    flags) -- `columns_text`'s input."""
     n = offsets.shape[0] - 1
     status = np.zeros(n, np.uint8)
     cs = np.empty((n, width), np.int64)
@@ -262,47 +272,54 @@ def _cells_py(
 parse_cells = _jit(_cells_py)
 
 
-def _column_py(
-    data: U8, rows: I64, col: int, cells: tuple[Any, ...], t: tuple[Any, ...]
-) -> tuple[U8, I64, U8]:
-    """One column's values over `rows` (taken ones): its bytes, offsets (len+1) and
-    validity (0: null); a string unescaped (`\\"` to `"`)."""
+def _columns_py(
+    data: U8, rows: I64, cells: tuple[Any, ...], t: tuple[Any, ...]
+) -> tuple[U8, I64, I64, U8]:
+    """Every column's values over `rows` (taken ones): column c's bytes are
+    out[start[c]:start[c+1]], its offsets offsets[c] (from 0, len(rows)+1), its
+    validity valid[c] (0: null); a string unescaped (`\\"` to `"`)."""
     cs, ce, cd, cf = cells[0], cells[1], cells[2], cells[3]
     pstart, plen, dictbuf = t[6], t[7], t[9]
     m = rows.shape[0]
-    size = 0
+    width = cs.shape[1]
+    start = np.zeros(width + 1, np.int64)
     for k in range(m):
         i = rows[k]
-        if cf[i, col] & PRESENT:
-            size += ce[i, col] - cs[i, col]
-            if cd[i, col] >= 0:
-                size += plen[cd[i, col]]
-    out = np.empty(size, np.uint8)
-    offsets = np.zeros(m + 1, np.int64)
-    valid = np.zeros(m, np.uint8)
-    pos = 0
+        for c in range(width):
+            if cf[i, c] & PRESENT:
+                start[c + 1] += ce[i, c] - cs[i, c]
+                if cd[i, c] >= 0:
+                    start[c + 1] += plen[cd[i, c]]
+    for c in range(width):
+        start[c + 1] += start[c]
+    out = np.empty(start[width], np.uint8)
+    offsets = np.zeros((width, m + 1), np.int64)
+    valid = np.zeros((width, m), np.uint8)
+    pos = start[:width].copy()
     for k in range(m):
         i = rows[k]
-        flag = cf[i, col]
-        if flag & PRESENT:
-            valid[k] = 1
-            code = cd[i, col]
-            if code >= 0:
-                ds = pstart[code]
-                for j in range(plen[code]):
-                    out[pos] = dictbuf[ds + j]
-                    pos += 1
-            j = cs[i, col]
-            while j < ce[i, col]:
-                ch = data[j]
-                if ch == BSL:  # (only `\\"` is taken)
-                    j += 1
+        for c in range(width):
+            p = pos[c]
+            if cf[i, c] & PRESENT:
+                valid[c, k] = 1
+                code = cd[i, c]
+                if code >= 0:
+                    ds = pstart[code]
+                    for j in range(plen[code]):
+                        out[p] = dictbuf[ds + j]
+                        p += 1
+                j = cs[i, c]
+                while j < ce[i, c]:
                     ch = data[j]
-                out[pos] = ch
-                pos += 1
-                j += 1
-        offsets[k + 1] = pos
-    return out[:pos], offsets, valid
+                    if ch == BSL:  # (only `\\"` is taken)
+                        j += 1
+                        ch = data[j]
+                    out[p] = ch
+                    p += 1
+                    j += 1
+            pos[c] = p
+            offsets[c, k + 1] = p - start[c]
+    return out, start, offsets, valid
 
 
-column_text = _jit(_column_py)
+columns_text = _jit(_columns_py)

@@ -122,9 +122,9 @@ def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, lis
         if (status == stored_kernel.OUTSIDE).any():
             raise Outside
         mine = np.flatnonzero(status == stored_kernel.TAKEN).astype(np.int64)
+        out, start, offs, valid = stored_kernel.columns_text(data, mine, tuple(cells), t)
         arrays = [
-            _array(*stored_kernel.column_text(data, mine, c, tuple(cells), t))
-            for c in range(len(columns))
+            _array(out[start[c] : start[c + 1]], offs[c], valid[c]) for c in range(len(columns))
         ]
         at = mine if rows is None else rows[mine]
         taken[at] = True
