@@ -208,3 +208,13 @@ def test_an_uncachable_kernel_is_compiled_in_process(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(stored_kernel.numba, "njit", njit)
     assert stored_kernel._jit(len)("abc") == 3
     assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]
+
+
+def test_without_numba_the_general_path_writes_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    texts = [canonical({"a": f"v{i}", "b": RawNumber("1"), "c": 'x, "y"'}) for i in range(5)]
+    batch = _batch(texts, [Codebook(['{"a":"', '","b":', ',"c":"', '"}'])], [0] * 5)
+    monkeypatch.setitem(sys.modules, "feedledger.ledger.stored_kernel", None)  # ImportError
+    assert snapshot_spliced.stored_render.csv_lines(batch, ["a", "b", "c"]) is None
+    assert _csv([batch], []) == old_csv(texts, [])

@@ -5,11 +5,13 @@ way and splices them in (`Rendered.taken`).
 
 The texts of each codebook (`fields_id`) are read with that codebook's tables
 (`stored_tables`); a batch holding a null text, or none in the stored form, is not
-rendered here at all (None).
+rendered here at all (None), nor is any batch when numba cannot be imported (the
+general path is the same output, slower).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +65,14 @@ def _groups(batch: pa.RecordBatch) -> list[tuple[Ints | None, pa.Array, Any]] | 
     return out
 
 
+def _kernel() -> Any:
+    """ledger.stored_kernel (numba loaded on first use), or None without numba."""
+    try:
+        return importlib.import_module("feedledger.ledger.stored_kernel")
+    except ImportError:
+        return None
+
+
 def _bytes(texts: pa.Array) -> tuple[npt.NDArray[np.uint8], Ints]:
     """The texts' bytes (read-only, always: one compiled signature) and offsets."""
     offsets = np.array(_offsets(texts), np.int64)
@@ -75,10 +85,11 @@ def csv_lines(batch: pa.RecordBatch, columns: list[str]) -> Rendered | None:
     """The CSV lines (no header) of the batch's rows in the flat form, cells in
     `columns`' order; None when the batch is not rendered here; Outside when a row
     holds a field outside `columns`."""
-    from feedledger.ledger import stored_kernel, stored_tables
+    from feedledger.ledger import stored_tables
 
     groups = _groups(batch)
-    if groups is None:
+    stored_kernel = _kernel() if groups is not None else None
+    if groups is None or stored_kernel is None:
         return None
     n = batch.num_rows
     taken = np.zeros(n, np.bool_)
@@ -107,10 +118,11 @@ def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, lis
     """Which rows are in the flat form, and for them one string array per column (the
     value as stated: a string unescaped, a literal as its text; null for JSON null or
     an absent field); None when the batch is not rendered here; Outside as above."""
-    from feedledger.ledger import stored_kernel, stored_tables
+    from feedledger.ledger import stored_tables
 
     groups = _groups(batch)
-    if groups is None:
+    stored_kernel = _kernel() if groups is not None else None
+    if groups is None or stored_kernel is None:
         return None
     n = batch.num_rows
     taken = np.zeros(n, np.bool_)
