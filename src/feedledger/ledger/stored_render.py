@@ -22,7 +22,7 @@ import pyarrow as pa
 from feedledger.ledger.attribute_columns import CODEBOOKS, _books
 from feedledger.ledger.attribute_split import _data, _offsets
 
-__all__ = ["Outside", "Rendered", "csv_lines", "string_columns"]
+__all__ = ["Outside", "Rendered", "csv_lines", "gather", "string_columns"]
 
 Mask = npt.NDArray[np.bool_]
 Ints = npt.NDArray[np.int64]
@@ -35,7 +35,7 @@ class Outside(ValueError):
 @dataclass(frozen=True, slots=True)
 class Rendered:
     """`taken`: which rows were rendered; row i's output (a taken row's; empty for
-    the others) is data[starts[i]:ends[i]]."""
+    the others) is data[starts[i]:ends[i]], the taken rows' in row order."""
 
     taken: Mask
     data: npt.NDArray[np.uint8]
@@ -110,8 +110,23 @@ def csv_lines(batch: pa.RecordBatch, columns: list[str]) -> Rendered | None:
         ends[at] = line[1:] + base
         parts.append(out)
         base += len(out)
-    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return Rendered(taken, data, starts, ends)
+    if len(parts) == 1:
+        return Rendered(taken, parts[0], starts, ends)
+    # (several codebooks: each group's lines are end to end; put them in row order)
+    sizes = ends - starts
+    data = gather(np.concatenate(parts), starts, ends)
+    ends = np.cumsum(sizes)
+    return Rendered(taken, data, ends - sizes, ends)
+
+
+def gather(data: npt.NDArray[np.uint8], starts: Ints, stops: Ints) -> npt.NDArray[np.uint8]:
+    """data[starts[i]:stops[i]] for each i, end to end."""
+    sizes = stops - starts
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.uint8)
+    shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    return data[shift + np.arange(total)]
 
 
 def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, list[pa.Array]] | None:

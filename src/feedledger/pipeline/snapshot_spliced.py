@@ -42,7 +42,7 @@ def csv(
     if got_lines is None:
         return False
     taken = got_lines.taken
-    if taken.all():
+    if taken.all():  # (the lines are in row order)
         handle.write(got_lines.data.data)
         return True
     if not taken.any():
@@ -62,7 +62,7 @@ def csv(
     starts[rest] = base + np.concatenate([[0], ends[:-1]])
     stops[rest] = base + ends
     both = np.concatenate([got_lines.data, slow])
-    handle.write(_gather(both, starts, stops).data)
+    handle.write(stored_render.gather(both, starts, stops).data)
     return True
 
 
@@ -71,16 +71,6 @@ def _line_ends(text: npt.NDArray[np.uint8]) -> Ints:
     even number of `"` before it; a quote inside a quoted cell is doubled)."""
     quotes = np.cumsum(text == _QUOTE)
     return np.flatnonzero((text == _NEWLINE) & (quotes % 2 == 0)).astype(np.int64) + 1
-
-
-def _gather(data: npt.NDArray[np.uint8], starts: Ints, stops: Ints) -> npt.NDArray[np.uint8]:
-    """data[starts[i]:stops[i]] for each i, end to end."""
-    sizes = stops - starts
-    total = int(sizes.sum())
-    if total == 0:
-        return np.zeros(0, np.uint8)
-    shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
-    return data[shift + np.arange(total)]
 
 
 def table(
