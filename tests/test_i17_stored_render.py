@@ -234,3 +234,33 @@ def test_rows_of_two_codebooks_stay_in_row_order() -> None:
     general = snapshot_writers._general_table(names, columns)
     table = snapshot_spliced.table(batch, columns, general, "x")
     assert table is not None and table.to_pylist() == general(batch).to_pylist()
+
+
+@given(
+    records=st.lists(st.dictionaries(st.sampled_from(FIELDS), FLAT, min_size=1), max_size=12),
+    which=st.lists(st.integers(0, 1), min_size=12, max_size=12),
+    order=st.permutations(FIELDS),
+)
+@settings(max_examples=100, deadline=None)
+def test_flat_rows_of_several_codebooks(
+    records: list[dict[str, Any]], which: list[int], order: list[str]
+) -> None:
+    """Flat records (most rows taken), two codebooks of every pattern seen (tokens in
+    two orders) interleaved at random in one batch."""
+    if not records:
+        return
+    texts = [canonical(r) for r in records]
+    patterns = sorted({p for t in texts for p in _patterns(t)})[:28]
+    books: list[Codebook | None] = [Codebook(patterns), Codebook(patterns[::-1])]
+    batch = _batch(texts, books, which[: len(texts)])
+    assert refused_or(lambda: _csv([batch], order)) == refused_or(lambda: old_csv(texts, order))
+    names, columns = snapshot_writers.columns_of(batch, order)
+    general = snapshot_writers._general_table(names, columns)
+    want = refused_or(lambda: general(batch).to_pylist())
+
+    def fast() -> Any:
+        table = snapshot_spliced.table(batch, columns, general, snapshot_writers.DIFFERENT)
+        assert table is not None
+        return table.to_pylist()
+
+    assert refused_or(fast) == want
