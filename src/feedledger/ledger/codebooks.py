@@ -153,5 +153,8 @@ def decode_arrow(books: dict[int, Codebook], fields_ids: Any, stored: Any) -> An
         decoded = books[int(fields_id)].decode_series(texts).to_arrow().cast(pa.string())
         if len(ids) == 1 and fields_ids.null_count == 0:
             return decoded
-        out = pc.if_else(pc.equal(fields_ids, fields_id), decoded, out)
+        # (a null id is a row already canonical: its condition false, not null -- a null
+        # condition would make the row null)
+        mine = pc.fill_null(pc.equal(fields_ids, fields_id), False)
+        out = pc.if_else(mine, decoded, out)
     return out
