@@ -131,3 +131,13 @@ def _pump(produce: Callable[[_QueueWriter], None]) -> Generator[bytes, None, Non
         handle.flush()
 
     return run_ahead(work, depth=QUEUE_CHUNKS, name="feedledger-snapshot", join_s=5)
+
+
+def warm_up() -> None:
+    """Pay now, once per process, what a snapshot stream's first use costs (numba's
+    compiled loops loaded, the writers' libraries run once: ~200 MiB and ~1 s in a
+    fresh process; `pipeline.snapshot_writers.warm`). `feedledger serve` calls it at
+    start, so that no request pays it and a stream's memory is the stream's own."""
+    from feedledger.pipeline.snapshot_writers import warm
+
+    warm()

@@ -8,6 +8,7 @@ sync endpoints (SQLAlchemy's engine and its pool are thread-safe)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib
 import os
@@ -28,9 +29,13 @@ TOKEN_ENV_ENV = "FEEDLEDGER_SERVE_TOKEN_ENV"
 Opener = Callable[[], fl.Ledger]
 
 
-def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAPI:
+def create_app(
+    open_ledger: Opener, tokens: list[Token] | None = None, *, warm: bool = False
+) -> FastAPI:
     """The app over the ledger `open_ledger()` opens (at startup; closed at shutdown).
-    `tokens`: who may write (none: read-only)."""
+    `tokens`: who may write (none: read-only). `warm`: at startup, pay what a snapshot
+    stream's first use costs (`api.snapshot_stream.warm_up`), as `feedledger serve`
+    does."""
     tokens = list(tokens or [])
 
     @asynccontextmanager
@@ -40,6 +45,10 @@ def create_app(open_ledger: Opener, tokens: list[Token] | None = None) -> FastAP
         # open the store now, once, before the threadpool's threads ask for it
         _ = led.context.store
         app.state.scrub = problems.Scrubber(led.workspace.root, [t.secret for t in tokens])
+        if warm:
+            from feedledger.api.snapshot_stream import warm_up
+
+            await asyncio.to_thread(warm_up)
         # what start-up made (modules, the app, the ledger) lives as long as the process:
         # kept out of the cyclic collector's full passes, which otherwise walked it all
         # every time, a pause of its own in the requests under way
@@ -109,4 +118,5 @@ def app_from_env() -> FastAPI:
     from feedledger.api.ledger import open_config
 
     config = os.environ.get(CONFIG_ENV) or None
-    return create_app(lambda: open_config(config), tokens_from_env(os.environ.get(TOKEN_ENV_ENV)))
+    tokens = tokens_from_env(os.environ.get(TOKEN_ENV_ENV))
+    return create_app(lambda: open_config(config), tokens, warm=True)

@@ -86,7 +86,7 @@ def serve(
 
     with open_config(config) as probe:  # refuse a bad workspace before binding
         probe.sources()
-    app = create_app(lambda: open_config(config), tokens)
+    app = create_app(lambda: open_config(config), tokens, warm=True)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, **common))  # type: ignore[arg-type]
