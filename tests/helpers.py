@@ -267,3 +267,23 @@ def refused_or(make: Callable[[], Any]) -> Any:
         return make()
     except ConfigError as exc:
         return ("refused", str(exc))
+
+
+def top_patterns(text: str) -> list[str]:
+    """The top-level codebook patterns a canonical object text holds (`{"a":"`,
+    `","b":`, ... and `"}` after a string last), a number's as a non-string's
+    (`,"n":`): what the codebook tests build their books from."""
+    import json
+
+    from feedledger.formats.canonical import RawNumber
+
+    record = json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
+    out: list[str] = []
+    prev_str = False
+    for i, (name, value) in enumerate(record.items()):
+        lead = "{" if i == 0 else ('",' if prev_str else ",")
+        prev_str = isinstance(value, str) and not isinstance(value, RawNumber)
+        out.append(lead + json.dumps(name, ensure_ascii=False) + ":" + ('"' if prev_str else ""))
+    if prev_str:
+        out.append('"}')
+    return out

@@ -31,7 +31,7 @@ from feedledger.ledger.codebooks import choose
 from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.pipeline import snapshot_writers
-from helpers import migrate, old_csv, refused_or
+from helpers import migrate, old_csv, refused_or, top_patterns
 
 _names = itertools.count()
 
@@ -57,21 +57,6 @@ FIELDS = ["b", "a", "c d", "é", 'q"', "z"]
 RECORD = st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=6)
 
 
-def _patterns(text: str) -> list[str]:
-    """The top-level patterns a canonical object text holds, a number's as a
-    non-string's (`,"n":`)."""
-    record = json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
-    out: list[str] = []
-    prev_str = False
-    for i, (name, value) in enumerate(record.items()):
-        lead = "{" if i == 0 else ('",' if prev_str else ",")
-        prev_str = isinstance(value, str) and not isinstance(value, RawNumber)
-        out.append(lead + json.dumps(name, ensure_ascii=False) + ":" + ('"' if prev_str else ""))
-    if prev_str:
-        out.append('"}')
-    return out
-
-
 def _book(texts: list[str], share: int, kind: str = "plan") -> Codebook:
     """A codebook of the first `share` texts (so fields and value kinds that only later
     texts have stay untokenised, as after a schema change): as `plan` makes it, with
@@ -82,7 +67,7 @@ def _book(texts: list[str], share: int, kind: str = "plan") -> Codebook:
         return plan_book(sample)
     if kind == "plan":
         return Codebook(plan(gains(sample)))
-    return Codebook(sorted({p for t in sample for p in _patterns(t)})[:31])
+    return Codebook(sorted({p for t in sample for p in top_patterns(t)})[:31])
 
 
 def _stored_batch(texts: list[str], book: Codebook, fields_id: int | None) -> pa.RecordBatch:
@@ -133,7 +118,7 @@ def test_split_equals_the_json_path(
     assert _split_path(batch, names) == _json_path(texts, names)
 
 
-def test_field_tokens_read_the_patterns() -> None:
+def test_field_tokens_read_thetop_patterns() -> None:
     book = Codebook(['"}', '","a\\"b":"', ',"n":', '{"x":"', "not a pattern"])
     got = field_tokens(book)
     assert got.end == "\x01"

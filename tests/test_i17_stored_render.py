@@ -9,7 +9,6 @@ and fields outside the columns (the "different fields" error)."""
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import polars as pl
@@ -22,7 +21,7 @@ from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger.attr_codec import Codebook, gains, plan, plan_book
 from feedledger.ledger.attribute_columns import with_codebooks
 from feedledger.pipeline import snapshot_spliced, snapshot_writers
-from helpers import old_csv, refused_or
+from helpers import old_csv, refused_or, top_patterns
 
 TEXTS = st.one_of(
     st.text(
@@ -48,19 +47,6 @@ RECORD = st.one_of(
 KINDS = st.sampled_from(["plan", "values", "all", "none"])
 
 
-def _patterns(text: str) -> list[str]:
-    record = json.loads(text, parse_float=RawNumber, parse_int=RawNumber)
-    out: list[str] = []
-    prev_str = False
-    for i, (name, value) in enumerate(record.items()):
-        lead = "{" if i == 0 else ('",' if prev_str else ",")
-        prev_str = isinstance(value, str) and not isinstance(value, RawNumber)
-        out.append(lead + json.dumps(name, ensure_ascii=False) + ":" + ('"' if prev_str else ""))
-    if prev_str:
-        out.append('"}')
-    return out
-
-
 def _book(sample: list[str], kind: str) -> Codebook | None:
     if kind == "none" or not sample:
         return None  # (texts written before codebooks: fields_id NULL)
@@ -68,7 +54,7 @@ def _book(sample: list[str], kind: str) -> Codebook | None:
         return plan_book(sample)
     if kind == "plan":
         return Codebook(plan(gains(sample)))
-    return Codebook(sorted({p for t in sample for p in _patterns(t)})[:28])
+    return Codebook(sorted({p for t in sample for p in top_patterns(t)})[:28])
 
 
 def _batch(texts: list[str], books: list[Codebook | None], which: list[int]) -> pa.RecordBatch:
@@ -246,7 +232,7 @@ def test_flat_rows_of_several_codebooks(
     if not records:
         return
     texts = [canonical(r) for r in records]
-    patterns = sorted({p for t in texts for p in _patterns(t)})[:28]
+    patterns = sorted({p for t in texts for p in top_patterns(t)})[:28]
     books: list[Codebook | None] = [Codebook(patterns), Codebook(patterns[::-1])]
     batch = _batch(texts, books, which[: len(texts)])
     assert refused_or(lambda: _csv([batch], order)) == refused_or(lambda: old_csv(texts, order))
