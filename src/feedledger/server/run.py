@@ -9,9 +9,13 @@ the process exits 0."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
+import threading
+import time
 from collections.abc import Callable
 
 from uvicorn.supervisors.multiprocess import Process as _Worker
@@ -20,6 +24,8 @@ import feedledger as fl
 from feedledger.server.app import CONFIG_ENV, TOKEN_ENV_ENV, create_app, tokens_from_env
 
 GRACE_S = 10  # how long requests under way may take to finish after SIGTERM
+# a folder each worker marks itself ready in (`--workers N`: the URL is printed once all are)
+READY_ENV = "FEEDLEDGER_SERVE_READY_DIR"
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -67,9 +73,10 @@ def serve(
         os.environ[TOKEN_ENV_ENV] = token_env or ""
         shared = not hasattr(socket, "SO_REUSEPORT")
         sock = _bind(host, port, reuse_port=not shared)
-        if not shared:
-            # (the supervisor makes its workers, first and restarted ones, of this name)
-            multiprocess.Process = _OwnSocketProcess  # type: ignore[misc]
+        # (the supervisor makes its workers, first and restarted ones, of this name)
+        multiprocess.Process = _ReadyWorker if shared else _OwnSocketProcess  # type: ignore[misc]
+        ready = tempfile.mkdtemp(prefix="feedledger-serve-")
+        os.environ[READY_ENV] = ready
         bound = sock.getsockname()[1]
         settings = uvicorn.Config(
             "feedledger.server.app:app_from_env",
@@ -79,8 +86,12 @@ def serve(
             workers=workers,
             **common,  # type: ignore[arg-type]
         )
-        say(f"feedledger serve: http://{_show(host)}:{bound}/ ({workers} workers, {mode})")
-        Multiprocess(settings, sockets=[sock]).run()
+        text = f"feedledger serve: http://{_show(host)}:{bound}/ ({workers} workers, {mode})"
+        _once(lambda: len(os.listdir(ready)) >= workers, lambda: say(text))
+        try:
+            Multiprocess(settings, sockets=[sock]).run()
+        finally:
+            shutil.rmtree(ready, ignore_errors=True)
         return
     from feedledger.api.ledger import open_config
 
@@ -90,7 +101,10 @@ def serve(
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, **common))  # type: ignore[arg-type]
-    say(f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})")
+    _once(
+        lambda: server.started,
+        lambda: say(f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})"),
+    )
     server.run(sockets=[sock])
     sys.stdout.flush()
 
@@ -99,7 +113,35 @@ def _show(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-class _OwnSocketProcess(_Worker):
+def _once(ready: Callable[[], bool], then: Callable[[], None]) -> None:
+    """`then()` in a thread of its own as soon as `ready()` (polled every 20 ms).
+
+    The URL is printed once the server listens, its start-up (the ledger opened, the
+    stream's warm-up) done; printed before, a client that took it at its word had its
+    first connections refused for ~1.5 s, and with `--workers N` all of them went to
+    the first worker up, for as long as they were kept alive."""
+
+    def wait() -> None:
+        while not ready():
+            time.sleep(0.02)
+        then()
+
+    threading.Thread(target=wait, name="feedledger-ready", daemon=True).start()
+
+
+class _ReadyWorker(_Worker):
+    """A uvicorn worker that marks itself ready (a file named by its pid in the folder of
+    READY_ENV) once its server listens."""
+
+    def target(self, sockets: list[socket.socket] | None = None) -> None:
+        folder = os.environ.get(READY_ENV)
+        if folder:
+            mark = os.path.join(folder, str(os.getpid()))
+            _once(lambda: self.server.started, lambda: open(mark, "w").close())
+        super().target(sockets)
+
+
+class _OwnSocketProcess(_ReadyWorker):
     """A uvicorn worker that listens on a socket of its own, bound with SO_REUSEPORT to
     the address of the supervisor's socket (which reserves the address and is never
     listened on), so that the kernel spreads new connections over the workers.
