@@ -192,19 +192,27 @@ class Codebook:
         """Canonical texts -> stored texts (nulls stay null)."""
         if not self.tokens or texts.dtype != pl.String:
             return texts
-        out = texts.str.replace_many(self._enc_from, self._enc_to, leftmost=True)
-        return out.alias(texts.name)
+        return _replaced(texts, self._enc_from, self._enc_to)
 
     def decode_series(self, stored: pl.Series) -> pl.Series:
         """Stored texts -> canonical texts (nulls stay null)."""
         if not self.tokens:
             return stored
-        out = stored.str.replace_many(self.tokens, self.patterns + self.values, leftmost=True)
-        return out.alias(stored.name)
+        return _replaced(stored, list(self.tokens), self.patterns + self.values)
 
     def decode(self, stored: str) -> str:
         strings = self._strings
         return self._token.sub(lambda m: strings.get(m.group(), m.group()), stored)
+
+
+def _replaced(texts: pl.Series, old: list[str], new: list[str]) -> pl.Series:
+    """`texts` with each of `old` replaced by its `new`, leftmost-first, as one lazy
+    query: polars then splits the work over its threads, where the Series method runs
+    it on the calling thread alone (200k parcel texts, 289 patterns: 0.23 s against
+    0.33 s on 2 cores; the same result)."""
+    name = texts.name
+    expr = pl.col(name).str.replace_many(old, new, leftmost=True)
+    return texts.to_frame().lazy().select(expr).collect().to_series().alias(name)
 
 
 @lru_cache(maxsize=256)
