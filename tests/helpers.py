@@ -287,3 +287,27 @@ def top_patterns(text: str) -> list[str]:
     if prev_str:
         out.append('"}')
     return out
+
+
+def start_serve(
+    ws: Workspace, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """`feedledger serve --port 0 ARGS` over `ws` in a process of its own (`env` added to
+    this one's), once it has printed its URL: (the process, the URL)."""
+    import re
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "feedledger", "--config", str(ws.config_path), "serve",
+         "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    if found is None:
+        proc.kill()
+        raise AssertionError(f"no URL announced: {line!r} {proc.communicate()}")
+    return proc, f"http://127.0.0.1:{found.group(1)}"

@@ -16,7 +16,7 @@ import httpx
 
 import feedledger as fl
 from feedledger.config import Workspace
-from helpers import migrate
+from helpers import migrate, start_serve
 
 
 def _workspace(tmp_path: Path) -> Workspace:
@@ -27,24 +27,6 @@ def _workspace(tmp_path: Path) -> Workspace:
         body = "id,v\n" + "".join(f"{i},v{i}\n" for i in range(5000))
         src.ingest(body.encode(), published_at="2026-08-01", name="s.csv")
     return ws
-
-
-def _start(ws: Workspace, *args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "feedledger", "--config", str(ws.config_path), "serve",
-         "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-    if found is None:
-        proc.kill()
-        raise AssertionError(f"no URL announced: {line!r} {proc.communicate()}")
-    return proc, f"http://127.0.0.1:{found.group(1)}"
 
 
 def _wait(url: str) -> httpx.Response:
@@ -60,7 +42,9 @@ def _wait(url: str) -> httpx.Response:
 
 def test_serve_answers_then_exits_0_on_sigterm(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    proc, url = _start(ws, "--token-env", "FL_TEST_TOKENS", env={"FL_TEST_TOKENS": "ops:t0ken"})
+    proc, url = start_serve(
+        ws, "--token-env", "FL_TEST_TOKENS", env={"FL_TEST_TOKENS": "ops:t0ken"}
+    )
     try:
         health = _wait(url)
         assert health.status_code == 200 and health.json()["sources"][0]["source"] == "s"
@@ -84,7 +68,7 @@ def test_serve_answers_then_exits_0_on_sigterm(tmp_path: Path) -> None:
 def test_serve_is_read_only_without_the_variable(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "FL_TEST_UNSET"}
-    proc, url = _start(ws, "--token-env", "FL_TEST_UNSET", env=env)
+    proc, url = start_serve(ws, "--token-env", "FL_TEST_UNSET", env=env)
     try:
         _wait(url)
         r = httpx.post(url + "/api/sources/s/freeze", headers={"Authorization": "Bearer x"})
@@ -99,7 +83,7 @@ def test_sigterm_lets_the_response_under_way_finish(tmp_path: Path) -> None:
     """Graceful shutdown: SIGTERM while a snapshot streams; the stream still ends with
     every row, then the process exits 0 (no new request is taken meanwhile)."""
     ws = _workspace(tmp_path)
-    proc, url = _start(ws, env={})
+    proc, url = start_serve(ws, env={})
     try:
         _wait(url)
         with httpx.stream("GET", url + "/api/sources/s/snapshot?valid=2026-08-02&format=jsonl",
@@ -163,7 +147,7 @@ def test_workers_share_the_workspace_and_the_tokens_and_stop_on_sigterm(tmp_path
     """`--workers 2`: uvicorn's supervisor over two processes, each building the app
     from the environment (workspace, token variable); SIGTERM stops them all, exit 0."""
     ws = _workspace(tmp_path)
-    proc, url = _start(ws, "--workers", "2", "--token-env", "FL_TEST_TOKENS",
+    proc, url = start_serve(ws, "--workers", "2", "--token-env", "FL_TEST_TOKENS",
                        env={"FL_TEST_TOKENS": "ops:t0ken"})  # fmt: skip
     try:
         assert _wait(url).json()["sources"][0]["source"] == "s"
@@ -206,7 +190,7 @@ def test_each_worker_listens_on_its_own_socket_and_connections_spread(tmp_path: 
     import psutil
 
     ws = _workspace(tmp_path)
-    proc, url = _start(ws, "--workers", "2", env={})
+    proc, url = start_serve(ws, "--workers", "2", env={})
     held: list[socket.socket] = []
     try:
         # the URL is printed once every worker listens (no retry, no wait here)
@@ -248,7 +232,7 @@ def test_behind_a_reverse_proxy_under_a_path_prefix(tmp_path: Path) -> None:
     `--root-path /fl`: requests come without the prefix, every link, asset and the
     OpenAPI document's URL of the pages carry it."""
     ws = _workspace(tmp_path)
-    proc, url = _start(ws, "--root-path", "/fl", env={})
+    proc, url = start_serve(ws, "--root-path", "/fl", env={})
     try:
         assert _wait(url).status_code == 200
         for path in ("/sources/s", "/docs"):

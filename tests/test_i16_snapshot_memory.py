@@ -17,11 +17,7 @@ would cost this suite ~15 s more."""
 
 from __future__ import annotations
 
-import os
-import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -32,7 +28,7 @@ import psutil
 
 import feedledger as fl
 from feedledger.config import Workspace
-from helpers import migrate
+from helpers import migrate, start_serve
 
 ROWS = 1_000_000
 GROWTH_MIB = 100  # issue 16's bound
@@ -50,18 +46,6 @@ def _workspace(tmp_path: Path) -> Workspace:
         src = led.add_source("big", key=["id"], timezone="UTC", hold_factor=1e9)
         src.ingest(csv, published_at="2026-08-01")
     return ws
-
-
-def _start(ws: Workspace) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "feedledger", "--config", str(ws.config_path), "serve",
-         "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
-    )  # fmt: skip
-    assert proc.stdout is not None
-    found = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
-    assert found is not None, proc.communicate()
-    return proc, f"http://127.0.0.1:{found.group(1)}"
 
 
 def _stream(url: str, pid: int) -> tuple[int, bytes, bytes, float]:
@@ -96,7 +80,7 @@ def _stream(url: str, pid: int) -> tuple[int, bytes, bytes, float]:
 
 def test_a_million_row_snapshot_streams_with_bounded_server_memory(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    proc, url = _start(ws)
+    proc, url = start_serve(ws)
     try:
         base = f"{url}/api/sources/big/snapshot?valid=2026-08-02"
         deadline = time.monotonic() + 60

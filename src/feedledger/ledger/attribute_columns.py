@@ -49,6 +49,7 @@ __all__ = [
     "concatenated",
     "fields_of",
     "first_fields",
+    "stored_form",
     "text_columns",
     "value_text",
 ]
@@ -165,7 +166,7 @@ def _tokens(patterns: tuple[str, ...], values: tuple[str, ...]) -> FieldTokens:
     return field_tokens(Codebook(list(patterns), list(values)))
 
 
-def _stored(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, dict[int, Codebook]] | None:
+def stored_form(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, dict[int, Codebook]] | None:
     """(stored texts, fields ids, codebooks) of a stored-form batch; None otherwise."""
     meta = batch.schema.metadata or {}
     if CODEBOOKS not in meta or "fields_id" not in batch.schema.names:
@@ -175,7 +176,7 @@ def _stored(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, dict[int, Codebo
 
 def canonical_texts(batch: pa.RecordBatch) -> pa.Array:
     """A batch's attributes as canonical JSON texts (decoded if in stored form)."""
-    got = _stored(batch)
+    got = stored_form(batch)
     if got is None:
         return batch.column("attributes")
     stored, ids, books = got
@@ -190,7 +191,7 @@ def first_fields(batch: pa.RecordBatch) -> list[str]:
 def batch_frame(batch: pa.RecordBatch, names: list[str]) -> pl.DataFrame:
     """One String column per name in `names` of each entity's value as an export writes
     it (the module doc), from a batch of `snapshot_rows.batches` in either form."""
-    got = _stored(batch)
+    got = stored_form(batch)
     if got is None:
         return _frame(text_columns(batch.column("attributes"), names), names)
     stored, ids, books = got

@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from feedledger.ledger.attr_codec import FieldTokens
 
-__all__ = ["MAX_TEMPLATES", "Split", "split"]
+__all__ = ["MAX_TEMPLATES", "Split", "split", "text_bytes", "text_offsets"]
 
 MAX_TEMPLATES = 16  # token sequences split per batch; rows of any further one go the slow way
 _SEP = 0x1F
@@ -61,14 +61,14 @@ class Split:
     done: Mask
 
 
-def _offsets(texts: pa.Array) -> npt.NDArray[np.int64]:
+def text_offsets(texts: pa.Array) -> npt.NDArray[np.int64]:
     kind = np.int64 if texts.type == pa.large_string() else np.int32
     width = np.dtype(kind).itemsize  # (frombuffer's offset is in bytes)
     raw = np.frombuffer(texts.buffers()[1], kind, len(texts) + 1, texts.offset * width)
     return raw.astype(np.int64) - int(raw[0])
 
 
-def _data(texts: pa.Array, size: int) -> npt.NDArray[np.uint8]:
+def text_bytes(texts: pa.Array, size: int) -> npt.NDArray[np.uint8]:
     buf = texts.buffers()[2]
     if buf is None or size == 0:
         return np.zeros(0, np.uint8)
@@ -157,8 +157,8 @@ def split(stored: pa.Array, tokens: FieldTokens, names: list[str]) -> Split:
     n = len(stored)
     if stored.type not in (pa.string(), pa.large_string()):
         stored = stored.cast(pa.large_string())
-    offsets = _offsets(stored)
-    data = _data(stored, int(offsets[-1]))
+    offsets = text_offsets(stored)
+    data = text_bytes(stored, int(offsets[-1]))
     ok = np.ones(n, np.bool_)
     if stored.null_count:
         ok &= np.asarray(stored.is_valid().to_numpy(zero_copy_only=False), np.bool_)
@@ -240,8 +240,8 @@ def _template(
         sub_offsets = b.offsets
     else:
         sub = stored.take(pa.array(rows))
-        sub_offsets = _offsets(sub)
-        flat = _data(sub, int(sub_offsets[-1])).copy()
+        sub_offsets = text_offsets(sub)
+        flat = text_bytes(sub, int(sub_offsets[-1])).copy()
         flat[flat < 0x20] = _SEP
     texts = pa.LargeStringArray.from_buffers(
         len(rows), pa.py_buffer(sub_offsets), pa.py_buffer(flat)

@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from feedledger.ledger.attribute_columns import CODEBOOKS, _books
-from feedledger.ledger.attribute_split import _data, _offsets
+from feedledger.ledger.attribute_columns import stored_form
+from feedledger.ledger.attribute_split import text_bytes, text_offsets
 
 __all__ = ["Outside", "Rendered", "csv_lines", "gather", "string_columns"]
 
@@ -46,14 +46,12 @@ class Rendered:
 def _groups(batch: pa.RecordBatch) -> list[tuple[Ints | None, pa.Array, Any]] | None:
     """(rows or None for all, their texts, their codebook) per fields_id; None when the
     batch is not rendered here."""
-    meta = batch.schema.metadata or {}
-    if CODEBOOKS not in meta or "fields_id" not in batch.schema.names:
+    got = stored_form(batch)
+    if got is None:
         return None
-    stored = batch.column("attributes")
-    ids = batch.column("fields_id")
+    stored, ids, books = got
     if stored.null_count or ids.null_count or stored.type not in (pa.string(), pa.large_string()):
         return None
-    books = _books(meta[CODEBOOKS])
     distinct = ids.unique().to_pylist()
     if len(distinct) == 1:
         return [(None, stored, books[int(distinct[0])])]
@@ -63,6 +61,16 @@ def _groups(batch: pa.RecordBatch) -> list[tuple[Ints | None, pa.Array, Any]] | 
         rows = np.flatnonzero(every == fields_id).astype(np.int64)
         out.append((rows, stored.take(pa.array(rows)), books[int(fields_id)]))
     return out
+
+
+def _prepared(batch: pa.RecordBatch) -> tuple[list[tuple[Ints | None, pa.Array, Any]], Any] | None:
+    """The batch's groups (`_groups`) and the compiled loops' module; None when the
+    batch is not rendered here or numba cannot be imported."""
+    groups = _groups(batch)
+    if groups is None:
+        return None
+    kernel = _kernel()
+    return None if kernel is None else (groups, kernel)
 
 
 def _kernel() -> Any:
@@ -75,8 +83,8 @@ def _kernel() -> Any:
 
 def _bytes(texts: pa.Array) -> tuple[npt.NDArray[np.uint8], Ints]:
     """The texts' bytes (read-only, always: one compiled signature) and offsets."""
-    offsets = np.array(_offsets(texts), np.int64)
-    data = np.ascontiguousarray(_data(texts, int(offsets[-1]))).view()
+    offsets = np.array(text_offsets(texts), np.int64)
+    data = np.ascontiguousarray(text_bytes(texts, int(offsets[-1]))).view()
     data.flags.writeable = False
     return data, offsets
 
@@ -87,10 +95,10 @@ def csv_lines(batch: pa.RecordBatch, columns: list[str]) -> Rendered | None:
     holds a field outside `columns`."""
     from feedledger.ledger import stored_tables
 
-    groups = _groups(batch)
-    stored_kernel = _kernel() if groups is not None else None
-    if groups is None or stored_kernel is None:
+    ready = _prepared(batch)
+    if ready is None:
         return None
+    groups, stored_kernel = ready
     n = batch.num_rows
     taken = np.zeros(n, np.bool_)
     starts = np.zeros(n, np.int64)
@@ -135,10 +143,10 @@ def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, lis
     an absent field); None when the batch is not rendered here; Outside as above."""
     from feedledger.ledger import stored_tables
 
-    groups = _groups(batch)
-    stored_kernel = _kernel() if groups is not None else None
-    if groups is None or stored_kernel is None:
+    ready = _prepared(batch)
+    if ready is None:
         return None
+    groups, stored_kernel = ready
     n = batch.num_rows
     taken = np.zeros(n, np.bool_)
     pieces: list[tuple[Ints, list[pa.Array]]] = []

@@ -13,15 +13,12 @@ refused or failed export leaves nothing behind. The binary formats
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pyarrow as pa
 
@@ -40,7 +37,6 @@ __all__ = [
     "export",
     "ordered_columns",
     "rows",
-    "write_rows",
 ]
 
 GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")  # pipeline/geo_export.py (imported lazily)
@@ -239,42 +235,3 @@ def _into_place(output: Path) -> Iterator[Path]:
         os.replace(part, output)
     finally:
         part.unlink(missing_ok=True)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return str.__str__(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def write_rows(rows: Iterable[tuple[str, str]], fmt: str, handle: IO[str], order: list[str]) -> int:
-    """CSV (columns in `order`) or JSON lines (the stored texts) to `handle`."""
-    from feedledger.formats.canonical import RawNumber
-
-    n = 0
-    if fmt == "jsonl":
-        for _key, attrs in rows:
-            handle.write(attrs + "\n")
-            n += 1
-        return n
-    writer: Any = None
-    columns: list[str] = []
-    buf = io.StringIO()
-    for _key, attrs in rows:
-        record = json.loads(attrs, parse_float=RawNumber, parse_int=RawNumber)
-        if writer is None:
-            columns = ordered(list(record), order)
-            writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(columns)
-        elif set(record) - set(columns):
-            raise ConfigError("entities have different fields; use --format jsonl")
-        writer.writerow([_cell(record.get(col)) for col in columns])
-        n += 1
-        if buf.tell() > 1 << 20:
-            handle.write(buf.getvalue())
-            buf.seek(0)
-            buf.truncate()
-    handle.write(buf.getvalue())
-    return n
