@@ -80,13 +80,13 @@ def _csv_quotes_cr() -> bool:
 
 def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[str]) -> int:
     n = 0
-    names: list[str] = []
     columns: list[str] = []
+    general: Callable[[pa.RecordBatch, IO[bytes]], None] | None = None
     for got in _nonempty(batches):
-        if not names:
+        if general is None:
             names, columns = columns_of(got, order)
             _header(handle, columns)
-        general = _csv_rows(names, columns)
+            general = _csv_rows(names, columns)
         if len(columns) < 2 or not snapshot_spliced.csv(got, handle, columns, general, DIFFERENT):
             general(got, handle)
         n += got.num_rows

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from functools import cache
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -37,10 +38,10 @@ async def ledger(request: Request) -> fl.Ledger:
 # on 2 cores and 2 workers, 4 gave the same p50 and more scheduling waits, p99 spikes of
 # 75-160 ms in 3 of 16 PostgreSQL measurements against none in 16 with 2 (http_bench.py)
 READERS = 2
-_readers: list[ThreadPoolExecutor] = []
 T = TypeVar("T")
 
 
+@cache
 def entity_readers() -> ThreadPoolExecutor:
     """The few threads the entity reads run in (`asof`, `history`, server/fastpath.py's
     and the routes'): a read is blocking I/O (PostgreSQL: a round trip on the thread's
@@ -53,9 +54,7 @@ def entity_readers() -> ThreadPoolExecutor:
     worker left idle for a while (all of a client's keep-alive connections on the other
     worker) paid a new connection per thread on its next burst -- ~150 ms each, seen as
     p99 spikes of 80-800 ms in bench/http_bench.py. These live as long as the process."""
-    if not _readers:
-        _readers.append(ThreadPoolExecutor(READERS, thread_name_prefix="feedledger-reader"))
-    return _readers[0]
+    return ThreadPoolExecutor(READERS, thread_name_prefix="feedledger-reader")
 
 
 async def in_reader(read: Callable[[], T]) -> T:
