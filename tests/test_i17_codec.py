@@ -101,6 +101,30 @@ def test_a_prefix_delta_needs_its_base() -> None:
         codec.decode(header, frame, wrong)  # the frame's checksum (objects.py: sha256 too)
 
 
+@pytest.mark.parametrize("backend", ["cffi", "no-cffi"])
+def test_the_write_check_compares_every_byte_the_frame_gives_back(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """`codec.verify` (the check before an encoded object replaces the raw bytes) passes
+    only for exactly the payload's bytes: a frame that decodes, checksum and all, to
+    bytes one bit or one byte away from them is refused, with the base as bytes or as
+    a view of a mapped file (the base cache's)."""
+    if backend == "no-cffi":
+        monkeypatch.setattr(codec, "_libzstd", lambda: None)
+    base, target = snapshots(7, 2, rows=2_000)
+    stored = codec.encode_delta(target, sha(target), base, sha(base), 1)
+    for reference in (base, memoryview(bytearray(base))):
+        codec.verify(stored, sha(target), target, reference)
+        for other in (
+            target[:-1] + bytes([target[-1] ^ 1]),
+            bytes([target[0] ^ 0x80]) + target[1:],
+            target[:-1],
+            target + b"\n",
+        ):
+            with pytest.raises(codec.FrameError, match="does not decode"):
+                codec.verify(stored, sha(target), other, reference)
+
+
 def _archive(root: Path, payloads: list[bytes], days: range) -> None:
     for i in days:  # one process a day: nothing remembered, the base cache off
         archive = LocalArchive(root, keyframe_every=lambda _s: 30, min_size=0)

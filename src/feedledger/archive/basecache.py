@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import re
 import secrets
@@ -31,9 +32,12 @@ _MAX_HEADER = 1 << 16
 
 @dataclass(frozen=True)
 class CachedBase:
-    """A cached payload's bytes, its chain depth and chain (itself first)."""
+    """A cached payload's bytes, its chain depth and chain (itself first). Loaded, the
+    bytes are a read-only view of the file mapped in memory: not copied (reading 107 MB
+    into a new buffer cost ~0.1 s of a daily ingest); the file is only ever replaced by
+    a rename, never written in place, so the view stays the bytes that were checked."""
 
-    data: bytes
+    data: bytes | memoryview
     depth: int
     chain: tuple[str, ...]
 
@@ -57,10 +61,13 @@ class BaseCache:
             return None
         try:
             with (directory / sha256).open("rb") as handle:
-                header = handle.readline(_MAX_HEADER)
-                data = handle.read()  # one copy of the bytes (no header to slice off)
-        except OSError:
+                mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
             return None
+        end = mapped.find(b"\n", 0, _MAX_HEADER)
+        if end < 0:
+            return None
+        header, data = mapped[: end + 1], memoryview(mapped)[end + 1 :]
         return _parse(header, data, sha256)
 
     def store(self, source: str, sha256: str, cached: CachedBase) -> None:
@@ -86,7 +93,7 @@ class BaseCache:
                 other.unlink(missing_ok=True)  # older caches, temporaries left by a kill
 
 
-def _parse(header: bytes, data: bytes, sha256: str) -> CachedBase | None:
+def _parse(header: bytes, data: memoryview, sha256: str) -> CachedBase | None:
     if not header.endswith(b"\n"):
         return None
     try:

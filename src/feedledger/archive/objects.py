@@ -71,6 +71,17 @@ class Decoded:
 
 
 @dataclass(frozen=True)
+class Base:
+    """What a new payload is encoded against: the source's latest payload's bytes (a
+    view of the base cache's mapped file, or a payload read or written), its depth and
+    chain (itself first)."""
+
+    data: bytes | memoryview
+    depth: int
+    chain: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Stored:
     """How an object is stored: `encoding` raw, keyframe or delta; `stored_size` bytes."""
 
@@ -253,7 +264,7 @@ class Objects:
         return created
 
     def encode(
-        self, sha256: str, data: bytes, source: str | None, base: Decoded | None
+        self, sha256: str, data: bytes, source: str | None, base: Base | Decoded | None
     ) -> tuple[bytes, int, tuple[str, ...]] | None:
         """(stored bytes, depth, base chain) of `data`: a delta against `base` unless the
         chain would reach the source's keyframe interval, else a keyframe; None when it
@@ -280,7 +291,7 @@ class Objects:
         codec.verify(stored, sha256, data, base_bytes)
         return stored, depth, chain
 
-    def _latest(self, source: str | None, sha256: str) -> Decoded | None:
+    def _latest(self, source: str | None, sha256: str) -> Base | Decoded | None:
         """The base for a new payload of `source`: its latest archived payload (by
         publisher timestamp), decoded; None (a keyframe) if there is none or it cannot
         be read (a damaged old payload never stops a new one being archived)."""
@@ -303,7 +314,6 @@ class Objects:
                 return recent
             cached = self._cached_base(source, ref.sha256)
             if cached is not None:
-                self._recent = cached
                 return cached
             try:
                 return self.decode(ref.sha256)
@@ -311,7 +321,7 @@ class Objects:
                 return None
         return None
 
-    def _cached_base(self, source: str, sha256: str) -> Decoded | None:
+    def _cached_base(self, source: str, sha256: str) -> Base | None:
         """The cached bytes of the source's current base `sha256`, if the cache holds
         them (checked against their sha256) and agrees with the stored object's header
         (depth and base); else None (the caller decodes the chain)."""
@@ -328,4 +338,4 @@ class Objects:
             return None
         if stored.base != (cached.chain[1] if len(cached.chain) > 1 else None):
             return None
-        return Decoded(cached.data, cached.depth, cached.chain)
+        return Base(cached.data, cached.depth, cached.chain)
