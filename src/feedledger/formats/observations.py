@@ -108,6 +108,16 @@ class Observations:
         slots = pl.select(pl.when(idx.is_not_null()).then(position)).to_series()
         return texts.gather(slots).alias("attributes")
 
+    def attribute_rows(self, idx: pl.Series) -> pl.DataFrame | None:
+        """The string columns the attribute texts of these 0-based record indexes are
+        made of (`attributes` is `object_expr` of them), in that order; None where the
+        texts are not made that way (a JSON or typed payload) or an index is null."""
+        if self.attr_columns is None or self.literal_columns or idx.null_count():
+            return None
+        start = _run_start(idx)
+        rows = self.raw.slice(start, idx.len()) if start is not None else self.raw[idx]
+        return rows.select(self.attr_columns)
+
     def _encode(self, rows: pl.DataFrame) -> pl.Series:
         if self.attr_columns is None:
             return rows.get_column("attributes")

@@ -9,7 +9,7 @@ thread while the transaction copies each complete one (see ledger/staging.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +18,7 @@ import polars as pl
 from sqlalchemy import Connection, insert, update
 
 from feedledger import faults, timing
-from feedledger.ledger import bulk, codebooks, notices, runs, staging
+from feedledger.ledger import attr_encode, bulk, codebooks, notices, runs, staging
 from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.leases import check_held
 from feedledger.ledger.schema import applications, payloads, watermarks
@@ -67,6 +67,9 @@ class PayloadWrite:
     crs: str | None = None
     fields: list[str] | None = None
     fields_id: int | None = None
+    # the string columns `encode`'s texts are made of, where they are (a CSV payload):
+    # the compact texts are then made from them (ledger/attr_encode.py)
+    rows: Callable[[pl.Series], pl.DataFrame | None] | None = None
 
     @property
     def geo(self) -> bool:
@@ -116,9 +119,12 @@ def _compact(store: Store, write: PayloadWrite) -> PayloadWrite:
     fields_id, book = codebooks.choose(store, write.ref.source, sample)
     if fields_id is None:
         return write
-    encode = write.encode
+    encode, rows = write.encode, write.rows
 
     def compact(part: pl.Series) -> pl.Series:
+        columns = rows(part) if rows is not None else None
+        if columns is not None:
+            return attr_encode.encode_rows(book, columns).alias("attributes")
         return book.encode_series(encode(part))
 
     return replace(write, encode=compact, fields_id=fields_id)

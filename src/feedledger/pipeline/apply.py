@@ -167,6 +167,7 @@ def apply_observations(
                     backfill=backfill,
                     versions=versions,
                     encode=obs.attributes,
+                    rows=obs.attribute_rows,
                     outcomes=outcomes,
                     counts=counts,
                     expected_seq=seq,

@@ -1,0 +1,161 @@
+"""Stored attribute texts made straight from a payload's string columns (issue 17,
+target 5): what `Codebook.encode_series` gives for the rows' canonical JSON objects
+(`formats.canonical.object_expr`), without making that text and scanning it again.
+
+`encode_series` replaces, leftmost first and longest first, every codebook string in
+the object's text. For a row whose values hold no character JSON escapes (no `"`, no
+backslash, no control character), where each replacement falls is known from the
+columns alone:
+
+* Every codebook string holds a `"` (a pattern is `{"name":`, `","name":"`, ... or
+  `"}`; a value segment is a pattern and a value's text), and such a value holds none,
+  so no replacement starts inside a value or runs from one value into what follows it.
+  (A `{` or `,` in a value cannot start one either: after it, the text would have to
+  read `"name":`, and what follows a value is its closing quote, then `,` or `}`.)
+* So the text is matched only where a field's piece starts: its lead (`{` first, then
+  `",` after a string, `,` after a null), its quoted name and `:`. The strings of the
+  codebook that match there are that field's string pattern `P:"` (before a value) or
+  its bare pattern `P:` (before a value's quote, or `null`), and the value segments of
+  the one or the other whose value text the row's value starts with (`P:null` for a
+  null). The longest of them wins: that is the replacement, and the rest of the value
+  follows as it is.
+* After the last field: `"}` (a string last) or `}` (a null last, never in a codebook).
+
+A row whose values do hold such a character is encoded the general way (its canonical
+text, then `encode_series`), and put in its place. `tests/test_attr_encode.py` checks
+both ways give the same texts, over random columns, values and codebooks.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from feedledger.formats.canonical import columns_needing_escape, json_string, object_expr
+from feedledger.ledger.attr_codec import Codebook
+
+__all__ = ["encode_rows"]
+
+# marks a value's start for a value segment's prefix match: a control character, so
+# never in a value encoded here (those values hold no character JSON escapes)
+_START = "\x00"
+_SPECIAL = ['"', "\\", *[chr(i) for i in range(0x20)]]
+
+
+def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
+    """The stored texts (`book`'s tokens) of the canonical JSON objects of `rows` (string
+    columns, nulls allowed), one per row: equal to `book.encode_series` of their texts."""
+    names = sorted(rows.columns)
+    if (
+        not names
+        or not book.tokens
+        or any(rows.schema[n] != pl.String or not _plain(n) for n in names)
+    ):
+        return book.encode_series(_texts(rows))
+    texts = rows.select(_object(book, rows, names).alias("attributes")).get_column("attributes")
+    special = columns_needing_escape(rows)
+    tests = [pl.col(n).str.contains_any(_SPECIAL) for n in sorted(special)]
+    if '"}' in book.patterns:
+        tests += [pl.col(n).str.starts_with("}") for n in names]
+    if not tests:
+        return texts
+    flagged = rows.select(pl.any_horizontal(tests).fill_null(False).alias("flagged")).get_column(
+        "flagged"
+    )
+    at = flagged.arg_true()
+    if at.is_empty():
+        return texts
+    general = book.encode_series(_texts(rows.filter(flagged)))
+    return texts.scatter(at, general)
+
+
+def _plain(name: str) -> bool:
+    """A field name in whose JSON text no codebook string can start (see the module's
+    docstring): no quote, backslash, brace, comma or control character."""
+    return not any(c in '"\\{},' or c < " " for c in name)
+
+
+def _texts(rows: pl.DataFrame) -> pl.Series:
+    special = columns_needing_escape(rows)
+    expr = object_expr(list(rows.columns), rows, special).alias("attributes")
+    return rows.select(expr).get_column("attributes")
+
+
+def _object(book: Codebook, rows: pl.DataFrame, names: list[str]) -> pl.Expr:
+    tokens = dict(zip(book.patterns, book.tokens, strict=False))
+    pairs = dict(zip(book.values, book.tokens[len(book.patterns) :], strict=True))
+    pieces: list[pl.Expr] = []
+    for i, name in enumerate(names):
+        if i == 0:
+            pieces.append(_field(name, ("{",), tokens, pairs, rows))
+            continue
+        prev = names[i - 1]
+        after_string = _field(name, ('",', ","), tokens, pairs, rows)
+        if rows.get_column(prev).null_count():
+            after_null = _field(name, (",",), tokens, pairs, rows)
+            pieces.append(pl.when(pl.col(prev).is_null()).then(after_null).otherwise(after_string))
+        else:
+            pieces.append(after_string)
+    last = names[-1]
+    end = pl.lit(tokens.get('"}', '"}'))
+    if rows.get_column(last).null_count():
+        end = pl.when(pl.col(last).is_null()).then(pl.lit("}")).otherwise(end)
+    pieces.append(end)
+    return pl.concat_str(pieces)
+
+
+def _field(
+    name: str,
+    leads: tuple[str, ...],
+    tokens: dict[str, str],
+    pairs: dict[str, str],
+    rows: pl.DataFrame,
+) -> pl.Expr:
+    """One field's piece: its lead, name and value, encoded. `leads`: where the
+    codebook's strings may start, first to last -- after a string value the `"` of
+    `",` first, and, if nothing the codebook holds starts there, the `,` after it
+    (passing the `"` over as it is)."""
+    quoted = json_string(name)
+    froms: list[str] = []  # a string value: the value's start, then what it starts with
+    tos: list[str] = []
+    before: str | None = None  # what stands before a string value no segment matched
+    null: str | None = None  # what a null value is written as
+    for lead in leads:
+        passed = leads[0][: len(leads[0]) - len(lead)]
+        bare = lead + quoted + ":"
+        string = bare + '"'
+        if before is None:
+            segments = sorted(
+                (
+                    (segment[len(string) :], token)
+                    for segment, token in pairs.items()
+                    if segment.startswith(string) and len(segment) > len(string)
+                ),
+                key=lambda item: -len(item[0]),
+            )
+            froms.extend(_START + text for text, _ in segments)
+            tos.extend(passed + token for _, token in segments)
+            if string in tokens:
+                before = passed + tokens[string]
+            elif bare in tokens:
+                before = passed + tokens[bare] + '"'
+        if null is None:
+            for cut in range(4, 0, -1):  # the longest segment `P:null` starts with
+                if bare + "null"[:cut] in pairs:
+                    null = passed + pairs[bare + "null"[:cut]] + "null"[cut:]
+                    break
+            else:
+                if bare in tokens:
+                    null = passed + tokens[bare] + "null"
+    froms.append(_START)
+    tos.append(before if before is not None else leads[0] + quoted + ':"')
+    if len(froms) > 1:
+        value = pl.concat_str([pl.lit(_START), pl.col(name)]).str.replace_many(
+            froms, tos, leftmost=True
+        )
+    else:
+        value = pl.concat_str([pl.lit(tos[0]), pl.col(name)])
+    if not rows.get_column(name).null_count():
+        return value
+    if null is None:
+        null = leads[0] + quoted + ":null"
+    return pl.when(pl.col(name).is_null()).then(pl.lit(null)).otherwise(value)

@@ -1,0 +1,114 @@
+"""Issue 17 target 5: `ledger/attr_encode.encode_rows` (stored texts made from a CSV
+payload's string columns) gives exactly what the general way gives -- the canonical
+JSON object's text, then `Codebook.encode_series` over it -- for any columns, names,
+values (nulls, quotes, backslashes, control characters, braces, commas, non-ASCII,
+empty strings) and codebook (planned from the rows, from other rows, or any subset of
+patterns and value segments), and the stored texts decode back to the canonical ones."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from feedledger.formats.canonical import columns_needing_escape, object_expr
+from feedledger.ledger.attr_codec import Codebook, plan_book, row_segments
+from feedledger.ledger.attr_encode import encode_rows
+
+PLAIN = st.sampled_from(["a", "b", "owner", "", "é", "zone:", "x y", "c"])
+ODD = st.sampled_from(["x,y", 'q"t', "{", "}a", "n\\m", "t\x01"])  # encoded the general way
+PIECES = ["SPRING", "SPRINGFIELD", "FIELD", ",", "{", "}", ":", '"', "\\", "\x01", "é", " ", "null"]
+VALUES = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(PIECES), max_size=4).map("".join),
+    st.text(max_size=6),
+)
+
+
+def canonical(rows: pl.DataFrame) -> pl.Series:
+    special = columns_needing_escape(rows)
+    expr = object_expr(list(rows.columns), rows, special).alias("attributes")
+    return rows.select(expr).get_column("attributes")
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> pl.DataFrame:
+    names = draw(st.lists(PLAIN, min_size=1, max_size=5, unique=True))
+    if draw(st.integers(0, 9)) == 0:
+        names.append(draw(ODD.filter(lambda odd: odd not in names)))
+    height = draw(st.integers(1, 30))
+    columns = {
+        name: pl.Series(
+            name, draw(st.lists(VALUES, min_size=height, max_size=height)), dtype=pl.String
+        )
+        for name in names
+    }
+    return pl.DataFrame(columns)
+
+
+def books(texts: list[str], rnd: random.Random) -> list[Codebook]:
+    """The plan of these texts, and subsets of every pattern and segment they hold
+    (a string pattern without its bare one and the other way round, segments whose
+    pattern has no token, ...)."""
+    patterns: set[str] = set()
+    segments: set[str] = set()
+    for text in texts:
+        for pattern, value in row_segments(text):
+            patterns.add(pattern)
+            if pattern.endswith(":"):
+                patterns.add(pattern + '"')  # the string form, though this value is not
+            elif pattern.endswith(':"'):
+                patterns.add(pattern[:-1])  # and the bare one
+            if value and len(value) > 1:
+                segments.add(pattern + value)
+                segments.add(pattern + value[: len(value) // 2 + 1])  # a prefix
+    out = [plan_book(texts)]
+    for _ in range(3):
+        some = sorted(p for p in patterns if rnd.random() < 0.6)[:25]
+        values = sorted(s for s in segments if rnd.random() < 0.6)[:80]
+        out.append(Codebook(some, values if some and len(some) <= 28 else []))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=frames(), other=frames(), seed=st.integers(0, 2**32))
+def test_column_encoding_equals_the_general_encoding(
+    rows: pl.DataFrame, other: pl.DataFrame, seed: int
+) -> None:
+    texts = canonical(rows)
+    rnd = random.Random(seed)
+    known = texts.to_list() + canonical(other).to_list()
+    for book in [*books(known, rnd), plan_book(canonical(other).to_list())]:
+        general = book.encode_series(texts)
+        fast = encode_rows(book, rows)
+        assert fast.to_list() == general.to_list()
+        assert [book.decode(t) for t in fast.to_list()] == texts.to_list()
+
+
+def test_a_parcel_like_chunk_with_a_quoted_row_and_nulls(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = pl.DataFrame(
+        {
+            "parcel_id": [f"P{i:06d}" for i in range(1000)],
+            "city": ["SPRINGFIELD", "SPRINGFIELD WEST", None, "SHELBYVILLE"] * 250,
+            "owner": ['JOHN "JACK" SMITH' if i == 7 else f"OWNER {i % 13}" for i in range(1000)],
+            "zone": [None if i % 5 == 0 else "R1" for i in range(1000)],
+        }
+    )
+    texts = canonical(rows)
+    book = plan_book(texts.to_list())
+    assert book.values  # value segments (city, zone, owner) are in it
+    expected = book.encode_series(texts).to_list()
+    general: list[int] = []
+    real = Codebook.encode_series
+
+    def counted(self: Codebook, texts: pl.Series) -> pl.Series:
+        general.append(texts.len())
+        return real(self, texts)
+
+    monkeypatch.setattr(Codebook, "encode_series", counted)
+    assert encode_rows(book, rows).to_list() == expected
+    assert general == [1]  # only the row with a quote went the general way
+    assert encode_rows(Codebook([]), rows).to_list() == texts.to_list()
