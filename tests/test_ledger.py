@@ -370,7 +370,9 @@ def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
     monkeypatch.setattr(bulk, "VERSION_CHUNK_ROWS", 2)
     monkeypatch.setattr(staging, "FILE_ROWS", 2)  # a file per chunk: two copied already
     monkeypatch.setattr(staging, "attach_in_transaction", lambda: path == "overlapped")
-    real = Observations.attributes
+    # the texts come from `attributes` (the codebook's sample, a JSON payload's chunks)
+    # or, for a CSV payload's chunks, from the columns `attribute_rows` gives
+    real, real_rows = Observations.attributes, Observations.attribute_rows
     calls: list[int] = []
 
     def failing(self: Observations, idx: object) -> object:
@@ -379,9 +381,16 @@ def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
             raise RuntimeError("encoder failed on the third chunk")
         return real(self, idx)  # type: ignore[arg-type]
 
+    def failing_rows(self: Observations, idx: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("encoder failed on the third chunk")
+        return real_rows(self, idx)  # type: ignore[arg-type]
+
     data = b"id,v\n" + b"".join(b"%d,x%d\n" % (i, i) for i in range(9))
     with Context(workspace) as ctx:
         monkeypatch.setattr(Observations, "attributes", failing)
+        monkeypatch.setattr(Observations, "attribute_rows", failing_rows)
         with pytest.raises(RuntimeError, match="third chunk"):
             ingest(ctx, "s", data, published_at="2026-08-01")
         with ctx.store.begin() as conn:
@@ -391,6 +400,7 @@ def test_failure_while_encoding_a_later_chunk_rolls_the_payload_back(
         assert list(workspace.root.rglob("*stage-*")) == []
         assert not [t for t in threading.enumerate() if t.name == "feedledger-stage"]
         monkeypatch.setattr(Observations, "attributes", real)
+        monkeypatch.setattr(Observations, "attribute_rows", real_rows)
         result = ingest(ctx, "s", data, published_at="2026-08-01")
         assert result.status == "applied" and result.counts["added"] == 9
         hist = queries.history(ctx.store, "s", '["7"]')

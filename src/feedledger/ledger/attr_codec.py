@@ -111,17 +111,24 @@ def value_gains(sample: Iterable[str]) -> Counter[str]:
     """Bytes each value segment (pattern + value text) would save over `sample`
     beyond its pattern's one-byte token, for the segments seen at least MIN_SEEN
     times."""
+    return all_gains(sample)[1]
+
+
+def all_gains(sample: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
+    """`gains` and `value_gains` of `sample`, each text parsed once."""
+    saved: Counter[str] = Counter()
     seen: Counter[str] = Counter()
     for text in sample:
         for pattern, value in row_segments(text):
+            saved[pattern] += _size(pattern) - 1
             if value:
                 seen[pattern + "\0" + value] += 1
-    saved: Counter[str] = Counter()
+    values: Counter[str] = Counter()
     for both, n in seen.items():
         pattern, value = both.split("\0", 1)
         if n >= MIN_SEEN and _size(value) > 1:
-            saved[pattern + value] = n * (_size(value) - 1)
-    return saved
+            values[pattern + value] = n * (_size(value) - 1)
+    return saved, values
 
 
 def _best(saved: Counter[str], room: int) -> list[str]:
@@ -138,8 +145,13 @@ def plan(saved: Counter[str]) -> list[str]:
 def plan_book(sample: Sequence[str]) -> Codebook:
     """The codebook for texts like `sample`: its patterns and, beside at most
     len(SINGLES) patterns, its most frequent values (at most len(PAIR_TOKENS))."""
-    values = _best(value_gains(sample), len(PAIR_TOKENS))
-    patterns = _best(gains(sample), len(SINGLES) if values else len(TOKENS))
+    return plan_from(*all_gains(sample))
+
+
+def plan_from(saved: Counter[str], values_saved: Counter[str]) -> Codebook:
+    """`plan_book` of a sample whose `all_gains` these are."""
+    values = _best(values_saved, len(PAIR_TOKENS))
+    patterns = _best(saved, len(SINGLES) if values else len(TOKENS))
     return Codebook(patterns, values if patterns else [])
 
 

@@ -21,11 +21,10 @@ from sqlalchemy import Connection, insert, select
 from feedledger.ledger.attr_codec import (
     SAMPLE_ROWS,
     Codebook,
+    all_gains,
     covers,
     from_text,
-    gains,
-    plan_book,
-    value_gains,
+    plan_from,
 )
 from feedledger.ledger.schema import field_lists
 from feedledger.ledger.store import Store
@@ -59,7 +58,7 @@ def choose(store: Store, source: str, sample: Sequence[str]) -> tuple[int | None
     codebook if it saves nearly what a new plan would (`covers`), else a new one
     (committed at once: an unused codebook is harmless, and a payload's transaction
     finds it there); (None, an empty codebook) when there is nothing to compact."""
-    saved, values = gains(sample), value_gains(sample)
+    saved, values = all_gains(sample)
     f = field_lists
     with store.begin() as conn:
         newest = conn.execute(
@@ -72,7 +71,7 @@ def choose(store: Store, source: str, sample: Sequence[str]) -> tuple[int | None
             book = from_text(newest.codebook)
             if covers(book, saved, values):
                 return int(newest.fields_id), book
-        book = plan_book(sample)
+        book = plan_from(saved, values)
         if not book.tokens:
             return None, book
         result = conn.execute(insert(f).values(source=source, codebook=book.to_text()))

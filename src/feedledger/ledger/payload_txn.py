@@ -79,7 +79,8 @@ class PayloadWrite:
 def apply_payload(store: Store, write: PayloadWrite) -> tuple[int, int]:
     """Apply one payload atomically. Returns (txn_seq, recorded_at)."""
     versions = write.versions.rename({"hash": "content_hash"})
-    write = _compact(store, write)
+    with timing.stage("codebook"):
+        write = _compact(store, write)
     base = (
         staging.scratch_base(store.engine.url.database)
         if store.dialect == "sqlite" and versions.height >= bulk.STAGE_MIN_ROWS
