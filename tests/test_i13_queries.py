@@ -231,6 +231,14 @@ def test_snapshot_output_a_directory_is_one_line_exit_2(cli: Cli, tmp_path: Path
     cli("snapshot", SRC, "--valid", "2026-08-02", "-o", str(good))
     assert good.read_text().startswith("parcel,zoning,owner\n")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".s.csv")] == []
+    # `-o -` is stdout, as everywhere else; never a file named "-"
+    dash = cli("snapshot", SRC, "--valid", "2026-08-02", "-o", "-")
+    assert dash.stdout == good.read_text()
+    assert not any(p.name == "-" for p in tmp_path.rglob("-")) and not Path("-").exists()
+    parquet = cli(
+        "snapshot", SRC, "--valid", "2026-08-02", "--format", "parquet", "-o", "-", expect=2
+    )
+    assert len(parquet.stderr.strip().splitlines()) == 1 and parquet.stdout == ""
 
 
 # -- item 25 (part): history shows attributes whole; snapshot keeps the source's order ----

@@ -275,7 +275,7 @@ def snapshot_cmd(
         "(parquet, geoparquet and gpkg need -o FILE).",
     ),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="Write this file instead of stdout."
+        None, "--output", "-o", help="Write this file instead of stdout (-: stdout)."
     ),
     strict: bool = typer.Option(
         False,
@@ -289,6 +289,8 @@ def snapshot_cmd(
     (`--strict`: refuses)."""
     from feedledger.api.source_queries import check_export
 
+    if output is not None and str(output) == "-":
+        output = None  # the usual spelling of stdout, never a file named "-"
     check_export(fmt, output)
     with ledger(ctx) as led:
         src = led.source(source)
