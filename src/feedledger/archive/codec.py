@@ -212,8 +212,7 @@ def _decodes_to(
         return _decompress(header, frame, None if base is None else bytes(base)) == data
     # a delta through the prefix call: no copy of the base into a dictionary, and the
     # result compared where zstd wrote it (half the time of the dictionary form)
-    decoded = _decompress_with_prefix(lib, header, frame, base)
-    return len(decoded) == len(data) and decoded == data
+    return bool(_decompress_with_prefix(lib, header, frame, base) == data)
 
 
 def _decompress(header: Header, frame: memoryview, base: bytes | None) -> bytes:

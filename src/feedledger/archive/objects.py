@@ -71,17 +71,6 @@ class Decoded:
 
 
 @dataclass(frozen=True)
-class Base:
-    """What a new payload is encoded against: the source's latest payload's bytes (a
-    view of the base cache's mapped file, or a payload read or written), its depth and
-    chain (itself first)."""
-
-    data: bytes | memoryview
-    depth: int
-    chain: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Stored:
     """How an object is stored: `encoding` raw, keyframe or delta; `stored_size` bytes."""
 
@@ -264,7 +253,7 @@ class Objects:
         return created
 
     def encode(
-        self, sha256: str, data: bytes, source: str | None, base: Base | Decoded | None
+        self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
     ) -> tuple[bytes, int, tuple[str, ...]] | None:
         """(stored bytes, depth, base chain) of `data`: a delta against `base` unless the
         chain would reach the source's keyframe interval, else a keyframe; None when it
@@ -291,7 +280,7 @@ class Objects:
         codec.verify(stored, sha256, data, base_bytes)
         return stored, depth, chain
 
-    def _latest(self, source: str | None, sha256: str) -> Base | Decoded | None:
+    def _latest(self, source: str | None, sha256: str) -> CachedBase | Decoded | None:
         """The base for a new payload of `source`: its latest archived payload (by
         publisher timestamp), decoded; None (a keyframe) if there is none or it cannot
         be read (a damaged old payload never stops a new one being archived)."""
@@ -321,7 +310,7 @@ class Objects:
                 return None
         return None
 
-    def _cached_base(self, source: str, sha256: str) -> Base | None:
+    def _cached_base(self, source: str, sha256: str) -> CachedBase | None:
         """The cached bytes of the source's current base `sha256`, if the cache holds
         them (checked against their sha256) and agrees with the stored object's header
         (depth and base); else None (the caller decodes the chain)."""
@@ -338,4 +327,4 @@ class Objects:
             return None
         if stored.base != (cached.chain[1] if len(cached.chain) > 1 else None):
             return None
-        return Base(cached.data, cached.depth, cached.chain)
+        return cached

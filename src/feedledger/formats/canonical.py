@@ -93,7 +93,8 @@ def canonical(value: Any) -> str:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
-_SPECIAL = ['"', "\\", *[chr(i) for i in range(0x20)]]
+# the characters JSON escapes in a string (a value holding none is written as it is)
+JSON_SPECIAL = ['"', "\\", *[chr(i) for i in range(0x20)]]
 
 
 def columns_needing_escape(frame: pl.DataFrame) -> set[str]:
@@ -101,7 +102,7 @@ def columns_needing_escape(frame: pl.DataFrame) -> set[str]:
     if not frame.width or not frame.height:
         return set()
     flags = frame.select(
-        [pl.col(c).str.contains_any(_SPECIAL).any().alias(c) for c in frame.columns]
+        [pl.col(c).str.contains_any(JSON_SPECIAL).any().alias(c) for c in frame.columns]
     ).row(0, named=True)
     return {c for c, flag in flags.items() if flag}
 
@@ -152,6 +153,14 @@ def object_expr(
         pieces.extend(quoted(name, frame, special))
     pieces.append(pl.lit("}"))
     return pl.concat_str(pieces)
+
+
+def object_texts(rows: pl.DataFrame, columns: list[str]) -> pl.Series:
+    """The canonical JSON object of `columns` (string columns) of each row of `rows`,
+    as the String series "attributes"."""
+    special = columns_needing_escape(rows.select(columns))
+    expr = object_expr(columns, rows, special).alias("attributes")
+    return rows.select(expr).get_column("attributes")
 
 
 def array_expr(columns: list[str], frame: pl.DataFrame, special: set[str] | None = None) -> pl.Expr:

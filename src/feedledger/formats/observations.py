@@ -12,7 +12,7 @@ import shapely
 from feedledger.formats.canonical import (
     columns_needing_escape,
     json_string,
-    object_expr,
+    object_texts,
     quoted,
 )
 from feedledger.model.errors import BadPayloadError
@@ -94,14 +94,10 @@ class Observations:
     def attributes(self, idx: pl.Series) -> pl.Series:
         """Canonical attribute JSON for the given 0-based record indexes, in that order
         (a null index gives a null text)."""
-        start = _run_start(idx)
-        if start is not None:
-            # consecutive records (a first load, written a chunk at a time): a slice
-            return self._encode(self.raw.slice(start, idx.len())).alias("attributes")
-        # otherwise gather just the wanted rows: callers ask a chunk at a time, so
-        # encoding the whole payload per call would repeat it for every chunk
+        # only the wanted rows: callers ask a chunk at a time, so encoding the whole
+        # payload per call would repeat it for every chunk
         wanted = idx.drop_nulls()
-        texts = self._encode(self.raw[wanted] if wanted.len() else self.raw.clear())
+        texts = self._encode(self._rows(wanted)).alias("attributes")
         if wanted.len() == idx.len():
             return texts
         position = (idx.is_not_null().cast(pl.Int64).cum_sum() - 1).alias("p")
@@ -114,9 +110,13 @@ class Observations:
         texts are not made that way (a JSON or typed payload) or an index is null."""
         if self.attr_columns is None or self.literal_columns or idx.null_count():
             return None
+        return self._rows(idx).select(self.attr_columns)
+
+    def _rows(self, idx: pl.Series) -> pl.DataFrame:
+        """The rows of `raw` at these indexes (no null), in that order: a slice for
+        consecutive ones (a first load, written a chunk at a time)."""
         start = _run_start(idx)
-        rows = self.raw.slice(start, idx.len()) if start is not None else self.raw[idx]
-        return rows.select(self.attr_columns)
+        return self.raw.slice(start, idx.len()) if start is not None else self.raw[idx]
 
     def _encode(self, rows: pl.DataFrame) -> pl.Series:
         if self.attr_columns is None:
@@ -125,9 +125,7 @@ class Observations:
             return rows.select(self._typed_object(rows).alias("attributes")).get_column(
                 "attributes"
             )
-        special = columns_needing_escape(rows.select(self.attr_columns))
-        expr = object_expr(self.attr_columns, rows, special)
-        return rows.select(expr.alias("attributes")).get_column("attributes")
+        return object_texts(rows, self.attr_columns)
 
     def _typed_object(self, rows: pl.DataFrame) -> pl.Expr:
         """`object_expr` where literal columns are written as they are."""

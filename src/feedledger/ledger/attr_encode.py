@@ -30,7 +30,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from feedledger.formats.canonical import columns_needing_escape, json_string, object_expr
+from feedledger.formats.canonical import (
+    JSON_SPECIAL,
+    columns_needing_escape,
+    json_string,
+    object_texts,
+)
 from feedledger.ledger.attr_codec import Codebook
 
 __all__ = ["encode_rows"]
@@ -38,7 +43,6 @@ __all__ = ["encode_rows"]
 # marks a value's start for a value segment's prefix match: a control character, so
 # never in a value encoded here (those values hold no character JSON escapes)
 _START = "\x00"
-_SPECIAL = ['"', "\\", *[chr(i) for i in range(0x20)]]
 
 
 def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
@@ -50,10 +54,10 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
         or not book.tokens
         or any(rows.schema[n] != pl.String or not _plain(n) for n in names)
     ):
-        return book.encode_series(_texts(rows))
+        return book.encode_series(object_texts(rows, list(rows.columns)))
     texts = rows.select(_object(book, rows, names).alias("attributes")).get_column("attributes")
     special = columns_needing_escape(rows)
-    tests = [pl.col(n).str.contains_any(_SPECIAL) for n in sorted(special)]
+    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in sorted(special)]
     if '"}' in book.patterns:
         tests += [pl.col(n).str.starts_with("}") for n in names]
     if not tests:
@@ -64,7 +68,7 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
     at = flagged.arg_true()
     if at.is_empty():
         return texts
-    general = book.encode_series(_texts(rows.filter(flagged)))
+    general = book.encode_series(object_texts(rows.filter(flagged), list(rows.columns)))
     return texts.scatter(at, general)
 
 
@@ -72,12 +76,6 @@ def _plain(name: str) -> bool:
     """A field name in whose JSON text no codebook string can start (see the module's
     docstring): no quote, backslash, brace, comma or control character."""
     return not any(c in '"\\{},' or c < " " for c in name)
-
-
-def _texts(rows: pl.DataFrame) -> pl.Series:
-    special = columns_needing_escape(rows)
-    expr = object_expr(list(rows.columns), rows, special).alias("attributes")
-    return rows.select(expr).get_column("attributes")
 
 
 def _object(book: Codebook, rows: pl.DataFrame, names: list[str]) -> pl.Expr:
