@@ -73,29 +73,33 @@ def _literal_py(data: U8, s: int, e: int) -> int:
     if data[p] == 48:  # 0
         p += 1
     elif 49 <= data[p] <= 57:
-        while p < e and 48 <= data[p] <= 57:
-            p += 1
+        p = _digits(data, p, e)
     else:
         return 0
-    if p < e and data[p] == 46:  # .
-        p += 1
-        q = p
-        while p < e and 48 <= data[p] <= 57:
-            p += 1
-        if p == q:
+    if p < e and data[p] == 46:  # . and at least one digit
+        q = _digits(data, p + 1, e)
+        if q == p + 1:
             return 0
-    if p < e and (data[p] == 101 or data[p] == 69):  # e E
+        p = q
+    if p < e and (data[p] == 101 or data[p] == 69):  # e E, a sign, at least one digit
         p += 1
         if p < e and (data[p] == 43 or data[p] == 45):
             p += 1
-        q = p
-        while p < e and 48 <= data[p] <= 57:
-            p += 1
-        if p == q:
+        q = _digits(data, p, e)
+        if q == p:
             return 0
+        p = q
     return 1 if p == e else 0
 
 
+def _digits_py(data: U8, p: int, e: int) -> int:
+    """The end of the run of ASCII digits data[p:...] (p itself when there is none)."""
+    while p < e and 48 <= data[p] <= 57:
+        p += 1
+    return p
+
+
+_digits = _jit(_digits_py)
 _literal = _jit(_literal_py)
 
 

@@ -12,6 +12,7 @@ general path is the same output, slower).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,12 +90,29 @@ def _bytes(texts: pa.Array) -> tuple[npt.NDArray[np.uint8], Ints]:
     return data, offsets
 
 
+def _inputs(
+    groups: list[tuple[Ints | None, pa.Array, Any]], columns: list[str]
+) -> Iterator[tuple[Ints | None, npt.NDArray[np.uint8], Ints, Any]]:
+    """Per group: its rows, its texts' bytes and offsets, and its codebook's tables
+    for `columns` -- what the compiled loops take."""
+    from feedledger.ledger import stored_tables
+
+    for rows, texts, book in groups:
+        t = stored_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
+        data, offsets = _bytes(texts)
+        yield rows, data, offsets, t
+
+
+def _check(status: npt.NDArray[np.uint8], stored_kernel: Any) -> None:
+    """Outside when a row holds a field outside the columns (status 2)."""
+    if (status == stored_kernel.OUTSIDE).any():
+        raise Outside
+
+
 def csv_lines(batch: pa.RecordBatch, columns: list[str]) -> Rendered | None:
     """The CSV lines (no header) of the batch's rows in the flat form, cells in
     `columns`' order; None when the batch is not rendered here; Outside when a row
     holds a field outside `columns`."""
-    from feedledger.ledger import stored_tables
-
     ready = _prepared(batch)
     if ready is None:
         return None
@@ -105,14 +123,11 @@ def csv_lines(batch: pa.RecordBatch, columns: list[str]) -> Rendered | None:
     ends = np.zeros(n, np.int64)
     parts: list[npt.NDArray[np.uint8]] = []
     base = 0
-    for rows, texts, book in groups:
-        t = stored_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
-        data, offsets = _bytes(texts)
+    for rows, data, offsets, t in _inputs(groups, columns):
         out, status, line = stored_kernel.csv_lines(data, offsets, t, len(columns))
-        if (status == stored_kernel.OUTSIDE).any():
-            raise Outside
+        _check(status, stored_kernel)
         mine = status == stored_kernel.TAKEN
-        at = np.arange(len(texts)) if rows is None else rows
+        at = np.arange(len(offsets) - 1) if rows is None else rows
         taken[at[mine]] = True
         starts[at] = line[:-1] + base
         ends[at] = line[1:] + base
@@ -141,8 +156,6 @@ def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, lis
     """Which rows are in the flat form, and for them one string array per column (the
     value as stated: a string unescaped, a literal as its text; null for JSON null or
     an absent field); None when the batch is not rendered here; Outside as above."""
-    from feedledger.ledger import stored_tables
-
     ready = _prepared(batch)
     if ready is None:
         return None
@@ -150,12 +163,9 @@ def string_columns(batch: pa.RecordBatch, columns: list[str]) -> tuple[Mask, lis
     n = batch.num_rows
     taken = np.zeros(n, np.bool_)
     pieces: list[tuple[Ints, list[pa.Array]]] = []
-    for rows, texts, book in groups:
-        t = stored_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
-        data, offsets = _bytes(texts)
+    for rows, data, offsets, t in _inputs(groups, columns):
         status, *cells = stored_kernel.parse_cells(data, offsets, t, len(columns))
-        if (status == stored_kernel.OUTSIDE).any():
-            raise Outside
+        _check(status, stored_kernel)
         mine = np.flatnonzero(status == stored_kernel.TAKEN).astype(np.int64)
         out, start, offs, valid = stored_kernel.columns_text(data, mine, tuple(cells), t)
         arrays = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import IO
+from typing import IO, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,7 @@ from feedledger.model.errors import ConfigError
 __all__ = ["csv", "table"]
 
 Ints = npt.NDArray[np.int64]
+T = TypeVar("T")
 _QUOTE, _NEWLINE = 0x22, 0x0A
 
 
@@ -35,10 +36,7 @@ def csv(
 ) -> bool:
     """Write `got`'s CSV lines to `handle`; False (nothing written) when the batch is
     not one the renderer reads (the caller writes it its general way)."""
-    try:
-        got_lines = stored_render.csv_lines(got, columns)
-    except stored_render.Outside:
-        raise ConfigError(different) from None
+    got_lines = _rendered(stored_render.csv_lines, got, columns, different)
     if got_lines is None:
         return False
     taken = got_lines.taken
@@ -66,6 +64,20 @@ def csv(
     return True
 
 
+def _rendered(
+    render: Callable[[pa.RecordBatch, list[str]], T],
+    got: pa.RecordBatch,
+    columns: list[str],
+    different: str,
+) -> T:
+    """`render(got, columns)`, a row outside the columns being the writers' "different
+    fields" error."""
+    try:
+        return render(got, columns)
+    except stored_render.Outside:
+        raise ConfigError(different) from None
+
+
 def _line_ends(text: npt.NDArray[np.uint8]) -> Ints:
     """The end (after its `\\n`) of each CSV line of `text`: a `\\n` outside quotes (an
     even number of `"` before it; a quote inside a quoted cell is doubled)."""
@@ -81,10 +93,7 @@ def table(
 ) -> pa.Table | None:
     """`got`'s columns as a table of strings; None when the batch is not one the
     renderer reads."""
-    try:
-        found = stored_render.string_columns(got, columns)
-    except stored_render.Outside:
-        raise ConfigError(different) from None
+    found = _rendered(stored_render.string_columns, got, columns, different)
     if found is None:
         return None
     taken, arrays = found

@@ -221,8 +221,6 @@ def warm() -> None:
     by ~210 MiB (+105 MiB anonymous, +106 MiB file-backed code pages) before the loops
     were compiled and ~110 MiB more with them, the same for 100k rows as for 1M; a
     second 1M-row export by ~10-20 MiB."""
-    import io
-
     from feedledger.ledger.attr_codec import plan_book
     from feedledger.ledger.attribute_columns import with_codebooks
 
