@@ -130,6 +130,13 @@ def test_asof_before_anything_was_recorded_is_not_known(cli: Cli, tmp_path: Path
     assert cli.json(*unknown_key)["status"] == "absent"  # the source was observed: absent
     assert cli.json("asof", SRC, KEY, "--valid", "2026-08-02")["status"] == "present"
     assert cli.json("asof", SRC, KEY, "--valid", "2026-08-01")["status"] == "absent"
+    # a snapshot of nothing says so on stderr (its stdout stays empty)
+    for when in (["--known-at", "2001-01-01"], []):
+        valid = "2026-08-02" if when else "2026-08-01"
+        empty = cli("snapshot", SRC, "--valid", valid, *when)
+        assert empty.stdout == "" and "no entity at --valid" in empty.stderr
+        assert len(empty.stderr.strip().splitlines()) == 1
+    assert "no entity" not in cli("snapshot", SRC, "--valid", "2026-08-02").stderr
 
 
 # -- item 6: one rule for standing gaps; next observed; snapshot inside a gap -------------

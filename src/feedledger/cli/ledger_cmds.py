@@ -303,6 +303,9 @@ def snapshot_cmd(
         n = src.export_snapshot(output, valid=valid_at, known_at=known, format=fmt)
     if output:
         err.print(f"wrote {n:,} entities to {output}")
+    elif n == 0:  # an empty stdout alone says nothing of why
+        known_note = f" as known at {known_at}" if known_at else ""
+        err.print(f"{source}: no entity at --valid {valid}{known_note}; nothing written")
 
 
 @app.command("verify")
