@@ -377,3 +377,36 @@ def test_ingest_writes_deltas_and_a_backfill_reads_them(cli: Cli, tmp_path: Path
     kinds = [archive.objects.stored(r["sha256"]) for r in refs]
     assert [k.encoding if k else None for k in kinds] == ["keyframe"] + ["delta"] * 4
     assert cli.json("archive", "verify", "larimer")["ok"] == 5
+
+
+def test_a_replay_over_a_damaged_payload_retracts_nothing(cli: Cli, tmp_path: Path) -> None:
+    """A replay retracts every payload from --from on, then re-applies them from the
+    archive. One of them damaged (a flipped bit in a delta, which every later delta of
+    its chain needs) refuses the replay before the retraction, naming the payload: the
+    versions, the watermark and `asof` stay as they were; repaired, it replays."""
+    cli("source", "add", "larimer", "--key", "id")
+    days = [f"2026-08-0{d}" for d in range(1, 5)]
+    for n, day in enumerate(days):
+        body = "".join(f"{i},{i * (n + 1) if i % 50 == 0 else i}\n" for i in range(2000))
+        path = tmp_path / f"larimer_{day}.csv"
+        path.write_text(f"id,value\n{body}")
+        cli("ingest", "larimer", str(path), "--published-at", day)
+    refs = cli.json("archive", "list", "larimer")
+    delta = cli.ws.archive_root / "objects" / refs[1]["sha256"][:2] / f"{refs[1]['sha256']}.zst"
+    assert delta.exists()
+    before = (cli.json("history", "larimer", "50", "--all"), cli.json("watermark", "larimer"))
+    saved = delta.read_bytes()
+    _flip(delta, -1)
+    refused = cli("replay", "larimer", "--from", days[1], expect=1)
+    line = refused.stderr.strip().splitlines()[-1]  # after the plan's line
+    assert line.startswith("error:") and refs[1]["sha256"] in line, line
+    assert "retracted nothing" in line
+    assert (
+        cli.json("history", "larimer", "50", "--all"),
+        cli.json("watermark", "larimer"),
+    ) == before
+    asof = cli.json("asof", "larimer", "50", "--valid", days[3])
+    assert asof["version"]["attributes"] == {"id": "50", "value": "200"}
+    delta.write_bytes(saved)
+    done = cli.json("replay", "larimer", "--from", days[1])
+    assert done["status"] == "applied" and done["retracted_payloads"] == 3, done

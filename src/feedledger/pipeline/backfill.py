@@ -40,7 +40,7 @@ from feedledger.ledger.resumes import resumable
 from feedledger.ledger.retraction import Retracted, Scope, retract_scope
 from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
-from feedledger.model.errors import ConfigError
+from feedledger.model.errors import ConfigError, FeedledgerError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
@@ -250,6 +250,21 @@ def _missing_days(src: SourceConfig, day: date, refs: list[PayloadRef]) -> list[
     return [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
 
 
+def _check_readable(ctx: Context, refs: list[PayloadRef]) -> None:
+    """Read back (decompressed, sha256 checked) every payload a replay is to re-apply,
+    before it retracts anything: a damaged one -- a flipped bit, a missing keyframe --
+    refuses the replay with the ledger untouched, where it would otherwise stop after
+    the retraction, the source's state taken back to before the damage. Read in order,
+    each delta decodes against the payload read just before it."""
+    for ref in refs:
+        try:
+            ctx.archive.get(ref.sha256)
+        except FeedledgerError as exc:
+            raise exc.extend(
+                f"payload {ref.label} cannot be read back, so the replay retracted nothing"
+            ) from None
+
+
 def replay(
     ctx: Context,
     source: str | list[str],
@@ -284,6 +299,7 @@ def replay(
         # the look above is retracted below with the rest, so it must be re-applied too
         refs = ctx.store.list_payloads(src.name, start_us, None)
         report.missing_dates = _missing_days(src, day, refs)
+        _check_readable(ctx, refs)
 
         def told(conn: Transaction, done: Retracted) -> None:
             # in the retraction's transaction (Invariant 11): what it took back and was
