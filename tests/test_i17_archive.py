@@ -350,6 +350,27 @@ def test_keyframe_every_must_be_a_positive_whole_number(cli: Cli) -> None:
         Workspace.load(cli.ws.config_path).archive_keyframe_every("x")
 
 
+def test_a_bad_full_frame_every_is_refused_by_every_command(cli: Cli) -> None:
+    """Checked when feedledger.toml is loaded, not first when a payload is archived: a
+    command that never archives (`source list`) refuses it too, in one line."""
+    text = cli.ws.config_path.read_text()
+    for bad in ("-1", '"30"', "{ default = 5, x = -2 }"):
+        setting = f"[archive]\nfull_frame_every = {bad}\n"
+        cli.ws.config_path.write_text(text.replace("[archive]\n", setting))
+        refused = cli("source", "list", expect=2)
+        assert "full_frame_every must be a whole number" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["compact", "verify"])
+def test_archive_compact_and_verify_refuse_an_unknown_source(cli: Cli, command: str) -> None:
+    """As `archive list` does: a misspelt source is an error, not an empty report."""
+    cli("source", "add", "larimer", "--key", "id")
+    refused = cli("archive", command, "larimr", "--json", expect=3)
+    assert "unknown source" in refused.stderr and refused.stdout == ""
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
 def test_ingest_writes_deltas_and_a_backfill_reads_them(cli: Cli, tmp_path: Path) -> None:
     """The ingest path (bytes stored while they are parsed) compresses against the
     source's latest payload; a backfill then applies payloads read back from deltas."""

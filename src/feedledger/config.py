@@ -143,6 +143,14 @@ class Workspace:
             )
         return int(value)
 
+    def _check_full_frame_every(self) -> None:
+        """Every [archive] full_frame_every value checked when the file is loaded: a bad
+        one is refused by every command, not first by the next payload archived."""
+        table = (self._doc or {}).get("archive", {})
+        value = table.get("full_frame_every") if isinstance(table, dict) else None
+        for source in value if isinstance(value, dict) else ["default"]:
+            self.archive_keyframe_every(str(source))
+
     @property
     def archive_root(self) -> Path:
         """The archive folder; ConfigError when the archive is on object storage."""
@@ -217,7 +225,7 @@ class Workspace:
             if not isinstance(values, dict):
                 raise ConfigError(f"[sources.{name}] must be a table", source=name)
             sources[name] = make_source(name, **values)
-        return cls(
+        workspace = cls(
             root=root,
             config_path=path,
             store_url=resolve_store_url(str(store), root),
@@ -226,6 +234,8 @@ class Workspace:
             archive_endpoint_url=endpoint,
             _doc=doc,
         )
+        workspace._check_full_frame_every()
+        return workspace
 
     @classmethod
     def create(

@@ -147,9 +147,18 @@ def _relay(progress: OnArchiveProgress | None) -> Any:
     return lambda done, total, ref: progress(done, total, ref.payload_id if ref else None)
 
 
+def _known(ctx: Context, source: str | None) -> None:
+    """A named source must be declared or hold archived payloads (one no longer declared
+    may still be compacted or checked): a typo is an error, not an empty report that
+    reads as "nothing to do"."""
+    if source is not None and source not in ctx.workspace.sources and not ctx.archive.list(source):
+        ctx.workspace.source(source)  # the unknown-source error, naming the known ones
+
+
 def compact(
     ctx: Context, source: str | None, progress: OnArchiveProgress | None = None
 ) -> ArchiveCompacted:
+    _known(ctx, source)
     items = [i.to_json() for i in ctx.archive.compact(source, _relay(progress))]
     unique = [i for i in items if i["status"] != "shared"]
 
@@ -174,6 +183,7 @@ def compact(
 def verify(
     ctx: Context, source: str | None, progress: OnArchiveProgress | None = None
 ) -> ArchiveVerified:
+    _known(ctx, source)
     items = [i.to_json() for i in ctx.archive.verify(source, _relay(progress))]
     seen: dict[str, dict[str, Any]] = {i["sha256"]: i for i in items}
     ok = sum(1 for i in items if i["ok"])
