@@ -8,6 +8,7 @@ cache leaves everything readable. S3 archives have no cache and still work.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,7 +120,7 @@ def test_a_corrupt_cache_is_ignored(tmp_path: Path, decodes: list[str], where: s
     path = cache_dir(tmp_path) / sha(payloads[4])
     raw = bytearray(path.read_bytes())
     if where == "data":
-        raw[-3] ^= 0x01  # the bytes no longer hash to the name
+        raw[-3] ^= 0x01  # the bytes no longer give the digest in the header
     elif where == "header":
         raw[0:1] = b"x"
     elif where == "truncated":
@@ -128,6 +129,31 @@ def test_a_corrupt_cache_is_ignored(tmp_path: Path, decodes: list[str], where: s
         raw.clear()  # renamed but never written out (the cache is not fsync'd)
     path.write_bytes(bytes(raw))
     _then_check(tmp_path, payloads, decodes)
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_a_cache_written_before_its_digest_is_checked_against_its_name(
+    tmp_path: Path, decodes: list[str], damaged: bool
+) -> None:
+    """An older release wrote no XXH3 digest in the header: such a file is checked by
+    its sha256 (its name), used when it matches, ignored when it does not."""
+    payloads = days(6)
+    write_days(tmp_path, payloads, 5)
+    path = cache_dir(tmp_path) / sha(payloads[4])
+    header, _, data = path.read_bytes().partition(b"\n")
+    doc = json.loads(header)
+    assert set(doc) == {"depth", "chain", "xxh3_128"}
+    del doc["xxh3_128"]
+    if damaged:
+        data = data[:-3] + bytes([data[-3] ^ 0x01]) + data[-2:]
+    path.write_bytes(json.dumps(doc).encode() + b"\n" + data)
+    if damaged:
+        _then_check(tmp_path, payloads, decodes)
+        return
+    decodes.clear()
+    put(fresh(tmp_path), payloads, 5)
+    assert decodes == []  # used: its bytes hash to its name
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
 
 
 def test_a_stale_cache_is_ignored(tmp_path: Path, decodes: list[str]) -> None:

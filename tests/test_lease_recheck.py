@@ -38,7 +38,7 @@ from feedledger.pipeline.backfill import NothingToDo, RunReport, backfill, repla
 from feedledger.pipeline.ingest import ingest
 from helpers import Cli
 from test_backfill import at, fetch, outbox_rows, zonings
-from test_i13_recovery import SRC, WEEK, publish, setup
+from test_i13_recovery import OTHER, SRC, WEEK, publish, setup
 
 # the scheduler's clock: the evening of the last day of the week (America/Denver)
 NOW = to_us(datetime(2026, 8, 11, 18, 0, tzinfo=UTC))
@@ -276,3 +276,64 @@ def test_a_run_that_wrote_anything_is_finished_not_removed(
     kept = {r.run_id: r.status for r in source_runs(workspace)}
     assert kept[run.run_id] == "succeeded" and empty.run_id not in kept
     assert [g.run_id for g in fetch(workspace, select(gaps))[0]] == [run.run_id]
+
+
+def test_a_diff_computed_ahead_is_computed_again_when_a_rival_moved_the_source(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live ingest diffs its payload while the bytes are archived, before the lease
+    (`apply.diff_ahead`). A rival applies 08-03 in between: the diff against 08-02's
+    state is stale, so 08-04 is diffed again under the lease, against 08-03's."""
+    from feedledger.pipeline import apply
+
+    setup(cli, tmp_path, [])
+    feed = tmp_path / "exports"
+    early, late = publish(feed, WEEK[0]).read_bytes(), publish(feed, WEEK[1]).read_bytes()
+    diffs: list[int] = []
+    real = apply.compute
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        diffs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(apply, "compute", counted)
+
+    def rival_live(ctx: Context) -> Any:
+        return ingest(ctx, SRC, early, published_at=WEEK[0])
+
+    with (
+        rival_before_lease(monkeypatch, workspace, rival_live) as rival,
+        Context(Workspace.load(workspace.config_path)) as ctx,
+    ):
+        got = ingest(ctx, SRC, late, published_at=WEEK[1])
+    (won,) = rival
+    assert won.status == "applied" and won.changes == 2  # 08-02 -> 08-03: KEY, OTHER new
+    # against 08-03: only OTHER's owner changed (against 08-02 it would be 2 changes)
+    assert got.status == "applied" and got.changes == 1
+    assert (got.counts["changed"], got.counts["unchanged"]) == (1, 1)
+    assert len(diffs) == 3  # the rival's (ahead, used), this one's ahead, then again
+    owners = cli.json("history", SRC, OTHER)
+    assert [v["attributes"]["owner"] for v in owners] == [
+        "owner-2026-08-03",
+        "owner-2026-08-04",
+    ]
+
+
+def test_a_diff_computed_ahead_is_used_when_the_source_did_not_move(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedledger.pipeline import apply
+
+    setup(cli, tmp_path, [])
+    data = publish(tmp_path / "exports", WEEK[0]).read_bytes()
+    diffs: list[int] = []
+    real = apply.compute
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        diffs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(apply, "compute", counted)
+    with Context(Workspace.load(workspace.config_path)) as ctx:
+        got = ingest(ctx, SRC, data, published_at=WEEK[0])
+    assert got.status == "applied" and got.changes == 2 and len(diffs) == 1

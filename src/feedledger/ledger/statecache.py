@@ -58,6 +58,19 @@ class StateCache:
         self.save(source, frame, wm.txn_seq if wm else 0)
         return frame, wm
 
+    def peek(self, source: str) -> tuple[pl.DataFrame, Watermark | None] | None:
+        """`load` without writing anything: None when the cache file for the store's
+        watermark is missing or unreadable. For a caller that does not hold the
+        source's lease (a diff computed ahead of it: `pipeline/apply.diff_ahead`)."""
+        wm = self.store.watermark(source)
+        if wm is None:
+            return empty_state(), None
+        try:
+            frame = pl.read_ipc(self._path(source, wm.txn_seq))
+        except (OSError, pl.exceptions.PolarsError):
+            return None
+        return (frame, wm) if dict(frame.schema) == STATE_SCHEMA else None
+
     def _prune(self, source: str, keep: Path) -> None:
         """Remove this source's older cache files and pending files left by killed
         processes (the caller holds the source's lease, so no other writer is active)."""

@@ -2,10 +2,13 @@
 
 Order of work (and the crash boundaries the tests exercise):
   1. archive the bytes (content-addressed, fsynced)          -> `after_archive`
+     -- on a second core, while the payload is parsed and validated (bad input: clear
+     error, ledger untouched, bytes kept) and then diffed against the source's state
+     as it stands (read-only, ahead of the lease; `apply.diff_ahead`)
   2. index the payload in the store                          -> `after_register`
   3. refuse if already applied (nothing changes) or stale (not after the watermark)
-  4. parse and validate (bad input: clear error, ledger untouched, bytes kept)
-  5. lease + run row, diff, ONE transaction for the payload  -> `mid_transaction`,
+  4. lease + run row, the diff (the one computed ahead, if the source has not changed
+     since), ONE transaction for the payload                 -> `mid_transaction`,
      `before_commit`, `after_commit`
 A rerun after a crash at any point re-archives as a no-op and either finds the
 payload applied (nothing repeated) or applies it whole (nothing lost).
@@ -38,7 +41,7 @@ from feedledger.timing import stage
 if TYPE_CHECKING:
     from feedledger.ledger.records import Application
     from feedledger.ledger.store import Store
-    from feedledger.pipeline.apply import Applied
+    from feedledger.pipeline.apply import Ahead, Applied
 
 # The ledger modules (SQLAlchemy, the driver) are imported by `_warm_store` on a second
 # thread while the payload is parsed, not when this module is imported.
@@ -184,9 +187,13 @@ def ingest(
             storing.result()
             exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
             raise
+        with stage("store_wait"):
+            opened = opening.result()
+        # while the bytes are still being compressed and written: the diff, read-only
+        # (the ledger sees the payload only once it is archived, below)
+        ahead = _diff_ahead(ctx, src, obs) if opened is None else None
         with stage("archive_wait"):
             sha = storing.result()
-            opened = opening.result()
     if src.is_geo and opened is None:
         # a layer in another CRS is bad input: refused before it claims its publication
         # slot (a reprojected file for the same date can follow), its bytes kept
@@ -220,8 +227,14 @@ def ingest(
         store.register_payload(ref)
     faults.point("after_register")
     return apply_archived(
-        ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+        ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete, ahead=ahead
     )
+
+
+def _diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | None:
+    from feedledger.pipeline.apply import diff_ahead
+
+    return diff_ahead(ctx, src, obs)
 
 
 def _warm_store(ctx: Context) -> StoreUnavailableError | None:
@@ -275,6 +288,7 @@ def apply_archived(
     created: bool,
     obs: Observations,
     allow_mass_delete: bool = False,
+    ahead: Ahead | None = None,
 ) -> IngestResult:
     from feedledger.ledger import leases
     from feedledger.pipeline.apply import apply_observations, stale_error
@@ -303,6 +317,7 @@ def apply_archived(
             holder=run.holder,
             allow_mass_delete=allow_mass_delete,
             hold_bursts=True,
+            ahead=ahead,
         )
         if applied.held:
             run.outcome = "held"
