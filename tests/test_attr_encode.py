@@ -7,7 +7,9 @@ patterns and value segments), and the stored texts decode back to the canonical 
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
 
 import polars as pl
 import pytest
@@ -15,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger.formats.canonical import columns_needing_escape, object_expr
-from feedledger.ledger.attr_codec import Codebook, plan_book, row_segments
+from feedledger.ledger.attr_codec import Codebook, all_gains, plan_book, row_segments
 from feedledger.ledger.attr_encode import encode_rows
 
 PLAIN = st.sampled_from(["a", "b", "owner", "", "é", "zone:", "x y", "c"])
@@ -112,3 +114,69 @@ def test_a_parcel_like_chunk_with_a_quoted_row_and_nulls(monkeypatch: pytest.Mon
     assert encode_rows(book, rows).to_list() == expected
     assert general == [1]  # only the row with a quote went the general way
     assert encode_rows(Codebook([]), rows).to_list() == texts.to_list()
+
+
+def _reference_segments(text: str) -> list[tuple[str, str | None]]:
+    """`row_segments` written plainly: every pattern and string value through
+    json.dumps (the fast path takes a string as it is when json.dumps would)."""
+    record = json.loads(text, parse_float=Literal, parse_int=Literal, parse_constant=Literal)
+    if not isinstance(record, dict) or not record:
+        return []
+    out: list[tuple[str, str | None]] = []
+    string = False
+    for i, (name, value) in enumerate(record.items()):
+        lead = "{" if i == 0 else ('",' if string else ",")
+        number = isinstance(value, Literal)
+        string = isinstance(value, str) and not number
+        pattern = lead + json.dumps(name, ensure_ascii=False) + ":" + ('"' if string else "")
+        if number:
+            text_of: str | None = str(value)
+        elif isinstance(value, str):
+            text_of = json.dumps(value, ensure_ascii=False)[1:-1]
+        elif value is None or isinstance(value, bool):
+            text_of = json.dumps(value)
+        else:
+            text_of = None
+        out.append((pattern, text_of))
+    if string:
+        out.append(('"}', None))
+    return out
+
+
+class Literal(str):
+    pass
+
+
+SCALARS = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+    st.lists(st.integers(0, 9), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(0, 9), max_size=2),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=8), SCALARS, max_size=6), max_size=12))
+def test_segments_and_gains_equal_a_plain_reading(records: list[dict[str, object]]) -> None:
+    texts = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records]
+    for text in texts:
+        assert row_segments(text) == _reference_segments(text)
+    saved, values = all_gains(texts)
+    want: Counter[str] = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
+    for text in texts:
+        for pattern, value in _reference_segments(text):
+            want[pattern] += len(pattern.encode()) - 1
+            if value:
+                seen[pattern, value] += 1
+    assert saved == want
+    assert values == Counter(
+        {
+            pattern + value: n * (len(value.encode()) - 1)
+            for (pattern, value), n in seen.items()
+            if n >= 2 and len(value.encode()) > 1
+        }
+    )

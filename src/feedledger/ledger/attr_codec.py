@@ -57,14 +57,25 @@ def _load(text: str) -> object:
     return json.loads(text, parse_float=str, parse_int=str, parse_constant=str)
 
 
+# the characters json.dumps(ensure_ascii=False) escapes in a string: no other
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
 def _scalar_text(raw: object) -> str | None:
     """A top-level value's text after its pattern (a string without its quotes), or
     None for a nested one."""
     if isinstance(raw, str):
+        if _ESCAPED.search(raw) is None:
+            return raw  # what json.dumps would write between its quotes
         return json.dumps(raw, ensure_ascii=False)[1:-1]
     if raw is None or isinstance(raw, bool):
         return json.dumps(raw)
     return None
+
+
+@lru_cache(maxsize=4096)
+def _pattern(lead: str, name: str, string: bool) -> str:
+    return lead + _name(name) + ":" + ('"' if string else "")
 
 
 def row_segments(text: str) -> list[tuple[str, str | None]]:
@@ -74,13 +85,16 @@ def row_segments(text: str) -> list[tuple[str, str | None]]:
     if not isinstance(record, dict) or not record:
         return []
     out: list[tuple[str, str | None]] = []
-    prev_str = False
-    for i, (name, value) in enumerate(record.items()):
-        lead = "{" if i == 0 else ('",' if prev_str else ",")
-        prev_str = isinstance(value, str) and not isinstance(value, _Num)
-        pattern = lead + _name(str(name)) + ":" + ('"' if prev_str else "")
-        out.append((pattern, str(value) if isinstance(value, _Num) else _scalar_text(value)))
-    if prev_str:
+    lead = "{"
+    string = False
+    for name, value in record.items():
+        number = isinstance(value, _Num)
+        string = not number and isinstance(value, str)
+        out.append(
+            (_pattern(lead, str(name), string), str(value) if number else _scalar_text(value))
+        )
+        lead = '",' if string else ","
+    if string:
         out.append(('"}', None))
     return out
 
@@ -95,7 +109,7 @@ def row_patterns(text: str) -> list[str]:
 
 
 def _size(text: str) -> int:
-    return len(text.encode("utf-8"))
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def gains(sample: Iterable[str]) -> Counter[str]:
@@ -120,9 +134,11 @@ def all_gains(sample: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
     seen: Counter[str] = Counter()
     for text in sample:
         for pattern, value in row_segments(text):
-            saved[pattern] += _size(pattern) - 1
+            saved[pattern] += 1
             if value:
                 seen[pattern + "\0" + value] += 1
+    for pattern in saved:
+        saved[pattern] *= _size(pattern) - 1
     values: Counter[str] = Counter()
     for both, n in seen.items():
         pattern, value = both.split("\0", 1)

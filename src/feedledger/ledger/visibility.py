@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 
 from feedledger.ledger.schema import versions
@@ -109,6 +108,9 @@ def key_ordered_sql(columns: Sequence[str], where: str) -> str:
 def latest_of_ordered(rows: pa.Table) -> pa.Table:
     """Of `rows` (with `key`, `valid_from`, `txn_seq`; in `key_ordered_sql`'s order and
     holding every row of each key it has), each key's latest row, in key order."""
+    # imported here: an ingest imports this module (ledger/bulk) and never calls this
+    import pyarrow.compute as pc
+
     n = rows.num_rows
     if n < 2:
         return rows
