@@ -239,3 +239,11 @@ def test_parquet_export(cli: Cli, tmp_path: Path) -> None:
         assert list(csv.DictReader(fh)) == pq.read_table(out).to_pylist()
     refused = cli("snapshot", "p", "--valid", "2026-08-02", "--format", "parquet", expect=2)
     assert "writes a file, not stdout" in refused.stderr
+    # row-group statistics for the key (the rows' order, what a reader can skip by)
+    # only: another column's min/max would skip no row group
+    meta = pq.ParquetFile(out).metadata
+    groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+    ids = [g.column(0) for g in groups]
+    assert all(c.path_in_schema == "id" and c.is_stats_set for c in ids)
+    assert min(c.statistics.min for c in ids) == "1" and max(c.statistics.max for c in ids) == "3"
+    assert not any(g.column(i).is_stats_set for g in groups for i in (1, 2))

@@ -169,9 +169,10 @@ def _columnar(
     )
     if fmt == "parquet":
         assert output is not None
+        key = ctx.workspace.source(source).key
         try:
             with _into_place(output) as part:
-                return w.write_parquet(found, part, order)
+                return w.write_parquet(found, part, order, key)
         except OSError as exc:
             msg = f"cannot write the snapshot to {output}: {exc.strerror or exc}"
             raise ConfigError(msg) from None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import IO
@@ -172,10 +172,21 @@ def _tables(batches: Iterable[pa.RecordBatch], order: list[str]) -> Iterator[pa.
         yield table
 
 
-def write_parquet(batches: Iterable[pa.RecordBatch], target: Path, order: list[str]) -> int:
+def write_parquet(
+    batches: Iterable[pa.RecordBatch],
+    target: Path,
+    order: list[str],
+    key: Sequence[str] = (),
+) -> int:
     """The columns are made in a thread of their own (`ahead`), one batch ahead of
     pyarrow's writer: both let go of the GIL for most of their work. Dictionary
-    encoding only for the columns that repeat (`_repeating`)."""
+    encoding only for the columns that repeat (`_repeating`).
+
+    Row-group statistics (min/max, null count) only for the `key` fields: the rows come
+    in key order, so theirs are what lets a reader skip row groups (`WHERE parcel_id =
+    ...`); any other column's values are spread over every row group, its min/max
+    would skip none. Computing them for every column took ~0.1 of the ~0.5 CPU s
+    pyarrow spends writing 1M parcels (12 string columns)."""
     import pyarrow.parquet as pq
 
     n = 0
@@ -184,7 +195,12 @@ def write_parquet(batches: Iterable[pa.RecordBatch], target: Path, order: list[s
     try:
         for table in tables:
             if writer is None:
-                writer = pq.ParquetWriter(target, table.schema, use_dictionary=_repeating(table))
+                writer = pq.ParquetWriter(
+                    target,
+                    table.schema,
+                    use_dictionary=_repeating(table),
+                    write_statistics=[k for k in key if k in table.column_names],
+                )
             writer.write_table(table)
             n += table.num_rows
         if writer is None:  # no entity: an empty file with no columns
