@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from feedledger.archive import LocalArchive, open_archive
+from feedledger.archive import LocalArchive, codec, open_archive
 from feedledger.archive import objects as objects_module
-from feedledger.archive.basecache import BaseCache, CachedBase
+from feedledger.archive.basecache import BaseCache, CachedBase, PendingBase
 from feedledger.archive.core import BlobArchive
 from helpers import Cli
 
@@ -202,9 +202,13 @@ def test_a_kill_between_the_object_and_the_cache(
 
     with monkeypatch.context() as patch:
         patch.setattr(BaseCache, "store", killed)
+        patch.setattr(PendingBase, "publish", killed)
         with pytest.raises(Killed):
             put(fresh(tmp_path), payloads, 4)  # object written, no cache, no sidecar
-    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[3])]
+    # the cache file the check decoded into is left as a temporary, never the cache
+    assert {p.name for p in cache_dir(tmp_path).iterdir() if not p.name.endswith(".tmp")} == {
+        sha(payloads[3])
+    }
     assert [fresh(tmp_path).get(sha(p)) for p in payloads[:5]] == payloads[:5]
     decodes.clear()
     put(fresh(tmp_path), payloads, 4)  # the retry: the object exists, the sidecar is new
@@ -259,3 +263,97 @@ def test_archive_add_uses_the_cache(cli: Cli, tmp_path: Path, decodes: list[str]
     kinds = [LocalArchive(root).objects.stored(sha(p)) for p in payloads]
     assert [k.encoding if k else None for k in kinds] == ["keyframe"] + ["delta"] * 3
     assert cli.json("archive", "verify", "larimer")["ok"] == 4
+
+
+needs_cffi = pytest.mark.skipif(
+    not codec.can_decode_into(), reason="zstandard's CFFI backend is not installed"
+)
+
+
+@needs_cffi
+def test_the_write_check_decodes_into_the_cache_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check of a new object decodes it into the cache file it then becomes (one
+    pass, no copy): `BaseCache.store` is not called, the file holds the payload."""
+    payloads = days(4)
+    write_days(tmp_path, payloads, 3)
+
+    def unused(*_args: Any) -> None:
+        raise AssertionError("the decode-into path should have made the cache")
+
+    monkeypatch.setattr(BaseCache, "store", unused)
+    put(fresh(tmp_path), payloads, 3)
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[3])]
+    loaded = BaseCache(tmp_path / "cache" / "base").load("larimer", sha(payloads[3]))
+    assert loaded is not None and bytes(loaded.data) == payloads[3]
+    assert loaded.depth == 3 and loaded.chain == tuple(sha(p) for p in reversed(payloads))
+
+
+@needs_cffi
+def test_a_check_failing_in_the_cache_file_stores_raw_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An encoder that writes a wrong frame: the check decoding into the cache file
+    fails, the payload is stored raw, the file is removed, the old cache stays."""
+    payloads = days(5)
+    write_days(tmp_path, payloads, 3)
+    real = codec.encode_delta
+
+    def wrong(data: bytes, *args: Any) -> bytes:
+        return real(data[:-1] + b"X", *args)  # a frame of other bytes, same header
+
+    monkeypatch.setattr(codec, "encode_delta", wrong)
+    put(fresh(tmp_path), payloads, 3)
+    monkeypatch.undo()
+    stored = fresh(tmp_path).objects.stored(sha(payloads[3]))
+    assert stored is not None and stored.encoding == "raw"
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[2])]
+    put(fresh(tmp_path), payloads, 4)
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
+
+
+@needs_cffi
+@pytest.mark.parametrize("point", ["archive_encoded", "archive_object_written"])
+def test_an_error_after_the_check_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """An error at either fault point after the check (the cache file being filled is
+    discarded), then the retry: everything readable, the cache right."""
+    payloads = days(5)
+    write_days(tmp_path, payloads, 3)
+    monkeypatch.setenv("FEEDLEDGER_FAULT", point)
+    with pytest.raises(Exception, match="injected"):
+        put(fresh(tmp_path), payloads, 3)
+    monkeypatch.delenv("FEEDLEDGER_FAULT")
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[2])]
+    put(fresh(tmp_path), payloads, 3)
+    put(fresh(tmp_path), payloads, 4)
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[4])]
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
+
+
+@needs_cffi
+def test_no_room_for_the_cache_file_still_archives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decodes: list[str]
+) -> None:
+    """A disk with no room for the cache file (its blocks are allocated before it is
+    mapped, so this is an error there, never a fault writing the mapping): the object
+    is written and checked as before; no cache, and the next day decodes the chain."""
+    payloads = days(5)
+    write_days(tmp_path, payloads, 3)
+
+    def full(*_args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("feedledger.archive.basecache.os.posix_fallocate", full)
+        patch.setattr(BaseCache, "store", lambda *_a: None)  # no room there either
+        put(fresh(tmp_path), payloads, 3)
+    stored = fresh(tmp_path).objects.stored(sha(payloads[3]))
+    assert stored is not None and stored.encoding == "delta"
+    assert [p.name for p in cache_dir(tmp_path).iterdir()] == [sha(payloads[2])]
+    decodes.clear()
+    put(fresh(tmp_path), payloads, 4)
+    assert decodes  # the stale cache ignored, the chain decoded
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads

@@ -23,6 +23,7 @@ ignored.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
@@ -84,26 +85,94 @@ class BaseCache:
         directory = self._dir(source)
         if directory is None:
             return
-        doc = {
-            "depth": cached.depth,
-            "chain": list(cached.chain),
-            "xxh3_128": xxhash.xxh3_128_hexdigest(cached.data),
-        }
-        header = json.dumps(doc).encode()
-        tmp = directory / f".{sha256}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        header = _header(cached.depth, cached.chain, xxhash.xxh3_128_hexdigest(cached.data))
+        tmp = _temporary(directory, sha256)
         try:
             directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(header + b"\n")
+                handle.write(header)
                 handle.write(cached.data)
-            os.replace(tmp, directory / sha256)
         except OSError:
             tmp.unlink(missing_ok=True)
             return
-        for other in directory.iterdir():
-            if other.name != sha256:
-                other.unlink(missing_ok=True)  # older caches, temporaries left by a kill
+        _publish(tmp, directory, sha256)
+
+    def begin(
+        self, source: str, sha256: str, depth: int, chain: tuple[str, ...], data: bytes
+    ) -> PendingBase | None:
+        """A cache file for `data` (the payload `sha256`, at `depth` of `chain`) whose
+        bytes the caller writes in place (`PendingBase.view`: the archive's write check
+        decodes the new object there, so the check and the copy are one pass), then
+        publishes; None if it cannot be made (the caller checks and caches as before)."""
+        directory = self._dir(source)
+        if directory is None:
+            return None
+        header = _header(depth, chain, xxhash.xxh3_128_hexdigest(data))
+        tmp = _temporary(directory, sha256)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            return PendingBase(directory, sha256, tmp, header, len(data))
+        except (OSError, ValueError):
+            tmp.unlink(missing_ok=True)
+            return None
+
+
+class PendingBase:
+    """A cache file being filled: its header written, `view` the (mapped, writable)
+    room for the bytes. The blocks are allocated up front, so a full disk is an error
+    here, never a fault while the mapping is written."""
+
+    def __init__(self, directory: Path, sha256: str, tmp: Path, header: bytes, size: int) -> None:
+        self._directory, self._sha256, self._tmp = directory, sha256, tmp
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, len(header) + size)
+            os.write(fd, header)
+            self._map = mmap.mmap(fd, len(header) + size)
+        finally:
+            os.close(fd)
+        self._whole = memoryview(self._map)
+        self.view = self._whole[len(header) :]
+
+    def _close(self) -> None:
+        self.view.release()
+        self._whole.release()
+        self._map.close()
+
+    def publish(self) -> None:
+        """Make the file the source's cache (its bytes written), the others removed.
+        Failures are swallowed: the cache is never needed for correctness."""
+        try:
+            self._close()
+        except (OSError, BufferError):
+            self._tmp.unlink(missing_ok=True)
+            return
+        _publish(self._tmp, self._directory, self._sha256)
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError, BufferError):
+            self._close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def _header(depth: int, chain: tuple[str, ...], digest: str) -> bytes:
+    return json.dumps({"depth": depth, "chain": list(chain), "xxh3_128": digest}).encode() + b"\n"
+
+
+def _temporary(directory: Path, sha256: str) -> Path:
+    return directory / f".{sha256}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+
+
+def _publish(tmp: Path, directory: Path, sha256: str) -> None:
+    try:
+        os.replace(tmp, directory / sha256)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return
+    for other in directory.iterdir():
+        if other.name != sha256:
+            other.unlink(missing_ok=True)  # older caches, temporaries left by a kill
 
 
 def _parse(header: bytes, data: memoryview, sha256: str) -> CachedBase | None:

@@ -196,18 +196,40 @@ def decode(header: Header, frame: memoryview, base: bytes | None) -> bytes:
     return _decompress(header, frame, base)
 
 
-def verify(stored: bytes, sha256: str, data: bytes, base: bytes | memoryview | None) -> None:
+def can_decode_into() -> bool:
+    """Whether `verify` can decode into a buffer of the caller's (the CFFI backend)."""
+    return _libzstd() is not None
+
+
+def verify(
+    stored: bytes,
+    sha256: str,
+    data: bytes,
+    base: bytes | memoryview | None,
+    into: memoryview | None = None,
+) -> None:
     """Check, before it is stored in their place, that an encoded object gives back
-    exactly `data` (whose sha256 is `sha256`); FrameError if it does not."""
+    exactly `data` (whose sha256 is `sha256`); FrameError if it does not. `into`: a
+    writable buffer of `len(data)` bytes to decode into (where `can_decode_into`), so
+    the check leaves the decoded bytes there (the base cache's file, mapped) instead of
+    in a new buffer."""
     header, frame = parse(stored)
-    if header.sha256 != sha256 or not _decodes_to(header, frame, base, data):
+    if header.sha256 != sha256 or not _decodes_to(header, frame, base, data, into):
         raise FrameError("the encoded frame does not decode to the payload's bytes")
 
 
 def _decodes_to(
-    header: Header, frame: memoryview, base: bytes | memoryview | None, data: bytes
+    header: Header,
+    frame: memoryview,
+    base: bytes | memoryview | None,
+    data: bytes,
+    into: memoryview | None = None,
 ) -> bool:
     lib = _libzstd()
+    if into is not None and lib is not None:
+        if (header.base is None) != (base is None) or len(into) != header.size:
+            return False
+        return _decoded_into(lib, header, frame, base, into, data)
     if base is None or lib is None or header.base is None:
         return _decompress(header, frame, None if base is None else bytes(base)) == data
     # a delta through the prefix call: no copy of the base into a dictionary, and the
@@ -246,28 +268,65 @@ def _decompress_with_prefix(
     """A delta's bytes, decoded with `base` as the frame's prefix (what a raw-content
     dictionary is to the decoder, without copying it into one): a CFFI buffer of
     exactly `header.size` bytes; FrameError if the frame does not give that many."""
+    _, ffi = lib_ffi
+    # one byte more than stated, so a frame that gives more is seen, not cut short
+    capacity = header.size + 1
+    out = ffi.new_allocator(should_clear_after_alloc=False)("char[]", capacity)
+    size = _decompress_to(lib_ffi, header, frame, base, out, capacity)
+    if size != header.size:
+        raise FrameError(f"it decompresses to {size} bytes, not {header.size}")
+    return ffi.buffer(out, size)
+
+
+def _decoded_into(
+    lib_ffi: tuple[Any, Any],
+    header: Header,
+    frame: memoryview,
+    base: bytes | memoryview | None,
+    into: memoryview,
+    data: bytes,
+) -> bool:
+    """Whether the frame, decoded into `into` (exactly `header.size` bytes: a frame
+    that gives more fails as too large for it), gives `data`."""
+    _, ffi = lib_ffi
+    out = ffi.from_buffer("char[]", into, require_writable=True)
+    try:
+        try:
+            size = _decompress_to(lib_ffi, header, frame, base, out, len(into))
+        except FrameError:
+            return False
+        return size == header.size == len(data) and bool(ffi.buffer(out, size) == data)
+    finally:
+        ffi.release(out)  # `into` may be a mapping its owner closes next
+
+
+def _decompress_to(
+    lib_ffi: tuple[Any, Any],
+    header: Header,
+    frame: memoryview,
+    base: bytes | memoryview | None,
+    out: Any,
+    capacity: int,
+) -> int:
+    """Decode the frame into `out` (`capacity` bytes), `base` as its prefix (None: a
+    keyframe); the number of bytes decoded. FrameError if zstd refuses."""
     lib, ffi = lib_ffi
     dctx = lib.ZSTD_createDCtx()
     if dctx == ffi.NULL:
         raise MemoryError("zstd could not allocate a decompression context")
     try:
         code = lib.ZSTD_DCtx_setParameter(dctx, lib.ZSTD_d_windowLogMax, MAX_WINDOW_LOG)
-        if not lib.ZSTD_isError(code):
+        if not lib.ZSTD_isError(code) and base is not None:
             code = lib.ZSTD_DCtx_refPrefix(dctx, ffi.from_buffer(base), len(base))
         if lib.ZSTD_isError(code):
             raise FrameError(f"zstd refused the base ({_error_name(lib_ffi, code)})")
-        # one byte more than stated, so a frame that gives more is seen, not cut short
-        capacity = header.size + 1
-        out = ffi.new_allocator(should_clear_after_alloc=False)("char[]", capacity)
-        size = lib.ZSTD_decompressDCtx(dctx, out, capacity, ffi.from_buffer(frame), len(frame))
+        size: int = lib.ZSTD_decompressDCtx(dctx, out, capacity, ffi.from_buffer(frame), len(frame))
         if lib.ZSTD_isError(size):
             name = _error_name(lib_ffi, size)
             raise FrameError(f"its zstd frame cannot be decompressed ({name})")
     finally:
         lib.ZSTD_freeDCtx(dctx)
-    if size != header.size:
-        raise FrameError(f"it decompresses to {size} bytes, not {header.size}")
-    return ffi.buffer(out, size)
+    return size
 
 
 def _error_name(lib_ffi: tuple[Any, Any], code: int) -> str:

@@ -39,7 +39,7 @@ from typing import NoReturn
 
 from feedledger import faults
 from feedledger.archive import codec
-from feedledger.archive.basecache import BaseCache, CachedBase
+from feedledger.archive.basecache import BaseCache, CachedBase, PendingBase
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.sidecar import SIDECAR_RE, parse_sidecar_bytes
 from feedledger.model.errors import FeedledgerError, NotFoundError
@@ -233,24 +233,60 @@ class Objects:
         bytes, else raw. False if the object exists (identical bytes are a no-op)."""
         if self.exists(sha256):
             return False
+        pending: PendingBase | None = None
         try:
-            encoded = self.encode(sha256, data, source, self._latest(source, sha256))
+            encoded, pending = self._encode_checked(sha256, data, source)
+            faults.point("archive_encoded")
+            if encoded is None:
+                return self._blobs.create(raw_rel(sha256), data)
+            created = self._blobs.create(zst_rel(sha256), encoded[0])
+            faults.point("archive_object_written")
+            written = Decoded(data, encoded[1], (sha256, *encoded[2]))
+            self._recent = written
+            if created and source is not None and self.base_cache is not None:
+                # after the object: a kill in between leaves the previous (stale) cache
+                if pending is not None:
+                    pending.publish()
+                    pending = None
+                else:
+                    cached = CachedBase(data, written.depth, written.chain)
+                    self.base_cache.store(source, sha256, cached)
+                # the cache holds the bytes now: not kept in memory as well, so a caller
+                # that drops the payload once archived (an ingest) frees it (~107 MB at 1M
+                # parcels)
+                self._recent = None
+            return created
+        finally:
+            if pending is not None:
+                pending.discard()
+
+    def _encode_checked(
+        self, sha256: str, data: bytes, source: str | None
+    ) -> tuple[tuple[bytes, int, tuple[str, ...]] | None, PendingBase | None]:
+        """`encode` for a new object of `source`, and the base cache file its check
+        decoded into (`BaseCache.begin`: the check and the cache's copy of the bytes
+        are one pass), to be published once the object is stored; (None, None) when
+        it is to stay raw, or the encoder failed (compressing is never a reason not to
+        archive)."""
+        pending: PendingBase | None = None
+        try:
+            planned = self._plan(sha256, data, source, self._latest(source, sha256))
+            if planned is None:
+                return None, None
+            stored, depth, chain, base_bytes = planned
+            if source is not None and self.base_cache is not None and codec.can_decode_into():
+                pending = self.base_cache.begin(source, sha256, depth, (sha256, *chain), data)
+            into = None if pending is None else pending.view
+            codec.verify(stored, sha256, data, base_bytes, into)
+            return (stored, depth, chain), pending
         except (codec.FrameError, MemoryError):
-            encoded = None  # compressing is never a reason not to archive: raw, then
-        faults.point("archive_encoded")
-        if encoded is None:
-            return self._blobs.create(raw_rel(sha256), data)
-        created = self._blobs.create(zst_rel(sha256), encoded[0])
-        faults.point("archive_object_written")
-        written = Decoded(data, encoded[1], (sha256, *encoded[2]))
-        self._recent = written
-        if created and source is not None and self.base_cache is not None:
-            # after the object: a kill in between leaves the previous (stale) cache
-            self.base_cache.store(source, sha256, CachedBase(data, written.depth, written.chain))
-            # the cache holds the bytes now: not kept in memory as well, so a caller that
-            # drops the payload once archived (an ingest) frees it (~107 MB at 1M parcels)
-            self._recent = None
-        return created
+            if pending is not None:
+                pending.discard()
+            return None, None
+        except BaseException:
+            if pending is not None:
+                pending.discard()
+            raise
 
     def encode(
         self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
@@ -258,9 +294,23 @@ class Objects:
         """(stored bytes, depth, base chain) of `data`: a delta against `base` unless the
         chain would reach the source's keyframe interval, else a keyframe; None when it
         is to stay raw (no source, small, or compression saves nothing)."""
+        planned = self._plan(sha256, data, source, base)
+        if planned is None:
+            return None
+        stored, depth, chain, base_bytes = planned
+        # the raw bytes are not kept: what is stored must give them back, checked before
+        # it replaces them (an encoder fault then costs bytes on disk, never the payload)
+        codec.verify(stored, sha256, data, base_bytes)
+        return stored, depth, chain
+
+    def _plan(
+        self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
+    ) -> tuple[bytes, int, tuple[str, ...], bytes | memoryview | None] | None:
+        """`encode`'s object before its check, and the base bytes it is a delta of."""
         every = self.keyframe_every(source) if source is not None else 0
         if every < 1 or len(data) < self.min_size:
             return None  # 0: this source's payloads are stored raw
+        base_bytes: bytes | memoryview | None
         if (
             base is not None
             and base.depth + 1 < every
@@ -275,10 +325,7 @@ class Objects:
             base_bytes = None
         if len(stored) >= len(data):
             return None
-        # the raw bytes are not kept: what is stored must give them back, checked before
-        # it replaces them (an encoder fault then costs bytes on disk, never the payload)
-        codec.verify(stored, sha256, data, base_bytes)
-        return stored, depth, chain
+        return stored, depth, chain, base_bytes
 
     def _latest(self, source: str | None, sha256: str) -> CachedBase | Decoded | None:
         """The base for a new payload of `source`: its latest archived payload (by
