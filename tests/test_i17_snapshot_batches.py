@@ -247,3 +247,49 @@ def test_parquet_export(cli: Cli, tmp_path: Path) -> None:
     assert all(c.path_in_schema == "id" and c.is_stats_set for c in ids)
     assert min(c.statistics.min for c in ids) == "1" and max(c.statistics.max for c in ids) == "3"
     assert not any(g.column(i).is_stats_set for g in groups for i in (1, 2))
+
+
+def test_the_compiled_loops_load_beside_the_fetch_once_per_process(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`snapshot_writers.loading`: a thread loading the format's compiled loops while the
+    export starts its fetch, joined before the export returns; once per process; none
+    for JSON lines; a failure there is only a lost head start (the export still
+    writes every row, and the next export tries again)."""
+    import threading
+
+    monkeypatch.setattr(snapshot_writers, "_LOADED", set())
+    assert snapshot_writers.loading("jsonl") is None
+    started: list[threading.Thread] = []
+    real = snapshot_writers.loading
+
+    def recording(fmt: str) -> threading.Thread | None:
+        thread = real(fmt)
+        if thread is not None:
+            started.append(thread)
+        return thread
+
+    monkeypatch.setattr(snapshot_writers, "loading", recording)
+    cli("source", "add", "p", "--key", "id", "--timezone", "UTC")
+    day1 = write_csv(tmp_path / "p1.csv", ["id", "zoning"], [["1", "R-1"], ["2", "MU"]])
+    cli("ingest", "p", str(day1), "--published-at", "2026-08-01")
+    out = tmp_path / "snap.parquet"
+
+    def broken() -> Any:
+        raise RuntimeError("no sample")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(snapshot_writers, "_sample", broken)
+        cli("snapshot", "p", "--valid", "2026-08-01", "--format", "parquet", "-o", str(out))
+    assert pq.read_table(out).num_rows == 2
+    assert len(started) == 1 and not started[0].is_alive()
+    assert "parquet" not in snapshot_writers._LOADED  # failed: tried again next time
+    cli("snapshot", "p", "--valid", "2026-08-01", "--format", "parquet", "-o", str(out))
+    assert len(started) == 2 and not started[1].is_alive()
+    assert sorted(snapshot_writers._LOADED) == ["parquet"]
+    cli("snapshot", "p", "--valid", "2026-08-01", "--format", "parquet", "-o", str(out))
+    assert len(started) == 2  # loaded: no thread
+    csv_out = tmp_path / "snap.csv"
+    cli("snapshot", "p", "--valid", "2026-08-01", "-o", str(csv_out))
+    assert len(started) == 3 and not started[2].is_alive()
+    assert csv_out.read_text().splitlines() == ["id,zoning", "1,R-1", "2,MU"]

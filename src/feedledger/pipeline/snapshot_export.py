@@ -164,21 +164,26 @@ def _columnar(
     from feedledger.pipeline import snapshot_writers as w
 
     geo = fmt == "parquet"
-    found = batches(
-        ctx, source, valid_us, known_us, geometry=geo, batch=EXPORT_BATCH_ROWS, stored=True
-    )
-    if fmt == "parquet":
-        assert output is not None
-        key = ctx.workspace.source(source).key
-        try:
-            with _into_place(output) as part:
-                return w.write_parquet(found, part, order, key)
-        except OSError as exc:
-            msg = f"cannot write the snapshot to {output}: {exc.strerror or exc}"
-            raise ConfigError(msg) from None
-    if fmt == "csv":
-        return _binary(output, lambda h: w.write_csv(found, h, order))
-    return _binary(output, lambda h: w.write_jsonl(found, h))
+    loading = w.loading(fmt)
+    try:
+        found = batches(
+            ctx, source, valid_us, known_us, geometry=geo, batch=EXPORT_BATCH_ROWS, stored=True
+        )
+        if fmt == "parquet":
+            assert output is not None
+            key = ctx.workspace.source(source).key
+            try:
+                with _into_place(output) as part:
+                    return w.write_parquet(found, part, order, key)
+            except OSError as exc:
+                msg = f"cannot write the snapshot to {output}: {exc.strerror or exc}"
+                raise ConfigError(msg) from None
+        if fmt == "csv":
+            return _binary(output, lambda h: w.write_csv(found, h, order))
+        return _binary(output, lambda h: w.write_jsonl(found, h))
+    finally:
+        if loading is not None:
+            loading.join()
 
 
 def _typed(
