@@ -278,17 +278,10 @@ def test_a_run_that_wrote_anything_is_finished_not_removed(
     assert [g.run_id for g in fetch(workspace, select(gaps))[0]] == [run.run_id]
 
 
-def test_a_diff_computed_ahead_is_computed_again_when_a_rival_moved_the_source(
-    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A live ingest diffs its payload while the bytes are archived, before the lease
-    (`apply.diff_ahead`). A rival applies 08-03 in between: the diff against 08-02's
-    state is stale, so 08-04 is diffed again under the lease, against 08-03's."""
+def count_diffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One item appended for each diff computed (`apply.compute`), ahead or not."""
     from feedledger.pipeline import apply
 
-    setup(cli, tmp_path, [])
-    feed = tmp_path / "exports"
-    early, late = publish(feed, WEEK[0]).read_bytes(), publish(feed, WEEK[1]).read_bytes()
     diffs: list[int] = []
     real = apply.compute
 
@@ -297,6 +290,20 @@ def test_a_diff_computed_ahead_is_computed_again_when_a_rival_moved_the_source(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(apply, "compute", counted)
+    return diffs
+
+
+def test_a_diff_computed_ahead_is_computed_again_when_a_rival_moved_the_source(
+    cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live ingest diffs its payload while the bytes are archived, before the lease
+    (`apply.diff_ahead`). A rival applies 08-03 in between: the diff against 08-02's
+    state is stale, so 08-04 is diffed again under the lease, against 08-03's."""
+
+    setup(cli, tmp_path, [])
+    feed = tmp_path / "exports"
+    early, late = publish(feed, WEEK[0]).read_bytes(), publish(feed, WEEK[1]).read_bytes()
+    diffs = count_diffs(monkeypatch)
 
     def rival_live(ctx: Context) -> Any:
         return ingest(ctx, SRC, early, published_at=WEEK[0])
@@ -322,18 +329,10 @@ def test_a_diff_computed_ahead_is_computed_again_when_a_rival_moved_the_source(
 def test_a_diff_computed_ahead_is_used_when_the_source_did_not_move(
     cli: Cli, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from feedledger.pipeline import apply
 
     setup(cli, tmp_path, [])
     data = publish(tmp_path / "exports", WEEK[0]).read_bytes()
-    diffs: list[int] = []
-    real = apply.compute
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        diffs.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(apply, "compute", counted)
+    diffs = count_diffs(monkeypatch)
     with Context(Workspace.load(workspace.config_path)) as ctx:
         got = ingest(ctx, SRC, data, published_at=WEEK[0])
     assert got.status == "applied" and got.changes == 2 and len(diffs) == 1
