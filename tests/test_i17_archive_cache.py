@@ -357,3 +357,28 @@ def test_no_room_for_the_cache_file_still_archives(
     put(fresh(tmp_path), payloads, 4)
     assert decodes  # the stale cache ignored, the chain decoded
     assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
+
+
+def test_without_posix_fallocate_the_cache_is_written_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decodes: list[str]
+) -> None:
+    """macOS and Windows have no posix_fallocate: the cache file is written (store),
+    never mapped, and the next day deltas against it as everywhere."""
+    payloads = days(5)
+    write_days(tmp_path, payloads, 3)
+    stored: list[str] = []
+    real = BaseCache.store
+
+    def counting(self: BaseCache, source: str, sha256: str, cached: CachedBase) -> None:
+        stored.append(sha256)
+        real(self, source, sha256, cached)
+
+    with monkeypatch.context() as patch:
+        patch.delattr("feedledger.archive.basecache.os.posix_fallocate")
+        patch.setattr(BaseCache, "store", counting)
+        put(fresh(tmp_path), payloads, 3)
+    assert stored == [sha(payloads[3])]
+    decodes.clear()
+    put(fresh(tmp_path), payloads, 4)
+    assert decodes == []  # the written cache was used
+    assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads

@@ -106,8 +106,8 @@ class BaseCache:
         decodes the new object there, so the check and the copy are one pass), then
         publishes; None if it cannot be made (the caller checks and caches as before)."""
         directory = self._dir(source)
-        if directory is None:
-            return None
+        if directory is None or not hasattr(os, "posix_fallocate"):
+            return None  # (macOS, Windows: no posix_fallocate; the file is written)
         header = _header(depth, chain, xxhash.xxh3_128_hexdigest(data))
         tmp = _temporary(directory, sha256)
         try:
