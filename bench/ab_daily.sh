@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Paired daily-ingest comparison of two source trees (issue 17 target 5, bench/README.md):
+#
+#   bench/ab_daily.sh ROUNDS SRC_A LABEL_A SRC_B LABEL_B
+#
+# e.g. the tree before issue 17 against this one:
+#   mkdir -p /tmp/base && git archive '965d7db^' src | tar -x -C /tmp/base
+#   bench/ab_daily.sh 20 /tmp/base/src before "$PWD/src" now
+#
+# Each tree ingests day 1 of gen_parcels.py's 1M roll into a workspace of its own, once.
+# Then, ROUNDS times and for each tree (the order alternating): copy that workspace,
+# `sync`, ingest day 2 into the copy under /usr/bin/time. One line per run: wall and CPU
+# (user + sys) seconds and peak RSS. Both trees run through this checkout's .venv with
+# PYTHONPATH=SRC, so only the source differs. Pairs close in time cancel most of a
+# shared machine's drift, which moved whole runs by +-0.5 s within minutes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=$1
+declare -A src=([$3]=$2 [$5]=$4)
+labels=("$3" "$5")
+data=${FEEDLEDGER_AB_DATA:-$here/.work/parcels-v1-n1000000-s20260801}
+[ -f "$data/parcels_2026-08-02.csv" ] || "$here/../.venv/bin/python" "$here/gen_parcels.py" --n 1000000 --days 2 >/dev/null
+work=$(mktemp -d "${TMPDIR:-/tmp}/ab_daily.XXXX")
+trap 'rm -rf "$work"' EXIT
+fl() { PYTHONPATH=${src[$1]} "$here/../.venv/bin/python" -m feedledger "${@:2}"; }
+for label in "${labels[@]}"; do
+  mkdir "$work/day1.$label"
+  (cd "$work/day1.$label" && fl "$label" init >/dev/null &&
+    fl "$label" source add parcels --key parcel_id --format csv --kind snapshot >/dev/null &&
+    fl "$label" ingest parcels "$data/parcels_2026-08-01.csv" --published-at 2026-08-01 >/dev/null)
+done
+for r in $(seq 1 "$rounds"); do
+  order=("${labels[@]}")
+  if [ $((r % 2)) = 0 ]; then order=("${labels[1]}" "${labels[0]}"); fi
+  for label in "${order[@]}"; do
+    rm -rf "$work/run" && cp -a "$work/day1.$label" "$work/run" && sync && sleep 1
+    (cd "$work/run" && PYTHONPATH=${src[$label]} /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
+      "$here/../.venv/bin/python" -m feedledger ingest parcels "$data/parcels_2026-08-02.csv" \
+      --published-at 2026-08-02 --json >/dev/null)
+    read -r wall user sys rss <"$work/time"
+    echo "$label round=$r wall=$wall cpu=$(python3 -c "print(round($user + $sys, 2))") rss_mib=$((rss / 1024))"
+  done
+done
