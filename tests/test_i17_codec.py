@@ -265,5 +265,15 @@ def test_a_kill_or_an_error_while_archiving_leaves_every_payload_readable(
     again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0, again.stderr
     assert [r.sha256 for r in reader.scan("larimer")] == [sha(p) for p in payloads]
+    # the base cache (off for days 0-2): after a rerun that wrote the object, the new
+    # payload's alone, any temporary the kill left removed; after one that found the
+    # object there, none -- a kill's temporary stays until the source's next object
+    names = [p.name for p in (root / "cache" / "base" / "larimer").iterdir()]
+    cached = [n for n in names if not n.endswith(".tmp")]
+    temporaries = len(names) - len(cached)
+    if point == "archive_encoded":
+        assert (cached, temporaries) == ([sha(payloads[3])], 0)
+    else:
+        assert (cached, temporaries) == ([], 1 if mode == "kill" else 0)
     _read_all(root, payloads, seed=4)
     assert all(item.ok for item in reader.verify("larimer"))
