@@ -382,3 +382,35 @@ def test_without_posix_fallocate_the_cache_is_written_as_before(
     put(fresh(tmp_path), payloads, 4)
     assert decodes == []  # the written cache was used
     assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
+
+
+@needs_cffi
+def test_a_killed_process_temporary_is_removed_when_the_next_file_begins(tmp_path: Path) -> None:
+    """A process killed while filling a cache file leaves a payload-sized temporary; the
+    next `begin` removes those of processes that are gone, and keeps a live one's."""
+    import os
+    import subprocess
+    import sys
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    folder = tmp_path / "cache" / "base" / "larimer"
+    folder.mkdir(parents=True)
+    dead = folder / f".{'a' * 64}.{int(gone.stdout)}.0123456789ab.tmp"
+    live = folder / f".{'b' * 64}.{os.getppid()}.0123456789ab.tmp"
+    for path in (dead, live):
+        path.write_bytes(b"partial")
+    data = days(1)[0]
+    pending = BaseCache(tmp_path / "cache" / "base").begin(
+        "larimer", sha(data), 0, (sha(data),), data
+    )
+    assert pending is not None
+    try:
+        assert not dead.exists() and live.exists()
+    finally:
+        pending.discard()
+    assert [p.name for p in folder.iterdir()] == [live.name]

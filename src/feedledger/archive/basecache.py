@@ -112,6 +112,7 @@ class BaseCache:
         tmp = _temporary(directory, sha256)
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            _sweep(directory)
             return PendingBase(directory, sha256, tmp, header, len(data))
         except (OSError, ValueError):
             tmp.unlink(missing_ok=True)
@@ -162,6 +163,26 @@ def _header(depth: int, chain: tuple[str, ...], digest: str) -> bytes:
 
 def _temporary(directory: Path, sha256: str) -> Path:
     return directory / f".{sha256}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+
+
+_TEMPORARY_RE = re.compile(r"^\.[0-9a-f]{64}\.(\d+)\.[0-9a-f]+\.tmp$")
+
+
+def _sweep(directory: Path) -> None:
+    """Remove the temporaries of processes that are gone (killed while filling one:
+    a payload's size each, otherwise kept until the source's next publish). Only
+    where `os.kill(pid, 0)` is a mere check (POSIX); a live pid (ours, another's, or
+    a reused one) keeps its file."""
+    for path in directory.iterdir():
+        found = _TEMPORARY_RE.match(path.name)
+        if found is None or int(found.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(found.group(1)), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except (OSError, OverflowError):
+            continue  # alive under another user, or not a pid
 
 
 def _publish(tmp: Path, directory: Path, sha256: str) -> None:
