@@ -265,12 +265,6 @@ def test_archive_add_uses_the_cache(cli: Cli, tmp_path: Path, decodes: list[str]
     assert cli.json("archive", "verify", "larimer")["ok"] == 4
 
 
-needs_cffi = pytest.mark.skipif(
-    not codec.can_decode_into(), reason="zstandard's CFFI backend is not installed"
-)
-
-
-@needs_cffi
 def test_the_write_check_decodes_into_the_cache_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -290,7 +284,6 @@ def test_the_write_check_decodes_into_the_cache_file(
     assert loaded.depth == 3 and loaded.chain == tuple(sha(p) for p in reversed(payloads))
 
 
-@needs_cffi
 def test_a_check_failing_in_the_cache_file_stores_raw_and_leaves_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,7 +306,6 @@ def test_a_check_failing_in_the_cache_file_stores_raw_and_leaves_no_file(
     assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
 
 
-@needs_cffi
 @pytest.mark.parametrize("point", ["archive_encoded", "archive_object_written"])
 def test_an_error_after_the_check_leaves_no_temporary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
@@ -333,7 +325,6 @@ def test_an_error_after_the_check_leaves_no_temporary(
     assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
 
 
-@needs_cffi
 def test_no_room_for_the_cache_file_still_archives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decodes: list[str]
 ) -> None:
@@ -384,7 +375,6 @@ def test_without_posix_fallocate_the_cache_is_written_as_before(
     assert [fresh(tmp_path).get(sha(p)) for p in payloads] == payloads
 
 
-@needs_cffi
 def test_a_killed_process_temporary_is_removed_when_the_next_file_begins(tmp_path: Path) -> None:
     """A process killed while filling a cache file leaves a payload-sized temporary; the
     next `begin` removes those of processes that are gone, and keeps a live one's."""
