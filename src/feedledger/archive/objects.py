@@ -233,15 +233,24 @@ class Objects:
         bytes, else raw. False if the object exists (identical bytes are a no-op)."""
         if self.exists(sha256):
             return False
-        pending: PendingBase | None = None
+        pending: PendingBase | None = None  # the cache file the check decodes into
         try:
-            encoded, pending = self._encode_checked(sha256, data, source)
+            try:
+                planned = self._plan(sha256, data, source, self._latest(source, sha256))
+                if planned is not None:
+                    pending = self._begin_cache(source, sha256, data, planned)
+                    # one pass: the check leaves the bytes in the cache file it is to be
+                    into = None if pending is None else pending.view
+                    codec.verify(planned[0], sha256, data, planned[3], into)
+            except (codec.FrameError, MemoryError):
+                planned = None  # compressing is never a reason not to archive: raw, then
             faults.point("archive_encoded")
-            if encoded is None:
+            if planned is None:
                 return self._blobs.create(raw_rel(sha256), data)
-            created = self._blobs.create(zst_rel(sha256), encoded[0])
+            stored, depth, chain, _ = planned
+            created = self._blobs.create(zst_rel(sha256), stored)
             faults.point("archive_object_written")
-            written = Decoded(data, encoded[1], (sha256, *encoded[2]))
+            written = Decoded(data, depth, (sha256, *chain))
             self._recent = written
             if created and source is not None and self.base_cache is not None:
                 # after the object: a kill in between leaves the previous (stale) cache
@@ -260,33 +269,19 @@ class Objects:
             if pending is not None:
                 pending.discard()
 
-    def _encode_checked(
-        self, sha256: str, data: bytes, source: str | None
-    ) -> tuple[tuple[bytes, int, tuple[str, ...]] | None, PendingBase | None]:
-        """`encode` for a new object of `source`, and the base cache file its check
-        decoded into (`BaseCache.begin`: the check and the cache's copy of the bytes
-        are one pass), to be published once the object is stored; (None, None) when
-        it is to stay raw, or the encoder failed (compressing is never a reason not to
-        archive)."""
-        pending: PendingBase | None = None
-        try:
-            planned = self._plan(sha256, data, source, self._latest(source, sha256))
-            if planned is None:
-                return None, None
-            stored, depth, chain, base_bytes = planned
-            if source is not None and self.base_cache is not None and codec.can_decode_into():
-                pending = self.base_cache.begin(source, sha256, depth, (sha256, *chain), data)
-            into = None if pending is None else pending.view
-            codec.verify(stored, sha256, data, base_bytes, into)
-            return (stored, depth, chain), pending
-        except (codec.FrameError, MemoryError):
-            if pending is not None:
-                pending.discard()
-            return None, None
-        except BaseException:
-            if pending is not None:
-                pending.discard()
-            raise
+    def _begin_cache(
+        self,
+        source: str | None,
+        sha256: str,
+        data: bytes,
+        planned: tuple[bytes, int, tuple[str, ...], bytes | memoryview | None],
+    ) -> PendingBase | None:
+        """The base cache file a new object's check decodes into (`BaseCache.begin`),
+        published once the object is stored; None where there is none to make."""
+        if source is None or self.base_cache is None or not codec.can_decode_into():
+            return None
+        _, depth, chain, _ = planned
+        return self.base_cache.begin(source, sha256, depth, (sha256, *chain), data)
 
     def encode(
         self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
