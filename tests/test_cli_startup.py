@@ -111,6 +111,41 @@ def test_a_csv_snapshot_loads_no_archive_reader_or_gis_library(cli: Cli, tmp_pat
         assert not [m for m in loaded["ours"] if m.startswith(prefix)], prefix
 
 
+def test_a_csv_ingest_loads_no_gis_module_or_library(cli: Cli, tmp_path: Path) -> None:
+    """`feedledger ingest` of a CSV payload: the GIS readers (`formats.geo_reader`,
+    `formats.geoparquet`, `formats.gis`) and their libraries (shapely, pyogrio) stay
+    unloaded; they cost a 1M-parcel daily ingest ~0.1-0.3 s of import before the parse
+    (bench/README.md, "Stop 26")."""
+    cli("source", "add", "p", "--key", "id")
+    payload = write_csv(tmp_path / "p_2026-08-01.csv", ["id", "zoning"], [["1", "R1"]])
+    args = ["--config", str(cli.ws.config_path), "ingest", "p", str(payload)]
+    code = (
+        "from feedledger.cli.main import app\n"
+        "try:\n"
+        f"    app({[*args, '--published-at', '2026-08-01']!r}, prog_name='feedledger')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+    )
+    loaded = _loaded(code)
+    assert cli.json("history", "p", "1")[0]["attributes"] == {"id": "1", "zoning": "R1"}
+    assert "feedledger.formats.readers" in loaded["ours"]  # (it did read the payload)
+    assert not {"pyogrio", "shapely"} & set(loaded["heavy"])
+    gis = (
+        "feedledger.formats.geo_reader",
+        "feedledger.formats.geoparquet",
+        "feedledger.formats.gis",
+    )
+    assert not set(gis) & set(loaded["ours"])
+
+
+def test_the_payload_readers_load_after_the_archive_has_the_bytes() -> None:
+    """`pipeline.ingest` does not import the readers (polars) at its own import: `ingest`
+    does, once the archive is hashing and compressing the bytes on another core."""
+    loaded = _loaded("import feedledger.pipeline.ingest")
+    assert "polars" not in loaded["heavy"]
+    assert "feedledger.formats.readers" not in loaded["ours"]
+
+
 def test_public_api_names_resolve_to_their_modules() -> None:
     """`fl.<name>` is the object its module defines, for every name in `__all__`, and
     `from feedledger import *` binds them all."""

@@ -215,15 +215,15 @@ def test_run_reads_pages_and_replay_gives_the_same_versions(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     whole_reads: list[str] = []
-    import feedledger.formats.readers as readers
+    import feedledger.formats.geo_reader as geo_reader  # (readers imports it on need)
 
-    real = readers.read_geo
+    real = geo_reader.read_geo
 
     def counted(data: bytes, src: SourceConfig, label: str) -> Observations:
         whole_reads.append(label)
         return real(data, src, label)
 
-    monkeypatch.setattr(readers, "read_geo", counted)
+    monkeypatch.setattr(geo_reader, "read_geo", counted)
     with running("11.1") as fake:
         fake.features, fake.max_record_count = _awkward(14), 3
         cli("source", "add", "zoning", "--connector", "arcgis", "--fetch", fake.url,

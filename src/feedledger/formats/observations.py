@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
-import shapely
 
 from feedledger.formats.canonical import (
     columns_needing_escape,
@@ -78,6 +77,8 @@ class Observations:
         picked = self.geometry.select(
             pl.col("wkb").gather(idx), pl.col("geometry_hash").gather(idx)
         )
+        import shapely  # here: a CSV or JSON payload never needs GEOS
+
         texts = shapely.to_geojson(shapely.from_wkb(picked.get_column("wkb").to_numpy()))
         # as a list: polars cannot cast an object array that starts with None to String
         return pl.DataFrame(

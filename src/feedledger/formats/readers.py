@@ -16,7 +16,6 @@ import polars as pl
 
 from feedledger.formats.compressed import decode_text, decompress
 from feedledger.formats.csv_reader import read_csv_payload
-from feedledger.formats.geo_reader import read_geo
 from feedledger.formats.observations import (
     BLANK_PATTERN,
     Observations,
@@ -45,6 +44,9 @@ def read_observations(
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
     if src.is_geo:
+        # (imported here: the GIS readers and their libraries cost a CSV ingest ~0.1 s)
+        from feedledger.formats.geo_reader import read_geo
+
         pre = pre_read(label) if pre_read is not None else None
         obs = pre if pre is not None else read_geo(_geo_bytes(data, src, label), src, label)
         _check_keys(obs, src, label)

@@ -20,7 +20,6 @@ from feedledger.formats.canonical import (
     json_string,
     sparse_hashes,
 )
-from feedledger.formats.geoparquet import geo_metadata
 from feedledger.formats.observations import (
     DELETE_FIELD,
     OBS_SCHEMA,
@@ -178,6 +177,8 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
     if len(set(names)) != len(names):
         dupes = sorted({clip(n) for n in names if names.count(n) > 1})[:5]
         raise fail(src, label, f"duplicate column name(s) in the Parquet schema: {dupes}")
+    from feedledger.formats.geoparquet import geo_metadata  # (GIS modules: on need)
+
     if geo_metadata(table.schema) is not None:  # its geometry is not an attribute
         raise fail(src, label, "this is GeoParquet: use --format geoparquet")
     try:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from feedledger import faults
 from feedledger.context import Context
-from feedledger.formats import Observations, published_from_field, read_observations
 from feedledger.model.errors import (
     BadPayloadError,
     ConfigError,
@@ -39,12 +38,14 @@ from feedledger.model.types import RunKind
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
+    from feedledger.formats import Observations
     from feedledger.ledger.records import Application
     from feedledger.ledger.store import Store
     from feedledger.pipeline.apply import Ahead, Applied
 
 # The ledger modules (SQLAlchemy, the driver) are imported by `_warm_store` on a second
-# thread while the payload is parsed, not when this module is imported.
+# thread while the payload is parsed, not when this module is imported; the readers
+# (polars) by `ingest` once the archive has the bytes on the other core.
 
 
 @dataclass
@@ -169,6 +170,10 @@ def ingest(
         # opening the store (driver import, connection, schema check) also overlaps the
         # parse; its errors surface below, after the bytes are archived
         opening = pool.submit(_warm_store, ctx)
+        # imported now, not with this module: the archive hashes and compresses the
+        # bytes (no GIL) while polars and the readers load
+        from feedledger.formats import published_from_field, read_observations
+
         try:
             with stage("read"):
                 obs = read_observations(data, src, label=label, pre_read=pre_read)
