@@ -35,7 +35,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from feedledger import faults
 from feedledger.archive import codec
@@ -79,6 +79,16 @@ class Stored:
     stored_size: int
     base: str | None
     depth: int
+
+
+class _Planned(NamedTuple):
+    """An object as it would be stored, before its check: its stored bytes, its depth
+    and base chain, and the base's bytes it is a delta of (None: a keyframe)."""
+
+    stored: bytes
+    depth: int
+    chain: tuple[str, ...]
+    base: bytes | memoryview | None
 
 
 class Objects:
@@ -241,16 +251,15 @@ class Objects:
                     pending = self._begin_cache(source, sha256, data, planned)
                     # one pass: the check leaves the bytes in the cache file it is to be
                     into = None if pending is None else pending.view
-                    codec.verify(planned[0], sha256, data, planned[3], into)
+                    codec.verify(planned.stored, sha256, data, planned.base, into)
             except (codec.FrameError, MemoryError):
                 planned = None  # compressing is never a reason not to archive: raw, then
             faults.point("archive_encoded")
             if planned is None:
                 return self._blobs.create(raw_rel(sha256), data)
-            stored, depth, chain, _ = planned
-            created = self._blobs.create(zst_rel(sha256), stored)
+            created = self._blobs.create(zst_rel(sha256), planned.stored)
             faults.point("archive_object_written")
-            written = Decoded(data, depth, (sha256, *chain))
+            written = Decoded(data, planned.depth, (sha256, *planned.chain))
             self._recent = written
             if created and source is not None and self.base_cache is not None:
                 # after the object: a kill in between leaves the previous (stale) cache
@@ -274,14 +283,14 @@ class Objects:
         source: str | None,
         sha256: str,
         data: bytes,
-        planned: tuple[bytes, int, tuple[str, ...], bytes | memoryview | None],
+        planned: _Planned,
     ) -> PendingBase | None:
         """The base cache file a new object's check decodes into (`BaseCache.begin`),
         published once the object is stored; None where there is none to make."""
         if source is None or self.base_cache is None or not codec.can_decode_into():
             return None
-        _, depth, chain, _ = planned
-        return self.base_cache.begin(source, sha256, depth, (sha256, *chain), data)
+        chain = (sha256, *planned.chain)
+        return self.base_cache.begin(source, sha256, planned.depth, chain, data)
 
     def encode(
         self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
@@ -292,15 +301,14 @@ class Objects:
         planned = self._plan(sha256, data, source, base)
         if planned is None:
             return None
-        stored, depth, chain, base_bytes = planned
         # the raw bytes are not kept: what is stored must give them back, checked before
         # it replaces them (an encoder fault then costs bytes on disk, never the payload)
-        codec.verify(stored, sha256, data, base_bytes)
-        return stored, depth, chain
+        codec.verify(planned.stored, sha256, data, planned.base)
+        return planned.stored, planned.depth, planned.chain
 
     def _plan(
         self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
-    ) -> tuple[bytes, int, tuple[str, ...], bytes | memoryview | None] | None:
+    ) -> _Planned | None:
         """`encode`'s object before its check, and the base bytes it is a delta of."""
         every = self.keyframe_every(source) if source is not None else 0
         if every < 1 or len(data) < self.min_size:
@@ -320,7 +328,7 @@ class Objects:
             base_bytes = None
         if len(stored) >= len(data):
             return None
-        return stored, depth, chain, base_bytes
+        return _Planned(stored, depth, chain, base_bytes)
 
     def _latest(self, source: str | None, sha256: str) -> CachedBase | Decoded | None:
         """The base for a new payload of `source`: its latest archived payload (by
