@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, select, update
 
 from feedledger.diff import STATE_SCHEMA
 from feedledger.ledger import bulk
@@ -141,38 +141,66 @@ class Store:
 
     # -- payload index ------------------------------------------------------------------
     def register_payload(self, ref: PayloadRef) -> bool:
-        """Add `ref` to the payload index. Returns False if it was already there."""
+        """Add `ref` to the payload index. Returns False if it was already there.
+
+        Safe against another process indexing the same payload at the same moment (a
+        live run registering what it just archived while a backfill indexes the
+        archive): the insert skips a row that appeared since the look, and the look is
+        then repeated (on PostgreSQL a new statement sees the other's commit)."""
         with self.begin() as conn:
-            row = conn.execute(
-                select(payloads.c.payload_id, payloads.c.sha256).where(
-                    payloads.c.source == ref.source, payloads.c.published_at == ref.published_at
-                )
-            ).first()
-            if row is not None:
-                if row.sha256 == ref.sha256:
-                    return False
-                raise AmbiguousPayloadError(
-                    f"payload {row.payload_id} already claims publisher timestamp "
-                    f"{iso(ref.published_at)} with different bytes; refused as ambiguous",
-                    source=ref.source,
-                    payload=ref.label,
-                    hint="two payloads of one source may share a publisher timestamp only "
-                    "if their bytes are identical",
-                )
-            conn.execute(
-                insert(payloads).values(
-                    payload_id=ref.payload_id,
-                    source=ref.source,
-                    sha256=ref.sha256,
-                    published_at=ref.published_at,
-                    fetched_at=ref.fetched_at,
-                    size=ref.size,
-                    original_name=ref.original_name,
-                    content_type=ref.content_type,
-                    indexed_at=now_us(),
-                )
+            if self._indexed(conn, ref):
+                return False
+            stmt = self._insert_new(payloads).values(
+                payload_id=ref.payload_id,
+                source=ref.source,
+                sha256=ref.sha256,
+                published_at=ref.published_at,
+                fetched_at=ref.fetched_at,
+                size=ref.size,
+                original_name=ref.original_name,
+                content_type=ref.content_type,
+                indexed_at=now_us(),
             )
+            if conn.execute(stmt.returning(payloads.c.payload_id)).first() is not None:
+                return True
+            if self._indexed(conn, ref):
+                return False
+        raise AmbiguousPayloadError(  # the conflict was on a row that the look cannot see
+            f"payload {ref.payload_id} could not be indexed: another payload holds its id",
+            source=ref.source,
+            payload=ref.label,
+        )
+
+    def _insert_new(self, table: Any) -> Any:
+        """INSERT that does nothing where a row would break a unique constraint."""
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert(table).on_conflict_do_nothing()
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table).on_conflict_do_nothing()
+
+    def _indexed(self, conn: Connection, ref: PayloadRef) -> bool:
+        """True if `ref` is already indexed; AmbiguousPayloadError if another payload
+        claims its publisher timestamp."""
+        row = conn.execute(
+            select(payloads.c.payload_id, payloads.c.sha256).where(
+                payloads.c.source == ref.source, payloads.c.published_at == ref.published_at
+            )
+        ).first()
+        if row is None:
+            return False
+        if row.sha256 == ref.sha256:
             return True
+        raise AmbiguousPayloadError(
+            f"payload {row.payload_id} already claims publisher timestamp "
+            f"{iso(ref.published_at)} with different bytes; refused as ambiguous",
+            source=ref.source,
+            payload=ref.label,
+            hint="two payloads of one source may share a publisher timestamp only "
+            "if their bytes are identical",
+        )
 
     def list_payloads(
         self, source: str, start: int | None = None, end: int | None = None
