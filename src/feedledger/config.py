@@ -208,12 +208,15 @@ class Workspace:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
         try:
             doc = tomlkit.parse(text)
-        except tomlkit.exceptions.KeyAlreadyPresent as exc:
-            raise ConfigError(
-                f"{path} is not valid TOML: {str(exc).rstrip('.')} in the same table",
-                hint="a key may appear once per table: remove or rename the repeated one",
-            ) from exc
         except tomlkit.exceptions.TOMLKitError as exc:
+            # tomlkit < 0.14 raises KeyAlreadyPresent itself; later releases wrap it in a
+            # ParseError that names the line ("... already exists. at line 3 col 0").
+            repeated = tomlkit.exceptions.KeyAlreadyPresent
+            if isinstance(exc, repeated) or isinstance(exc.__cause__, repeated):
+                raise ConfigError(
+                    f"{path} is not valid TOML: {exc} (a key repeated in the same table)",
+                    hint="a key may appear once per table: remove or rename the repeated one",
+                ) from exc
             raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
         root = path.parent
         data = doc.unwrap()
