@@ -4,6 +4,7 @@ Fixtures live in conftest.py, which builds on these."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from feedledger.config import Workspace
+from feedledger.model.payload import PayloadRef, payload_id_for
 from feedledger.model.source import SourceConfig
 
 # the `make_source` fixture (conftest.py): (name="larimer", key="parcel_id", **options)
@@ -184,6 +186,22 @@ class Cli:
             timeout=timeout,
             check=False,
         )
+
+
+def payload_ref(
+    source: str, data: bytes, published_at: int, fetched_at: int, original_name: str | None = None
+) -> PayloadRef:
+    """The PayloadRef of `data` as the archive would make it (id from its sha256)."""
+    sha = hashlib.sha256(data).hexdigest()
+    return PayloadRef(
+        payload_id=payload_id_for(source, published_at, sha),
+        source=source,
+        sha256=sha,
+        published_at=published_at,
+        fetched_at=fetched_at,
+        size=len(data),
+        original_name=original_name,
+    )
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:

@@ -32,9 +32,9 @@ from feedledger.archive.s3client import (
 from feedledger.archive.sidecar import sidecar_bytes
 from feedledger.config import Workspace
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
-from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.payload import PayloadRef
 from feedledger.model.timeutil import parse_instant, to_us
-from helpers import Cli, write_csv
+from helpers import Cli, payload_ref, write_csv
 
 DAY1 = to_us(parse_instant("2026-08-06", "America/Denver"))
 FETCHED = to_us(parse_instant("2026-08-09T10:00:00Z"))
@@ -63,15 +63,7 @@ def _key(archive: S3Archive, rel: str) -> str:
 
 
 def _ref(source: str, data: bytes, published_at: int) -> PayloadRef:
-    sha = hashlib.sha256(data).hexdigest()
-    return PayloadRef(
-        payload_id=payload_id_for(source, published_at, sha),
-        source=source,
-        sha256=sha,
-        published_at=published_at,
-        fetched_at=FETCHED,
-        size=len(data),
-    )
+    return payload_ref(source, data, published_at, FETCHED)
 
 
 # -- write-once ---------------------------------------------------------------------------

@@ -6,7 +6,6 @@ unique constraint "payloads_pkey"` from a live run racing a backfill on PostgreS
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,22 +14,14 @@ import pytest
 from feedledger.config import Workspace
 from feedledger.ledger.store import Store
 from feedledger.model.errors import AmbiguousPayloadError
-from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.payload import PayloadRef
+from helpers import payload_ref
 
 DAY = 1_785_996_000_000_000  # 2026-08-06T06:00:00Z
 
 
 def ref_of(data: bytes, source: str = "larimer") -> PayloadRef:
-    sha = hashlib.sha256(data).hexdigest()
-    return PayloadRef(
-        payload_id=payload_id_for(source, DAY, sha),
-        source=source,
-        sha256=sha,
-        published_at=DAY,
-        fetched_at=DAY + 1,
-        size=len(data),
-        original_name="parcels.csv",
-    )
+    return payload_ref(source, data, DAY, DAY + 1, "parcels.csv")
 
 
 @pytest.fixture
