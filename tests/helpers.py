@@ -4,7 +4,6 @@ Fixtures live in conftest.py, which builds on these."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -18,8 +17,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from feedledger.archive.sidecar import new_ref
 from feedledger.config import Workspace
-from feedledger.model.payload import PayloadRef, payload_id_for
+from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 
 # the `make_source` fixture (conftest.py): (name="larimer", key="parcel_id", **options)
@@ -191,16 +191,15 @@ class Cli:
 def payload_ref(
     source: str, data: bytes, published_at: int, fetched_at: int, original_name: str | None = None
 ) -> PayloadRef:
-    """The PayloadRef of `data` as the archive would make it (id from its sha256)."""
-    sha = hashlib.sha256(data).hexdigest()
-    return PayloadRef(
-        payload_id=payload_id_for(source, published_at, sha),
-        source=source,
-        sha256=sha,
+    """The PayloadRef of `data` as an archive's `put` files it (`archive.sidecar.new_ref`)."""
+    return new_ref(
+        source,
+        data,
         published_at=published_at,
         fetched_at=fetched_at,
-        size=len(data),
         original_name=original_name,
+        content_type=None,
+        sha256=None,
     )
 
 
