@@ -209,15 +209,13 @@ class Workspace:
         try:
             doc = tomlkit.parse(text)
         except tomlkit.exceptions.TOMLKitError as exc:
-            # tomlkit < 0.14 raises KeyAlreadyPresent itself; later releases wrap it in a
-            # ParseError that names the line ("... already exists. at line 3 col 0").
+            # a repeated key: tomlkit 0.15 wraps KeyAlreadyPresent in a ParseError naming
+            # the line, except in an inline table ({a = 1, a = 2}), where it raises it bare
             repeated = tomlkit.exceptions.KeyAlreadyPresent
+            hint = None
             if isinstance(exc, repeated) or isinstance(exc.__cause__, repeated):
-                raise ConfigError(
-                    f"{path} is not valid TOML: {exc} (a key repeated in the same table)",
-                    hint="a key may appear once per table: remove or rename the repeated one",
-                ) from exc
-            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+                hint = "a key may appear once per table: remove or rename the repeated one"
+            raise ConfigError(f"{path} is not valid TOML: {exc}", hint=hint) from exc
         root = path.parent
         data = doc.unwrap()
         store = data.get("store", {}).get("url", DEFAULT_STORE)
