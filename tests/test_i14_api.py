@@ -293,3 +293,18 @@ def test_verify_text_renders_typed_checks(cli: Any, tmp_path: Path) -> None:
         "cache: ok",
     ]
     assert "(2 rows; missing 0, extra 0, different 0)" in lines[0]
+
+
+def test_a_time_that_is_not_a_date_is_refused_in_one_line(led: fl.Ledger) -> None:
+    src = led.source("larimer")
+    src.ingest(_csv(("0714-22-1", "R-1")), published_at=date(2026, 8, 1))
+    with pytest.raises(TypeError) as text:
+        src.asof("0714-22-1", valid="2026-08-02")  # type: ignore[arg-type]
+    assert str(text.value) == (
+        "valid must be a datetime.date or datetime.datetime, not str '2026-08-02' "
+        "(date.fromisoformat reads a YYYY-MM-DD text)"
+    )
+    with pytest.raises(TypeError, match=r"^known_at must be .*, not int 20260802$"):
+        src.history("0714-22-1", known_at=20260802)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^valid must be a datetime.date"):
+        src.snapshot_batches(valid="2026-08-02")  # type: ignore[arg-type]

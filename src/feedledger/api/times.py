@@ -15,7 +15,20 @@ from feedledger.model.timeutil import from_us, local_instant, to_us, zone
 When = date | datetime
 
 
+def _typed(value: object, what: str) -> None:
+    """Refuse in one line a time that is neither a date nor a datetime (say the text
+    "2026-08-06", which date.fromisoformat makes one)."""
+    if isinstance(value, date):  # (a datetime is a date)
+        return
+    how = " (date.fromisoformat reads a YYYY-MM-DD text)" if isinstance(value, str) else ""
+    raise TypeError(
+        f"{what} must be a datetime.date or datetime.datetime, "
+        f"not {type(value).__name__} {value!r}{how}"
+    )
+
+
 def instant_us(value: When, tz: str, what: str) -> int:
+    _typed(value, what)
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = local_instant(value, tz, text=value.isoformat(), what=what)
