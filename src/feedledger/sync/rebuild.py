@@ -78,9 +78,9 @@ def rebuild(
         )
     report = SyncReport(dest.name, man.name)
     started = time.perf_counter()
-    target = Target(dest)
-    target.ensure()
     builder = Builder(ctx, dest, man.generation)
+    target = Target(dest, geo=builder.geo)
+    target.ensure()
     live_builder = Builder(ctx, dest)
     bucket = TokenBucket(rate * (1 - live_reserve)) if rate else None
     store = ctx.store
@@ -149,7 +149,7 @@ def rebuild(
             if bucket is not None:
                 bucket.take(len(keys))
             lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
-            rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True)
+            rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
             docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])

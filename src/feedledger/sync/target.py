@@ -16,6 +16,10 @@ held (r0, h0, g0), exactly one verdict:
 A delete is a tombstone row (deleted, revision, generation) that is never removed, so a
 delayed older write cannot resurrect the record.
 
+A GIS source's table has one more column, `geometry_wkb` (BLOB / bytea: the version's
+geometry as ISO WKB, NULL for none and for a tombstone), added to an older table that
+lacks it; the document carries the same geometry as GeoJSON (sync/transform.py).
+
 PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
 and returns, for the rows it did not write, the row held (read from the same snapshot).
 SQLite: the batch is classified against the rows held and upserted with the same
@@ -36,6 +40,7 @@ from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
+GEOMETRY = "geometry_wkb"  # a GIS source's table only
 GUARD = (
     "(excluded.revision > t.revision AND excluded.generation_rank >= t.generation_rank) "
     "OR (excluded.revision = t.revision AND excluded.generation_rank > t.generation_rank)"
@@ -85,12 +90,14 @@ def _evidence(d: Doc, held: Any) -> dict[str, Any]:
 
 
 class Target:
-    def __init__(self, dest: Destination) -> None:
+    def __init__(self, dest: Destination, *, geo: bool = False) -> None:
         self.dest = dest
         self.table = dest.table
         self.ident = ident(dest.table)  # in every statement: MyTable, select, order work
         self.engine = _engine(dest)
         self.postgres = dest.kind == "postgres"
+        self.geo = geo  # a GIS source: the geometry_wkb column is written too
+        self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
 
     def close(self) -> None:
         self.engine.dispose()
@@ -118,6 +125,10 @@ class Target:
                     f"column(s) {', '.join(missing)} (found: {', '.join(sorted(found))})",
                     hint="choose another --table, or drop that table",
                 )
+            if self.geo and GEOMETRY not in found:  # a table made before geometry travelled
+                kind = "bytea" if self.postgres else "BLOB"
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(f"ALTER TABLE {self.ident} ADD COLUMN {GEOMETRY} {kind}")
             return
         with self.engine.begin() as conn:
             for stmt in self._ddl():
@@ -130,7 +141,8 @@ class Target:
                 f"CREATE TABLE {t} (key TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
                 "generation TEXT NOT NULL, generation_rank INTEGER NOT NULL, "
                 "content_hash TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc TEXT, "
-                "written_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * "
+                + (f"{GEOMETRY} BLOB, " if self.geo else "")
+                + "written_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * "
                 "86400000000 AS INTEGER)))"
             ]
         fields = self.dest.text_fields
@@ -143,7 +155,8 @@ class Target:
             f"CREATE TABLE {t} (key text PRIMARY KEY, revision bigint NOT NULL, "
             "generation text NOT NULL, generation_rank bigint NOT NULL, "
             "content_hash text NOT NULL, deleted boolean NOT NULL DEFAULT false, doc jsonb, "
-            f"search tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, "
+            + (f"{GEOMETRY} bytea, " if self.geo else "")
+            + f"search tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, "
             f"{text_expr})) STORED, "
             "written_at bigint NOT NULL DEFAULT (extract(epoch from clock_timestamp()) * "
             "1000000)::bigint)",
@@ -171,8 +184,8 @@ class Target:
         return out
 
     def _upsert_sql(self, source: str) -> str:
-        cols = ", ".join(COLUMNS)
-        sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
+        cols = ", ".join(self.columns)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in self.columns[1:])
         now = (
             "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
             if self.postgres
@@ -190,14 +203,15 @@ class Target:
             cur.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
                 "generation text, generation_rank bigint, content_hash text, deleted boolean, "
-                "doc jsonb) ON COMMIT DELETE ROWS"
+                f"doc jsonb, {GEOMETRY} bytea) ON COMMIT DELETE ROWS"
             )
-            with cur.copy(f"COPY fl_stage ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            cols = ", ".join(self.columns)
+            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN") as copy:
                 for d in docs:  # psycopg's C adaptation: faster than building the text here
-                    copy.write_row(
-                        (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted, d.doc)
-                    )
-            upsert = self._upsert_sql(f"SELECT {', '.join(COLUMNS)} FROM fl_stage")
+                    row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
+                           d.doc)  # fmt: skip
+                    copy.write_row((*row, d.wkb) if self.geo else row)
+            upsert = self._upsert_sql(f"SELECT {cols} FROM fl_stage")
             # the held document only where it is evidence (same revision and generation,
             # different content: unresolved), as text: no JSON decoding of every row held
             cur.execute(
@@ -233,7 +247,7 @@ class Target:
             write = [d for d in docs if d.key not in held or judge(d, held[d.key])[0] == "accepted"]
             if write:
                 conn.exec_driver_sql(
-                    self._upsert_sql(f"VALUES ({', '.join('?' * len(COLUMNS))})"),
+                    self._upsert_sql(f"VALUES ({', '.join('?' * len(self.columns))})"),
                     [
                         (
                             d.key,
@@ -243,6 +257,7 @@ class Target:
                             d.content_hash,
                             int(d.deleted),
                             d.doc,
+                            *((d.wkb,) if self.geo else ()),
                         )
                         for d in write
                     ],
