@@ -48,6 +48,8 @@ class SyncReport:
     # in this call, and the first one's key and reason
     rejected_before_write: int = 0
     first_rejection: str | None = None
+    # a rebuild that resumed an interrupted one: where (rebuild.Resume.to_json())
+    resumed: dict[str, Any] | None = None
 
     def note_rejections(self, *builders: Builder | None) -> None:
         for b in builders:
@@ -67,6 +69,7 @@ class SyncReport:
             "seconds": round(self.seconds, 3),
             "rejected_before_write": self.rejected_before_write,
             "first_rejection": self.first_rejection,
+            "resumed": self.resumed,
         }
 
 

@@ -34,8 +34,9 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
+from feedledger import faults
 from feedledger.model.destination import Destination
-from feedledger.model.errors import ConfigError, StoreUnavailableError
+from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
@@ -98,6 +99,7 @@ class Target:
         self.postgres = dest.kind == "postgres"
         self.geo = geo  # a GIS source: the geometry_wkb column is written too
         self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
+        self.writes = 0  # batches written (PostgreSQL), for the fault point
 
     def close(self) -> None:
         self.engine.dispose()
@@ -114,8 +116,10 @@ class Target:
                 else {}
             )
         except Exception as exc:
+            text_ = str(getattr(exc, "orig", None) or exc).strip()
+            reason = text_.splitlines()[0] if text_ else type(exc).__name__
             raise StoreUnavailableError(
-                f"cannot reach destination {self.dest.name}: {str(exc).splitlines()[0]}"
+                f"cannot reach destination {self.dest.name}: {reason}"
             ) from None
         if exists:
             missing = [c for c in (*COLUMNS, "written_at") if c not in found]
@@ -169,7 +173,15 @@ class Target:
         only once the destination committed (acknowledged)."""
         if not docs:
             return []
-        held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+        try:
+            held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+        except FeedledgerError:
+            raise
+        except Exception as exc:
+            failure = self.failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
         if not held:  # the common case: every doc written
             return [Verdict(d.key, "accepted", d.revision, d.generation, d.content_hash)
                     for d in docs]  # fmt: skip
@@ -211,6 +223,8 @@ class Target:
                     row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
                            d.doc)  # fmt: skip
                     copy.write_row((*row, d.wkb) if self.geo else row)
+            self.writes += 1
+            faults.point("destination_staged", self.writes)
             upsert = self._upsert_sql(f"SELECT {cols} FROM fl_stage")
             # the held document only where it is evidence (same revision and generation,
             # different content: unresolved), as text: no JSON decoding of every row held
@@ -226,7 +240,12 @@ class Target:
             raw.commit()
             return held
         except BaseException:
-            raw.rollback()
+            try:
+                raw.rollback()
+            except Exception:
+                # the connection is gone (its server ended it): out of the pool, so no
+                # reset of it is tried (and logged) when it is returned
+                raw.invalidate()
             raise
         finally:
             raw.close()
@@ -265,6 +284,34 @@ class Target:
         for d in write:
             held.pop(d.key, None)
         return held
+
+    def failure(self, exc: BaseException) -> StoreUnavailableError | None:
+        """A driver's error under a write as one line naming the destination (exit 8):
+        its connection lost (the batch not acknowledged: a rebuild run again resumes
+        after its last acknowledged batch, the guard making a repeat harmless), or the
+        statement refused; None for anything else."""
+        from sqlalchemy.exc import DBAPIError
+
+        from feedledger.ledger.engine import lost_connection, redact
+
+        name, where = self.dest.name, redact(self.dest.url)
+        lost = lost_connection(exc, self.dest.url)
+        if lost is not None:
+            reason = lost.problem.split(": ", 1)[-1]
+            return StoreUnavailableError(
+                f"lost the connection to destination {name} at {where}: {reason}",
+                hint="the batch under way was not acknowledged; run the same command "
+                "again: a rebuild resumes after its last acknowledged batch",
+            )
+        driver = type(exc).__module__.split(".")[0] in ("psycopg", "sqlite3")
+        if not (driver or isinstance(exc, DBAPIError)):
+            return None
+        text_ = str(getattr(exc, "orig", None) or exc).strip()
+        reason = text_.splitlines()[0] if text_ else type(exc).__name__
+        return StoreUnavailableError(
+            f"destination {name} at {where} refused the write: {reason}",
+            hint="the batch under way was not written; run the same command again",
+        )
 
     # -- reading back (reconcile) -----------------------------------------------------------
     def rows(self, lo: str | None = None, hi: str | None = None) -> list[tuple[Any, ...]]:
