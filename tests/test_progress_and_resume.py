@@ -107,3 +107,26 @@ def test_a_resumed_rebuild_says_where_it_resumes(cli: Cli, tmp_path: Path) -> No
     rerun = cli("sync", "d", "--manifest", "again", "--batch", "10")
     assert "resuming again at batch 3 of 3 (20 of 25 keys already acknowledged)" in rerun.stderr
     assert cli.json("reconcile", "d", "--manifest", "again")["complete"] is True
+
+
+def test_on_a_terminal_the_backfill_bar_shows_counts_and_rate(cli: Cli, tmp_path: Path) -> None:
+    archive(cli, tmp_path)
+    window = ["--from", "2026-08-03", "--to", "2026-08-11", "--no-fetch", "--json"]
+    done = cli.proc("backfill", SRC, *window, env={"TTY_COMPATIBLE": "1", "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr
+    assert "3/3" in done.stderr and " payloads/s" in done.stderr, done.stderr
+    assert "backfill: " not in done.stderr  # the bar, not the log lines
+    json.loads(done.stdout)
+
+
+def test_on_a_terminal_the_rebuild_bar_shows_counts_and_rate(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "sup", "--key", "id")
+    rows = [[f"V-{i:02d}", f"name {i}"] for i in range(25)]
+    cli("ingest", "sup", str(write_csv(tmp_path / "sup_2026-08-01.csv", ["id", "name"], rows)))
+    dest = str(tmp_path / "dest.db")
+    cli("destination", "add", "d", "--source", "sup", "--sqlite", dest, "--table", "t")
+    cli("manifest", "create", "all", "--source", "sup")
+    done = cli.proc("sync", "d", "--manifest", "all", "--batch", "10",
+                    env={"TTY_COMPATIBLE": "1", "COLUMNS": "160"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "25/25" in done.stderr and " keys/s" in done.stderr, done.stderr

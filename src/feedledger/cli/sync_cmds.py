@@ -214,6 +214,8 @@ def sync(
 
             def on_resume(name: str, at: int, batches: int, done: int, population: int) -> None:
                 err.print(render.resuming(name, at, batches, done, population), markup=False)
+                if step is not None:  # the bar starts there: its rate counts this run's keys
+                    step(done, population, 0.0)
 
             report = dest.rebuild(
                 manifest,
