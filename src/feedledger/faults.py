@@ -9,6 +9,8 @@ retraction committed), `after_payload:<n>` (the n-th payload of a backfill or re
 committed), `after_send` (notifications sent, their deliveries not yet marked),
 `before_destination_write:<n>`, `after_destination_write:<n>` (acknowledged, not yet
 checkpointed), `after_checkpoint:<n>` (the n-th batch of a destination rebuild),
+`destination_staged:<n>` (PostgreSQL destination: the n-th batch a Target writes is
+in its staging table, not yet upserted; the transaction open),
 `mid_copy` (PostgreSQL: a payload's first rows sent by COPY, the COPY still open),
 `compact_written:<n>` / `compact_deleted:<n>` / `after_compact:<n>` (`archive compact`'s
 n-th payload: compressed object created, raw one deleted, payload done),

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 # a rebuild's progress: (keys done, keys in the manifest, live route lag in seconds)
 RebuildProgress = Callable[[int, int, float], None]
+# an interrupted rebuild resuming: (manifest, batch it resumes at, batches in all, keys
+# already acknowledged, keys in the manifest)
+RebuildResume = Callable[[str, int, int, int, int], None]
 
 
 class Destination:
@@ -67,11 +70,15 @@ class Destination:
         recovery_window_s: float = 60.0,
         batch: int | None = None,
         progress: RebuildProgress | None = None,
+        on_resume: RebuildResume | None = None,
     ) -> SyncReport:
         """Write each manifest key's version as of its boundary, in checkpointed batches
         of `batch` documents (`rate`: documents/s in all, `live_reserve` of it kept for
         the live route; the rebuild waits while the live lag exceeds
-        `recovery_window_s`; `maintenance` pauses the live route meanwhile)."""
+        `recovery_window_s`; `maintenance` pauses the live route meanwhile). An
+        interrupted rebuild of the same manifest resumes after its last acknowledged
+        batch: `on_resume` is called first (the report's `resumed` says it too);
+        `progress` after each acknowledged batch."""
         from feedledger.sync.live import BATCH
         from feedledger.sync.rebuild import rebuild
 
@@ -85,6 +92,9 @@ class Destination:
             maintenance=maintenance,
             progress=progress,
             batch=BATCH if batch is None else batch,
+            on_resume=None
+            if on_resume is None
+            else lambda r: on_resume(r.manifest, r.batch, r.batches, r.keys_done, r.population),
         )
         return SyncReport.of(report)
 
@@ -146,6 +156,9 @@ class DestinationLag:
     changes_behind: int
     oldest_pending_at: datetime | None
     lag_s: float
+    # rebuilds begun and not finished (running, or interrupted: a rerun resumes there):
+    # {"manifest", "batch", "batches", "keys_done", "population"} each
+    unfinished_rebuilds: list[dict[str, Any]]
     _raw: dict[str, Any] = field(repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -163,5 +176,6 @@ class DestinationLag:
             d["changes_behind"],
             None if oldest is None else datetime.fromisoformat(oldest),
             d["lag_s"],
+            d.get("unfinished_rebuilds", []),
             d,
         )

@@ -46,6 +46,7 @@ def destination_status(led: Ledger, name: str) -> DestinationStatus:
     """The status of destination `name` (NotFoundError if there is none)."""
     from feedledger.sync import manifests
     from feedledger.sync import state as sync_state
+    from feedledger.sync.rebuild import resume_point
 
     dest = led.destination(name)
     store = led.context.store
@@ -71,6 +72,8 @@ def destination_status(led: Ledger, name: str) -> DestinationStatus:
                 "generation": m.generation,
                 "judged": sum(counts.values()),
                 "checkpoint": None if point is None else point.to_json(),
+                # unfinished: where a rerun resumes (batch N of M), None otherwise
+                "resume": None if (r := resume_point(store, dest.name, m)) is None else r.to_json(),
             }
         )
     lags = [d for d in led.destination_lag([dest.source]) if d.destination == dest.name]

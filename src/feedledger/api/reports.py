@@ -339,6 +339,13 @@ class SyncReport(_Raw):
             r.live_written, r,
         )  # fmt: skip
 
+    @property
+    def resumed(self) -> dict[str, Any] | None:
+        """A rebuild that resumed an interrupted one: {"manifest", "batch", "batches",
+        "keys_done", "population"} (where it resumed); None otherwise."""
+        got: dict[str, Any] | None = self._raw.resumed
+        return got
+
 
 @dataclass(frozen=True)
 class Reconciliation(_Raw):

@@ -40,6 +40,12 @@ NOTIFY_OPT = typer.Option(
     help="Queue each payload's change notifications too (default: suppressed; one summary "
     "is queued at the end either way).",
 )
+PROGRESS_OPT = typer.Option(
+    10.0,
+    "--progress-every",
+    min=0.0,
+    help="With stderr not a terminal, a progress line this often (s; 0: never).",
+)
 MASS_OPT = typer.Option(
     False, "--allow-mass-delete", help="Apply snapshots that delete more than the threshold."
 )
@@ -50,17 +56,30 @@ def dates(days: list[date]) -> str:
 
 
 @contextmanager
-def _progress(label: str, quiet: bool) -> Iterator[OnProgress]:
-    """A per-payload progress bar on stderr (nothing when stderr is not a terminal)."""
+def _progress(label: str, quiet: bool, every_s: float = 10.0) -> Iterator[OnProgress]:
+    """A per-payload progress bar on stderr (counts and rate); when stderr is not a
+    terminal (a log), a plain line every `every_s` seconds (0: none) and at the end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    if quiet or not err.is_terminal:
+    from feedledger.cli.sync_render import CountLog, rate_column
+
+    if quiet or (not err.is_terminal and every_s <= 0):
         yield lambda _done, _total, _ref: None
+        return
+    if not err.is_terminal:
+        log = CountLog(label, "payloads", every_s, lambda line: err.print(line, markup=False))
+
+        def line(done: int, total: int, ref: Payload | None) -> None:
+            if ref is not None:  # the start (no payload yet) is not a line
+                log(done, total, f"{when(ref.published_at)} applied")
+
+        yield line
         return
     with Progress(
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
+        rate_column("payloads"),
         TextColumn("{task.description}"),
         console=err,
         transient=True,
@@ -160,6 +179,7 @@ def backfill_cmd(
         help="Use only the archive (default: first archive what the source's fetch "
         "location still serves for the window).",
     ),
+    progress_every: float = PROGRESS_OPT,
     json_out: bool = JSON_OPT,
 ) -> None:
     """Archive what the fetch location still serves for the window, then replay the
@@ -170,7 +190,7 @@ def backfill_cmd(
     def on_plan(plan: Assessment) -> None:
         _warn_missing(plan.source, plan.missing_dates)
 
-    with ledger(ctx) as led, _progress("backfill", quiet=False) as step:
+    with ledger(ctx) as led, _progress("backfill", False, progress_every) as step:
         report = led.backfill(
             source,
             start,
@@ -191,6 +211,7 @@ def replay_cmd(
     start: str = typer.Option(..., "--from", help="Replay from this date on."),
     notify: bool = NOTIFY_OPT,
     allow_mass_delete: bool = MASS_OPT,
+    progress_every: float = PROGRESS_OPT,
     json_out: bool = JSON_OPT,
 ) -> None:
     """Retract the source's versions valid from --from on, then apply every archived
@@ -200,7 +221,7 @@ def replay_cmd(
         err.print(f"replaying {len(refs)} archived payload(s)")
         _warn_missing(refs[0].source, missing)
 
-    with ledger(ctx) as led, _progress("replay", quiet=False) as step:
+    with ledger(ctx) as led, _progress("replay", False, progress_every) as step:
         report = led.replay(
             source,
             start,

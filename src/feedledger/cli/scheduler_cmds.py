@@ -172,10 +172,16 @@ def health(
         if lags:
             table(
                 "destinations (live route lag)",
-                ["destination", "source", "messages behind", "changes behind", "lag", "paused"],
+                ["destination", "source", "messages behind", "changes behind", "lag", "paused",
+                 "unfinished rebuild"],
                 [
                     [d["destination"], d["source"], f"{d['messages_behind']:,}",
-                     f"{d['changes_behind']:,}", f"{d['lag_s']:.1f} s", str(d["paused"])]
+                     f"{d['changes_behind']:,}", f"{d['lag_s']:.1f} s", str(d["paused"]),
+                     "; ".join(
+                         f"{r['manifest']}: resumes at batch {r['batch']:,} of "
+                         f"{r['batches']:,} ({r['keys_done']:,} of {r['population']:,} keys)"
+                         for r in d.get("unfinished_rebuilds", [])
+                     )]
                     for d in lags
                 ],
             )  # fmt: skip

@@ -150,6 +150,7 @@ def _progress(quiet: bool, label: str, every_s: float) -> Iterator[RebuildProgre
         TextColumn("rebuild"),
         BarColumn(),
         MofNCompleteColumn(),
+        render.rate_column("keys"),
         TextColumn("{task.description}"),
     )
     with Progress(*columns, console=err, transient=True) as bar:
@@ -210,8 +211,15 @@ def sync(
         if manifest is None:
             report = dest.sync_live(once=once, stop=None if once else _stop_on_signals())
         else:
+
+            def on_resume(name: str, at: int, batches: int, done: int, population: int) -> None:
+                err.print(render.resuming(name, at, batches, done, population), markup=False)
+                if step is not None:  # the bar starts there: its rate counts this run's keys
+                    step(done, population, 0.0)
+
             report = dest.rebuild(
                 manifest,
+                on_resume=on_resume,
                 rate=per_s,
                 live_reserve=live_reserve,
                 recovery_window_s=recovery_window,

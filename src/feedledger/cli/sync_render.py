@@ -100,6 +100,59 @@ def sync(data: dict[str, Any]) -> None:
     out.print(line)
 
 
+def rate_column(unit: str) -> Any:
+    """A Rich progress column: the task's rate in `unit`s a second (blank until known)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:,.1f} {unit}/s", style="cyan")
+
+    return Rate()
+
+
+def resuming(manifest: str, batch: int, batches: int, done: int, population: int) -> str:
+    """The line a resumed rebuild starts with."""
+    return (
+        f"resuming {manifest} at batch {batch:,} of {batches:,} ({done:,} of "
+        f"{population:,} keys already acknowledged)"
+    )
+
+
+class CountLog:
+    """Progress of a count of `unit`s as plain lines (stderr not a terminal): one when
+    `every_s` seconds have passed since the last one, and at the end, with the rate."""
+
+    def __init__(
+        self,
+        label: str,
+        unit: str,
+        every_s: float,
+        write: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.label, self.unit, self.every_s, self.write, self.clock = (
+            label, unit, every_s, write, clock,
+        )  # fmt: skip
+        self.started = clock()
+        self.last = self.started
+
+    def __call__(self, done: int, total: int, note: str = "") -> None:
+        now = self.clock()
+        if now - self.last < self.every_s and done < total:
+            return
+        self.last = now
+        took = now - self.started
+        share = f" ({100 * done / total:.0f}%)" if total else ""
+        rate = f"; {done / took:,.1f} {self.unit}/s" if took > 0 else ""
+        self.write(
+            f"{self.label}: {done:,} of {total:,} {self.unit}{share}{rate}; {took:.0f} s elapsed"
+            + (f"; {note}" if note else "")
+        )
+
+
 class ProgressLog:
     """Rebuild progress as plain lines (stderr not a terminal: a log, a cron mail): one
     line when `every_s` seconds have passed since the last one (and at the end). The

@@ -180,12 +180,20 @@ def destination_lag(
     """Per destination (of `sources`, default all): how far its live route is behind
     its source -- outbox messages and changes after its cursor, and the age of the
     oldest (seconds at `now_us`); a paused route (a maintenance rebuild) says so."""
-    from feedledger.sync import registry
+    from feedledger.sync import manifests, registry
+    from feedledger.sync.rebuild import resume_point
 
     got = []
+    mans = manifests.listing(ctx.store)
     for d in registry.listing(ctx.store):
         if sources and d.source not in sources:
             continue
+        # rebuilds begun and not finished (running, or interrupted: a rerun resumes)
+        unfinished = [
+            r.to_json()
+            for m in mans
+            if m.source == d.source and (r := resume_point(ctx.store, d.name, m)) is not None
+        ]
         lag = registry.lag(ctx.store, d.name, d.source)
         age = 0.0 if lag.oldest_at is None else max(0.0, (now_us - lag.oldest_at) / 1e6)
         got.append(
@@ -198,6 +206,7 @@ def destination_lag(
                 "changes_behind": lag.changes,
                 "oldest_pending_at": iso(lag.oldest_at),
                 "lag_s": round(age, 3),
+                "unfinished_rebuilds": unfinished,
             }
         )
     return got

@@ -51,7 +51,7 @@ def add_destination(
         generation=generation,
         created_at=now_us(),
     )
-    target = Target(dest)
+    target = Target(dest, geo=ctx.workspace.source(source).is_geo)
     try:
         target.ensure()
     finally:
@@ -68,7 +68,7 @@ def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:
     src = ctx.workspace.source(dest.source)
     candidates = key_candidates(src, key)
     found = sync_state.verdicts_for(ctx.store, dest.name, candidates)
-    target = Target(dest)
+    target = Target(dest, geo=src.is_geo)
     try:
         target.ensure()
         row = target.held([f["key"] for f in found] + candidates)

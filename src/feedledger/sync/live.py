@@ -25,7 +25,7 @@ from feedledger.sync import registry
 from feedledger.sync import state as sync_state
 from feedledger.sync.state import Verdict
 from feedledger.sync.target import Target
-from feedledger.sync.transform import Doc, build, default_doc, load
+from feedledger.sync.transform import Doc, build, default_doc, load, wkb_of
 from feedledger.sync.versions import VersionRow, latest
 
 BATCH = 20_000
@@ -48,6 +48,8 @@ class SyncReport:
     # in this call, and the first one's key and reason
     rejected_before_write: int = 0
     first_rejection: str | None = None
+    # a rebuild that resumed an interrupted one: where (rebuild.Resume.to_json())
+    resumed: dict[str, Any] | None = None
 
     def note_rejections(self, *builders: Builder | None) -> None:
         for b in builders:
@@ -67,6 +69,7 @@ class SyncReport:
             "seconds": round(self.seconds, 3),
             "rejected_before_write": self.rejected_before_write,
             "first_rejection": self.first_rejection,
+            "resumed": self.resumed,
         }
 
 
@@ -79,14 +82,16 @@ class Builder:
         self.transform = load(dest.transform)
         self.generation = generation or dest.generation
         self.rank = generation_rank(self.generation)
-        self.use_revision = ctx.workspace.source(dest.source).revision is not None
+        src = ctx.workspace.source(dest.source)
+        self.use_revision = src.revision is not None
+        self.geo = src.is_geo  # documents carry the geometry (GeoJSON, and WKB)
         self.rejected = 0  # documents refused so far (not written), and the first one
         self.first_rejection: str | None = None
 
     def docs(self, rows: dict[str, Any], keys: Sequence[str]) -> tuple[list[Doc], list[Verdict]]:
         docs: list[Doc] = []
         rejected: list[Verdict] = []
-        fast = self.transform is None and not self.use_revision
+        fast = self.transform is None and not self.use_revision and not self.geo
         gen, rank = self.generation, self.rank
         for key in keys:
             row = rows.get(key)
@@ -106,17 +111,34 @@ class Builder:
                         generation=self.generation,
                         rank=self.rank,
                         use_revision_field=self.use_revision,
+                        geo=self.geo,
                     )
                 )
             except Exception as exc:
                 reason = f"transform failed: {type(exc).__name__}: {exc}"
                 rejected.append(Verdict(key, "rejected", None, self.generation, None, reason))
+        if self.geo and docs:
+            docs = self._with_wkb(docs, rows, rejected)
         if rejected:
             self.rejected += len(rejected)
             if self.first_rejection is None:
                 first = rejected[0]
                 self.first_rejection = f"{_key_text(first.key)}: {first.reason}"
         return docs, rejected
+
+    def _with_wkb(
+        self, docs: list[Doc], rows: dict[str, Any], rejected: list[Verdict]
+    ) -> list[Doc]:
+        """A GIS source's docs with their version's geometry as WKB (a tombstone none);
+        a geometry that cannot be written as WKB rejects its record."""
+        texts = [None if d.deleted else VersionRow(*rows[d.key]).geometry for d in docs]
+        out: list[Doc] = []
+        for d, wkb in zip(docs, wkb_of(texts), strict=True):
+            if isinstance(wkb, str):
+                rejected.append(Verdict(d.key, "rejected", None, self.generation, None, wkb))
+            else:
+                out.append(d._replace(wkb=wkb))
+        return out
 
 
 def _key_text(key: str) -> str:
@@ -161,7 +183,8 @@ def live_step(
     written = 0
     for start in range(0, len(keys), BATCH):
         part = keys[start : start + BATCH]
-        docs, rejected = builder.docs(latest(ctx.store, dest.source, part, None), part)
+        found = latest(ctx.store, dest.source, part, None, geo=builder.geo)
+        docs, rejected = builder.docs(found, part)
         verdicts = target.write(docs)
         sync_state.record(ctx.store, dest.name, "live", verdicts + rejected, now_us())
         if tally is not None:
@@ -187,7 +210,7 @@ def live(
     report = SyncReport(dest.name, None)
     stop = stop or threading.Event()
     started = time.perf_counter()
-    target = Target(dest)
+    target = Target(dest, geo=ctx.workspace.source(dest.source).is_geo)
     tally = dict.fromkeys(sync_state.VERDICTS, 0)
     builder: Builder | None = None
     try:

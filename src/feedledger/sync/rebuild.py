@@ -10,12 +10,17 @@ destination for the rebuild (its rows wait; nothing is lost).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from feedledger import faults
 from feedledger.context import Context
+from feedledger.ledger.store import Store
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
@@ -35,6 +40,44 @@ from feedledger.sync.transform import Doc
 from feedledger.sync.versions import latest
 
 IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where an unfinished rebuild of `manifest` resumes: after `keys_done` of
+    `population` keys acknowledged, at batch `batch` of `batches` (the batches already
+    acknowledged plus those left at this batch size; without one, at the average size
+    of those acknowledged)."""
+
+    manifest: str
+    keys_done: int
+    population: int
+    batch: int
+    batches: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "manifest": self.manifest,
+            "keys_done": self.keys_done,
+            "population": self.population,
+            "batch": self.batch,
+            "batches": self.batches,
+        }
+
+
+def resume_point(
+    store: Store, destination: str, man: manifests.Manifest, batch: int | None = None
+) -> Resume | None:
+    """Where a rebuild of `man` into `destination` resumes (None: none begun, or the last
+    one finished -- a new one starts at the first batch)."""
+    cp = sync_state.checkpoint(store, destination, man.manifest_id)
+    if cp is None or cp.status != "running" or cp.acknowledged_key is None:
+        return None
+    done = manifests.count(store, man.manifest_id, upto=cp.acknowledged_key)
+    size = batch or max(1, round(done / max(cp.batches, 1)))
+    left = math.ceil(max(0, man.population - done) / size)
+    at = cp.batches + 1 if left else cp.batches
+    return Resume(man.name, done, man.population, at, cp.batches + left)
 
 
 class TokenBucket:
@@ -67,7 +110,11 @@ def rebuild(
     maintenance: bool = False,
     progress: Progress | None = None,
     batch: int = BATCH,
+    on_resume: Callable[[Resume], None] | None = None,
 ) -> SyncReport:
+    """Rebuild destination `name` from manifest `manifest_name` (see the module);
+    `progress` is called after each acknowledged batch, `on_resume` once, before the
+    first batch, when an interrupted rebuild of the same manifest resumes."""
     dest = registry.get(ctx.store, name)
     man = manifests.get(ctx.store, manifest_name)
     if man.source != dest.source:
@@ -78,18 +125,23 @@ def rebuild(
         )
     report = SyncReport(dest.name, man.name)
     started = time.perf_counter()
-    target = Target(dest)
-    target.ensure()
     builder = Builder(ctx, dest, man.generation)
+    target = Target(dest, geo=builder.geo)
+    target.ensure()
     live_builder = Builder(ctx, dest)
     bucket = TokenBucket(rate * (1 - live_reserve)) if rate else None
     store = ctx.store
+    resumed = resume_point(store, dest.name, man, batch)
     cp = sync_state.start(store, dest.name, man.manifest_id, now_us())
     done = (
         0
         if cp.acknowledged_key is None
         else manifests.count(store, man.manifest_id, upto=cp.acknowledged_key)
     )
+    if resumed is not None:
+        report.resumed = resumed.to_json()
+        if on_resume is not None:
+            on_resume(resumed)
     if maintenance:
         registry.set_paused(store, dest.name, now_us())
     # A pipeline of three: this thread reads and transforms batch i+1 while a writer
@@ -149,7 +201,7 @@ def rebuild(
             if bucket is not None:
                 bucket.take(len(keys))
             lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
-            rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True)
+            rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
             docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
@@ -160,6 +212,9 @@ def rebuild(
         settle(0)
         sync_state.mark(store, dest.name, man.manifest_id, now_us(), finished=True)
         report.status = "finished"
+    except BaseException:
+        target.close()  # the destination's connections with it (a lost one is invalidated)
+        raise
     finally:
         writer.shutdown(wait=True)
         recorder.shutdown(wait=True)

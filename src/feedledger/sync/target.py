@@ -16,6 +16,10 @@ held (r0, h0, g0), exactly one verdict:
 A delete is a tombstone row (deleted, revision, generation) that is never removed, so a
 delayed older write cannot resurrect the record.
 
+A GIS source's table has one more column, `geometry_wkb` (BLOB / bytea: the version's
+geometry as ISO WKB, NULL for none and for a tombstone), added to an older table that
+lacks it; the document carries the same geometry as GeoJSON (sync/transform.py).
+
 PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
 and returns, for the rows it did not write, the row held (read from the same snapshot).
 SQLite: the batch is classified against the rows held and upserted with the same
@@ -30,12 +34,14 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
+from feedledger import faults
 from feedledger.model.destination import Destination
-from feedledger.model.errors import ConfigError, StoreUnavailableError
+from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
+GEOMETRY = "geometry_wkb"  # a GIS source's table only
 GUARD = (
     "(excluded.revision > t.revision AND excluded.generation_rank >= t.generation_rank) "
     "OR (excluded.revision = t.revision AND excluded.generation_rank > t.generation_rank)"
@@ -85,12 +91,15 @@ def _evidence(d: Doc, held: Any) -> dict[str, Any]:
 
 
 class Target:
-    def __init__(self, dest: Destination) -> None:
+    def __init__(self, dest: Destination, *, geo: bool = False) -> None:
         self.dest = dest
         self.table = dest.table
         self.ident = ident(dest.table)  # in every statement: MyTable, select, order work
         self.engine = _engine(dest)
         self.postgres = dest.kind == "postgres"
+        self.geo = geo  # a GIS source: the geometry_wkb column is written too
+        self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
+        self.writes = 0  # batches written (PostgreSQL), for the fault point
 
     def close(self) -> None:
         self.engine.dispose()
@@ -107,8 +116,10 @@ class Target:
                 else {}
             )
         except Exception as exc:
+            text_ = str(getattr(exc, "orig", None) or exc).strip()
+            reason = text_.splitlines()[0] if text_ else type(exc).__name__
             raise StoreUnavailableError(
-                f"cannot reach destination {self.dest.name}: {str(exc).splitlines()[0]}"
+                f"cannot reach destination {self.dest.name}: {reason}"
             ) from None
         if exists:
             missing = [c for c in (*COLUMNS, "written_at") if c not in found]
@@ -118,6 +129,10 @@ class Target:
                     f"column(s) {', '.join(missing)} (found: {', '.join(sorted(found))})",
                     hint="choose another --table, or drop that table",
                 )
+            if self.geo and GEOMETRY not in found:  # a table made before geometry travelled
+                kind = "bytea" if self.postgres else "BLOB"
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(f"ALTER TABLE {self.ident} ADD COLUMN {GEOMETRY} {kind}")
             return
         with self.engine.begin() as conn:
             for stmt in self._ddl():
@@ -130,7 +145,8 @@ class Target:
                 f"CREATE TABLE {t} (key TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
                 "generation TEXT NOT NULL, generation_rank INTEGER NOT NULL, "
                 "content_hash TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc TEXT, "
-                "written_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * "
+                + (f"{GEOMETRY} BLOB, " if self.geo else "")
+                + "written_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * "
                 "86400000000 AS INTEGER)))"
             ]
         fields = self.dest.text_fields
@@ -143,7 +159,8 @@ class Target:
             f"CREATE TABLE {t} (key text PRIMARY KEY, revision bigint NOT NULL, "
             "generation text NOT NULL, generation_rank bigint NOT NULL, "
             "content_hash text NOT NULL, deleted boolean NOT NULL DEFAULT false, doc jsonb, "
-            f"search tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, "
+            + (f"{GEOMETRY} bytea, " if self.geo else "")
+            + f"search tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, "
             f"{text_expr})) STORED, "
             "written_at bigint NOT NULL DEFAULT (extract(epoch from clock_timestamp()) * "
             "1000000)::bigint)",
@@ -156,7 +173,15 @@ class Target:
         only once the destination committed (acknowledged)."""
         if not docs:
             return []
-        held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+        try:
+            held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+        except FeedledgerError:
+            raise
+        except Exception as exc:
+            failure = self.failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
         if not held:  # the common case: every doc written
             return [Verdict(d.key, "accepted", d.revision, d.generation, d.content_hash)
                     for d in docs]  # fmt: skip
@@ -171,8 +196,8 @@ class Target:
         return out
 
     def _upsert_sql(self, source: str) -> str:
-        cols = ", ".join(COLUMNS)
-        sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
+        cols = ", ".join(self.columns)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in self.columns[1:])
         now = (
             "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
             if self.postgres
@@ -190,14 +215,17 @@ class Target:
             cur.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
                 "generation text, generation_rank bigint, content_hash text, deleted boolean, "
-                "doc jsonb) ON COMMIT DELETE ROWS"
+                f"doc jsonb, {GEOMETRY} bytea) ON COMMIT DELETE ROWS"
             )
-            with cur.copy(f"COPY fl_stage ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            cols = ", ".join(self.columns)
+            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN") as copy:
                 for d in docs:  # psycopg's C adaptation: faster than building the text here
-                    copy.write_row(
-                        (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted, d.doc)
-                    )
-            upsert = self._upsert_sql(f"SELECT {', '.join(COLUMNS)} FROM fl_stage")
+                    row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
+                           d.doc)  # fmt: skip
+                    copy.write_row((*row, d.wkb) if self.geo else row)
+            self.writes += 1
+            faults.point("destination_staged", self.writes)
+            upsert = self._upsert_sql(f"SELECT {cols} FROM fl_stage")
             # the held document only where it is evidence (same revision and generation,
             # different content: unresolved), as text: no JSON decoding of every row held
             cur.execute(
@@ -212,7 +240,12 @@ class Target:
             raw.commit()
             return held
         except BaseException:
-            raw.rollback()
+            try:
+                raw.rollback()
+            except Exception:
+                # the connection is gone (its server ended it): out of the pool, so no
+                # reset of it is tried (and logged) when it is returned
+                raw.invalidate()
             raise
         finally:
             raw.close()
@@ -233,7 +266,7 @@ class Target:
             write = [d for d in docs if d.key not in held or judge(d, held[d.key])[0] == "accepted"]
             if write:
                 conn.exec_driver_sql(
-                    self._upsert_sql(f"VALUES ({', '.join('?' * len(COLUMNS))})"),
+                    self._upsert_sql(f"VALUES ({', '.join('?' * len(self.columns))})"),
                     [
                         (
                             d.key,
@@ -243,6 +276,7 @@ class Target:
                             d.content_hash,
                             int(d.deleted),
                             d.doc,
+                            *((d.wkb,) if self.geo else ()),
                         )
                         for d in write
                     ],
@@ -250,6 +284,34 @@ class Target:
         for d in write:
             held.pop(d.key, None)
         return held
+
+    def failure(self, exc: BaseException) -> StoreUnavailableError | None:
+        """A driver's error under a write as one line naming the destination (exit 8):
+        its connection lost (the batch not acknowledged: a rebuild run again resumes
+        after its last acknowledged batch, the guard making a repeat harmless), or the
+        statement refused; None for anything else."""
+        from sqlalchemy.exc import DBAPIError
+
+        from feedledger.ledger.engine import lost_connection, redact
+
+        name, where = self.dest.name, redact(self.dest.url)
+        lost = lost_connection(exc, self.dest.url)
+        if lost is not None:
+            reason = lost.problem.split(": ", 1)[-1]
+            return StoreUnavailableError(
+                f"lost the connection to destination {name} at {where}: {reason}",
+                hint="the batch under way was not acknowledged; run the same command "
+                "again: a rebuild resumes after its last acknowledged batch",
+            )
+        driver = type(exc).__module__.split(".")[0] in ("psycopg", "sqlite3")
+        if not (driver or isinstance(exc, DBAPIError)):
+            return None
+        text_ = str(getattr(exc, "orig", None) or exc).strip()
+        reason = text_.splitlines()[0] if text_ else type(exc).__name__
+        return StoreUnavailableError(
+            f"destination {name} at {where} refused the write: {reason}",
+            hint="the batch under way was not written; run the same command again",
+        )
 
     # -- reading back (reconcile) -----------------------------------------------------------
     def rows(self, lo: str | None = None, hi: str | None = None) -> list[tuple[Any, ...]]:

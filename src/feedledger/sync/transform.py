@@ -1,9 +1,15 @@
 """From a ledger version to a destination document.
 
 A transform is `module:function`, called with one version as a dict (`key` as a list,
-`attributes`, `valid_from`, `revision`, `deleted`) and returning the document (a dict),
-or None for "not in this destination" (written as a tombstone). The default document is
-the version's attributes. A transform that raises rejects that record, with the error.
+`attributes`, `valid_from`, `revision`, `deleted`, and for a GIS source `geometry`: the
+geometry as stated, a GeoJSON object, or None) and returning the document (a dict), or
+None for "not in this destination" (written as a tombstone). The default document is the
+version's attributes (a GIS source's with a `geometry` member, GeoJSON). A transform that
+raises rejects that record, with the error.
+
+A GIS source's Doc also carries the version's geometry as WKB (`wkb`, the destination
+table's `geometry_wkb` column) whatever the transform returns, and its content hash covers
+the geometry, so a change of the geometry alone is a change of the document.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class Doc(NamedTuple):
     content_hash: str
     deleted: bool
     doc: str | None
+    wkb: bytes | None = None  # a GIS source's geometry (ISO WKB; None: none, or a tombstone)
 
 
 def default_doc(row: Any, generation: str, rank: int) -> Doc:
@@ -78,9 +85,24 @@ def revision_of(value: str | None, version_id: int, use_field: bool) -> int:
         raise ValueError(f"revision {value!r} is neither an integer nor a timestamp") from None
 
 
-def content_hash(doc_text: str | None) -> str:
+def content_hash(doc_text: str | None, geometry: str | None = None) -> str:
+    """The document's hash; `geometry` (a GIS source's GeoJSON text, not a tombstone's)
+    is folded in, so the typed geometry column's changes are changes too."""
     data = b"\x00tombstone" if doc_text is None else doc_text.encode("utf-8")
+    if doc_text is not None and geometry is not None:
+        data += b"\x00geometry\x00" + geometry.encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+def with_geometry(attributes: str | None, geometry: str | None) -> str:
+    """A GIS source's default document: its attributes (a JSON object's text) with a
+    last member `geometry` (the GeoJSON text as stated, or null), spliced as text -- the
+    rebuild's hot path: no decoding. The GIS readers refuse a property named `geometry`,
+    so the member never hides an attribute."""
+    member = '"geometry":' + (geometry.strip() if geometry else "null")
+    body = attributes.strip() if attributes else "{}"
+    inner = body[1:-1].strip()
+    return "{" + (inner + "," if inner else "") + member + "}"
 
 
 def build(
@@ -90,25 +112,30 @@ def build(
     generation: str,
     rank: int,
     use_revision_field: bool,
+    geo: bool = False,
 ) -> Doc:
     """A Doc from a version row (key, attributes, revision, deleted, version_id,
-    valid_from). Raises ValueError / the transform's exception for a record to reject."""
+    valid_from, geometry); `geo`: a GIS source's (the geometry in the document and the
+    hash; its WKB is added by the caller, a batch at a time). Raises ValueError / the
+    transform's exception for a record to reject."""
     revision = revision_of(row.revision, int(row.version_id), use_revision_field)
     doc_text: str | None
     if row.deleted:
         doc_text = None
     elif transform is None:
-        doc_text = row.attributes  # canonical JSON already
+        # canonical JSON already
+        doc_text = with_geometry(row.attributes, row.geometry) if geo else row.attributes
     else:
-        made = transform(
-            {
-                "key": json.loads(row.key),
-                "attributes": json.loads(row.attributes) if row.attributes else {},
-                "valid_from": iso(row.valid_from),
-                "revision": row.revision,
-                "deleted": bool(row.deleted),
-            }
-        )
+        version: dict[str, Any] = {
+            "key": json.loads(row.key),
+            "attributes": json.loads(row.attributes) if row.attributes else {},
+            "valid_from": iso(row.valid_from),
+            "revision": row.revision,
+            "deleted": bool(row.deleted),
+        }
+        if geo:
+            version["geometry"] = json.loads(row.geometry) if row.geometry else None
+        made = transform(version)
         doc_text = (
             None
             if made is None
@@ -119,7 +146,27 @@ def build(
         revision=revision,
         generation=generation,
         rank=rank,
-        content_hash=content_hash(doc_text),
+        content_hash=content_hash(doc_text, (row.geometry or "null") if geo else None),
         deleted=doc_text is None,
         doc=doc_text,
     )
+
+
+def wkb_of(texts: list[str | None]) -> list[bytes | str | None]:
+    """Each GeoJSON text as ISO WKB (None for none), or -- a geometry GEOS cannot read --
+    the problem, as one line (that record is rejected, the others written)."""
+    import numpy as np
+    import shapely
+
+    def one(text: str | None) -> bytes | str | None:
+        try:
+            return shapely.to_wkb(shapely.from_geojson(text), flavor="iso")  # type: ignore[no-any-return]
+        except shapely.errors.GEOSException as exc:
+            return f"its geometry cannot be written as WKB: {' '.join(str(exc).split())}"
+
+    present = [t if t and t != "null" else None for t in texts]
+    try:
+        shapes = shapely.from_geojson(np.array(present, dtype=object))
+    except shapely.errors.GEOSException:
+        return [None if t is None else one(t) for t in present]
+    return list(shapely.to_wkb(shapes, flavor="iso"))

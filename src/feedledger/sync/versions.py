@@ -30,11 +30,12 @@ class VersionRow(NamedTuple):
     deleted: bool
     version_id: int
     valid_from: int
+    geometry: str | None = None  # GIS sources: GeoJSON text as stated (None: no geometry)
 
 
-def _versions_sql(store: Store, known_at: int | None, keys: int = 0) -> str:
+def _versions_sql(store: Store, known_at: int | None, keys: int = 0, geo: bool = False) -> str:
     """Versions of a key range (or of `keys` listed keys) visible at `known_at`, each
-    key's oldest first, in the driver's own parameter style."""
+    key's oldest first, in the driver's own parameter style (`geo`: with the geometry)."""
     p = store.param
     visible = visible_sql(None if known_at is None else p("k"), "v")
     where = (
@@ -44,17 +45,25 @@ def _versions_sql(store: Store, known_at: int | None, keys: int = 0) -> str:
     )
     return (
         "SELECT v.key, v.attributes, v.revision, v.deleted, v.version_id, v.valid_from, "
-        "v.fields_id "
-        f"FROM versions v WHERE v.source = {p('s')} AND {where} AND {visible} "
+        "v.fields_id"
+        + (", v.geometry " if geo else " ")
+        + f"FROM versions v WHERE v.source = {p('s')} AND {where} AND {visible} "
         f"ORDER BY {_OLDEST_FIRST}"
     )
 
 
 def latest(
-    store: Store, source: str, keys: Sequence[str], known_at: int | None, *, dense: bool = False
+    store: Store,
+    source: str,
+    keys: Sequence[str],
+    known_at: int | None,
+    *,
+    dense: bool = False,
+    geo: bool = False,
 ) -> dict[str, Any]:
     """The latest version of each key visible at `known_at` (None: now), as
-    (key, attributes, revision, deleted, version_id, valid_from) tuples; keys must be
+    (key, attributes, revision, deleted, version_id, valid_from) tuples -- `geo` (a GIS
+    source): with its geometry (GeoJSON text, None for none) as a seventh; keys must be
     sorted. `dense`: the keys are (nearly) every key of their range -- a manifest's
     batch -- so one range scan reads them; otherwise (the live route's scattered keys)
     they are looked up."""
@@ -63,10 +72,13 @@ def latest(
     wanted = set(keys)
     out: dict[str, Any] = {}
     if dense:
-        parts = [(_versions_sql(store, known_at), {"lo": keys[0], "hi": keys[-1]})]
+        parts = [(_versions_sql(store, known_at, geo=geo), {"lo": keys[0], "hi": keys[-1]})]
     else:
         parts = [
-            (_versions_sql(store, known_at, len(chunk)), {f"k{i}": k for i, k in enumerate(chunk)})
+            (
+                _versions_sql(store, known_at, len(chunk), geo),
+                {f"k{i}": k for i, k in enumerate(chunk)},
+            )
             for chunk in (keys[i : i + LOOKUP_CHUNK] for i in range(0, len(keys), LOOKUP_CHUNK))
         ]
     with store.engine.connect() as conn:
@@ -76,6 +88,8 @@ def latest(
                     out[r[0]] = r  # oldest first: the last one wins
         rows = list(out.values())
         texts = Decoder(conn).texts([r[6] for r in rows], [r[1] for r in rows])
+    if geo:
+        return {r[0]: (r[0], t, *r[2:6], r[7]) for r, t in zip(rows, texts, strict=True)}
     return {r[0]: (r[0], t, *r[2:6]) for r, t in zip(rows, texts, strict=True)}
 
 

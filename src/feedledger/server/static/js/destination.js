@@ -26,7 +26,8 @@ function generic(value) {
 }
 
 // each manifest's rebuild: its checkpoint's last key attempted against the last one the
-// destination acknowledged (equal once caught up), and how many keys were judged
+// destination acknowledged (equal once caught up), how many keys were judged, and where
+// an unfinished one resumes
 function rebuilds(list) {
   if (!list.length) return h("p", { class: "muted" }, "No rebuild yet.");
   const point = (r) => r.checkpoint || {};
@@ -40,6 +41,7 @@ function rebuilds(list) {
       { label: "last key attempted", cls: "mono", cell: (r) => key(point(r).attempted_key) },
       { label: "last key acknowledged", cls: "mono", cell: (r) => key(point(r).acknowledged_key) },
       { label: "caught up", cell: (r) => (point(r).status ? (key(point(r).attempted_key) === key(point(r).acknowledged_key) ? "yes" : "no: some sent, not acknowledged") : "—") },
+      { label: "resumes at", cell: (r) => (r.resume ? `batch ${r.resume.batch} of ${r.resume.batches} (${r.resume.keys_done} of ${r.resume.population} keys acknowledged)` : "—") },
     ],
     list,
     { id: "rebuilds" },
