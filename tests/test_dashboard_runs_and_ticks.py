@@ -130,3 +130,10 @@ def test_valid_time_ticks_fall_on_local_days_and_months(open_page: Any) -> None:
     for at, label, _x in ticks:
         assert (at.day, at.hour, at.minute) == (1, 0, 0), (at, label)
         assert label == f"{at.year}-{at.month:02d}"
+
+
+def test_the_entity_page_says_before_the_first_observation(open_page: Any) -> None:
+    page = open_page("/sources/s/entities/a?valid=2026-07-20", "asof-before-first")
+    said = page.locator("#asof-status").inner_text()
+    assert "not observed" in said and "before the source's first observation" in said, said
+    assert "2026-08-01" in said  # the first observation, next
