@@ -127,9 +127,11 @@ def test_asof_before_anything_was_recorded_is_not_known(cli: Cli, tmp_path: Path
     assert "not_known" in cli(*early).stdout
     unknown_key = ["asof", SRC, "no-such-parcel", "--valid", "2026-08-02"]
     assert cli.json(*unknown_key, "--known-at", "2001-01-01")["status"] == "not_known"
-    assert cli.json(*unknown_key)["status"] == "absent"  # the source was observed: absent
+    # a key the source never had: as `history` answers it (exit 3)
+    assert "has ever been recorded" in cli(*unknown_key, expect=3).stderr
     assert cli.json("asof", SRC, KEY, "--valid", "2026-08-02")["status"] == "present"
-    assert cli.json("asof", SRC, KEY, "--valid", "2026-08-01")["status"] == "absent"
+    # before the source's first observation nothing was observed
+    assert cli.json("asof", SRC, KEY, "--valid", "2026-08-01")["status"] == "not_observed"
     # a snapshot of nothing says so on stderr (its stdout stays empty)
     for when in (["--known-at", "2001-01-01"], []):
         valid = "2026-08-02" if when else "2026-08-01"

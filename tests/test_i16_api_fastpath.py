@@ -60,7 +60,6 @@ PLAIN = [
     "/api/sources/s/entities/1/asof?valid=2026-08-02",  # deleted: absent
     "/api/sources/s/entities/0/asof?valid=2026-08-03",  # in the gap: not_observed
     "/api/sources/s/entities/5/asof?valid=2026-08-04",  # in the gap, added after it
-    "/api/sources/s/entities/nobody/asof?valid=2026-08-02",  # absent
     "/api/sources/s/entities/0/asof?valid=2026-07-01",  # before its first version
     "/api/sources/s/entities/0/asof?valid=2026-08-02&known_at=2000-01-01",  # not_known
     "/api/sources/s/entities/0/asof?valid=2026-08-02&known_at=",
@@ -71,6 +70,7 @@ PLAIN = [
 
 LEFT_TO_THE_APP = [
     ("/api/sources/s/entities/nobody/history", 404),
+    ("/api/sources/s/entities/nobody/asof?valid=2026-08-02", 404),  # as history
     ("/api/sources/nope/entities/0/history", 404),
     ("/api/sources/s/entities/0/asof", 422),
     ("/api/sources/s/entities/0/asof?valid=", 422),

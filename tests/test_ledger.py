@@ -62,8 +62,10 @@ def test_intermediate_states_kept_with_publisher_dates(cli: Cli, tmp_path: Path)
 
     asof = cli.json("asof", "larimer", "0714-22-1", "--valid", "2026-08-07")
     assert asof["status"] == "present" and asof["version"]["attributes"]["zoning"] == "MU-2"
+    # before the source's first observation: nothing was observed then
     before = cli.json("asof", "larimer", "0714-22-1", "--valid", "2026-08-03")
-    assert before == {"status": "absent", "version": None}
+    assert before["status"] == "not_observed" and before["version"] is None
+    assert before["gap"] is None and before["next_observed_at"] == "2026-08-04T06:00:00+00:00"
     # as known before the third payload was recorded, the 9th still looked like MU-2
     known = cli.json(
         "asof",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from feedledger.api.destination import Destination, DestinationLag, Manifest
+    from feedledger.api.errors import GapWarning, InGap
     from feedledger.api.explain import ExplainVerdict, Explanation, HeldRow, Incoming
     from feedledger.api.ledger import Ledger, init, open
     from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
@@ -84,6 +85,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "feedledger.api.destination": ("Destination", "DestinationLag", "Manifest"),
     "feedledger.api.explain": ("ExplainVerdict", "Explanation", "HeldRow", "Incoming"),
+    "feedledger.api.errors": ("GapWarning", "InGap"),
     "feedledger.api.ledger": ("Ledger", "init", "open"),
     "feedledger.api.notify": (
         "Correction",
@@ -188,8 +190,10 @@ __all__ = [
     "FeedledgerError",
     "FreezeState",
     "Gap",
+    "GapWarning",
     "HealthStatus",
     "HeldRow",
+    "InGap",
     "Incoming",
     "IngestStatus",
     "Ingested",

@@ -38,6 +38,15 @@ def _decode(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def _instant(text: str | None) -> datetime | None:
+    """An instant of a record's JSON (ISO-8601 text, `model.timeutil.iso`) as a datetime."""
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
 @dataclass(frozen=True)
 class Counts:
     """What one payload did to the source's entities."""
@@ -199,9 +208,11 @@ class AsOf:
     gap: Gap | None = None  # not_observed: the standing gap
     last_observed: Version | None = None
     next_observed: Version | None = None
-    last_observed_at: str | None = None
-    next_observed_at: str | None = None
-    first_recorded_at: str | None = None  # not_known
+    # publisher dates of the source's last observation before the gap and next after
+    # it (not_observed); when anything of the source was first recorded (not_known)
+    last_observed_at: datetime | None = None
+    next_observed_at: datetime | None = None
+    first_recorded_at: datetime | None = None
     _raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -213,9 +224,9 @@ class AsOf:
             gap=Gap.of(gap) if gap is not None else None,
             last_observed=opt_version(a.get("last_observed")),
             next_observed=opt_version(a.get("next_observed")),
-            last_observed_at=a.get("last_observed_at"),
-            next_observed_at=a.get("next_observed_at"),
-            first_recorded_at=a.get("first_recorded_at"),
+            last_observed_at=_instant(a.get("last_observed_at")),
+            next_observed_at=_instant(a.get("next_observed_at")),
+            first_recorded_at=_instant(a.get("first_recorded_at")),
             _raw=a,
         )
 
@@ -226,11 +237,18 @@ class AsOf:
 @dataclass(frozen=True)
 class SnapshotGap:
     """A snapshot's valid time inside a standing gap: the gap, and the publisher dates
-    (ISO-8601 text) of the source's last observation before it and next after it."""
+    of the source's last observation before it and next after it (None: none)."""
 
     gap: Gap
-    last_observed_at: str | None
-    next_observed_at: str | None
+    last_observed_at: datetime | None
+    next_observed_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gap": self.gap.to_json(),
+            "last_observed_at": _iso(self.last_observed_at),
+            "next_observed_at": _iso(self.next_observed_at),
+        }
 
 
 @dataclass(frozen=True)
@@ -281,6 +299,15 @@ class Run:
     error: str | None
     resumed: list[Resumption]  # each interruption and its resumption, oldest first
     _raw: Any = field(repr=False, compare=False)
+    # when everything the run wrote was retracted (None: some of it stands, or it wrote
+    # nothing), and the runs that retracted any of it (a replay may retract only part)
+    retracted_at: datetime | None = None
+    retracted_by: list[str] = field(default_factory=list)
+
+    @property
+    def retracted(self) -> bool:
+        """Everything the run wrote was retracted (its status says how it ended)."""
+        return self.retracted_at is not None or self.status is RunStatus.RETRACTED
 
     @classmethod
     def of(cls, r: Any) -> Run:
@@ -297,6 +324,8 @@ class Run:
             error=r.error,
             resumed=[Resumption.of(x) for x in r.resumed],
             _raw=r,
+            retracted_at=opt_dt(r.retracted_at),
+            retracted_by=list(r.retracted_by),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -151,14 +151,14 @@ def run_detail(led: Ledger, run_id: str) -> RunDetail:
     """The run `run_id` (or a unique prefix; NotFoundError if none)."""
     from feedledger.ledger import run_view
     from feedledger.ledger import runs as runs_table
-    from feedledger.ledger.runs import get_run
 
     whole = led.resolve_run(run_id)
     store = led.context.store
-    found = get_run(store, whole)
+    found = runs_table.get_run_shown(store, whole)
     if found is None:
         raise NotFoundError(f"no run {run_id!r}")
     by = [r for r, _at in runs_table.retracted_by(store, whole)]
+    by += [r for r in found.retracted_by if r not in by]
     retracted = found.status == RunStatus.RETRACTED or bool(by)
     from feedledger.notify.run_deliveries import by_notice
 

@@ -5,7 +5,7 @@ in), gaps and the watermark."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +88,32 @@ class SourceQueries:
         )
         return [Version.of(v) for v in found]
 
+    def history_frame(
+        self,
+        key: Key | None = None,
+        *,
+        keys: Sequence[Key] | None = None,
+        known_at: When | None = None,
+        include_retracted: bool = False,
+    ) -> pl.DataFrame:
+        """The versions of `key` (or of each of `keys`, key by key in the order given) as
+        one polars DataFrame with typed columns: `key`, `valid_from`, `valid_to`,
+        `recorded_at`, `retracted_at` (Datetime UTC), `run_id`, `payload_id`,
+        `backfill`, `deleted`, `change`, `revision`, one String column per attribute
+        (values as the snapshot writes them) and for a GIS source `geometry` (WKB);
+        see `feedledger.api.history_frame`. A key never recorded: NotFoundError, as
+        `history`."""
+        from feedledger.api.history_frame import frame
+        from feedledger.model.errors import ConfigError
+
+        if (key is None) == (keys is None):
+            raise ConfigError("history_frame: give one key, or keys=[...]", source=self.name)
+        found: list[Version] = []
+        for one in [key] if keys is None else list(keys):
+            assert one is not None
+            found += self.history(one, known_at=known_at, include_retracted=include_retracted)
+        return frame(found, self.config.key, geo=self.config.is_geo)
+
     def history_with_gaps(
         self, key: Key, *, known_at: When | None = None, include_retracted: bool = False
     ) -> list[Version | Gap]:
@@ -113,13 +139,21 @@ class SourceQueries:
         return AsOf.of(answer)
 
     def snapshot_batches(
-        self, *, valid: When, known_at: When | None = None, batch_rows: int = BATCH_ROWS
+        self,
+        *,
+        valid: When,
+        known_at: When | None = None,
+        batch_rows: int = BATCH_ROWS,
+        strict: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """The source as it stood at `valid`, streamed as Arrow batches of `key` and
         `attributes` (canonical JSON texts) and, for a GIS source, `geometry` (the
-        GeoJSON text of the geometry as stated; null for a feature without one)."""
+        GeoJSON text of the geometry as stated; null for a feature without one).
+        Inside a standing gap: a `GapWarning` (the state as last observed), or with
+        `strict` an `InGap` error, raised by this call, before any batch."""
         valid_us = self._us(valid, "valid")
         known_us = self._opt_us(known_at, "known_at")
+        self._gap_check(valid_us, known_us, strict)
         return self._snapshot_batches(valid_us, known_us, batch_rows)
 
     def _snapshot_batches(
@@ -144,11 +178,14 @@ class SourceQueries:
         if size:
             yield _joined(held)
 
-    def snapshot(self, *, valid: When, known_at: When | None = None) -> pl.DataFrame:
+    def snapshot(
+        self, *, valid: When, known_at: When | None = None, strict: bool = False
+    ) -> pl.DataFrame:
         """The source as it stood at `valid`: one row per live entity, the key fields
         and the record's fields as stated (text), as a polars DataFrame; a GIS source
         adds a `geometry` column (GeoJSON text, last). Columns in the source's field
-        order (as the CSV export)."""
+        order (as the CSV export). Inside a standing gap: a `GapWarning` (the rows are
+        the state as last observed), or with `strict` an `InGap` error."""
         import polars as pl
         import pyarrow as pa
 
@@ -157,6 +194,7 @@ class SourceQueries:
 
         valid_us = self._us(valid, "valid")
         known_us = self._opt_us(known_at, "known_at")
+        self._gap_check(valid_us, known_us, strict)
         parts: list[pa.Table] = []
         for batch in snapshot_export.batches(self._ctx, self.name, valid_us, known_us):
             attributes = batch.column("attributes")
@@ -181,18 +219,45 @@ class SourceQueries:
     def snapshot_gap(self, *, valid: When, known_at: When | None = None) -> SnapshotGap | None:
         """The standing gap `valid` falls in (the source was not observed then), with
         its last and next observation around it; None outside every gap."""
+        return self._snapshot_gap(self._us(valid, "valid"), self._opt_us(known_at, "known_at"))
+
+    def _snapshot_gap(self, valid_us: int, known_us: int | None) -> SnapshotGap | None:
+        from feedledger.api.times import opt_dt
         from feedledger.pipeline import query
 
-        found = query.snapshot_gap(
-            self._ctx,
-            self.name,
-            valid=self._us(valid, "valid"),
-            known_at=self._opt_us(known_at, "known_at"),
-        )
+        found = query.snapshot_gap(self._ctx, self.name, valid=valid_us, known_at=known_us)
         if found is None:
             return None
         return SnapshotGap(
-            Gap.of(found["gap"]), found["last_observed_at"], found["next_observed_at"]
+            Gap.of(found["gap"]),
+            opt_dt(found["last_observed_at"]),
+            opt_dt(found["next_observed_at"]),
+        )
+
+    def _gap_check(self, valid_us: int, known_us: int | None, strict: bool) -> None:
+        """A snapshot at `valid_us` inside a standing gap: `InGap` if `strict`, else a
+        `GapWarning` (the rows are the state as last observed, not an observation)."""
+        import warnings
+
+        from feedledger.api.errors import GapWarning, InGap, gap_text
+        from feedledger.model.timeutil import iso
+
+        inside = self._snapshot_gap(valid_us, known_us)
+        if inside is None:
+            return
+        text = gap_text(self.name, str(iso(valid_us)), inside)
+        if strict:
+            raise InGap(
+                text + "; nothing read",
+                inside,
+                source=self.name,
+                hint="strict=False to read the state as last observed",
+            )
+        warnings.warn(
+            GapWarning(
+                f"source {self.name!r}: {text}; the rows are the state as last observed", inside
+            ),
+            stacklevel=3,
         )
 
     def export_snapshot(
@@ -202,23 +267,22 @@ class SourceQueries:
         valid: When,
         known_at: When | None = None,
         format: str = "csv",
+        strict: bool = False,
     ) -> int:
         """Write the source as it stood at `valid` to `output` (stdout if None),
         streaming: CSV with columns in the source's field order, JSON lines (`jsonl`),
         or for a GIS source `geojson`, `geoparquet` or `gpkg` (a file, not stdout);
-        a file appears only when complete. Returns the number of entities written."""
+        a file appears only when complete. Returns the number of entities written.
+        Inside a standing gap: a `GapWarning`, or with `strict` an `InGap` error
+        (nothing written)."""
         from feedledger.pipeline import snapshot_export
 
         path = Path(output) if output is not None else None
         check_export(format, path, geo=self.config.is_geo)
-        return snapshot_export.export(
-            self._ctx,
-            self.name,
-            path,
-            format,
-            self._us(valid, "valid"),
-            self._opt_us(known_at, "known_at"),
-        )
+        valid_us = self._us(valid, "valid")
+        known_us = self._opt_us(known_at, "known_at")
+        self._gap_check(valid_us, known_us, strict)
+        return snapshot_export.export(self._ctx, self.name, path, format, valid_us, known_us)
 
     def gaps(self, *, known_at: When | None = None, include_retracted: bool = False) -> list[Gap]:
         from feedledger.pipeline import query

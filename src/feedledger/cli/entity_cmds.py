@@ -126,20 +126,20 @@ def asof_cmd(
         detail += f"; geometry: {geometry_summary(v.geometry)}"
     if answer.status == "not_observed":
         gap: Gap | None = answer.gap
-        assert gap is not None
-        last, nxt = answer.last_observed, answer.next_observed
-        detail = (
-            f" (inside a gap {gap.start.isoformat()} .. {gap.end.isoformat()}: {gap.reason}); "
-            f"last observed: {_seen(last)}; next observed: "
-            + (
-                f"{_seen(nxt)} (payload of {answer.next_observed_at})"
-                if answer.next_observed_at
-                else "nothing yet"
-            )
+        last, nxt, nxt_at = answer.last_observed, answer.next_observed, answer.next_observed_at
+        where = (
+            f"inside a gap {gap.start.isoformat()} .. {gap.end.isoformat()}: {gap.reason}"
+            if gap is not None
+            else f"before the first observation of {source}"
+        )
+        detail = f" ({where}); last observed: {_seen(last)}; next observed: " + (
+            f"{_seen(nxt)} (payload of {nxt_at.isoformat()})" if nxt_at else "nothing yet"
         )
     elif answer.status == "not_known":
         first = answer.first_recorded_at
-        detail = f" (nothing of {source} was recorded " + (f"before {first})" if first else "yet)")
+        detail = f" (nothing of {source} was recorded " + (
+            f"before {first.isoformat()})" if first else "yet)"
+        )
     out.print(f"{source} {key} at {valid}: {answer.status.value}{detail}")
 
 

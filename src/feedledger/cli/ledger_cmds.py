@@ -22,11 +22,10 @@ from feedledger.cli.common import (
     warn_invalid_geometries,
     when,
 )
-from feedledger.model.errors import ConfigError
 
 if TYPE_CHECKING:
     from feedledger.api.reports import Recovered
-    from feedledger.api.results import Ingested, SnapshotGap
+    from feedledger.api.results import Ingested, Run, SnapshotGap
 
 # The API's pipeline and ledger modules (Polars, SQLAlchemy) are imported inside its
 # calls, so `--help` is quick and `ingest` can import the store's driver while it parses.
@@ -183,8 +182,7 @@ def runs_cmd(
             [
                 r.run_id,
                 r.kind.value,
-                (r.status.value if r.status != "held" else "held: needs review (`review RUN_ID`)")
-                + (f" (resumed after {len(r.resumed)} interruption(s))" if r.resumed else ""),
+                _run_status(r),
                 when(r.started_at),
                 when(r.finished_at),
                 r.payloads,
@@ -194,6 +192,20 @@ def runs_cmd(
             for r in items
         ],
     )
+
+
+def _run_status(r: Run) -> str:
+    """A run's status for the table: how it ended, and whether what it wrote still
+    stands (`retracted <when> by <run>`, `partly retracted by <run>`)."""
+    text = r.status.value if r.status != "held" else "held: needs review (`review RUN_ID`)"
+    if r.resumed:
+        text += f" (resumed after {len(r.resumed)} interruption(s))"
+    by = ", ".join(x[:8] for x in r.retracted_by)
+    if r.retracted_at is not None:
+        text = f"retracted {when(r.retracted_at)}" + (f" by {by}" if by else "") + f" ({text})"
+    elif r.retracted_by:
+        text += f"; partly retracted by {by}"
+    return text
 
 
 @app.command("changes")
@@ -287,6 +299,9 @@ def snapshot_cmd(
     """Write the whole source as it stood at --valid (streaming); columns in the
     source's field order (CSV and the GIS formats). Inside a gap it warns on stderr
     (`--strict`: refuses)."""
+    import warnings
+
+    from feedledger.api.errors import GapWarning
     from feedledger.api.source_queries import check_export
 
     if output is not None and str(output) == "-":
@@ -300,7 +315,9 @@ def snapshot_cmd(
         inside = src.snapshot_gap(valid=valid_at, known_at=known)
         if inside is not None:
             _gap_notice(source, valid, inside, strict)
-        n = src.export_snapshot(output, valid=valid_at, known_at=known, format=fmt)
+        with warnings.catch_warnings():  # said above, once, in the CLI's words
+            warnings.simplefilter("ignore", GapWarning)
+            n = src.export_snapshot(output, valid=valid_at, known_at=known, format=fmt)
     if output:
         err.print(f"wrote {n:,} entities to {output}")
     elif n == 0:  # an empty stdout alone says nothing of why
@@ -331,16 +348,12 @@ def verify_cmd(
 
 def _gap_notice(source: str, valid: str, inside: SnapshotGap, strict: bool) -> None:
     """`snapshot --valid D` inside a standing gap: say so (or refuse with --strict)."""
-    gap = inside.gap
-    text = (
-        f"{valid} is inside a gap {gap.start.isoformat()} .. {gap.end.isoformat()} "
-        f"({gap.reason}): {source} was not observed then; last observed "
-        f"{inside.last_observed_at or 'never'}, next observed "
-        f"{inside.next_observed_at or 'not yet'}"
-    )
+    from feedledger.api.errors import InGap, gap_text
+
+    text = gap_text(source, valid, inside)
     if strict:
-        raise ConfigError(
-            text + "; nothing written", source=source, hint="drop --strict to export anyway"
+        raise InGap(
+            text + "; nothing written", inside, source=source, hint="drop --strict to export anyway"
         )
     err.print(
         f"[yellow]warning:[/] {escape(text)}; the table shows the state as last observed",

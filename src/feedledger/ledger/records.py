@@ -82,6 +82,10 @@ class Run:
     window_start: int | None = None  # a backfill's requested window (inclusive)
     window_end: int | None = None
     resumptions: str | None = None  # JSON list: each interruption and its resumption
+    # when everything the run wrote (applications, gap records) was retracted (None:
+    # some of it stands, or it wrote nothing), and the runs that retracted any of it
+    retracted_at: int | None = None
+    retracted_by: tuple[str, ...] = ()
 
     @property
     def resumed(self) -> list[dict[str, Any]]:
@@ -113,6 +117,8 @@ class Run:
                 }
                 for r in self.resumed
             ],
+            "retracted_at": iso(self.retracted_at),
+            "retracted_by": list(self.retracted_by),
         }
 
 

@@ -210,13 +210,56 @@ def list_runs(store: Store, source: str) -> list[Run]:
     """The source's runs, oldest first."""
     stmt = select(runs).where(runs.c.source == source).order_by(runs.c.started_at)
     with store.engine.connect() as conn:
-        return [_run(r) for r in conn.execute(stmt)]
+        return with_retractions(conn, [_run(r) for r in conn.execute(stmt)])
 
 
 def get_run(store: Store, run_id: str) -> Run | None:
     with store.engine.connect() as conn:
         row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
     return _run(row) if row is not None else None
+
+
+def get_run_shown(store: Store, run_id: str) -> Run | None:
+    """`get_run` with the run's retraction (`with_retractions`), as pages show it."""
+    with store.engine.connect() as conn:
+        row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        return with_retractions(conn, [_run(row)])[0] if row is not None else None
+
+
+def with_retractions(conn: Connection, found: list[Run]) -> list[Run]:
+    """`found` with each run's retraction: `retracted_at` when everything it wrote (its
+    applications and gap records) is retracted, the latest retraction's time; and
+    `retracted_by`, the runs that retracted any of it (a replay may retract part of a
+    backfill), in the order they did."""
+    from dataclasses import replace
+
+    ids = [r.run_id for r in found]
+    # run id -> [(retracted_by or None, rows, latest retracted_at)]
+    groups: dict[str, list[tuple[str | None, int, int | None]]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for table in (applications, gaps):
+            stmt = (
+                select(
+                    table.c.run_id,
+                    table.c.retracted_by,
+                    func.count(),
+                    func.max(table.c.retracted_at),
+                )
+                .where(table.c.run_id.in_(chunk))
+                .group_by(table.c.run_id, table.c.retracted_by)
+            )
+            for run_id, by, n, at in conn.execute(stmt):
+                groups.setdefault(run_id, []).append((by, int(n), at))
+    out = []
+    for r in found:
+        got = groups.get(r.run_id, [])
+        hit = sorted((int(at or 0), by) for by, _n, at in got if by is not None)
+        by_runs = tuple(dict.fromkeys(by for _at, by in hit))
+        whole = bool(got) and all(by is not None for by, _n, _at in got)
+        at_us = max(at for at, _by in hit) if whole and hit else None
+        out.append(replace(r, retracted_at=at_us, retracted_by=by_runs) if got else r)
+    return out
 
 
 def run_exists(store: Store, run_id: str) -> bool:
@@ -301,7 +344,7 @@ def page(
         )
     stmt = stmt.order_by(runs.c.started_at.desc(), runs.c.run_id.desc()).limit(limit)
     with store.engine.connect() as conn:
-        return [_run(r) for r in conn.execute(stmt)]
+        return with_retractions(conn, [_run(r) for r in conn.execute(stmt)])
 
 
 def retracted_by(store: Store, run_id: str) -> list[tuple[str, int]]:

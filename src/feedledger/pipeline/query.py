@@ -73,7 +73,11 @@ def asof(
     it (`next_observed`, even if that payload left it unchanged; `next_observed_at` is
     that payload's publisher date), instead of a confident answer we do not have.
     Before anything of the source was recorded (at `known_at`, or ever) the ledger
-    knew nothing: `not_known`, not `absent`."""
+    knew nothing: `not_known`, not `absent`. Before the source's first observation
+    (its first applied payload's publisher date) nothing was observed: `not_observed`
+    with `gap` None and that observation as `next_observed`. These three answers hold
+    for every key; otherwise a key the source never had is a NotFoundError, as in
+    `history`."""
     from feedledger.ledger import entity_read, gaps
 
     src = ctx.workspace.source(source)
@@ -103,14 +107,38 @@ def asof(
             "version": None,
             "first_recorded_at": iso(first),
         }
+    if not observed or valid_us < observed[0]:
+        # before the source's first observation (standing at K) nothing was observed:
+        # not a gap anyone recorded, but no more an answer than one
+        return {
+            "status": AsOfStatus.NOT_OBSERVED.value,
+            "version": None,
+            "gap": None,
+            **_before_first(found.versions, observed),
+        }
     if found.key is None:
-        return {"status": AsOfStatus.ABSENT.value, "version": None}
+        # a key the source never had: as `history` answers it (exit 3, HTTP 404), never a
+        # confident `absent` for what may be a mistyped key
+        raise NotFoundError(f"no entity with key {key!r} has ever been recorded", source=src.name)
     chain = [v for v in found.versions if v.valid_from <= valid_us]
     version = chain[-1] if chain else None
     if version is None:
         return {"status": AsOfStatus.ABSENT.value, "version": None}
     status = AsOfStatus.ABSENT if version.deleted else AsOfStatus.PRESENT
     return {"status": status.value, "version": version}
+
+
+def _before_first(chain: list[Version], observed: list[int]) -> dict[str, Any]:
+    """`_around` for a valid time before the source's first observation: nothing before
+    it, the state its first observation stated after it (None: nothing observed yet)."""
+    first = observed[0] if observed else None
+    found = [v for v in chain if first is not None and v.valid_from <= first]
+    return {
+        "last_observed": None,
+        "next_observed": found[-1] if found else None,
+        "last_observed_at": None,
+        "next_observed_at": iso(first),
+    }
 
 
 def _gap_at(
@@ -176,8 +204,9 @@ def list_gaps(
 def snapshot_gap(
     ctx: Context, source: str, *, valid: str | int, known_at: str | int | None
 ) -> dict[str, Any] | None:
-    """The standing gap `valid` falls in, with the source's last and next observation
-    around it (`{"gap", "last_observed_at", "next_observed_at"}`), or None."""
+    """The standing gap `valid` falls in, with the publisher dates (UTC microseconds) of
+    the source's last and next observation around it (`{"gap", "last_observed_at",
+    "next_observed_at"}`), or None."""
     from feedledger.ledger import gaps
 
     src = ctx.workspace.source(source)
@@ -188,9 +217,10 @@ def snapshot_gap(
     gap = _gap_at(ctx, src, valid_us, k, observed)
     if gap is None:
         return None
-    around = _around([], gap, observed)
+    before = [t for t in observed if t < gap.start_at]
+    after = [t for t in observed if t >= gap.end_at]
     return {
         "gap": gap,
-        "last_observed_at": around["last_observed_at"],
-        "next_observed_at": around["next_observed_at"],
+        "last_observed_at": before[-1] if before else None,
+        "next_observed_at": after[0] if after else None,
     }

@@ -27,6 +27,7 @@ TYPE_BASE = "urn:feedledger:problem:"
 # (error class, HTTP status, problem type), most specific first
 _STATUS: list[tuple[type[fl.FeedledgerError], int, str]] = [
     (fl.NotFoundError, 404, "not-found"),
+    (fl.InGap, 409, "in-gap"),
     (fl.ConfigError, 422, "invalid-request"),
     (fl.BadPayloadError, 422, "bad-payload"),
     (fl.SourceFrozenError, 409, "source-frozen"),

@@ -50,7 +50,7 @@ export async function render(params) {
     return;
   }
   main().append(
-    h("figure", {}, timeline(versions, src.gaps || [], knownAt || null), h("figcaption", {}, "Valid time across, transaction time up; shaded bands are gaps (not observed); hatched rectangles are retracted versions.")),
+    h("figure", {}, timeline(versions, src.gaps || [], knownAt || null, src.timezone || "UTC"), h("figcaption", {}, `Valid time across (days in ${src.timezone || "UTC"}), transaction time up; shaded bands are gaps (not observed); hatched rectangles are retracted versions.`)),
   );
   const geo = versions.some((v) => v.geometry) ? geometryPanels(versions) : null;
   if (geo) main().append(section("Geometry of each version (previous one dashed)", geo));
@@ -88,12 +88,12 @@ async function asof(base, valid, knownAt) {
   const what = {
     present: "present",
     absent: "absent (deleted, or not yet seen)",
-    not_observed: "not observed: the day is inside a gap",
+    not_observed: a.gap ? "not observed: the day is inside a gap" : "not observed: before the source's first observation",
     not_known: "not known: nothing of the source was recorded yet at that time",
   }[a.status] || a.status;
   return section(
     `As of ${valid}${knownAt ? `, as known at ${knownAt}` : ""}`,
-    h("p", { id: "asof-status" }, h("strong", {}, what), a.gap ? ` (${a.gap.reason}; last observed ${a.last_observed_at || "never"}, next ${a.next_observed_at || "not yet"})` : ""),
+    h("p", { id: "asof-status" }, h("strong", {}, what), a.status === "not_observed" ? ` (${a.gap ? `${a.gap.reason}; ` : ""}last observed ${a.last_observed_at || "never"}, next ${a.next_observed_at || "not yet"})` : ""),
     shown ? h("pre", { class: "attrs", id: "asof-version" }, a.version ? shown : `last observed:\n${shown}`) : "",
   );
 }

@@ -49,7 +49,12 @@ export async function render(params) {
   const id = params.run;
   const run = await getJSON(`/api/runs/${seg(id)}`);
   setTitle(`Run ${run.run_id.slice(0, 8)} · ${run.source}`);
-  const state = run.retracted ? badge("retracted") : run.status === "held" ? badge("held") : run.status;
+  const ended = run.status === "held" ? badge("held") : run.status;
+  const state = run.retracted_at
+    ? [badge("retracted"), " ", timeEl(run.retracted_at), ` (${run.status})`]
+    : run.retracted
+      ? [ended, "; partly retracted"]
+      : ended;
   main().append(
     facts([
       ["run id", h("code", {}, run.run_id)],

@@ -106,6 +106,18 @@ export async function render(params) {
   await runs.ready;
 }
 
+// a run's status cell: how it ended; a run whose writes were all retracted shows
+// `retracted` (when, by which run), one partly retracted (a replay) says so
+function runState(r) {
+  const by = (r.retracted_by || []).map((id) => runLink(id));
+  const sep = (items) => items.flatMap((x, i) => (i ? [", ", x] : [x]));
+  if (r.retracted_at) {
+    return h("span", { class: "run-retracted" }, badge("retracted"), " ", timeEl(r.retracted_at), by.length ? " by " : "", ...sep(by), ` (${r.status})`);
+  }
+  const shown = ["held", "retracted", "failed"].includes(r.status) ? badge(r.status) : r.status;
+  return by.length ? h("span", {}, shown, "; partly retracted by ", ...sep(by)) : shown;
+}
+
 // the source's runs, newest first, a page at a time (the API's opaque cursor)
 function runsSection(name) {
   const body = h("tbody", {});
@@ -113,7 +125,7 @@ function runsSection(name) {
   const columns = [
     (r) => runLink(r.run_id),
     (r) => r.kind,
-    (r) => (["held", "retracted", "failed"].includes(r.status) ? badge(r.status) : r.status),
+    (r) => runState(r),
     (r) => timeEl(r.started_at),
     (r) => String(r.payloads),
     (r) => String(r.changes),

@@ -16,7 +16,71 @@ function ticks(lo, hi, n) {
   return out;
 }
 
-export function timeline(versions, gaps, knownAt) {
+const DAY = 86400000;
+
+// the wall clock in `tz` at instant t: [year, month (1-12), day, hour, minute]
+function wall(t, tz) {
+  const parts = {};
+  const fmt = new Intl.DateTimeFormat("en-CA", {
+    timeZone: tz, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+  });
+  for (const p of fmt.formatToParts(new Date(t))) parts[p.type] = +p.value;
+  return [parts.year, parts.month, parts.day, parts.hour, parts.minute];
+}
+
+// the instant of 00:00 (plus `hour`) of a calendar day in `tz` (months may overflow)
+function localTime(year, month, day, tz, hour = 0) {
+  const guess = Date.UTC(year, month - 1, day, hour);
+  const offset = (t) => {
+    const [y, mo, d, hh, mi] = wall(t, tz);
+    return Date.UTC(y, mo - 1, d, hh, mi) - t;
+  };
+  return guess - offset(guess - offset(guess));
+}
+
+const pad = (n) => String(n).padStart(2, "0");
+
+// valid-time ticks on calendar boundaries of the source's timezone, so that a gap (which
+// starts at a local midnight) starts exactly at its day's tick: hours for a span under
+// two days, days under ~60 days, months above; at most about 10 labels
+export function validTicks(lo, hi, tz) {
+  const span = hi - lo;
+  const [y, m, d] = wall(lo, tz);
+  const out = [];
+  if (span < 2 * DAY) {
+    const step = [1, 2, 3, 6, 12].find((n) => span / (n * 3600000) <= 10) || 12;
+    for (let k = 0; k <= 48 / step + 1; k++) {
+      const t = localTime(y, m, d, tz, k * step);
+      if (t >= lo && t <= hi) {
+        const [, mo, dd, hh, mi] = wall(t, tz);
+        out.push({ t, label: `${pad(mo)}-${pad(dd)} ${pad(hh)}:${pad(mi)}` });
+      }
+    }
+  } else if (span < 60 * DAY) {
+    const step = [1, 2, 3, 7, 14].find((n) => span / (n * DAY) <= 10) || 14;
+    for (let k = 0; k <= span / DAY + 2; k += step) {
+      const t = localTime(y, m, d + k, tz);
+      if (t >= lo && t <= hi) {
+        const [yy, mo, dd] = wall(t, tz);
+        out.push({ t, label: `${yy}-${pad(mo)}-${pad(dd)}` });
+      }
+    }
+  } else {
+    const months = span / (30.44 * DAY);
+    const step = [1, 2, 3, 6, 12, 24, 60].find((n) => months / n <= 10) || 120;
+    const first = Math.ceil(m / step) * step - step + 1; // a month the step divides
+    for (let k = 0; k <= months + step + 1; k += step) {
+      const t = localTime(y, first + k, 1, tz);
+      if (t >= lo && t <= hi) {
+        const [yy, mo] = wall(t, tz);
+        out.push({ t, label: `${yy}-${pad(mo)}` });
+      }
+    }
+  }
+  return out;
+}
+
+export function timeline(versions, gaps, knownAt, timezone = "UTC") {
   const now = knownAt ? ms(knownAt) : Date.now();
   const starts = versions.map((v) => ms(v.valid_from));
   const ends = versions.filter((v) => v.valid_to).map((v) => ms(v.valid_to));
@@ -63,15 +127,10 @@ export function timeline(versions, gaps, knownAt) {
     s("text", { x: W - M.right, y: H - 4, "text-anchor": "end" }, "valid time →"),
     s("text", { x: 4, y: 14 }, "transaction time ↑"),
   );
-  const hours = span < 6 * 86400000; // a short span: label ticks with the hour too
-  const validLabel = (t) => {
-    const iso = new Date(t).toISOString();
-    return hours ? `${iso.slice(5, 10)} ${iso.slice(11, 16)}Z` : iso.slice(0, 10);
-  };
-  for (const t of ticks(x0 + span * 0.03, x1 - span * 0.18, 5)) {
+  for (const { t, label } of validTicks(x0, x1, timezone)) {
     svg.append(
-      s("line", { class: "axis", x1: X(t), y1: H - M.bottom, x2: X(t), y2: H - M.bottom + 4 }),
-      s("text", { x: X(t), y: H - M.bottom + 16, "text-anchor": "middle" }, validLabel(t)),
+      s("line", { class: "axis valid-tick", x1: X(t), y1: H - M.bottom, x2: X(t), y2: H - M.bottom + 4, dataset: { t: new Date(t).toISOString() } }),
+      s("text", { class: "valid-label", x: X(t), y: H - M.bottom + 16, "text-anchor": "middle" }, label),
     );
   }
   for (const t of ticks(y0raw, y1raw, 3)) {
