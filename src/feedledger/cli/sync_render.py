@@ -134,7 +134,11 @@ def explain(data: dict[str, Any]) -> None:
     if held is None:
         out.print(f"{where}: no row held")
     else:
-        state = "tombstone" if held["deleted"] else "document"
+        state = (
+            f"tombstone: deleted after revision {held['revision']}"
+            if held["deleted"]
+            else "document"
+        )
         out.print(
             f"{where}: holds revision {held['revision']}, generation {held['generation']} "
             f"({state}, content {held['content_hash']}, written {held['written_at']})"

@@ -16,7 +16,7 @@ from feedledger.model.timeutil import iso, now_us
 from feedledger.sync import manifests, registry
 from feedledger.sync import state as sync_state
 from feedledger.sync.target import Target
-from feedledger.sync.transform import load
+from feedledger.sync.transform import content_hash, load
 
 
 def add_destination(
@@ -87,7 +87,7 @@ def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:
             "scope": "live" if f["scope"] == "live" else "manifest",
             "manifest": None if f["scope"] == "live" else names.get(f["scope"], f["scope"]),
             "verdict": f["verdict"],
-            "reason": f["reason"] or _ACCEPTED_WHY.get(f["verdict"]),
+            "reason": f["reason"] or _why(f),
             "incoming": {
                 "revision": f["revision"],
                 "generation": f["generation"],
@@ -123,3 +123,14 @@ _ACCEPTED_WHY = {
     "accepted": "newer source revision, or same revision with a newer transform generation",
     "already_current": "same revision, generation and content as held: not written",
 }
+_TOMBSTONE = content_hash(None)
+
+
+def _why(f: dict[str, Any]) -> str | None:
+    """The reason of a verdict the guard gave none for (it wrote, or had nothing to do)."""
+    if f["verdict"] == "accepted" and f["content_hash"] == _TOMBSTONE:
+        return (
+            f"a deletion after revision {f['revision']}: it wins over the state it deletes, "
+            "even at the same revision; only a newer revision brings the record back"
+        )
+    return _ACCEPTED_WHY.get(f["verdict"])

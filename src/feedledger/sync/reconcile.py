@@ -274,11 +274,14 @@ def _findings(
             continue
         _k, frev, fgen, frank, fdel, _h = row
         got = {"found_revision": int(frev), "found_generation": fgen, "found_deleted": bool(fdel)}
-        if int(frev) < rev:
-            result.stale.append({**evidence, **got})
+        # positions in the revision order: a deletion sorts just after the revision it deletes
+        found_at, want_at = (int(frev), bool(fdel)), (rev, deleted)
+        if found_at < want_at:
+            note = {"note": "the deletion has not reached the destination"} if deleted else {}
+            result.stale.append({**evidence, **got, **note})
         elif int(frank) < rank:
             result.wrong_generation.append({**evidence, **got})
-        elif int(frev) != rev or bool(fdel) != deleted:
+        elif found_at != want_at:
             result.stale.append({**evidence, **got, "note": "newer than the ledger"})
     for key, row in found.items():
         if key in expected or bool(row[4]):

@@ -2,19 +2,27 @@
 write is one conditional upsert (`INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE`),
 so it holds against any writer that uses it, in any process.
 
-Per incoming (key, source revision r, content hash h, generation g) against the row
-held (r0, h0, g0), exactly one verdict:
+A deletion is an event in the revision order: a tombstone at revision r (the revision
+of the record it deletes, or its delete marker's) sorts just AFTER the document at r. So
+the guard compares positions p = (revision, deleted), deleted after live: a deletion
+wins over the state it deletes even when the publisher gave the deleted record no new
+revision, and only a strictly newer revision brings the record back.
+
+Per incoming (key, position p, content hash h, generation g) against the row held
+(p0, h0, g0), exactly one verdict:
 
     no row                                  accepted
-    r > r0 and g >= g0                      accepted
-    r = r0 and g > g0                       accepted  (a rebuild with a newer transform)
-    r < r0                                  superseded (fresher source data kept)
-    g < g0 (r >= r0)                        rejected   (newer representation kept)
-    r = r0, g = g0, h = h0                  already_current (not written)
-    r = r0, g = g0, h != h0                 unresolved (untouched; both kept as evidence)
+    p > p0 and g >= g0                      accepted
+    p = p0 and g > g0                       accepted  (a rebuild with a newer transform)
+    p < p0                                  superseded (fresher source data, or a
+                                                        deletion after r, kept)
+    g < g0 (p >= p0)                        rejected   (newer representation kept)
+    p = p0, g = g0, h = h0                  already_current (not written)
+    p = p0, g = g0, h != h0                 unresolved (untouched; both kept as evidence)
 
 A delete is a tombstone row (deleted, revision, generation) that is never removed, so a
-delayed older write cannot resurrect the record.
+delayed older write -- the deleted record's own revision included -- cannot resurrect
+the record.
 
 PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
 and returns, for the rows it did not write, the row held (read from the same snapshot).
@@ -36,9 +44,16 @@ from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
+# position p = (revision, deleted): a tombstone sorts just after the revision it deletes
+# (booleans compare false < true on PostgreSQL, 0 < 1 on SQLite)
+_NEWER = (
+    "(excluded.revision > t.revision OR "
+    "(excluded.revision = t.revision AND excluded.deleted > t.deleted))"
+)
+_SAME = "excluded.revision = t.revision AND excluded.deleted = t.deleted"
 GUARD = (
-    "(excluded.revision > t.revision AND excluded.generation_rank >= t.generation_rank) "
-    "OR (excluded.revision = t.revision AND excluded.generation_rank > t.generation_rank)"
+    f"({_NEWER} AND excluded.generation_rank >= t.generation_rank) "
+    f"OR ({_SAME} AND excluded.generation_rank > t.generation_rank)"
 )
 
 
@@ -47,7 +62,8 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
     if held is None:
         return "accepted", None
     r0, g0 = int(held.revision), int(held.generation_rank)
-    if d.rank < g0 and d.revision >= r0:
+    mine, theirs = (d.revision, bool(d.deleted)), (r0, bool(held.deleted))
+    if d.rank < g0 and mine >= theirs:
         return "rejected", (
             f"newer representation guard: generation {d.generation} is older than the "
             f"destination's {held.generation} (revision {d.revision} vs {r0})"
@@ -56,7 +72,12 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
         return "superseded", (
             f"fresher source data guard: revision {d.revision} is older than the destination's {r0}"
         )
-    if d.revision > r0 or d.rank > g0:
+    if mine < theirs:
+        return "superseded", (
+            f"deletion guard: the destination holds the record deleted after revision {r0}; "
+            f"only a revision newer than {r0} brings it back"
+        )
+    if mine > theirs or d.rank > g0:
         return "accepted", None
     if d.content_hash == held.content_hash:
         return "already_current", None
@@ -204,7 +225,8 @@ class Target:
                 f"WITH up AS ({upsert} RETURNING t.key) "
                 f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
                 f"h.deleted, CASE WHEN h.revision = s.revision AND h.generation_rank = "
-                f"s.generation_rank AND h.content_hash <> s.content_hash THEN h.doc::text END "
+                f"s.generation_rank AND h.deleted = s.deleted AND h.content_hash <> s.content_hash "
+                f"THEN h.doc::text END "
                 f"FROM fl_stage s JOIN {self.ident} h ON h.key = s.key "
                 "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
             )
