@@ -8,10 +8,16 @@ their behaviour (the version id orders everything)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import feedledger as fl
+from feedledger.model.destination import FILTERED_HASH, TOMBSTONE_HASH
+from feedledger.model.types import Outcome
 from feedledger.sync.target import Target
+from feedledger.sync.transform import build, content_hash
+from feedledger.sync.versions import VersionRow
 from helpers import Cli, write_csv
 from test_sync import (  # noqa: F401  (fixtures)
     SRC,
@@ -76,6 +82,41 @@ def test_the_guard_orders_a_deletion_just_after_the_revision_it_deletes(
         t.close()
 
 
+def test_a_record_the_transform_left_out_is_not_a_deletion(
+    place: tuple[str, str, str],  # noqa: F811
+) -> None:
+    """A transform's None ("not in this destination") is a tombstone in the place of its
+    revision: a newer generation at the same revision may bring the record back. A
+    deletion by the source still wins over both."""
+    assert content_hash(None) == TOMBSTONE_HASH
+    assert hashlib.sha256(b"\x00filtered").hexdigest()[:32] == FILTERED_HASH
+    row = VersionRow(json.dumps(["b"]), '{"name":"b"}', "5", False, 11, 0)
+
+    def left_out(_version: dict[str, object]) -> None:
+        return None
+
+    t: Target = target(place)
+    try:
+        out = build(row, transform=left_out, generation="M-3", rank=3, use_revision_field=True)
+        assert out.deleted and out.content_hash == FILTERED_HASH
+        assert [v.verdict for v in t.write([out])] == ["accepted"]
+        assert held(t, "b") == (5, "M-3", True)
+        back = build(row, transform=None, generation="M-4", rank=4, use_revision_field=True)
+        assert [v.verdict for v in t.write([back])] == ["accepted"]
+        assert held(t, "b") == (5, "M-4", False)
+        # the source deletes it at that revision: the deletion wins over the document ...
+        gone = build(row._replace(deleted=True, attributes=None), transform=left_out,
+                     generation="M-4", rank=4, use_revision_field=True)  # fmt: skip
+        assert gone.content_hash == TOMBSTONE_HASH
+        assert [v.verdict for v in t.write([gone])] == ["accepted"]
+        # ... and over a later left-out tombstone of the deleted revision, newer generation
+        late = build(row, transform=left_out, generation="M-5", rank=5, use_revision_field=True)
+        assert [v.verdict for v in t.write([late])] == ["superseded"]
+        assert held(t, "b") == (5, "M-4", True)
+    finally:
+        t.close()
+
+
 # -- live route, reconcile, sync-explain ----------------------------------------------------
 
 
@@ -102,6 +143,11 @@ def test_a_snapshot_deletion_reaches_the_destination_and_reconcile_agrees(
     assert got["last"]["verdict"] == "accepted" and "deletion" in got["last"]["reason"]
     human = cli("sync-explain", "search", "b").stdout
     assert "deleted after revision 1" in human
+    with fl.open(cli.ws.config_path) as ledger:  # the Python API (and HTTP: its to_json())
+        typed = ledger.destination("search").explain("b")
+    assert typed.held is not None and typed.held.deleted and typed.held.revision == 1
+    assert typed.last is not None and typed.last.verdict == Outcome.ACCEPTED
+    assert typed.to_json() == got
     # a rebuild from the manifest frozen before the deletion reads b's revision 1: the
     # deletion held wins, and reconcile finds nothing newer than the ledger
     rebuilt = cli.json("sync", "search", "--manifest", "before")

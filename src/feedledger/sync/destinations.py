@@ -9,14 +9,20 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
-from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
+from feedledger.model.destination import (
+    TOMBSTONE_HASH,
+    Destination,
+    check_fields,
+    check_table,
+    generation_rank,
+)
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import iso, now_us
 from feedledger.sync import manifests, registry
 from feedledger.sync import state as sync_state
 from feedledger.sync.target import Target
-from feedledger.sync.transform import content_hash, load
+from feedledger.sync.transform import load
 
 
 def add_destination(
@@ -123,12 +129,11 @@ _ACCEPTED_WHY = {
     "accepted": "newer source revision, or same revision with a newer transform generation",
     "already_current": "same revision, generation and content as held: not written",
 }
-_TOMBSTONE = content_hash(None)
 
 
 def _why(f: dict[str, Any]) -> str | None:
     """The reason of a verdict the guard gave none for (it wrote, or had nothing to do)."""
-    if f["verdict"] == "accepted" and f["content_hash"] == _TOMBSTONE:
+    if f["verdict"] == "accepted" and f["content_hash"] == TOMBSTONE_HASH:
         return (
             f"a deletion after revision {f['revision']}: it wins over the state it deletes, "
             "even at the same revision; only a newer revision brings the record back"

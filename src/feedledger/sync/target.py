@@ -22,7 +22,9 @@ Per incoming (key, position p, content hash h, generation g) against the row hel
 
 A delete is a tombstone row (deleted, revision, generation) that is never removed, so a
 delayed older write -- the deleted record's own revision included -- cannot resurrect
-the record.
+the record. A record the transform leaves out ("not in this destination") is a
+tombstone too, but not a deletion: its content hash says which (model/destination.py),
+and it keeps the position of its revision, so a newer generation may bring it back.
 
 PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
 and returns, for the rows it did not write, the row held (read from the same snapshot).
@@ -38,19 +40,28 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
-from feedledger.model.destination import Destination
+from feedledger.model.destination import TOMBSTONE_HASH, Destination
 from feedledger.model.errors import ConfigError, StoreUnavailableError
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
-# position p = (revision, deleted): a tombstone sorts just after the revision it deletes
-# (booleans compare false < true on PostgreSQL, 0 < 1 on SQLite)
+
+
+def _gone(row: str) -> str:
+    """1 if the row is a deletion (a tombstone of a record the source deleted), else 0: a
+    record the transform left out is a tombstone in the place of its revision."""
+    return (
+        f"(CASE WHEN {row}.deleted AND {row}.content_hash = '{TOMBSTONE_HASH}' THEN 1 ELSE 0 END)"
+    )
+
+
+# position p = (revision, deleted): a deletion sorts just after the revision it deletes
 _NEWER = (
     "(excluded.revision > t.revision OR "
-    "(excluded.revision = t.revision AND excluded.deleted > t.deleted))"
+    f"(excluded.revision = t.revision AND {_gone('excluded')} > {_gone('t')}))"
 )
-_SAME = "excluded.revision = t.revision AND excluded.deleted = t.deleted"
+_SAME = f"excluded.revision = t.revision AND {_gone('excluded')} = {_gone('t')}"
 GUARD = (
     f"({_NEWER} AND excluded.generation_rank >= t.generation_rank) "
     f"OR ({_SAME} AND excluded.generation_rank > t.generation_rank)"
@@ -62,7 +73,7 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
     if held is None:
         return "accepted", None
     r0, g0 = int(held.revision), int(held.generation_rank)
-    mine, theirs = (d.revision, bool(d.deleted)), (r0, bool(held.deleted))
+    mine, theirs = (d.revision, is_deletion(d)), (r0, is_deletion(held))
     if d.rank < g0 and mine >= theirs:
         return "rejected", (
             f"newer representation guard: generation {d.generation} is older than the "
@@ -86,6 +97,12 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
         "source's revision does not cover every field, or the transform changed without a "
         "new generation"
     )
+
+
+def is_deletion(row: Any) -> bool:
+    """Whether a doc or a row held is a deletion in the revision order: a tombstone of a
+    record the source deleted (not one the transform left out)."""
+    return bool(row.deleted) and row.content_hash == TOMBSTONE_HASH
 
 
 def _evidence(d: Doc, held: Any) -> dict[str, Any]:
@@ -225,8 +242,7 @@ class Target:
                 f"WITH up AS ({upsert} RETURNING t.key) "
                 f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
                 f"h.deleted, CASE WHEN h.revision = s.revision AND h.generation_rank = "
-                f"s.generation_rank AND h.deleted = s.deleted AND h.content_hash <> s.content_hash "
-                f"THEN h.doc::text END "
+                f"s.generation_rank AND h.content_hash <> s.content_hash THEN h.doc::text END "
                 f"FROM fl_stage s JOIN {self.ident} h ON h.key = s.key "
                 "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
             )
