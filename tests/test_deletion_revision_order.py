@@ -244,8 +244,9 @@ def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_b
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     declare(cli, place)
     day(cli, tmp_path, "2026-08-01", [["a", "1", "x"], ["b", "1", "y"]])
-    day(cli, tmp_path, "2026-08-02", [["a", "1", "x"]])
     cli("sync", "search", "--live", "--once")
+    day(cli, tmp_path, "2026-08-02", [["a", "1", "x"]])
+    assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
     # the publisher serves b again with the revision it had: the ledger holds it
     # (`unresolved`, reported) and b stays deleted there and in the destination
     d3 = write_csv(tmp_path / "d3.csv", ["id", "rev", "name"], [["a", "1", "x"], ["b", "1", "y"]])
