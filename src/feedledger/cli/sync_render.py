@@ -182,12 +182,20 @@ class ProgressLog:
 
 
 def explain(data: dict[str, Any]) -> None:
+    from feedledger.model.destination import TOMBSTONE_HASH
+
     held = data["held"]
     where = f"{data['destination']} ({data['source']}) key {key_text(data['key'])}"
     if held is None:
         out.print(f"{where}: no row held")
     else:
-        state = "tombstone" if held["deleted"] else "document"
+        state = "document"
+        if held["deleted"]:
+            state = (
+                f"tombstone: deleted after revision {held['revision']}"
+                if held["content_hash"] == TOMBSTONE_HASH
+                else "tombstone: left out by the transform"
+            )
         out.print(
             f"{where}: holds revision {held['revision']}, generation {held['generation']} "
             f"({state}, content {held['content_hash']}, written {held['written_at']})"

@@ -10,6 +10,13 @@ from typing import Literal
 
 from feedledger.model.errors import ConfigError
 
+# The content hash of a tombstone row: a record the source deleted (the hash of
+# b"\x00tombstone", sync.transform.content_hash(None)), or one the transform left out
+# ("not in this destination", b"\x00filtered"). Only the first is a deletion in the
+# revision order (sync/target.py): a newer transform generation may bring the second back.
+TOMBSTONE_HASH = "e757743108b4054490c492b9bb76b153"
+FILTERED_HASH = "0b3f4eca9c9755a0fac3eadecd7b5588"
+
 _GENERATION_RE = re.compile(r"^[A-Za-z0-9_.:-]{0,56}?(\d{1,15})$")
 _TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _FIELD_RE = re.compile(r"^[^\s,]{1,128}$")

@@ -9,7 +9,13 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
-from feedledger.model.destination import Destination, check_fields, check_table, generation_rank
+from feedledger.model.destination import (
+    TOMBSTONE_HASH,
+    Destination,
+    check_fields,
+    check_table,
+    generation_rank,
+)
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import iso, now_us
@@ -87,7 +93,7 @@ def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:
             "scope": "live" if f["scope"] == "live" else "manifest",
             "manifest": None if f["scope"] == "live" else names.get(f["scope"], f["scope"]),
             "verdict": f["verdict"],
-            "reason": f["reason"] or _ACCEPTED_WHY.get(f["verdict"]),
+            "reason": f["reason"] or _why(f),
             "incoming": {
                 "revision": f["revision"],
                 "generation": f["generation"],
@@ -123,3 +129,13 @@ _ACCEPTED_WHY = {
     "accepted": "newer source revision, or same revision with a newer transform generation",
     "already_current": "same revision, generation and content as held: not written",
 }
+
+
+def _why(f: dict[str, Any]) -> str | None:
+    """The reason of a verdict the guard gave none for (it wrote, or had nothing to do)."""
+    if f["verdict"] == "accepted" and f["content_hash"] == TOMBSTONE_HASH:
+        return (
+            f"a deletion after revision {f['revision']}: it wins over the state it deletes, "
+            "even at the same revision; only a newer revision brings the record back"
+        )
+    return _ACCEPTED_WHY.get(f["verdict"])

@@ -20,7 +20,7 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
-from feedledger.model.destination import generation_rank
+from feedledger.model.destination import TOMBSTONE_HASH, generation_rank
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
 from feedledger.sync import manifests, registry, versions
@@ -272,13 +272,17 @@ def _findings(
             if not deleted:
                 result.missing.append({**evidence, "found": None})
             continue
-        _k, frev, fgen, frank, fdel, _h = row
+        _k, frev, fgen, frank, fdel, fhash = row
         got = {"found_revision": int(frev), "found_generation": fgen, "found_deleted": bool(fdel)}
-        if int(frev) < rev:
-            result.stale.append({**evidence, **got})
+        # positions in the revision order: a deletion sorts just after the revision it deletes
+        # (a record the transform left out is a tombstone in the place of its revision)
+        found_at, want_at = (int(frev), bool(fdel) and fhash == TOMBSTONE_HASH), (rev, deleted)
+        if found_at < want_at:
+            note = {"note": "the deletion has not reached the destination"} if deleted else {}
+            result.stale.append({**evidence, **got, **note})
         elif int(frank) < rank:
             result.wrong_generation.append({**evidence, **got})
-        elif int(frev) != rev or bool(fdel) != deleted:
+        elif found_at != want_at:
             result.stale.append({**evidence, **got, "note": "newer than the ledger"})
     for key, row in found.items():
         if key in expected or bool(row[4]):

@@ -2,19 +2,29 @@
 write is one conditional upsert (`INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE`),
 so it holds against any writer that uses it, in any process.
 
-Per incoming (key, source revision r, content hash h, generation g) against the row
-held (r0, h0, g0), exactly one verdict:
+A deletion is an event in the revision order: a tombstone at revision r (the revision
+of the record it deletes, or its delete marker's) sorts just AFTER the document at r. So
+the guard compares positions p = (revision, deleted), deleted after live: a deletion
+wins over the state it deletes even when the publisher gave the deleted record no new
+revision, and only a strictly newer revision brings the record back.
+
+Per incoming (key, position p, content hash h, generation g) against the row held
+(p0, h0, g0), exactly one verdict:
 
     no row                                  accepted
-    r > r0 and g >= g0                      accepted
-    r = r0 and g > g0                       accepted  (a rebuild with a newer transform)
-    r < r0                                  superseded (fresher source data kept)
-    g < g0 (r >= r0)                        rejected   (newer representation kept)
-    r = r0, g = g0, h = h0                  already_current (not written)
-    r = r0, g = g0, h != h0                 unresolved (untouched; both kept as evidence)
+    p > p0 and g >= g0                      accepted
+    p = p0 and g > g0                       accepted  (a rebuild with a newer transform)
+    p < p0                                  superseded (fresher source data, or a
+                                                        deletion after r, kept)
+    g < g0 (p >= p0)                        rejected   (newer representation kept)
+    p = p0, g = g0, h = h0                  already_current (not written)
+    p = p0, g = g0, h != h0                 unresolved (untouched; both kept as evidence)
 
 A delete is a tombstone row (deleted, revision, generation) that is never removed, so a
-delayed older write cannot resurrect the record.
+delayed older write -- the deleted record's own revision included -- cannot resurrect
+the record. A record the transform leaves out ("not in this destination") is a
+tombstone too, but not a deletion: its content hash says which (model/destination.py),
+and it keeps the position of its revision, so a newer generation may bring it back.
 
 A GIS source's table has one more column, `geometry_wkb` (BLOB / bytea: the version's
 geometry as ISO WKB, NULL for none and for a tombstone), added to an older table that
@@ -35,16 +45,32 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from feedledger import faults
-from feedledger.model.destination import Destination
+from feedledger.model.destination import TOMBSTONE_HASH, Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
 GEOMETRY = "geometry_wkb"  # a GIS source's table only
+
+
+def _gone(row: str) -> str:
+    """1 if the row is a deletion (a tombstone of a record the source deleted), else 0: a
+    record the transform left out is a tombstone in the place of its revision."""
+    return (
+        f"(CASE WHEN {row}.deleted AND {row}.content_hash = '{TOMBSTONE_HASH}' THEN 1 ELSE 0 END)"
+    )
+
+
+# position p = (revision, deleted): a deletion sorts just after the revision it deletes
+_NEWER = (
+    "(excluded.revision > t.revision OR "
+    f"(excluded.revision = t.revision AND {_gone('excluded')} > {_gone('t')}))"
+)
+_SAME = f"excluded.revision = t.revision AND {_gone('excluded')} = {_gone('t')}"
 GUARD = (
-    "(excluded.revision > t.revision AND excluded.generation_rank >= t.generation_rank) "
-    "OR (excluded.revision = t.revision AND excluded.generation_rank > t.generation_rank)"
+    f"({_NEWER} AND excluded.generation_rank >= t.generation_rank) "
+    f"OR ({_SAME} AND excluded.generation_rank > t.generation_rank)"
 )
 
 
@@ -53,7 +79,8 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
     if held is None:
         return "accepted", None
     r0, g0 = int(held.revision), int(held.generation_rank)
-    if d.rank < g0 and d.revision >= r0:
+    mine, theirs = (d.revision, is_deletion(d)), (r0, is_deletion(held))
+    if d.rank < g0 and mine >= theirs:
         return "rejected", (
             f"newer representation guard: generation {d.generation} is older than the "
             f"destination's {held.generation} (revision {d.revision} vs {r0})"
@@ -62,7 +89,12 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
         return "superseded", (
             f"fresher source data guard: revision {d.revision} is older than the destination's {r0}"
         )
-    if d.revision > r0 or d.rank > g0:
+    if mine < theirs:
+        return "superseded", (
+            f"deletion guard: the destination holds the record deleted after revision {r0}; "
+            f"only a revision newer than {r0} brings it back"
+        )
+    if mine > theirs or d.rank > g0:
         return "accepted", None
     if d.content_hash == held.content_hash:
         return "already_current", None
@@ -71,6 +103,12 @@ def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
         "source's revision does not cover every field, or the transform changed without a "
         "new generation"
     )
+
+
+def is_deletion(row: Any) -> bool:
+    """Whether a doc or a row held is a deletion in the revision order: a tombstone of a
+    record the source deleted (not one the transform left out)."""
+    return bool(row.deleted) and row.content_hash == TOMBSTONE_HASH
 
 
 def _evidence(d: Doc, held: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from feedledger.model.destination import FILTERED_HASH
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import iso, parse_instant, to_us
 
@@ -146,7 +147,10 @@ def build(
         revision=revision,
         generation=generation,
         rank=rank,
-        content_hash=content_hash(doc_text, (row.geometry or "null") if geo else None),
+        # left out by the transform: a tombstone, but not a deletion (model/destination.py)
+        content_hash=FILTERED_HASH
+        if doc_text is None and not row.deleted
+        else content_hash(doc_text, (row.geometry or "null") if geo else None),
         deleted=doc_text is None,
         doc=doc_text,
     )
