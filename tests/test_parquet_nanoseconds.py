@@ -150,3 +150,27 @@ def test_pandas_style_parquet_through_the_cli(cli: Cli, tmp_path: Path) -> None:
     latest = cli.json("history", "feed", "2023-11-14T22:13:20.123456789")
     clocks = sorted(v["attributes"]["clock"] for v in latest)
     assert clocks == ["01:02:03.000000789", "01:02:03.000000790"]
+
+
+def test_nanoseconds_nested_in_geoparquet_are_named_in_one_line() -> None:
+    table = pa.table(
+        {
+            "id": ["a"],
+            "times": pa.array([[NS]], pa.list_(pa.timestamp("ns"))),
+            "geometry": pa.array(shapely.to_wkb(shapely.points([[0, 0]])).tolist()),
+        }
+    )
+    geo = {
+        "version": "1.0.0",
+        "primary_column": "geometry",
+        "columns": {"geometry": {"encoding": "WKB", "geometry_types": ["Point"]}},
+    }
+    data = _parquet(table.replace_schema_metadata({"geo": json.dumps(geo)}))
+    src = config.make_source("feed", key=("id",), format="geoparquet")
+    with pytest.raises(BadPayloadError) as info:
+        read_observations(data, src, label="p1")
+    assert str(info.value) == (
+        "source 'feed', payload p1: column 'times' holds nanosecond times "
+        "(list<element: timestamp[ns]>) inside a list or struct: feedledger reads them "
+        "exactly only as a column of their own"
+    )

@@ -207,18 +207,14 @@ def _exact_nanoseconds(table: Any) -> Any:
 def _unreadable_column(table: Any) -> str:
     """Which column's values could not be read, and of what type (on the error path
     only: each column is tried alone)."""
+    from feedledger.formats.typed_columns import unreadable_column
+
     for name, column in zip(table.column_names, table.columns, strict=True):
         try:
             for value in column.to_pylist():
                 _py_value(value)
         except Exception:  # any failure names this column
-            kind = str(column.type)
-            if "[ns" in kind or "ns]" in kind:
-                return (
-                    f"column {clip(name)!r} holds nanosecond times ({kind}) inside a list "
-                    "or struct: feedledger reads them exactly only as a column of their own"
-                )
-            return f"cannot read the values of column {clip(name)!r} (Parquet type {kind})"
+            return unreadable_column(name, column.type)
     return "cannot read the Parquet values"
 
 

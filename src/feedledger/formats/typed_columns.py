@@ -41,7 +41,9 @@ from feedledger.formats.canonical import (
     name_hashes,
     quoted,
 )
+from feedledger.formats.observations import clip
 from feedledger.formats.records import _py_value
+from feedledger.model.errors import BadPayloadError
 
 __all__ = ["TypedTexts", "fold", "key_expr", "typed_hashes", "typed_texts"]
 
@@ -199,12 +201,26 @@ def nanosecond_texts(column: pa.ChunkedArray) -> pl.Series | None:
 
 def _python_texts(name: str, column: pa.ChunkedArray, *, json_text: bool) -> pl.Series:
     """Canonical JSON of nested values (lists, structs, GDAL's JSON strings): per value."""
-    values = column.to_pylist()
+    try:
+        values = column.to_pylist()
+    except (ValueError, OverflowError, pa.ArrowException):
+        raise BadPayloadError(unreadable_column(name, column.type)) from None
     if json_text:
         texts = [None if v is None else canonical(_json_loads(v)) for v in values]
     else:
         texts = [None if v is None else canonical(_py_value(v)) for v in values]
     return pl.Series(name, texts, dtype=pl.String)
+
+
+def unreadable_column(name: str, kind: pa.DataType) -> str:
+    """The problem of a column whose values cannot be read, in the user's words."""
+    text = str(kind)
+    if "[ns" in text:
+        return (
+            f"column {clip(name)!r} holds nanosecond times ({text}) inside a list or "
+            "struct: feedledger reads them exactly only as a column of their own"
+        )
+    return f"cannot read the values of column {clip(name)!r} (type {text})"
 
 
 def key_expr(texts: TypedTexts, key: list[str]) -> pl.Expr:
