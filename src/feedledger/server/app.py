@@ -37,7 +37,11 @@ Opener = Callable[[], fl.Ledger]
 
 
 def create_app(
-    open_ledger: Opener, tokens: list[Token] | None = None, *, warm: bool = False
+    open_ledger: Opener,
+    tokens: list[Token] | None = None,
+    *,
+    warm: bool = False,
+    started: Callable[[], None] | None = None,
 ) -> FastAPI:
     """The app over the ledger `open_ledger()` opens (at startup; closed at shutdown).
     `tokens`: who may write (none: read-only). `warm`: at startup, pay what a snapshot
@@ -62,6 +66,8 @@ def create_app(
         gc.collect()
         gc.freeze()
         await asyncio.to_thread(_started_then_wait)
+        if started is not None:  # (`serve` prints its URL: before any answer)
+            started()
         try:
             yield
         finally:

@@ -96,7 +96,7 @@ def serve(
         def started() -> bool:  # every worker has started up and waits for GO_FILE
             return len([n for n in os.listdir(ready) if n != GO_FILE]) >= workers
 
-        def go() -> None:  # the URL first: no worker listens before it is printed
+        def go() -> None:  # the URL first: no worker answers before it is printed
             say(text)
             open(os.path.join(ready, GO_FILE), "w").close()
 
@@ -110,15 +110,15 @@ def serve(
 
     with open_config(config) as probe:  # refuse a bad workspace before binding
         probe.sources()
-    app = create_app(lambda: open_config(config), tokens, warm=True)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, **common))  # type: ignore[arg-type]
-    _once(
-        lambda: server.started,
-        lambda: say(f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})"),
-    )
-    server.run(sockets=[sock])
+    text = f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})"
+    app = create_app(lambda: open_config(config), tokens, warm=True, started=lambda: say(text))
+    settings = uvicorn.Config(app, host=host, port=bound, **common)  # type: ignore[arg-type]
+    # listening from now on: a connection made during start-up waits in the backlog (it
+    # is never refused), and is answered once the start-up is done and the URL printed
+    sock.listen(settings.backlog)
+    uvicorn.Server(settings).run(sockets=[sock])
     sys.stdout.flush()
 
 
@@ -129,10 +129,10 @@ def _show(host: str) -> str:
 def _once(ready: Callable[[], bool], then: Callable[[], None]) -> None:
     """`then()` in a thread of its own as soon as `ready()` (polled every 20 ms).
 
-    The URL is printed once the server listens, its start-up (the ledger opened, the
-    stream's warm-up) done; printed before, a client that took it at its word had its
-    first connections refused for ~1.5 s, and with `--workers N` all of them went to
-    the first worker up, for as long as they were kept alive."""
+    `--workers N`: the URL is printed once every worker has started up (the ledger
+    opened), and only then do they answer; printed before, a client that took it at its
+    word had its first connections refused for ~1.5 s, and all of them went to the first
+    worker up, for as long as they were kept alive."""
 
     def wait() -> None:
         while not ready():
