@@ -138,3 +138,12 @@ def test_a_huge_coordinate_moved_is_a_change(cli: Cli, tmp_path: Path) -> None:
     )
     assert latest["geometry"] == {"type": "Point", "coordinates": [3e299, 1.0]}
     assert shapely.from_geojson(json.dumps(latest["geometry"])).x == 3e299
+
+
+def test_a_nan_property_beside_a_finite_geometry_is_not_refused(cli: Cli, tmp_path: Path) -> None:
+    cli("source", "add", "zoning", "--key", "id", "--format", "geojson")
+    data = (
+        b'{"type":"FeatureCollection","features":[{"type":"Feature",'
+        b'"properties":{"id":"a","area":NaN},"geometry":{"type":"Point","coordinates":[1,2]}}]}'
+    )
+    assert "added 1" in _ingest(cli, tmp_path, "p.geojson", data, "2026-08-01")

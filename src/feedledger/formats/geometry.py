@@ -364,7 +364,9 @@ def _check_finite(coords: npt.NDArray[np.float64], index: npt.NDArray[np.intp]) 
 
 
 _FINITE = "coordinates must be finite numbers"
-_NON_FINITE_TOKEN = re.compile(rb"(?<![\w\"])-?(?:NaN|Infinity)(?![\w\"])")
+# a bare NaN or Infinity as an array element, as a coordinate is written (a property's
+# NaN, `"area": NaN`, follows a colon and is a property value, read as the text "nan")
+_NON_FINITE_TOKEN = re.compile(rb"[\[,]\s*[-+]?(?:NaN|Infinity)\s*[,\]]")
 
 
 def check_geojson_finite(data: bytes) -> None:
@@ -372,7 +374,8 @@ def check_geojson_finite(data: bytes) -> None:
     NaN or Infinity (not JSON, but written by Python's json and read by GDAL) is refused
     like any other non-finite coordinate (`FeatureGeometryError`): GDAL reads a point
     with one NaN ordinate as an empty point, so after reading it could no longer be told
-    from a stated empty one. Only bytes that hold such a token are parsed here."""
+    from a stated empty one. Only bytes that hold such a token as an array element are
+    parsed here (in Python: the rare payload that has one)."""
     if _NON_FINITE_TOKEN.search(data) is None:
         return
     try:
