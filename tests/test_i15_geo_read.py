@@ -547,7 +547,7 @@ def test_hash_wkb_in_chunks_on_threads_equals_the_whole() -> None:
 
 def test_geoparquet_with_bytes_that_are_not_wkb() -> None:
     table = pa.table({"parcel_id": ["A"], "geometry": pa.array([b"junk"], pa.binary())})
-    _bad(geoparquet_bytes(table), "geoparquet", "a geometry is not readable WKB")
+    _bad(geoparquet_bytes(table), "geoparquet", "feature 1: the geometry is not readable WKB")
 
 
 def test_a_layer_without_features_is_an_empty_payload_like_an_empty_json_array() -> None:

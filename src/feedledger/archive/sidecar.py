@@ -31,9 +31,18 @@ def check_instant(value: int, what: str, source: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be int microseconds since the epoch, got {value!r}")
     if value < 0:
+        try:
+            shown = iso(value)
+        except (OverflowError, ValueError):  # before year 1
+            shown = "a date before year 1"
+        words = _INSTANT_WORDS.get(what, what)
         raise ConfigError(
-            f"{what} {value} is before 1970-01-01; the archive cannot store it", source=source
+            f"{words} {shown} is before 1970-01-01; the archive keeps dates from 1970-01-01 on",
+            source=source,
         )
+
+
+_INSTANT_WORDS = {"published_at": "the publisher date", "fetched_at": "the fetch time"}
 
 
 def new_ref(

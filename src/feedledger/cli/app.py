@@ -30,8 +30,30 @@ class GuardedGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except Exception as exc:
+            _usage_error(exc)
             handle_error(exc)
             raise
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except Exception as exc:  # a bad root option (`feedledger --bogus`)
+            _usage_error(exc)
+            raise
+
+
+def _usage_error(exc: Exception) -> None:
+    """A bad option, a missing argument... (a usage error of any command): one line on
+    stderr naming it and where the usage is, exit 2 (instead of the usage box). A group
+    called without a command still shows its help; `--help` is not an error."""
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    if not isinstance(exc, UsageError) or isinstance(exc, NoArgsIsHelpError):
+        return
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    path = exc.ctx.command_path if exc.ctx is not None else "feedledger"
+    typer.echo(f"error: {message} (see '{path} --help')", err=True)
+    raise typer.Exit(exc.exit_code)
 
 
 app = typer.Typer(

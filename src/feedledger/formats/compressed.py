@@ -18,6 +18,7 @@ from feedledger.model.source import SourceConfig
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
+ZIP_EMPTY = b"PK\x05\x06"  # a zip with no member is its end record alone
 _CHUNK = 1 << 20
 _IGNORED_MEMBERS = ("__MACOSX/",)  # resource forks macOS's archiver adds
 
@@ -38,11 +39,32 @@ def decompress(data: bytes, src: SourceConfig, label: str) -> bytes:
     """The payload's content: `data` itself, or what its gzip/zip wrapper holds.
     BadPayloadError for a corrupt or truncated archive, a zip holding several files,
     or content larger than `src.max_payload_bytes`."""
+    outer = _wrapper(data)
+    if outer is None:
+        return data
+    if outer == "an empty zip":
+        raise fail(src, label, "the payload is an empty zip archive: it holds no file")
+    content = _gunzip(data, src, label) if outer == "a gzip" else _unzip(data, src, label)
+    inner = _wrapper(content)
+    if inner is not None:
+        raise fail(
+            src,
+            label,
+            f"the payload is {inner} file inside {outer} file (compressed twice): "
+            "feedledger undoes one layer; publish it compressed once",
+        )
+    return content
+
+
+def _wrapper(data: bytes) -> str | None:
+    """Which compressed wrapper `data` is, by its first bytes (None: not one)."""
     if data.startswith(GZIP_MAGIC):
-        return _gunzip(data, src, label)
+        return "a gzip"
     if data.startswith(ZIP_MAGIC):
-        return _unzip(data, src, label)
-    return data
+        return "a zip"
+    if data.startswith(ZIP_EMPTY):
+        return "an empty zip"
+    return None
 
 
 def _gunzip(data: bytes, src: SourceConfig, label: str) -> bytes:

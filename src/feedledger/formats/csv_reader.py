@@ -42,19 +42,43 @@ def _stray_quote(data: bytes, sep: str = ",") -> str | None:
     return next((f for f in fields if '"' in f), None)
 
 
-def _parse_problem(data: bytes, exc: Exception, sep: str = ",") -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    problem = f"cannot parse CSV: {clip(first, 200)}"
+def _parse_problem(data: bytes, sep: str = ",") -> str:
+    """What is wrong with CSV the parser refused, said of the payload (never in the
+    parser's words): a header or row field holding a stray quote, else an unbalanced
+    quote (the likely cause of any other refusal)."""
     stray = _stray_quote(data, sep)
     if stray is not None:
-        problem = (
+        return (
             f"cannot parse CSV: header field {clip(stray)} holds a quote but is not quoted "
             '(quote the whole field and double the quote inside: "i""d")'
         )
-    elif "malformed" in first.lower() and b'"' in data:
-        problem += " (a quote inside an unquoted field? quote the field, doubling its quotes)"
-    return problem
+    found = _stray_quote_in_rows(data, sep)
+    if found is not None:
+        row, field = found
+        doubled = '"' + field.replace('"', '""') + '"'
+        return (
+            f"cannot parse CSV: row {row} (line {row + 1}): field {clip(field)!r} holds a "
+            f"quote but is not quoted (quote the whole field and double the quote "
+            f"inside: {clip(doubled)})"
+        )
+    return (
+        "cannot parse CSV: its rows cannot be split into fields "
+        "(an unbalanced quote? a quoted field must end with a quote)"
+    )
+
+
+def _stray_quote_in_rows(data: bytes, sep: str) -> tuple[int, str] | None:
+    """The first row (1-based, on a line of its own) with an unquoted field holding a
+    quote (`1,a"b`), among the lines none of whose fields is quoted (error path only)."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    for row, line in enumerate(lines[1:], start=1):
+        fields = line.rstrip("\r").split(sep)
+        if any(f.startswith('"') for f in fields):
+            continue
+        stray = next((f for f in fields if '"' in f), None)
+        if stray is not None:
+            return row, stray
+    return None
 
 
 def _records_after_header(data: bytes, sep: str = ",") -> bool:
@@ -150,9 +174,9 @@ def _read(data: bytes, src: SourceConfig, label: str) -> pl.DataFrame:
             check_utf8(data, src, label)
         if _stray_quote(data, src.csv_delimiter) is None:
             _check_field_counts(data, None, src, label)
-        raise fail(src, label, _parse_problem(data, exc, src.csv_delimiter)) from None
-    except pl.exceptions.PolarsError as exc:
-        raise fail(src, label, _parse_problem(data, exc, src.csv_delimiter)) from None
+        raise fail(src, label, _parse_problem(data, src.csv_delimiter)) from None
+    except pl.exceptions.PolarsError:
+        raise fail(src, label, _parse_problem(data, src.csv_delimiter)) from None
 
 
 def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations:

@@ -89,7 +89,11 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
             table = table.append_column(name, pa.nulls(0, pa.string()))
     with ThreadPoolExecutor(max_workers=1) as pool:  # meanwhile: the properties
         hashing = pool.submit(hash_wkb, table.column(_GEOMETRY), src.geometry_grid)
-        texts = typed_texts(table.drop_columns([_GEOMETRY]))
+        try:
+            texts = typed_texts(table.drop_columns([_GEOMETRY]))
+        except BadPayloadError as exc:  # (a column whose values cannot be read)
+            hashing.cancel()
+            raise fail(src, label, exc.problem) from None
         try:
             gh, invalid_count = hashing.result()
         except BadPayloadError as exc:

@@ -41,6 +41,11 @@ the grid gives the same canonical form; moved by more than the grid, a different
 one (a coordinate near a rounding boundary can flip with any smaller move: snapping
 is rounding, not a tolerance).
 
+A NaN or infinite coordinate (after Z and M are dropped) is refused
+(`FeatureGeometryError`, naming the feature): it is no position, and kept it would be
+written out as an empty geometry. A huge finite one (up to the largest float) is kept
+and compared as it is, beyond the grid's reach.
+
 `None` (no geometry) canonicalises to `None`; an empty geometry of any type
 canonicalises to the WKB of `GEOMETRYCOLLECTION EMPTY` (an empty shape is the same
 nothing whatever type it is stated as). Geometry that shapely reads but that is
@@ -56,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
@@ -139,6 +145,7 @@ def canonical_geometries(
     arr = as_geometries(geoms)
     out = shapely.force_2d(arr)  # (new geometries: the snapping below is in place)
     coords, index = shapely.get_coordinates(out, return_index=True)
+    _check_finite(coords, index)
     if grid > 0:
         coords = snap_to_grid(coords, grid)
     # -0.0 (a small negative coordinate rounded to zero) has other WKB bytes than 0.0
@@ -289,8 +296,11 @@ def hash_wkb(
         wkb = wkb.combine_chunks()
 
     def one(start: int) -> tuple[pl.Series, int]:
-        geoms = as_geometries(wkb.slice(start, chunk))
-        return geometry_hash_series(geoms, grid), int(invalid_mask(geoms).sum())
+        try:
+            geoms = as_geometries(wkb.slice(start, chunk))
+            return geometry_hash_series(geoms, grid), int(invalid_mask(geoms).sum())
+        except FeatureGeometryError as exc:
+            raise BadPayloadError(f"feature {start + exc.row + 1}: {exc.what}") from None
 
     starts = range(0, len(wkb), chunk)
     if len(starts) <= 1:
@@ -329,6 +339,73 @@ def invalid_count(geoms: GeometryInput) -> int:
     return int(np.count_nonzero(~shapely.is_missing(arr) & ~shapely.is_valid(arr)))
 
 
+class FeatureGeometryError(BadPayloadError):
+    """The geometry of row `row` (0-based, of the array given) cannot be kept: `what`
+    says why in the user's words."""
+
+    def __init__(self, row: int, what: str) -> None:
+        self.row = row
+        self.what = what
+        super().__init__(f"feature {row + 1}: {what}")
+
+
+def _check_finite(coords: npt.NDArray[np.float64], index: npt.NDArray[np.intp]) -> None:
+    """Every coordinate is a finite number. A NaN or infinite ordinate is no position:
+    kept, it would be written out as an empty or unreadable geometry and hide later
+    moves, so the geometry is refused (an empty geometry has no coordinates at all)."""
+    bad = ~np.isfinite(coords)
+    if not bad.any():
+        return
+    row, col = (int(v) for v in np.argwhere(bad)[0])
+    value = "NaN" if math.isnan(coords[row, col]) else "an infinite number"
+    raise FeatureGeometryError(
+        int(index[row]), f"a coordinate is {value}, not a position ({_FINITE})"
+    )
+
+
+_FINITE = "coordinates must be finite numbers"
+# a bare NaN or Infinity as an array element, as a coordinate is written (a property's
+# NaN, `"area": NaN`, follows a colon and is a property value, read as the text "nan")
+_NON_FINITE_TOKEN = re.compile(rb"[\[,]\s*[-+]?(?:NaN|Infinity)\s*[,\]]")
+
+
+def check_geojson_finite(data: bytes) -> None:
+    """A GeoJSON text (FeatureCollection, Feature or geometry) whose coordinates hold a
+    NaN or Infinity (not JSON, but written by Python's json and read by GDAL) is refused
+    like any other non-finite coordinate (`FeatureGeometryError`): GDAL reads a point
+    with one NaN ordinate as an empty point, so after reading it could no longer be told
+    from a stated empty one. Only bytes that hold such a token as an array element are
+    parsed here (in Python: the rare payload that has one)."""
+    if _NON_FINITE_TOKEN.search(data) is None:
+        return
+    try:
+        doc = json.loads(data)
+    except ValueError:  # not one JSON text: GDAL says what is wrong with it
+        return
+    if isinstance(doc, dict) and isinstance(doc.get("features"), list):
+        geometries = [f.get("geometry") if isinstance(f, dict) else None for f in doc["features"]]
+    elif isinstance(doc, dict) and doc.get("type") == "Feature":
+        geometries = [doc.get("geometry")]
+    else:
+        geometries = [doc]
+    for row, geometry in enumerate(geometries):
+        value = _non_finite_in(geometry.get("coordinates") if isinstance(geometry, dict) else None)
+        if value is not None:
+            what = "NaN" if math.isnan(value) else "an infinite number"
+            raise FeatureGeometryError(row, f"a coordinate is {what}, not a position ({_FINITE})")
+
+
+def _non_finite_in(coordinates: object) -> float | None:
+    stack = [coordinates]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return item
+    return None
+
+
 def snap_to_grid(coords: npt.NDArray[np.float64], grid: float) -> npt.NDArray[np.float64]:
     """Every coordinate rounded to the nearest multiple of `grid`, exactly as GEOS's
     pointwise `set_precision` rounds it (its PrecisionModel: `round(x * scale) / scale`
@@ -341,8 +418,16 @@ def snap_to_grid(coords: npt.NDArray[np.float64], grid: float) -> npt.NDArray[np
     nearest = round(scale)
     if abs(scale - nearest) < 1e-5:
         scale = float(nearest)
-    out = _round_half_up(coords * scale)
+    with np.errstate(over="ignore"):
+        scaled = coords * scale
+    # a coordinate within a factor `scale` of the largest float (above ~1.8e299 on the
+    # default grid) overflows when scaled: it is far beyond 2**52 grid steps, so no
+    # grid point lies between it and its float neighbours, and it is kept as it is
+    overflow = np.isinf(scaled) & np.isfinite(coords)
+    out = _round_half_up(scaled)
     out /= scale
+    if overflow.any():
+        out[overflow] = coords[overflow]
     return out
 
 
@@ -375,12 +460,49 @@ def _check_grid(grid: float) -> None:
         )
 
 
+# what GEOS says of a shape it will not build, in the words of the shape's author
+_GEOS_PROBLEMS = (
+    (
+        "do not form a closed linestring",
+        "a polygon ring is not closed (its last position must repeat its first)",
+    ),
+    (
+        "Invalid number of points in LinearRing",
+        "a polygon ring has fewer than 4 positions (a closed ring needs 3 corners and "
+        "its first position again)",
+    ),
+    (
+        "point array must contain 0 or >1 elements",
+        "a line has a single position (a line needs at least 2)",
+    ),
+)
+
+
 def _from_wkb(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     try:
-        result: npt.NDArray[np.object_] = shapely.from_wkb(values, on_invalid="raise")
+        with np.errstate(invalid="ignore"):  # a NaN ordinate: refused by the caller
+            result: npt.NDArray[np.object_] = shapely.from_wkb(values, on_invalid="raise")
     except shapely.errors.GEOSException as exc:
-        raise BadPayloadError(f"a geometry is not readable WKB: {exc}") from None
+        row, problem = _first_unreadable(values, str(exc))
+        raise FeatureGeometryError(row, problem) from None
     return result
+
+
+def _first_unreadable(values: npt.NDArray[np.object_], message: str) -> tuple[int, str]:
+    """Which geometry GEOS refused (one at a time: only on this error path) and why,
+    said of the shape rather than by GEOS."""
+    row = 0
+    for i, value in enumerate(values):
+        try:
+            with np.errstate(invalid="ignore"):
+                shapely.from_wkb(value, on_invalid="raise")
+        except shapely.errors.GEOSException as exc:
+            row, message = i, str(exc)
+            break
+    for needle, words in _GEOS_PROBLEMS:
+        if needle in message:
+            return row, words
+    return row, "the geometry is not readable WKB (its bytes are damaged or cut short)"
 
 
 def _from_geojson(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:

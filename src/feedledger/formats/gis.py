@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyogrio
 
+from feedledger.formats.geometry import FeatureGeometryError, check_geojson_finite
 from feedledger.model.errors import BadPayloadError
 
 __all__ = ["GIS_FORMATS", "GisTable", "detect_gis_format", "read_gis"]
@@ -132,6 +133,11 @@ def read_gis(
     elif fmt in ("geojson", "geojsonseq") and _is_feature_sequence(data):
         probe = _as_feature_collection(_leading_records(data))
         data = _as_feature_collection(data)
+    if fmt in ("geojson", "geojsonseq"):
+        try:
+            check_geojson_finite(data)
+        except FeatureGeometryError as exc:
+            raise bad(exc.problem) from None
     with warnings.catch_warnings():
         # GDAL warns that a /vsimem/ name lacks the GeoPackage extension; harmless
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -181,13 +181,41 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
 
     if geo_metadata(table.schema) is not None:  # its geometry is not an attribute
         raise fail(src, label, "this is GeoParquet: use --format geoparquet")
+    table = _exact_nanoseconds(table)
     try:
         return [{k: _py_value(v) for k, v in rec.items()} for rec in table.to_pylist()]
     except RecursionError:
         raise fail(src, label, "cannot read Parquet: a value is nested too deeply") from None
-    except (pa.ArrowException, ValueError, OverflowError, TypeError) as exc:
-        problem = f"{type(exc).__name__}: {clip(str(exc), 200)}"
-        raise fail(src, label, f"cannot read Parquet values: {problem}") from None
+    except (pa.ArrowException, ValueError, OverflowError, TypeError):
+        raise fail(src, label, _unreadable_column(table)) from None
+
+
+def _exact_nanoseconds(table: Any) -> Any:
+    """Nanosecond timestamps, times and durations (pandas' and Spark's default) as the
+    texts the GIS path gives them, nanoseconds kept (`formats.typed_columns`)."""
+    import pyarrow as pa
+
+    from feedledger.formats.typed_columns import nanosecond_texts  # (it imports this)
+
+    for i, column in enumerate(table.columns):
+        texts = nanosecond_texts(column)
+        if texts is not None:
+            table = table.set_column(i, table.field(i).name, pa.array(texts.to_list(), pa.string()))
+    return table
+
+
+def _unreadable_column(table: Any) -> str:
+    """Which column's values could not be read, and of what type (on the error path
+    only: each column is tried alone)."""
+    from feedledger.formats.typed_columns import unreadable_column
+
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            for value in column.to_pylist():
+                _py_value(value)
+        except Exception:  # any failure names this column
+            return unreadable_column(name, column.type)
+    return "cannot read the Parquet values"
 
 
 def _is_delete(record: dict[str, Any]) -> bool:

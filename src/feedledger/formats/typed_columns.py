@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import polars as pl
@@ -40,7 +41,9 @@ from feedledger.formats.canonical import (
     name_hashes,
     quoted,
 )
+from feedledger.formats.observations import clip
 from feedledger.formats.records import _py_value
+from feedledger.model.errors import BadPayloadError
 
 __all__ = ["TypedTexts", "fold", "key_expr", "typed_hashes", "typed_texts"]
 
@@ -117,6 +120,8 @@ def _column_texts(name: str, column: pa.ChunkedArray) -> tuple[pl.Series, bool]:
         return _select(_polars(name, column), _iso(name, "%Y-%m-%dT%H:%M:%S", zone)), False
     if pa.types.is_time(kind):
         return _select(_polars(name, column), _iso(name, "%H:%M:%S", "")), False
+    if pa.types.is_duration(kind) and kind.unit == "ns":
+        return pl.Series(name, duration_ns_texts(column), dtype=pl.String), False
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         series = _polars(name, column.cast(pa.large_binary()))
         return _select(series, pl.col(name).bin.encode("base64")), False
@@ -148,23 +153,74 @@ def _select(series: pl.Series, expr: pl.Expr) -> pl.Series:
 
 
 def _iso(name: str, base: str, zone: str) -> pl.Expr:
-    """Python's isoformat: microseconds only when not zero."""
+    """Python's isoformat: microseconds only when not zero; a nanosecond time (pandas'
+    and Spark's default resolution) with nanoseconds under its microseconds keeps them
+    all (`...T03:04:05.123456789`), so it is read exactly (Python's datetime cannot)."""
     col = pl.col(name)
+    nanos = col.dt.nanosecond()
     return (
-        pl.when(col.dt.microsecond() == 0)
+        pl.when(nanos == 0)
         .then(col.dt.to_string(base + zone))
-        .otherwise(col.dt.to_string(base + "%.6f" + zone))
+        .when(nanos % 1000 == 0)
+        .then(col.dt.to_string(base + "%.6f" + zone))
+        .otherwise(col.dt.to_string(base + "%.9f" + zone))
     )
+
+
+def duration_ns_texts(column: pa.ChunkedArray | pa.Array) -> list[str | None]:
+    """A nanosecond duration column as Python's `str(timedelta)` writes a duration
+    (`1 day, 2:03:04.000005`), with nanoseconds under the microseconds kept
+    (`0:00:01.000000001`): the text a microsecond duration of the same value gets."""
+    texts: list[str | None] = []
+    for value in column.cast(pa.int64()).to_pylist():
+        if value is None:
+            texts.append(None)
+            continue
+        micros, nanos = divmod(value, 1000)
+        delta = timedelta(microseconds=micros)
+        text = str(delta)
+        if nanos:
+            text += f"{nanos:03d}" if delta.microseconds else f".{0:06d}{nanos:03d}"
+        texts.append(text)
+    return texts
+
+
+def nanosecond_texts(column: pa.ChunkedArray) -> pl.Series | None:
+    """The texts of a nanosecond time, timestamp or duration column (as the GIS path
+    writes them), or None for a column of any other type: Python's datetime holds
+    microseconds, so the per-record readers take these texts instead of its values."""
+    kind = column.type
+    if not (
+        (pa.types.is_timestamp(kind) or pa.types.is_time(kind) or pa.types.is_duration(kind))
+        and kind.unit == "ns"
+    ):
+        return None
+    series, _literal = _column_texts("value", column)
+    return series
 
 
 def _python_texts(name: str, column: pa.ChunkedArray, *, json_text: bool) -> pl.Series:
     """Canonical JSON of nested values (lists, structs, GDAL's JSON strings): per value."""
-    values = column.to_pylist()
+    try:
+        values = column.to_pylist()
+    except (ValueError, OverflowError, pa.ArrowException):
+        raise BadPayloadError(unreadable_column(name, column.type)) from None
     if json_text:
         texts = [None if v is None else canonical(_json_loads(v)) for v in values]
     else:
         texts = [None if v is None else canonical(_py_value(v)) for v in values]
     return pl.Series(name, texts, dtype=pl.String)
+
+
+def unreadable_column(name: str, kind: pa.DataType) -> str:
+    """The problem of a column whose values cannot be read, in the user's words."""
+    text = str(kind)
+    if "[ns" in text:
+        return (
+            f"column {clip(name)!r} holds nanosecond times ({text}) inside a list or "
+            "struct: feedledger reads them exactly only as a column of their own"
+        )
+    return f"cannot read the values of column {clip(name)!r} (type {text})"
 
 
 def key_expr(texts: TypedTexts, key: list[str]) -> pl.Expr:

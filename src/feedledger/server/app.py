@@ -9,9 +9,11 @@ sync endpoints (SQLAlchemy's engine and its pool are thread-safe)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -25,12 +27,21 @@ from feedledger.server.auth import Token, parse_tokens
 # arguments): the workspace's feedledger.toml and the name of the token variable
 CONFIG_ENV = "FEEDLEDGER_SERVE_CONFIG"
 TOKEN_ENV_ENV = "FEEDLEDGER_SERVE_TOKEN_ENV"
+# `--workers N`: the folder in which each worker marks itself started (a file named by
+# its pid) and then waits, before it listens, for `GO_FILE`, which `serve` writes once
+# it has printed the URL (server/run.py): so the URL is out before any worker answers
+READY_ENV = "FEEDLEDGER_SERVE_READY_DIR"
+GO_FILE = "go"
 
 Opener = Callable[[], fl.Ledger]
 
 
 def create_app(
-    open_ledger: Opener, tokens: list[Token] | None = None, *, warm: bool = False
+    open_ledger: Opener,
+    tokens: list[Token] | None = None,
+    *,
+    warm: bool = False,
+    started: Callable[[], None] | None = None,
 ) -> FastAPI:
     """The app over the ledger `open_ledger()` opens (at startup; closed at shutdown).
     `tokens`: who may write (none: read-only). `warm`: at startup, pay what a snapshot
@@ -54,6 +65,9 @@ def create_app(
         # every time, a pause of its own in the requests under way
         gc.collect()
         gc.freeze()
+        await asyncio.to_thread(_started_then_wait)
+        if started is not None:  # (`serve` prints its URL: before any answer)
+            started()
         try:
             yield
         finally:
@@ -95,6 +109,20 @@ def create_app(
     return app
 
 
+def _started_then_wait() -> None:
+    """A worker of `serve --workers N` (READY_ENV set): mark this one started, then wait
+    until `serve` has printed the URL (GO_FILE; at once for a worker restarted later, or
+    if the folder is gone: `serve` is ending)."""
+    folder = os.environ.get(READY_ENV)
+    if not folder:
+        return
+    with contextlib.suppress(OSError):
+        open(os.path.join(folder, str(os.getpid())), "w").close()
+    go = os.path.join(folder, GO_FILE)
+    while os.path.isdir(folder) and not os.path.exists(go):
+        time.sleep(0.02)
+
+
 def _mount_pages(app: FastAPI) -> None:
     """The dashboard (server/pages.py: `router`, and its static files) if it is there."""
     try:
@@ -119,4 +147,7 @@ def app_from_env() -> FastAPI:
 
     config = os.environ.get(CONFIG_ENV) or None
     tokens = tokens_from_env(os.environ.get(TOKEN_ENV_ENV))
-    return create_app(lambda: open_config(config), tokens, warm=True)
+    # not warmed: what a snapshot stream's first use costs (~140 MiB and ~2 s a process,
+    # `api.snapshot_stream.warm_up`) is paid by each worker's first stream, not by every
+    # worker before its first request (most requests never stream)
+    return create_app(lambda: open_config(config), tokens, warm=False)

@@ -21,11 +21,16 @@ from collections.abc import Callable
 from uvicorn.supervisors.multiprocess import Process as _Worker
 
 import feedledger as fl
-from feedledger.server.app import CONFIG_ENV, TOKEN_ENV_ENV, create_app, tokens_from_env
+from feedledger.server.app import (
+    CONFIG_ENV,
+    GO_FILE,
+    READY_ENV,
+    TOKEN_ENV_ENV,
+    create_app,
+    tokens_from_env,
+)
 
 GRACE_S = 10  # how long requests under way may take to finish after SIGTERM
-# a folder each worker marks itself ready in (`--workers N`: the URL is printed once all are)
-READY_ENV = "FEEDLEDGER_SERVE_READY_DIR"
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -74,7 +79,7 @@ def serve(
         shared = not hasattr(socket, "SO_REUSEPORT")
         sock = _bind(host, port, reuse_port=not shared)
         # (the supervisor makes its workers, first and restarted ones, of this name)
-        multiprocess.Process = _ReadyWorker if shared else _OwnSocketProcess  # type: ignore[misc]
+        multiprocess.Process = _Worker if shared else _OwnSocketProcess  # type: ignore[misc]
         ready = tempfile.mkdtemp(prefix="feedledger-serve-")
         os.environ[READY_ENV] = ready
         bound = sock.getsockname()[1]
@@ -87,7 +92,15 @@ def serve(
             **common,  # type: ignore[arg-type]
         )
         text = f"feedledger serve: http://{_show(host)}:{bound}/ ({workers} workers, {mode})"
-        _once(lambda: len(os.listdir(ready)) >= workers, lambda: say(text))
+
+        def started() -> bool:  # every worker has started up and waits for GO_FILE
+            return len([n for n in os.listdir(ready) if n != GO_FILE]) >= workers
+
+        def go() -> None:  # the URL first: no worker answers before it is printed
+            say(text)
+            open(os.path.join(ready, GO_FILE), "w").close()
+
+        _once(started, go)
         try:
             Multiprocess(settings, sockets=[sock]).run()
         finally:
@@ -97,15 +110,15 @@ def serve(
 
     with open_config(config) as probe:  # refuse a bad workspace before binding
         probe.sources()
-    app = create_app(lambda: open_config(config), tokens, warm=True)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, **common))  # type: ignore[arg-type]
-    _once(
-        lambda: server.started,
-        lambda: say(f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})"),
-    )
-    server.run(sockets=[sock])
+    text = f"feedledger serve: http://{_show(host)}:{bound}/ ({mode})"
+    app = create_app(lambda: open_config(config), tokens, warm=True, started=lambda: say(text))
+    settings = uvicorn.Config(app, host=host, port=bound, **common)  # type: ignore[arg-type]
+    # listening from now on: a connection made during start-up waits in the backlog (it
+    # is never refused), and is answered once the start-up is done and the URL printed
+    sock.listen(settings.backlog)
+    uvicorn.Server(settings).run(sockets=[sock])
     sys.stdout.flush()
 
 
@@ -116,10 +129,10 @@ def _show(host: str) -> str:
 def _once(ready: Callable[[], bool], then: Callable[[], None]) -> None:
     """`then()` in a thread of its own as soon as `ready()` (polled every 20 ms).
 
-    The URL is printed once the server listens, its start-up (the ledger opened, the
-    stream's warm-up) done; printed before, a client that took it at its word had its
-    first connections refused for ~1.5 s, and with `--workers N` all of them went to
-    the first worker up, for as long as they were kept alive."""
+    `--workers N`: the URL is printed once every worker has started up (the ledger
+    opened), and only then do they answer; printed before, a client that took it at its
+    word had its first connections refused for ~1.5 s, and all of them went to the first
+    worker up, for as long as they were kept alive."""
 
     def wait() -> None:
         while not ready():
@@ -129,19 +142,7 @@ def _once(ready: Callable[[], bool], then: Callable[[], None]) -> None:
     threading.Thread(target=wait, name="feedledger-ready", daemon=True).start()
 
 
-class _ReadyWorker(_Worker):
-    """A uvicorn worker that marks itself ready (a file named by its pid in the folder of
-    READY_ENV) once its server listens."""
-
-    def target(self, sockets: list[socket.socket] | None = None) -> None:
-        folder = os.environ.get(READY_ENV)
-        if folder:
-            mark = os.path.join(folder, str(os.getpid()))
-            _once(lambda: self.server.started, lambda: open(mark, "w").close())
-        super().target(sockets)
-
-
-class _OwnSocketProcess(_ReadyWorker):
+class _OwnSocketProcess(_Worker):
     """A uvicorn worker that listens on a socket of its own, bound with SO_REUSEPORT to
     the address of the supervisor's socket (which reserves the address and is never
     listened on), so that the kernel spreads new connections over the workers.
@@ -150,14 +151,21 @@ class _OwnSocketProcess(_ReadyWorker):
     queued: the 20 keep-alive connections of bench/http_bench.py's clients all landed
     on one worker in about one run in four, which then served ~1,000 requests/s while
     the other idled (2,000-2,300 when both had some), and p50 doubled (uvicorn issue
-    2467; gunicorn's `--reuse-port` and nginx's `reuseport` do the same as this)."""
+    2467; gunicorn's `--reuse-port` and nginx's `reuseport` do the same as this).
+
+    The socket listens from the worker's first moment, before its start-up: the kernel
+    spreads connections over every worker from the start and queues those of a worker
+    still starting, which answers them once `serve` has printed the URL (the app's
+    lifespan waits for it: `app._started_then_wait`)."""
 
     def target(self, sockets: list[socket.socket] | None = None) -> None:
         own = []
         for shared in sockets or []:
             family = shared.family
             host, port = shared.getsockname()[:2]
-            own.append(_bind(host, port, reuse_port=True, family=family))
+            sock = _bind(host, port, reuse_port=True, family=family)
+            sock.listen(self.config.backlog)
+            own.append(sock)
             shared.close()
         super().target(own)
 
