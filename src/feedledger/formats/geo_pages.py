@@ -42,6 +42,7 @@ import pyarrow as pa
 import shapely
 
 from feedledger.formats.geo_reader import assemble, require_fields
+from feedledger.formats.geographic import check_geographic_range
 from feedledger.formats.geometry import hash_wkb
 from feedledger.formats.gis import read_gis
 from feedledger.formats.observations import Observations
@@ -118,6 +119,8 @@ class PageReader:
         gis = read_gis(data, self.src.format, layer=self.src.layer, source=self.src.name,
                        payload="page", max_bytes=self.src.max_payload_bytes)  # fmt: skip
         column = gis.table.column(_GEOMETRY).combine_chunks()
+        # out of range: the whole read names the rows (observations answers None)
+        check_geographic_range(column, gis.crs, self.src, "page")
         hashes: list[pl.Series] = []
         texts: list[str | None] = []
         invalid = 0
