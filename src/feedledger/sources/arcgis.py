@@ -209,7 +209,12 @@ def _layer(
             meta, before = meta_after, after
             how = plan(session, meta, page_size)
     lines.append("")  # the last line ends with a newline too
-    data = "\n".join(lines).encode("utf-8")
+    # the features' texts freed as soon as they are joined: two copies of the layer at
+    # most (the text, then its bytes), never three
+    text = "\n".join(lines)
+    lines.clear()
+    data = text.encode("utf-8")
+    del text
     published = None if by_field else before
     return Layer(data=data, published_ms=published, metadata=_sidecar(meta, how, count, base))
 
