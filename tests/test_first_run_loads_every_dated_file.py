@@ -72,3 +72,22 @@ def test_a_served_file_before_the_watermark_is_archived_by_backfill_and_folded_i
     replayed = cli.json("replay", "larimer", "--from", "2026-08-02")
     assert replayed["kind"] == "replay"
     assert _states(cli, "1") == [("2026-08-02", "R-2"), ("2026-08-05", "MU-1")]
+
+
+def test_a_first_run_with_no_recover_names_the_backfill_that_loads_them(
+    cli: Cli, tmp_path: Path
+) -> None:
+    feed = tmp_path / "exports"
+    feed.mkdir()
+    for day, zone in (("2026-08-01", "R-1"), ("2026-08-03", "R-2")):
+        write_csv(feed / f"larimer_{day}.csv", ["parcel_id", "z"], [["1", zone]])
+    _declare(cli, feed)
+    refused = cli("run", "larimer", "--no-recover", expect=2)
+    line = " ".join(refused.stderr.split())
+    assert "2 publications are waiting" in line
+    assert "feedledger backfill larimer --from 2026-08-01 --to 2026-08-03" in line
+    assert cli.json("runs", "larimer") == []
+    # the command it names does what it says
+    done = cli.json("backfill", "larimer", "--from", "2026-08-01", "--to", "2026-08-03")
+    assert done["kind"] == "backfill" and len(done["steps"]) == 2
+    assert _states(cli, "1") == [("2026-08-01", "R-1"), ("2026-08-03", "R-2")]
