@@ -180,7 +180,13 @@ def test_a_geojson_page_stating_a_projected_crs_is_refused(cli: Cli, arcgis: Fak
 
 
 @pytest.mark.parametrize(
-    "name", ["urn:ogc:def:crs:OGC:1.3:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326"]
+    "name",
+    [
+        "urn:ogc:def:crs:OGC:1.3:CRS84",
+        "EPSG:4326",
+        "urn:ogc:def:crs:EPSG::4326",
+        "urn:ogc:def:crs:EPSG:4326",
+    ],
 )
 def test_a_geojson_page_stating_wgs84_is_taken(cli: Cli, arcgis: FakeArcGIS, name: str) -> None:
     arcgis.features = parcels(12)

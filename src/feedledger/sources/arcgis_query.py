@@ -220,7 +220,7 @@ def _geojson_line(session: Session, plan: Plan, raw: Any, text: str) -> Line:
 # them with the axes in x=longitude order
 _WGS84_NAME = re.compile(
     r"(?:urn:ogc:def:crs:ogc:(?:1\.3)?:crs84|ogc:crs84|crs84|epsg:4326"
-    r"|urn:ogc:def:crs:epsg:[\d.]*:4326"
+    r"|urn:ogc:def:crs:epsg:(?:[\d.]*:)?4326"
     r"|https?://www\.opengis\.net/def/crs/(?:ogc/1\.3/crs84|epsg/0/4326))",
     re.IGNORECASE,
 )
