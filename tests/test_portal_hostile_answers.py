@@ -27,11 +27,12 @@ from typing import Any
 import pytest
 
 from fakes.arcgis import SERVICE, FakeArcGIS, arcgis_fixture, parcels
+from fakes.ckan import FakeCkan, ckan_fixture
 from fakes.server import Reply, Request
 from fakes.socrata import FakeSocrata, socrata_fixture
 from helpers import Cli
 
-_ = (arcgis_fixture, socrata_fixture)  # the `arcgis` and `socrata` fixtures
+_ = (arcgis_fixture, socrata_fixture, ckan_fixture)  # the `arcgis`, `socrata`, `ckan` fixtures
 
 LAYER = f"{SERVICE}/FeatureServer/0"
 
@@ -97,6 +98,17 @@ def test_a_socrata_redirect_loop_is_one_line_exit_11(cli: Cli, socrata: FakeSocr
         "--fetch", socrata.url, "--key", "parcel_id")  # fmt: skip
     message = one_line(cli("run", "parcels", expect=11))
     assert "too many redirects" in message and "parcels" in message
+    nothing_kept(cli, "parcels")
+
+
+def test_a_ckan_redirect_loop_on_the_resource_is_one_line_exit_11(cli: Cli, ckan: FakeCkan) -> None:
+    assert ckan.server is not None
+    ckan.resources = {"parcels.csv": ("CSV", b"parcel_id,z\n1,R-1\n", None)}
+    ckan.server.route = loop_at(".csv", ckan.server.route)  # package_show answers
+    cli("source", "add", "parcels", "--connector", "ckan", "--format", "csv", "--fetch",
+        ckan.url, "--resource", "parcels.csv", "--key", "parcel_id")  # fmt: skip
+    message = one_line(cli("run", "parcels", expect=11))
+    assert "too many redirects" in message and "parcels.csv" in message
     nothing_kept(cli, "parcels")
 
 
