@@ -132,7 +132,10 @@ def test_run_from_directory_picks_newest_dated_file(cli: Cli, tmp_path: Path) ->
         "America/Denver",
     )
     out = cli.json("run", "larimer")
-    assert out["status"] == "applied" and out["published_at"] == "2026-08-06T06:00:00+00:00"
+    # a first run on a folder of several dated files loads them all, oldest first, as
+    # one backfill (Invariant 5); the newest is the watermark
+    assert out["status"] == "recovered" and out["payloads"] == 2
+    assert cli.json("watermark", "larimer")["published_at"] == "2026-08-06T06:00:00+00:00"
     again = cli.json("run", "larimer")
     assert again["status"] == "already_applied"
 

@@ -209,7 +209,7 @@ def test_token_from_env_used_and_never_shown(
     assert arcgis.server.log == []  # type: ignore[union-attr]  # nothing was asked
 
     monkeypatch.setenv("ZONING_TOKEN", "wr0ng-t0ken")
-    wrong = cli("run", "zoning", expect=1)
+    wrong = cli("run", "zoning", expect=11)
     assert "ArcGIS error 498" in wrong.stderr and "wr0ng-t0ken" not in wrong.stderr
     untouched(cli)
 
@@ -242,13 +242,13 @@ def login_page(request: Request) -> Reply:
 @pytest.mark.parametrize(
     ("case", "exit_code", "needle"),
     [
-        ("error_as_200", 1, "ArcGIS error 500 'Error performing query operation.'"),
-        ("error_on_a_page", 1, "ArcGIS error 400 'Unable to complete operation.'"),
+        ("error_as_200", 11, "ArcGIS error 500 'Error performing query operation.'"),
+        ("error_on_a_page", 11, "ArcGIS error 400 'Unable to complete operation.'"),
         ("html_login", 4, "HTML page"),
-        ("hang", 1, "fetch_deadline_s of 0.5 s"),
-        ("republished_twice", 1, "republished while it was downloaded, twice"),
-        ("keeps_failing", 1, "HTTP 503 Service Unavailable"),
-        ("token_required", 1, "ArcGIS error 499 'Token Required.'"),
+        ("hang", 11, "fetch_deadline_s of 0.5 s"),
+        ("republished_twice", 11, "republished while it was downloaded, twice"),
+        ("keeps_failing", 11, "HTTP 503 Service Unavailable"),
+        ("token_required", 11, "ArcGIS error 499 'Token Required.'"),
     ],
 )
 def test_bad_answers_fail_in_one_line(

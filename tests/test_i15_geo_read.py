@@ -339,7 +339,8 @@ def test_attribute_change_changes_the_content_hash_only() -> None:
 
 def test_coarser_grid_from_the_source() -> None:
     def hashes(grid: float, dx: float) -> int:
-        ring = [[1000.0 + dx, 2000.0], [1010.0, 2000.0], [1010.0, 2010.0], [1000.0 + dx, 2000.0]]
+        # degrees (a GeoJSON without crs is WGS84: feet there would be refused)
+        ring = [[100.0 + dx, 20.0], [101.0, 20.0], [101.0, 21.0], [100.0 + dx, 20.0]]
         data = features([({"parcel_id": "A"}, {"type": "Polygon", "coordinates": [ring]})])
         return int(read(data, "geojson", geometry_grid=grid).frame["hash"][0])
 

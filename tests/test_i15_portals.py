@@ -105,7 +105,7 @@ def test_socrata_republished_twice_fails_nothing_applied(cli: Cli, socrata: Fake
     socrata.rows = _rows(5)
     socrata.republish_during_paging = 2
     _add_socrata(cli, socrata, "--page-size", "2")
-    result = cli("run", "parcels", expect=1)
+    result = cli("run", "parcels", expect=11)
     assert "republished while it was downloaded, twice" in result.stderr
     assert cli.json("runs", "parcels") == []
 
@@ -124,7 +124,7 @@ def test_socrata_keeps_failing_gives_up(
     socrata.rows = _rows(3)
     socrata.fail_first = [503] * 10
     _add_socrata(cli, socrata)
-    result = cli("run", "parcels", expect=1)
+    result = cli("run", "parcels", expect=11)
     assert "HTTP 503" in result.stderr and "after 5 attempts" in result.stderr
     assert len(sleeps) == 4
 
@@ -144,7 +144,7 @@ def test_socrata_limits_bound_the_whole_download(cli: Cli, socrata: FakeSocrata)
     assert "max_payload_bytes" in result.stderr and cli.json("runs", "parcels") == []
     socrata.hang_s = 3.0  # a portal that does not answer: given up at the deadline
     _add_socrata(cli, socrata, "--fetch-deadline", "0.5", "--replace")
-    result = cli("run", "parcels", expect=1)
+    result = cli("run", "parcels", expect=11)
     assert "fetch_deadline_s" in result.stderr and cli.json("runs", "parcels") == []
 
 
@@ -215,7 +215,7 @@ def test_ckan_resource_by_id_and_metadata_modified(cli: Cli, ckan: FakeCkan) -> 
 def test_ckan_success_false(cli: Cli, ckan: FakeCkan) -> None:
     ckan.fail = True
     _add_ckan(cli, ckan, "parcels.csv")
-    result = cli("run", "parcels", expect=1)
+    result = cli("run", "parcels", expect=11)
     assert "CKAN refused package_show" in result.stderr and "Not Found Error" in result.stderr
 
 

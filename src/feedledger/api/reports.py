@@ -263,6 +263,8 @@ class Assessment(_Raw):
     fetchable_dates: list[date]
     unrecoverable_dates: list[date]
     _raw: Any = field(repr=False, compare=False)
+    # served but not after the watermark: `backfill` archives them, `replay` applies them
+    fetchable_late_dates: list[date] = field(default_factory=list)
 
     @classmethod
     def of(cls, a: Any) -> Assessment:
@@ -276,6 +278,7 @@ class Assessment(_Raw):
             a.fetchable_dates,
             a.unrecoverable_dates,
             a,
+            a.fetchable_late_dates,
         )
 
 

@@ -156,7 +156,8 @@ def assess_cmd(
 ) -> None:
     """What a backfill of the window could replay, what arrived late, which
     publication days the archive lacks but the fetch location still serves (a
-    backfill fetches them), and which are unrecoverable (neither)."""
+    backfill fetches them; those not after the watermark are then folded in by
+    replay), and which are unrecoverable (neither)."""
     with ledger(ctx) as led:
         plan = led.source(source).assess(start, end, fetch=not no_fetch)
     if json_out:
@@ -307,10 +308,20 @@ def _render_plan(plan: Assessment) -> None:
             f"late (published before the watermark, never applied; fold in with "
             f"`replay --from`): {', '.join(p['published_at'] or '' for p in data['late'])}"
         )
-    if data["fetchable"]:
+    late = set(plan.fetchable_late_dates)
+    ahead = [d for d in plan.fetchable_dates if d not in late]
+    if ahead:
         out.print(
-            f"fetchable now (not archived, still served; `backfill` fetches them): "
-            f"{len(data['fetchable'])} -- {dates(plan.fetchable_dates)}"
+            f"fetchable now (not archived, still served; `backfill` fetches and applies "
+            f"them): {len(ahead)} day(s) -- {dates(ahead)}"
+        )
+    if late:
+        first = min(late).isoformat()
+        out.print(
+            f"fetchable but not after the watermark (not archived, still served; "
+            f"`backfill` only archives them, never applying them over newer state; then "
+            f"`feedledger replay {plan.source} --from {first}` folds them in): "
+            f"{len(late)} day(s) -- {dates(sorted(late))}"
         )
     out.print(
         "missing publication days (not archived"

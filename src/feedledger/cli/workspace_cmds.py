@@ -136,10 +136,12 @@ def source_add(
         help="Directory or http(s) URL for `feedledger run` and the scheduler; `{date}` or "
         "`{date:%Y%m%d}` in it reaches each day's publication (backfills fetch missed ones).",
     ),
-    published_from: str = typer.Option(
-        "filename",
+    published_from: str | None = typer.Option(
+        None,
         "--published-from",
-        help="Where the publisher date comes from: filename | field:NAME | header:Last-Modified.",
+        help="Where the publisher date comes from: filename (the default) | field:NAME | "
+        "header:Last-Modified; a --connector source: its portal's date (connector, the "
+        "default) or field:NAME.",
     ),
     mass_delete: float = typer.Option(
         0.5,

@@ -42,6 +42,7 @@ import pyarrow as pa
 import shapely
 
 from feedledger.formats.geo_reader import assemble, require_fields
+from feedledger.formats.geographic import check_geographic_range
 from feedledger.formats.geometry import hash_wkb
 from feedledger.formats.gis import read_gis
 from feedledger.formats.observations import Observations
@@ -114,12 +115,17 @@ class PageReader:
             self._pages.append(self._pool.submit(self._read, lines))
 
     def _read(self, lines: list[str]) -> _Page:
-        data = ("\n".join(lines) + "\n").encode("utf-8")
+        # one text of the page, then its bytes (no second copy of the text with the last
+        # newline added), freed once GDAL has read them: the page's size at a time
+        data = "\n".join([*lines, ""]).encode("utf-8")
         gis = read_gis(data, self.src.format, layer=self.src.layer, source=self.src.name,
                        payload="page", max_bytes=self.src.max_payload_bytes)  # fmt: skip
+        del data
         column = gis.table.column(_GEOMETRY).combine_chunks()
+        # out of range: the whole read names the rows (observations answers None)
+        check_geographic_range(column, gis.crs, self.src, "page")
         hashes: list[pl.Series] = []
-        texts: list[str | None] = []
+        texts: list[pl.Series] = []  # a slice's texts at a time: no list of every str
         invalid = 0
         # a slice at a time, the GIL let go between slices: the download's thread,
         # waiting on it to read the next answer, never waits long (a whole page's
@@ -131,10 +137,17 @@ class PageReader:
             invalid += part_invalid
             if self.geometry_text:  # as Observations.geometries writes it from the WKB
                 shapes = shapely.from_wkb(part.to_numpy(zero_copy_only=False))
-                texts.extend(shapely.to_geojson(shapes).tolist())
+                # through a list: polars refuses an object array led by a None
+                texts.append(
+                    pl.Series(_GEOMETRY, shapely.to_geojson(shapes).tolist(), dtype=pl.String)
+                )
             time.sleep(0)
         if self.geometry_text:
-            geometry = pl.Series(_GEOMETRY, texts, dtype=pl.String)
+            geometry = (
+                pl.concat(texts, rechunk=True)
+                if texts
+                else pl.Series(_GEOMETRY, [], dtype=pl.String)
+            )
         else:
             geometry = pl.Series("wkb", column, dtype=pl.Binary)
         return _Page(

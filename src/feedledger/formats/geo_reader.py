@@ -18,6 +18,9 @@ geometry is kept beside them (columnar throughout; no per-feature Python loop).
   Features are matched by key, never by their order in the file.
 * **invalid geometry** (a self-intersecting ring...) is kept as stated and counted
   (`invalid_geometries`), never refused or repaired.
+* **a geographic layer** (longitude/latitude: a GeoJSON without `crs`, EPSG:4326,
+  NAD83...) whose coordinates leave +-180 / +-90 is refused (`formats.geographic`):
+  projected metres labelled as degrees.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import polars as pl
 import pyarrow as pa
 
+from feedledger.formats.geographic import check_geographic_range
 from feedledger.formats.geometry import hash_wkb
 from feedledger.formats.geoparquet import read_geoparquet
 from feedledger.formats.gis import GisTable, read_gis
@@ -87,17 +91,21 @@ def observations_of(gis: GisTable, src: SourceConfig, label: str) -> Observation
         wanted = [*src.key, *([src.revision] if src.revision else [])]
         for name in dict.fromkeys(n for n in wanted if n not in fields):
             table = table.append_column(name, pa.nulls(0, pa.string()))
-    with ThreadPoolExecutor(max_workers=1) as pool:  # meanwhile: the properties
-        hashing = pool.submit(hash_wkb, table.column(_GEOMETRY), src.geometry_grid)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # meanwhile: the properties
+        geometry = table.column(_GEOMETRY)
+        hashing = pool.submit(hash_wkb, geometry, src.geometry_grid)
+        ranging = pool.submit(check_geographic_range, geometry, gis.crs, src, label)
         try:
             texts = typed_texts(table.drop_columns([_GEOMETRY]))
         except BadPayloadError as exc:  # (a column whose values cannot be read)
             hashing.cancel()
+            ranging.cancel()
             raise fail(src, label, exc.problem) from None
         try:
             gh, invalid_count = hashing.result()
         except BadPayloadError as exc:
             raise fail(src, label, exc.problem) from None
+        ranging.result()  # a geographic layer's coordinates within +-180 / +-90
     wkb = pl.from_arrow(table.column(_GEOMETRY))
     assert isinstance(wkb, pl.Series)
     shapes = pl.DataFrame([wkb.alias("wkb"), gh])

@@ -108,5 +108,13 @@ class RetractConflictError(FeedledgerError):
     exit_code = 10
 
 
+class FetchError(FeedledgerError):
+    """The source could not be fetched: unreachable, an HTTP or portal error answered, a
+    redirect loop, the fetch deadline passed, the layer republished while downloaded.
+    Nothing was archived; the same run can be tried again later."""
+
+    exit_code = 11
+
+
 class SourceNotFound(NotFoundError):
     """A source that feedledger.toml (or the opened ledger) does not declare."""

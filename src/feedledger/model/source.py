@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,8 +23,8 @@ from feedledger.model.timeutil import zone
 from feedledger.model.types import PayloadKind
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_PUBLISHED_FROM_RE = re.compile(r"^(filename|field:[^\s]+|header:[A-Za-z0-9-]+)$")
-PublishedFromKind = Literal["filename", "field", "header"]
+_PUBLISHED_FROM_RE = re.compile(r"^(filename|connector|field:[^\s]+|header:[A-Za-z0-9-]+)$")
+PublishedFromKind = Literal["filename", "connector", "field", "header"]
 
 PayloadFormat = Literal[
     "csv",
@@ -98,7 +98,14 @@ def connector_problem(src: SourceConfig) -> str | None:
     if src.token_env is not None and src.connector != "arcgis":
         return "token_env (--token-env) is only for --connector arcgis"
     if src.connector is None:
+        if src.published_from.kind == "connector":
+            return "published_from 'connector' is only for a --connector source"
         return None
+    if src.published_from.header is not None:
+        return (
+            f"a --connector {src.connector} source is dated by its portal (published_from "
+            f"'connector'), not by an HTTP header ({str(src.published_from)!r})"
+        )
     url = (src.fetch or "").strip()
     if not url:
         return f"--connector {src.connector} needs --fetch URL naming the dataset"
@@ -151,9 +158,11 @@ def check_name(value: str, what: str = "source") -> str:
 @dataclass(frozen=True, slots=True)
 class PublishedFrom:
     """Where a source's publisher date comes from, parsed once from its declaration:
-    the payload's file name (`filename`), a field every record states (`field:NAME`), or
-    an HTTP response header (`header:Last-Modified`). `str()` gives the declaration back
-    exactly as written (feedledger.toml, `source list --json`)."""
+    the payload's file name (`filename`), a field every record states (`field:NAME`), an
+    HTTP response header (`header:Last-Modified`), or a portal connector's own date
+    (`connector`: the layer's edit date, the view's rowsUpdatedAt, the resource's
+    last_modified). `str()` gives the declaration back exactly as written
+    (feedledger.toml, `source list --json`)."""
 
     kind: PublishedFromKind
     name: str | None = None
@@ -163,11 +172,11 @@ class PublishedFrom:
         """The value `text` declares; a ValueError naming the accepted forms if none."""
         if not _PUBLISHED_FROM_RE.match(text):
             raise ValueError(
-                f"published_from {text!r} must be 'filename', 'field:NAME' or "
-                "'header:Last-Modified'"
+                f"published_from {text!r} must be 'filename', 'field:NAME', "
+                "'header:Last-Modified' or (a --connector source) 'connector'"
             )
-        if text == "filename":
-            return cls("filename")
+        if text in ("filename", "connector"):
+            return cls("filename" if text == "filename" else "connector")
         kind, name = text.split(":", 1)
         return cls("field" if kind == "field" else "header", name)
 
@@ -320,6 +329,20 @@ class SourceConfig(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("fetch location is empty")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _connector_date(cls, values: Any) -> Any:
+        """A connector source is dated by its portal (`connector`) unless it names a
+        field: an absent or `filename` declaration (what `source add` wrote before
+        there was `connector`; a connector has no file name) reads as `connector`."""
+        if isinstance(values, dict) and values.get("connector") is not None:
+            stated = values.get("published_from")
+            if stated is None or str(stated) == "filename":
+                values = {**values, "published_from": "connector"}
+        elif isinstance(values, dict) and values.get("published_from", "x") is None:
+            values = {k: v for k, v in values.items() if k != "published_from"}
+        return values
 
     @model_validator(mode="after")
     def _connector(self) -> SourceConfig:

@@ -8,6 +8,7 @@ timezone skips or repeats (daylight saving) is refused unless given with an offs
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -98,6 +99,24 @@ def to_us(value: datetime) -> int:
         raise ValueError("naive datetime given; all instants must be timezone-aware")
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+# the instants a datetime can hold (years 1 to 9999), as us UTC
+MIN_US = -62_135_596_800_000_000
+MAX_US = 253_402_300_799_999_999
+
+
+def epoch_us(value: object, unit_us: int) -> int | None:
+    """A number a publisher states as an epoch time in units of `unit_us` microseconds
+    (1_000: milliseconds, 1_000_000: seconds) as us UTC; None where it is not one -- not
+    a number (a bool, text), NaN or infinite, or outside years 1 to 9999 -- so the caller
+    refuses it in one line instead of an OverflowError or ValueError from deep inside."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    us = int(value) * unit_us  # a fraction of the unit is dropped, as int() does
+    return us if MIN_US <= us <= MAX_US else None
 
 
 def from_us(value: int) -> datetime:

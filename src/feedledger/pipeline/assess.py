@@ -1,6 +1,7 @@
 """Assess a window of a source before a backfill: what the archive holds, what can be
 replayed, what was published late, which publication days the archive lacks but the
-source's fetch location still serves (`fetchable`: a backfill fetches them first), and
+source's fetch location still serves (`fetchable`: a backfill fetches them first; those
+not after the watermark it only archives, and `replay --from` folds them in), and
 which are unrecoverable (neither archived nor served). A portal connector (Socrata,
 CKAN, an ArcGIS layer) serves only its current state: every missed day before its
 current publication is unrecoverable, and a catch-up records gaps for them.
@@ -45,6 +46,16 @@ class Assessment:
         return sorted({d for d, _n, _at in self.fetchable})
 
     @property
+    def fetchable_late_dates(self) -> list[date]:
+        """The served days whose publication is not after the watermark: `backfill`
+        archives them but never applies them over newer state; `replay --from` folds
+        them in."""
+        wm = self.watermark_at
+        return sorted(
+            {d for d, _n, at in self.fetchable if wm is not None and at is not None and at <= wm}
+        )
+
+    @property
     def unrecoverable_dates(self) -> list[date]:
         served = set(self.fetchable_dates)
         return [d for d in self.missing_dates if d not in served]
@@ -83,6 +94,7 @@ class Assessment:
                 for d, n, at in self.fetchable
             ],
             "fetchable_dates": [d.isoformat() for d in self.fetchable_dates],
+            "fetchable_late_dates": [d.isoformat() for d in self.fetchable_late_dates],
             "unrecoverable_dates": [d.isoformat() for d in self.unrecoverable_dates],
             "fetch_checked": self.fetch_checked,
         }

@@ -150,7 +150,7 @@ def backfill(
     parent = None if resume is not None else _interrupted_parent(ctx, src.name, kind, None)
     if not plan.replayable and resume is None and parent is None:
         if plan.late:  # work this command must not do: not "nothing to do"
-            raise _late_only(src, plan)
+            raise _late_only(src, plan, len(fetched))
         return _nothing_to_replay(src, plan)
     if on_plan:
         on_plan(plan)
@@ -179,7 +179,9 @@ def backfill(
         if not plan.replayable and resume is None and report.parent_run_id is None:
             # a fresh run with nothing to apply: no run record, no summary, no gaps
             run.outcome = leases.NOTHING
-            nothing = _late_only(src, plan) if plan.late else _nothing_to_replay(src, plan)
+            nothing = (
+                _late_only(src, plan, len(fetched)) if plan.late else _nothing_to_replay(src, plan)
+            )
         else:
             report.missing_dates = plan.missing_dates
             report.late = plan.late
@@ -207,12 +209,14 @@ def backfill(
     return nothing if nothing is not None else report
 
 
-def _late_only(src: SourceConfig, plan: Assessment) -> ConfigError:
+def _late_only(src: SourceConfig, plan: Assessment, fetched: int = 0) -> ConfigError:
     """Nothing after the watermark, but archived payloads behind it were never applied:
-    a backfill must not apply them over newer state; a replay folds them in."""
+    a backfill must not apply them over newer state; a replay folds them in. `fetched`:
+    how many this backfill archived from the fetch location first (said, as they stay)."""
+    archived = f"; the {fetched} fetched now are archived" if fetched else ""
     return ConfigError(
         f"nothing to replay between {plan.start} and {plan.end}: no archived payload there "
-        f"is after the watermark ({iso(plan.watermark_at) or 'none'})",
+        f"is after the watermark ({iso(plan.watermark_at) or 'none'}){archived}",
         source=src.name,
         hint=(
             f"{len(plan.late)} archived payload(s) in the window are older than the watermark "

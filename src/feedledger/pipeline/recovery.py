@@ -49,11 +49,13 @@ class Recovery:
 def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
     """The publication days waiting after the watermark: those the cadence expected by
     `now` (minus recorded gaps), plus those of the dated files a directory holds after
-    the watermark. Empty for a source never applied (its first run takes the newest)."""
+    the watermark. A source never applied waits for every dated file its directory
+    holds, when it holds more than one (its first run loads them all, oldest first:
+    Invariant 5); else for nothing (the first run takes the newest: a `{date}` template
+    or a URL cannot say how far back its publications go)."""
     wm = ctx.store.watermark(src.name)
-    if wm is None or wm.published_at is None:
-        return []
-    days = set(missed_dates(ctx, src, now))
+    first = wm is None or wm.published_at is None
+    days = set() if first else set(missed_dates(ctx, src, now))
     location = (src.fetch or "").strip()
     from feedledger.pipeline.served import _directory, _kind
 
@@ -64,9 +66,12 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
             listed = list_dated(_directory(location), src.timezone, source=src.name)
         except FeedledgerError:
             listed = []  # an unreadable location: the fetch itself reports it
+        after = None if wm is None else wm.published_at
         for instant, _path in listed:
-            if instant > wm.published_at:
+            if after is None or instant > after:
                 days.add(local_date(instant, src.timezone))
+    if first and len(days) < 2:
+        return []
     return sorted(days)
 
 

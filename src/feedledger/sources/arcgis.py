@@ -41,13 +41,13 @@ from typing import Any
 
 import httpx
 
-from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
+from feedledger.model.errors import BadPayloadError, ConfigError, FetchError
 from feedledger.model.source import (
     DEFAULT_FETCH_DEADLINE_S,
     DEFAULT_MAX_PAYLOAD_BYTES,
     SourceConfig,
 )
-from feedledger.model.timeutil import iso
+from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.arcgis_query import OUT_WKID, PageSink, Plan, Session, download, plan
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import _http_date, display_url
@@ -87,7 +87,15 @@ def _layer_date(session: Session, meta: dict[str, Any]) -> int | None:
         for key in ("dataLastEditDate", "lastEditDate"):
             value = info.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
-                return int(value)
+                us = epoch_us(value, 1_000)
+                if us is None:  # NaN, 1e20...: no instant at all
+                    raise BadPayloadError(
+                        f"the layer's editingInfo.{key} {value!r} is not a date (epoch "
+                        "milliseconds between the years 1 and 9999); nothing was archived",
+                        source=session.name,
+                        payload=session.shown,
+                    )
+                return us // 1_000
     header = session.portal.last_headers.get("last-modified")
     if header:
         try:
@@ -190,7 +198,7 @@ def _layer(
             if after == before:
                 break
             if attempt == 2:
-                raise FeedledgerError(
+                raise FetchError(
                     f"the layer was republished while it was downloaded, twice (edit date "
                     f"{_shown(before)} then {_shown(after)}); the pages were "
                     "discarded and nothing was archived",
@@ -201,7 +209,12 @@ def _layer(
             meta, before = meta_after, after
             how = plan(session, meta, page_size)
     lines.append("")  # the last line ends with a newline too
-    data = "\n".join(lines).encode("utf-8")
+    # the features' texts freed as soon as they are joined: two copies of the layer at
+    # most (the text, then its bytes), never three
+    text = "\n".join(lines)
+    lines.clear()
+    data = text.encode("utf-8")
+    del text
     published = None if by_field else before
     return Layer(data=data, published_ms=published, metadata=_sidecar(meta, how, count, base))
 

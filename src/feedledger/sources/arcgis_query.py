@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from arcgis2geojson import arcgis2geojson
 
-from feedledger.model.errors import BadPayloadError, FeedledgerError
+from feedledger.model.errors import BadPayloadError, FetchError
 from feedledger.sources.arcgis_ahead import PagesAhead
 from feedledger.sources.http import _too_large, display_url
 from feedledger.sources.json_slices import split_features, split_page
@@ -83,7 +84,7 @@ class Session:
     def _raise_error(self, url: str, error: Any) -> None:
         code = error.get("code", "?") if isinstance(error, dict) else "?"
         message = error.get("message", "") if isinstance(error, dict) else str(error)
-        raise FeedledgerError(
+        raise FetchError(
             f"ArcGIS error {code} {message!r} from {display_url(url)}; nothing was archived",
             source=self.name,
             hint=TOKEN_HINT if code in (498, 499) else None,
@@ -213,6 +214,50 @@ def _geojson_line(session: Session, plan: Plan, raw: Any, text: str) -> Line:
     return ident, text
 
 
+# the names a GeoJSON 2008 `crs` member gives WGS84 longitude/latitude: OGC's CRS84
+# (urn:ogc:def:crs:OGC:1.3:CRS84, OGC:CRS84, .../def/crs/OGC/1.3/CRS84) or EPSG 4326
+# (EPSG:4326, urn:ogc:def:crs:EPSG::4326, .../def/crs/EPSG/0/4326), as servers write
+# them with the axes in x=longitude order
+_WGS84_NAME = re.compile(
+    r"(?:urn:ogc:def:crs:ogc:(?:1\.3)?:crs84|ogc:crs84|crs84|epsg:4326"
+    r"|urn:ogc:def:crs:epsg:(?:[\d.]*:)?4326"
+    r"|https?://www\.opengis\.net/def/crs/(?:ogc/1\.3/crs84|epsg/0/4326))",
+    re.IGNORECASE,
+)
+
+
+def _crs_name(crs: Any) -> str | None:
+    """What a GeoJSON 2008 `crs` member names: `{"type": "name", "properties": {"name":
+    N}}`, the older `{"type": "EPSG", "properties": {"code": C}}`; else None."""
+    if not isinstance(crs, dict) or not isinstance(crs.get("properties"), dict):
+        return None
+    props = crs["properties"]
+    kind = str(crs.get("type", "")).lower()
+    if kind == "name" and isinstance(props.get("name"), str):
+        return str(props["name"]).strip()
+    if kind == "epsg" and props.get("code") is not None:
+        return f"EPSG:{props['code']}"
+    return None
+
+
+def _check_geojson_crs(session: Session, crs: Any) -> None:
+    """A GeoJSON page states a `crs` member (GeoJSON 2008; RFC 7946 dropped it) naming
+    anything but WGS84 longitude/latitude: refused, as an Esri JSON page stating another
+    spatialReference is. The archived sequence has no place for a CRS (GDAL reads it
+    as WGS84), so metres would be taken for degrees."""
+    if crs is None:
+        return
+    name = _crs_name(crs)
+    if name is not None and _WGS84_NAME.fullmatch(name):
+        return
+    stated = name or json.dumps(crs, separators=(",", ":"))[:120]
+    raise session.fail(
+        f"asked for WGS84 (outSR={OUT_WKID}) the server answered a GeoJSON page whose crs "
+        f"is {stated}: its coordinates are not longitude/latitude degrees; nothing was "
+        "archived"
+    )
+
+
 def _params(plan: Plan, **params: str) -> dict[str, str]:
     return {"outFields": "*", "outSR": str(OUT_WKID), "f": plan.query_format, **params}
 
@@ -224,6 +269,7 @@ def _page(
     (None: it does not say -- GeoJSON before 11.x)."""
     members, features = session.read_page(answer, plan.geojson)
     if plan.geojson:
+        _check_geojson_crs(session, members.get("crs"))
         props = members.get("properties")
         more = props.get("exceededTransferLimit") if isinstance(props, dict) else None
         lines = [_geojson_line(session, plan, raw, text) for raw, text in features]

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
+from feedledger.model.errors import BadPayloadError, ConfigError, FetchError
 from feedledger.model.source import CKAN_URL_RE, SourceConfig
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.sources.dated import Fetched
@@ -109,7 +109,7 @@ def fetch_ckan(
                 payload=shown,
             )
         if answer["success"] is not True:
-            raise FeedledgerError(
+            raise FetchError(
                 f"CKAN refused package_show for {match['name']!r}: "
                 f"{_ckan_error(answer.get('error'))}",
                 source=src.name,

@@ -9,7 +9,7 @@ from pathlib import Path
 from feedledger.model.errors import (
     BadPayloadError,
     ConfigError,
-    FeedledgerError,
+    FetchError,
     NotFoundError,
 )
 from feedledger.model.source import SourceConfig
@@ -51,7 +51,7 @@ def _listing(path: Path, tz: str, source: str | None) -> tuple[list[tuple[int, P
             f"cannot read fetch directory {path}: permission denied", source=source
         ) from exc
     except OSError as exc:
-        raise FeedledgerError(f"cannot read fetch directory {path}: {exc}", source=source) from exc
+        raise FetchError(f"cannot read fetch directory {path}: {exc}", source=source) from exc
     dated.sort(key=lambda item: (item[0], item[1].name))
     undated.sort()
     return dated, undated
@@ -132,7 +132,7 @@ def read_file(src: SourceConfig, path: Path, instant: int | None = None) -> Fetc
     except PermissionError as exc:
         raise ConfigError(f"cannot read {path}: permission denied", source=src.name) from exc
     except OSError as exc:
-        raise FeedledgerError(f"cannot read {path}: {exc}", source=src.name) from exc
+        raise FetchError(f"cannot read {path}: {exc}", source=src.name) from exc
     if instant is None:
         instant = date_in_name(path.name, src.timezone)
     content_type, _ = mimetypes.guess_type(path.name)

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
-from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
+from feedledger.model.errors import BadPayloadError, ConfigError, FetchError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.sources.dated import Fetched, FetchState, date_in_name
@@ -77,8 +77,8 @@ def _too_large(src: SourceConfig, shown: str, declared: int | None = None) -> Ba
     )
 
 
-def _deadline_error(src: SourceConfig, shown: str) -> FeedledgerError:
-    return FeedledgerError(
+def _deadline_error(src: SourceConfig, shown: str) -> FetchError:
+    return FetchError(
         f"fetching {shown} took longer than this source's fetch_deadline_s of "
         f"{src.fetch_deadline_s:g} s; given up, nothing was archived",
         source=src.name,
@@ -152,7 +152,7 @@ def fetch_http(
                     last_modified=last_modified or (previous.last_modified if previous else None),
                 )
             if not 200 <= response.status_code < 300:
-                raise FeedledgerError(
+                raise FetchError(
                     f"HTTP {response.status_code} {response.reason_phrase} from {shown}".rstrip(),
                     source=src.name,
                 )
@@ -160,16 +160,16 @@ def fetch_http(
     except httpx.TimeoutException as exc:
         if time.monotonic() >= deadline:
             raise _deadline_error(src, shown) from exc
-        raise FeedledgerError(
+        raise FetchError(
             f"cannot reach {shown}: timed out ({type(exc).__name__})", source=src.name
         ) from exc
     except httpx.TooManyRedirects as exc:
-        raise FeedledgerError(f"too many redirects fetching {shown}", source=src.name) from exc
+        raise FetchError(f"too many redirects fetching {shown}", source=src.name) from exc
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
         raise ConfigError(f"invalid fetch URL {shown}: {exc}", source=src.name) from exc
     except httpx.TransportError as exc:
         reason = str(exc) or type(exc).__name__
-        raise FeedledgerError(f"cannot reach {shown}: {reason}", source=src.name) from exc
+        raise FetchError(f"cannot reach {shown}: {reason}", source=src.name) from exc
     finally:
         if own_client:
             http.close()

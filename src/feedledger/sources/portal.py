@@ -12,7 +12,12 @@ from typing import Any
 
 import httpx
 
-from feedledger.model.errors import BadPayloadError, FeedledgerError, StaleWatermarkError
+from feedledger.model.errors import (
+    BadPayloadError,
+    ConfigError,
+    FetchError,
+    StaleWatermarkError,
+)
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.sources.http import TIMEOUT_SECONDS, _deadline_error, _read_body, display_url
@@ -61,12 +66,14 @@ class Portal:
         assert client is not None, "use Portal as a context manager"
         return client
 
-    def _wait(self, attempt: int, response: httpx.Response) -> float:
+    def _wait(self, attempt: int, response: httpx.Response) -> tuple[float, float | None]:
+        """The wait before the next attempt (backoff, or the server's Retry-After, at
+        most MAX_WAIT_S), and the wait the server asked for (None: it asked none)."""
         wait: float = min(BACKOFF_S * 2.0 ** (attempt - 1), MAX_WAIT_S)
         after = response.headers.get("retry-after", "").strip()
         if after.isdigit():
-            wait = min(float(after), MAX_WAIT_S)
-        return wait
+            return min(float(after), MAX_WAIT_S), float(after)
+        return wait, None
 
     def get(
         self, url: str, params: dict[str, str] | None = None, *, error_json: bool = False
@@ -95,25 +102,42 @@ class Portal:
                         self.last_headers = dict(response.headers)
                         return body, content_type
                     retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS
-                    wait = self._wait(attempt, response) if retry else 0.0
+                    wait, asked = self._wait(attempt, response) if retry else (0.0, None)
                     reason = f"HTTP {status} {response.reason_phrase}".rstrip()
             except httpx.TimeoutException as exc:
                 if time.monotonic() >= self.deadline:
                     raise _deadline_error(self.src, shown) from exc
-                raise FeedledgerError(
+                raise FetchError(
                     f"cannot reach {shown}: timed out ({type(exc).__name__})", source=self.src.name
                 ) from exc
+            except httpx.TooManyRedirects as exc:
+                # a redirect loop (302 to the same path): as the plain HTTP fetch says it
+                raise FetchError(
+                    f"too many redirects fetching {shown} (a redirect loop?); nothing was archived",
+                    source=self.src.name,
+                ) from exc
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+                raise ConfigError(f"invalid URL {shown}: {exc}", source=self.src.name) from exc
             except httpx.TransportError as exc:
                 reason = str(exc) or type(exc).__name__
-                raise FeedledgerError(
-                    f"cannot reach {shown}: {reason}", source=self.src.name
-                ) from exc
+                raise FetchError(f"cannot reach {shown}: {reason}", source=self.src.name) from exc
             if not retry:
                 tried = f" after {attempt} attempts" if attempt > 1 else ""
-                raise FeedledgerError(
+                raise FetchError(
                     f"{reason} from {shown}{tried}; nothing was archived", source=self.src.name
                 )
-            if time.monotonic() + wait > self.deadline:
+            left = self.deadline - time.monotonic()
+            if asked is not None and asked > left:
+                # the server's own wait outlasts the deadline: say so now, not "took longer"
+                raise FetchError(
+                    f"{reason} from {shown}: the server asked to wait {asked:g} s "
+                    f"(Retry-After) before trying again, beyond what is left of this "
+                    f"source's fetch_deadline_s of {self.src.fetch_deadline_s:g} s; given up "
+                    f"after {attempt} attempt{'s' if attempt > 1 else ''}, nothing was archived",
+                    source=self.src.name,
+                    hint="run again later",
+                )
+            if wait > left:
                 raise _deadline_error(self.src, shown)
             sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover

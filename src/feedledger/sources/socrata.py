@@ -12,9 +12,9 @@ import json
 
 import httpx
 
-from feedledger.model.errors import BadPayloadError, FeedledgerError
+from feedledger.model.errors import BadPayloadError, FetchError
 from feedledger.model.source import DEFAULT_PAGE_SIZE, SOCRATA_URL_RE, SourceConfig
-from feedledger.model.timeutil import iso
+from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import _too_large, display_url
 from feedledger.sources.portal import Portal, Sleep, nothing_new
@@ -31,13 +31,21 @@ def _rows_updated(portal: Portal, views_url: str) -> int:
             source=portal.src.name,
             payload=display_url(views_url),
         )
-    return int(value) * 1_000_000
+    us = epoch_us(value, 1_000_000)
+    if us is None:  # NaN, 1e20...: no instant at all
+        raise BadPayloadError(
+            f"the view's rowsUpdatedAt {value!r} is not a date (epoch seconds between the "
+            "years 1 and 9999); nothing was archived",
+            source=portal.src.name,
+            payload=display_url(views_url),
+        )
+    return us
 
 
-def _page_error(src: SourceConfig, shown: str, page: object) -> FeedledgerError:
+def _page_error(src: SourceConfig, shown: str, page: object) -> FetchError | BadPayloadError:
     if isinstance(page, dict) and page.get("error"):
         message = page.get("message") or page.get("code") or "an error"
-        return FeedledgerError(f"Socrata answered {message!r} for {shown}", source=src.name)
+        return FetchError(f"Socrata answered {message!r} for {shown}", source=src.name)
     return BadPayloadError(
         f"a page of rows is not a JSON array but {type(page).__name__}",
         source=src.name,
@@ -109,7 +117,7 @@ def fetch_socrata(
             if after == before:
                 break
             if attempt == 2:
-                raise FeedledgerError(
+                raise FetchError(
                     f"the dataset was republished while it was downloaded, twice "
                     f"(rowsUpdatedAt {iso(before)} then {iso(after)}); the rows were "
                     "discarded and nothing was archived",
