@@ -1,6 +1,6 @@
 """Per-source leases stored in the ledger (Invariant 7: at most one run per source).
 
-A lease row names its holder (`host:pid:token`), the run and an expiry. It is taken
+A lease row names its holder (`host:pid:token:start`, ledger/holders.py), the run and an expiry. It is taken
 in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: SELECT ... FOR UPDATE),
 checked again inside every payload transaction (a fencing check: a holder that lost
 its lease cannot commit), and released at the end. A lease whose expiry has passed,
