@@ -125,6 +125,10 @@ def test_the_changes_view_reads_as_canonical_json_from_a_plain_client(
         "owner": "tab\there",
     }
     assert changes[("38", "deleted")] is None
+    if not url.startswith("sqlite"):  # a psql session on another search path: the same
+        base, _, options = url.partition("?options=-csearch_path%3D")
+        sql = f"SELECT version_id, after FROM {options}.changes"
+        assert dict(plain_rows(base, sql)) == dict(plain_rows(url, sql))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
