@@ -212,7 +212,7 @@ def test_migration_converts_a_previous_release_store(backend: str, tmp_path: Pat
         toml = toml.replace('url = "sqlite:///.feedledger/ledger.db"', f"url = {json.dumps(url)}")
         (root / "feedledger.toml").write_text(toml, encoding="utf-8")
         cli = Cli(Workspace.load(root / "feedledger.toml"))
-        assert "0009 -> 0011" in cli("db", "upgrade").stdout  # 0010, then 0011
+        assert f"0009 -> {eng.HEAD}" in cli("db", "upgrade").stdout  # 0010, 0011, ... head
         got: dict[str, str] = {}
         for name in expected["queries"]:
             args = name.split(" ")

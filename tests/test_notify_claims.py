@@ -221,7 +221,7 @@ def dead_holder() -> str:
     """The holder name of a process that has ended, on this host."""
     code = "import os; print(os.getpid())"
     ended = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    host, _pid, token = new_holder().split(":")
+    host, _pid, token = new_holder().split(":")[:3]
     return f"{host}:{int(ended.stdout)}:{token}"
 
 

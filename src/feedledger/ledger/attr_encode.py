@@ -49,11 +49,8 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
     """The stored texts (`book`'s tokens) of the canonical JSON objects of `rows` (string
     columns, nulls allowed), one per row: equal to `book.encode_series` of their texts."""
     names = sorted(rows.columns)
-    if (
-        not names
-        or not book.tokens
-        or any(rows.schema[n] != pl.String or not _plain(n) for n in names)
-    ):
+    schema = rows.schema  # once: polars builds it anew on each access (all the columns)
+    if not names or not book.tokens or any(schema[n] != pl.String or not _plain(n) for n in names):
         return book.encode_series(object_texts(rows, list(rows.columns)))
     texts = rows.select(_object(book, rows, names).alias("attributes")).get_column("attributes")
     special = columns_needing_escape(rows)

@@ -25,7 +25,7 @@ from feedledger.ledger.attr_codec import (
     from_text,
     plan_from,
 )
-from feedledger.ledger.schema import field_lists
+from feedledger.ledger.schema import field_lists, field_tokens
 from feedledger.ledger.store import Store
 
 __all__ = [
@@ -76,7 +76,21 @@ def choose(store: Store, source: str, sample: Sequence[str]) -> tuple[int | None
         result = conn.execute(insert(f).values(source=source, codebook=book.to_text()))
         key = result.inserted_primary_key
         assert key is not None
+        conn.execute(insert(field_tokens), token_rows(int(key[0]), book))
         return int(key[0]), book
+
+
+def token_rows(fields_id: int, book: Codebook) -> list[dict[str, Any]]:
+    """The `field_tokens` rows of codebook `fields_id`: each token and its string, in
+    an order that decodes a stored text exactly when SQL `replace`s them one after the
+    other (any order does: no string holds a control character, so none is a token or
+    part of one, and no one-character token is the second character of a two-character
+    one)."""
+    strings = book.patterns + book.values
+    return [
+        {"fields_id": fields_id, "n": n, "token": token, "string": string}
+        for n, (token, string) in enumerate(zip(book.tokens, strings, strict=True))
+    ]
 
 
 class Decoder:

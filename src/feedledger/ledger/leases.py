@@ -1,11 +1,11 @@
 """Per-source leases stored in the ledger (Invariant 7: at most one run per source).
 
-A lease row names its holder (`host:pid:token`), the run and an expiry. It is taken
-in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: SELECT ... FOR UPDATE),
-checked again inside every payload transaction (a fencing check: a holder that lost
-its lease cannot commit), and released at the end. A lease whose expiry has passed,
-or whose holder is a dead process on this same host, may be taken over; the runs it
-left `running` are marked `abandoned`.
+A lease row names its holder (`host:pid:token:start`, ledger/holders.py), the run and
+an expiry. It is taken in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL:
+SELECT ... FOR UPDATE), checked again inside every payload transaction (a fencing
+check: a holder that lost its lease cannot commit), and released at the end. A lease
+whose expiry has passed, or whose holder is a dead process on this same host, may be
+taken over; the runs it left `running` are marked `abandoned`.
 """
 
 from __future__ import annotations

@@ -148,6 +148,19 @@ field_lists = Table(
     Index("ix_field_lists_source", "source", "fields_id"),
 )
 
+# Each codebook's tokens and the strings they stand for (migration 0012), one row per
+# token, written with the codebook (`codebooks.choose`): what the `changes` view decodes
+# stored texts with in plain SQL, for a person reading the store with sqlite3 or psql
+# (`n`: the order replacing them one after the other decodes a text exactly).
+field_tokens = Table(
+    "field_tokens",
+    metadata,
+    Column("fields_id", Integer, primary_key=True, autoincrement=False),
+    Column("n", Integer, primary_key=True, autoincrement=False),
+    Column("token", String(2), nullable=False),
+    Column("string", Text, nullable=False),
+)
+
 watermarks = Table(
     "watermarks",
     metadata,
