@@ -33,6 +33,7 @@ import feedledger as fl
 from feedledger.api.audit import audit_entries
 from feedledger.config import Workspace
 from helpers import migrate, start_serve
+from test_sqlite_single_library import sqlite_engines
 
 ROWS = 2000  # entities of the snapshot source
 SNAPSHOTS = 10  # streamed by serve
@@ -138,6 +139,8 @@ def test_serve_snapshots_and_writes_beside_an_ingester_and_a_reader(tmp_path: Pa
         for t in threads:
             t.join(timeout=120)
         outs = [p.communicate(timeout=120) for p in others]
+        # and serve, having streamed snapshots and written, has one SQLite library
+        serve_engines = sqlite_engines(Path(f"/proc/{proc.pid}/maps").read_text())
     finally:
         for p in others:
             if p.poll() is None:
@@ -153,6 +156,7 @@ def test_serve_snapshots_and_writes_beside_an_ingester_and_a_reader(tmp_path: Pa
     assert not problems, problems
     assert streamed == [ROWS] * SNAPSHOTS
     assert len(acked) == WRITES
+    assert len(serve_engines) == 1, serve_engines
 
     db = sqlite3.connect(tmp_path / "l.db")
     try:
