@@ -1,6 +1,7 @@
 """The SQLite snapshot's fetch alone (issue 17 target 4's "1 day vs 30 days"): the
-query `snapshot_rows.batches` sends, read through the ADBC SQLite driver in this
-process, no per-key pass and no writer, so the store's share of a snapshot shows.
+query `snapshot_rows.batches` sends, read as `ledger.arrow_fetch` reads it (the sqlite3
+module's cursor, each `fetchmany` turned into an Arrow batch) in this process, no
+per-key pass and no writer, so the store's share of a snapshot shows.
 
     .venv/bin/python bench/sqlite_fetch_bench.py LEDGER_DB DAY [--repeat 3]
         [--cache-kib N] [--mmap BYTES]
@@ -14,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import sqlite3
 import time
 from collections.abc import Iterator
 
-import adbc_driver_sqlite.dbapi as adbc
 import pyarrow as pa
 
 from feedledger.ledger import arrow_fetch
@@ -32,15 +33,13 @@ def fetch(path: str, valid: int, cache_kib: int, mmap: int) -> Iterator[pa.Recor
         cols, f"source = :source AND valid_from <= :valid AND {visible_sql(None)}"
     )
     query, values = arrow_fetch._positional(sql, {"source": "parcels", "valid": valid}, "?")
-    conn = adbc.connect(f"file:{path}?mode=ro", autocommit=True)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     try:
-        cur = conn.cursor()
-        cur.execute(f"PRAGMA cache_size=-{cache_kib}")
+        conn.execute(f"PRAGMA cache_size=-{cache_kib}")
         if mmap:
-            cur.execute(f"PRAGMA mmap_size={mmap}")
-        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(sr.BATCH_ROWS)})
-        cur.execute(query, values)
-        yield from cur.fetch_record_batch()
+            conn.execute(f"PRAGMA mmap_size={mmap}")
+        cur = conn.execute(query, values)
+        yield from arrow_fetch._rows(cur, scan, sr.BATCH_ROWS, sqlite=True)
         cur.close()
     finally:
         conn.close()

@@ -3,20 +3,29 @@
 For reads of a whole source (a snapshot) the per-row path (SQLAlchemy rows, one
 Python tuple each) costs more than everything after it. Here:
 
-* SQLite (a file): the ADBC SQLite driver runs the query and hands back Arrow batches
-  built in C (`adbc.sqlite.query.batch_rows` rows each) -- no Python object per row;
-  its own read-only connection, so the pooled one keeps its page cache (the stream
-  reads every page once: a small cache, STREAM_CACHE_KIB);
+* SQLite (a file): the sqlite3 module -- the same SQLite library SQLAlchemy's
+  connections use, never a second copy (see below) -- on a read-only connection of its
+  own, so the pooled one keeps its page cache (the stream reads every page once: a
+  small cache, STREAM_CACHE_KIB); `fetchmany` of `batch` rows, turned into Arrow
+  columns in one call (`pa.array` of the row tuples as a struct: the transpose is
+  Arrow's, in C);
 * PostgreSQL: `COPY (...) TO STDOUT (FORMAT binary)` read by the ADBC PostgreSQL
   driver into Arrow in C (`ledger.pg_copy`; the psycopg server-side cursor it replaced
   cost the client about twice the CPU: bench/README.md, "PostgreSQL bulk read");
-* anything else (an in-memory SQLite): the DB-API cursor, `fetchmany` of `batch` rows,
-  each column turned into an Arrow array at once.
+* anything else (an in-memory SQLite, a small PostgreSQL store): the DB-API cursor,
+  `fetchmany` of `batch` rows, converted the same way.
 
-Every batch is cast to `schema` (the driver's own types vary: SQLite has none). The
-fetch runs in a thread of its own, PREFETCH batches ahead of the reader (the driver
-and Arrow let go of the GIL; `feedledger.ahead`), so the store's work overlaps what the
-reader does with each batch; a reader that stops early stops it.
+One SQLite library per process: the ADBC SQLite driver (which links a SQLite of its
+own) read here once, and a process holding `ledger.db` open through two SQLite copies
+corrupts it -- POSIX advisory locks are per process, so one copy's `close()` drops the
+other's locks, and a copy that believes it holds the last connection checkpoints and
+deletes the WAL under the other ("How To Corrupt An SQLite Database File", 2.2.1).
+tests/test_sqlite_single_library.py checks that no second SQLite is ever loaded.
+
+Every batch is cast to `schema` (SQLite has no column types: a boolean comes back as
+an integer). The fetch runs in a thread of its own, PREFETCH batches ahead of the
+reader (SQLite lets go of the GIL while it steps; `feedledger.ahead`), so the store's
+work overlaps what the reader does with each batch; a reader that stops early stops it.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ def batches(
     """Stream the rows of `sql` (placeholders `:name`) as batches of `schema`."""
     path = _sqlite_file(store)
     if path is not None:
-        return ahead(_adbc(path, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
+        return ahead(_sqlite(path, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
     if store.dialect == "postgresql":
         if _versions_bytes(store) < COPY_FROM_BYTES:
             return ahead(_dbapi(store, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
@@ -101,30 +110,55 @@ def _positional(sql: str, params: Mapping[str, Any], mark: str) -> tuple[str, li
     return re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", one, sql), values
 
 
-def _cast(got: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    if got.schema.equals(schema):
-        return got
-    cols = [got.column(i).cast(field.type) for i, field in enumerate(schema)]
+def _fetch_type(schema: pa.Schema, sqlite: bool) -> pa.StructType:
+    """The rows' struct as the driver gives them: on SQLite a boolean is an integer
+    (cast back by `_to_batch`)."""
+    if not sqlite:
+        return pa.struct(list(schema))
+    return pa.struct([pa.field(f.name, pa.int64()) if f.type == pa.bool_() else f for f in schema])
+
+
+def _to_batch(rows: list[Any], schema: pa.Schema, fetched: pa.StructType) -> pa.RecordBatch:
+    """Row tuples as a batch of `schema`: one conversion of the rows as a struct array
+    (Arrow reads each tuple into its columns, in C), then the casts."""
+    got = pa.RecordBatch.from_struct_array(pa.array(rows, fetched))
+    cols = [
+        got.column(i) if got.field(i).type == field.type else got.column(i).cast(field.type)
+        for i, field in enumerate(schema)
+    ]
     return pa.record_batch(cols, schema=schema)
 
 
-def _adbc(
+def _rows(cur: Any, schema: pa.Schema, batch: int, *, sqlite: bool) -> Iterator[pa.RecordBatch]:
+    fetched = _fetch_type(schema, sqlite)
+    while True:
+        rows = cur.fetchmany(batch)
+        if not rows:
+            return
+        yield _to_batch(rows, schema, fetched)
+
+
+def _sqlite(
     path: str, sql: str, params: Mapping[str, Any], schema: pa.Schema, batch: int
 ) -> Iterator[pa.RecordBatch]:
-    import adbc_driver_sqlite.dbapi as adbc
+    import sqlite3
+    from urllib.parse import quote
 
     query, values = _positional(sql, params, "?")
-    conn = adbc.connect(f"file:{path}?mode=ro", autocommit=True)
+    # (opened in the fetch's thread, maybe closed in another when the reader stops)
+    conn = sqlite3.connect(
+        f"file:{quote(path)}?mode=ro",
+        uri=True,
+        timeout=60,
+        isolation_level=None,
+        check_same_thread=False,
+    )
     try:
+        conn.execute(f"PRAGMA cache_size=-{STREAM_CACHE_KIB}")
         cur = conn.cursor()
         try:
-            cur.execute(f"PRAGMA cache_size=-{STREAM_CACHE_KIB}")
-            cur.execute("PRAGMA busy_timeout=60000")
-            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch)})
             cur.execute(query, values)
-            reader = cur.fetch_record_batch()
-            for got in reader:
-                yield _cast(got, schema)
+            yield from _rows(cur, schema, batch, sqlite=True)
         finally:
             cur.close()
     finally:
@@ -143,15 +177,7 @@ def _dbapi(
             if pg:
                 cur.itersize = batch
             cur.execute(query, values)
-            while True:
-                rows = cur.fetchmany(batch)
-                if not rows:
-                    break
-                cols = list(zip(*rows, strict=True))
-                arrays = [
-                    pa.array(col, field.type) for col, field in zip(cols, schema, strict=True)
-                ]
-                yield pa.record_batch(arrays, schema=schema)
+            yield from _rows(cur, schema, batch, sqlite=not pg)
         finally:
             cur.close()
         if pg:

@@ -53,7 +53,7 @@ def slices(frame: pl.DataFrame, rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame
 
 def ahead(parts: Iterator[T]) -> Iterator[T]:
     """`parts`, each one produced on a helper thread while the caller consumes the one
-    before (encoding a chunk overlaps writing the previous one; Polars, the ADBC driver
+    before (encoding a chunk overlaps writing the previous one; Polars
     and SQLite release the GIL)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(next, parts, None)
@@ -84,9 +84,9 @@ def insert_frame(conn: Connection, table: str, frame: pl.DataFrame) -> None:
         _copy_in(conn, table, columns, slices(frame))
 
 
-# Large frames on SQLite are staged through ADBC (Arrow -> SQLite bulk binding in C,
-# ~2-3x faster than the sqlite3 module's executemany) into scratch database files,
-# each copied by an `INSERT ... SELECT` inside the payload's transaction (ledger/staging.py).
+# Large frames on SQLite are staged (encoded and bound on a writer thread) into scratch
+# database files, each copied by an `INSERT ... SELECT` inside the payload's transaction
+# while the next is written (ledger/staging.py).
 STAGE_MIN_ROWS = 50_000
 VERSION_VARYING = [
     "version_id",

@@ -2,7 +2,7 @@
 versions, outcomes, outbox row, application record, watermark advance and run counters
 commit together or not at all.
 
-Large version sets on SQLite are staged through ADBC into scratch files on a writer
+Large version sets on SQLite are staged into scratch files on a writer
 thread while the transaction copies each complete one (see ledger/staging.py).
 """
 

@@ -95,8 +95,8 @@ def batches(
     out += ["geometry"] if geometry else []
     vis = visible_sql(":known" if known_at is not None else None)
     # the texts are never null in the fetch ('' instead: no stated JSON value is empty):
-    # ADBC's SQLite driver types a column by its first batch, and one of nulls only
-    # would be typed INT64, refusing the texts after it
+    # a driver that types a column by its first batch (the ADBC drivers do) would type
+    # one of nulls only INT64, refusing the texts after it (`_nulls_back` restores them)
     cols = [_NOT_NULL.get(c, c) for c in scan.names]
     sql = key_ordered_sql(cols, f"source = :source AND valid_from <= :valid AND {vis}")
     params: dict[str, Any] = {"source": source, "valid": valid_at}
