@@ -32,6 +32,9 @@ class State:
     stale_alerted_at: int | None = None
     failure_alerted_at: int | None = None
     hold_alerted_at: int | None = None
+    observed_at: int | None = None
+    observed_published_at: int | None = None
+    date_problem: str | None = None
 
 
 def _state(row: Any) -> State:
@@ -82,6 +85,36 @@ def attempted(
         )
         new = conn.execute(select(schedule_state).where(schedule_state.c.source == source)).one()
     return _state(new)
+
+
+def observed(store: Store, source: str, *, at: int, published_at: int | None) -> None:
+    """A fetch at `at` succeeded (applied, or found nothing new): the source was
+    observed (invariant 12). `observed_at` only moves forward (two processes may record
+    theirs in any order: each was true when it was made); the publisher date stated
+    then is kept and any open date problem is cleared."""
+    with store.begin() as conn:
+        _ensure(conn, source)
+        col = schedule_state.c.observed_at
+        values: dict[str, Any] = {"observed_at": at, "date_problem": None}
+        if published_at is not None:  # an HTTP 304 states none: the last one stays
+            values["observed_published_at"] = published_at
+        conn.execute(
+            update(schedule_state)
+            .where(schedule_state.c.source == source, (col.is_(None)) | (col <= at))
+            .values(**values)
+        )
+
+
+def date_problem(store: Store, source: str, *, problem: str, published_at: int | None) -> None:
+    """The publisher's date is wrong (ahead of the clock, or gone back before the
+    watermark with other content): kept, one line, until a good fetch clears it."""
+    with store.begin() as conn:
+        _ensure(conn, source)
+        conn.execute(
+            update(schedule_state)
+            .where(schedule_state.c.source == source)
+            .values(date_problem=problem, observed_published_at=published_at)
+        )
 
 
 def open_episode(conn: Connection, source: str, column: str, at: int) -> bool:

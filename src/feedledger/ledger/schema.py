@@ -257,6 +257,11 @@ schedule_state = Table(
     Column("stale_alerted_at", BigInteger),  # the open stale episode was announced
     Column("failure_alerted_at", BigInteger),  # the open failure episode was announced
     Column("hold_alerted_at", BigInteger),  # recovery = "hold": operator told
+    # the last successful fetch of a source serving its current state (a portal, a
+    # URL), whether or not it found anything new: an observation (invariant 12, 0012)
+    Column("observed_at", BigInteger),
+    Column("observed_published_at", BigInteger),  # the publisher date stated then
+    Column("date_problem", Text),  # that date ahead of the clock or gone back (0012)
 )
 
 counters = Table(

@@ -1,0 +1,32 @@
+"""Observations (DESIGN invariant 12): a poll that succeeded and found nothing new
+observed the source. Per source, in `schedule_state`: when it was last observed, the
+publisher date the source stated then, and a one-line problem with that date (ahead of
+the clock, or gone back before the watermark with other content) while it lasts.
+
+Revision ID: 0012_observations
+Revises: 0011
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0012_observations"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("schedule_state") as batch:
+        batch.add_column(sa.Column("observed_at", sa.BigInteger))
+        batch.add_column(sa.Column("observed_published_at", sa.BigInteger))
+        batch.add_column(sa.Column("date_problem", sa.Text))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("schedule_state") as batch:
+        batch.drop_column("date_problem")
+        batch.drop_column("observed_published_at")
+        batch.drop_column("observed_at")
