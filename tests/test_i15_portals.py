@@ -292,11 +292,14 @@ def test_scheduler_runs_socrata_and_waits_while_nothing_new(cli: Cli, socrata: F
     sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), clock, io.StringIO())
     assert [r["outcome"] for r in _tick(sched)] == ["applied"]
     rows_asked = len(socrata.row_requests)
-    clock.now = to_us(parse_instant("2026-08-02T01:00:00Z"))  # 08-02 is due: not there yet
-    assert [r["outcome"] for r in _tick(sched)] == ["not_yet_published"]
+    clock.now = to_us(parse_instant("2026-08-02T01:00:00Z"))  # 08-02 is due: unchanged
+    # nothing new is an observation (invariant 12): 08-02 observed, the next poll is 08-03's
+    assert [r["outcome"] for r in _tick(sched)] == ["unchanged"]
     assert len(socrata.row_requests) == rows_asked  # no row was downloaded
     socrata.rows = _rows(3, zoning="MU-2")
     socrata.rows_updated_at += 86_400
     clock.now = to_us(parse_instant("2026-08-02T05:00:00Z"))
+    assert _tick(sched) == []
+    clock.now = to_us(parse_instant("2026-08-03T01:00:00Z"))
     [run] = _tick(sched)
-    assert (run["outcome"], run["changes"]) == ("applied", 3)
+    assert (run["action"], run["outcome"], run["changes"]) == ("live", "applied", 3)

@@ -264,6 +264,8 @@ def _not_after(ctx: Context, src: Any, got: Any, clock: int) -> None:
     from feedledger.pipeline import observing
     from feedledger.sources.dated import Fetched
 
+    if not observing.observes(src):
+        return  # a folder's newest file behind the watermark: nothing to do
     wm = ctx.store.watermark(src.name)
     stated = got.published_at
     if wm is None or wm.published_at is None or stated is None or stated >= wm.published_at:
