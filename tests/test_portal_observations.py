@@ -16,8 +16,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+import feedledger as fl
 from fakes.arcgis import FakeArcGIS, arcgis_fixture
 from fakes.ckan import FakeCkan, ckan_fixture
 from fakes.socrata import FakeSocrata, socrata_fixture
@@ -25,6 +27,7 @@ from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import from_us, now_us
 from feedledger.scheduler.loop import Options, Scheduler
+from feedledger.server.app import create_app
 from helpers import Cli
 
 _ = (arcgis_fixture, socrata_fixture, ckan_fixture)
@@ -184,6 +187,14 @@ def test_a_layer_dated_in_the_future_is_refused_and_fails_health(
     code, data = health(cli)
     assert code == 1 and data["ok"] is False and one(data)["status"] == "publisher_date"
     assert "ahead of the clock" in one(data)["publisher_date_problem"]
+    # the Python API and HTTP say the same
+    with fl.open(cli.ws.config_path) as led:
+        (seen,) = led.health(["zoning"])
+        assert seen.failing and seen.status == fl.HealthStatus.PUBLISHER_DATE
+    app = create_app(lambda: fl.open(cli.ws.config_path))
+    with TestClient(app) as client:
+        answer = client.get("/api/health", params={"strict": "1"})
+    assert answer.status_code == 503 and answer.json()["publisher_date_problems"] == ["zoning"]
     # applied on purpose: the watermark then stands ahead of the clock, and health says so
     assert cli.json("run", "zoning", "--allow-future")["status"] == "applied"
     code, data = health(cli)
