@@ -129,18 +129,22 @@ def test_polled_unchanged_days_are_observed_and_the_next_edit_is_a_live_run(
     assert topics and "summary" not in topics  # announced as a live run's changes
 
 
+_SERVED: list[type[_Etagged]] = []  # the `etagged` fixture's handler class
+
+
 class _Etagged(BaseHTTPRequestHandler):
     body = b"parcel,zoning\n0714-22-1,R-1\n"
     modified = "Mon, 30 Nov 2026 08:00:00 GMT"
+    etag = '"v1"'
 
     def do_GET(self) -> None:
-        if self.headers.get("If-None-Match") == '"v1"':
+        if self.headers.get("If-None-Match") == self.etag:
             self.send_response(304)
             self.end_headers()
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/csv")
-        self.send_header("ETag", '"v1"')
+        self.send_header("ETag", self.etag)
         self.send_header("Last-Modified", self.modified)
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
@@ -152,10 +156,12 @@ class _Etagged(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def etagged() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Etagged)
+    handler = type("Handler", (_Etagged,), {})  # its answers changed by the test alone
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
+        _SERVED[:] = [handler]
         yield f"http://127.0.0.1:{server.server_address[1]}/parcels.csv"
     finally:
         server.shutdown()
@@ -169,6 +175,19 @@ def test_an_http_source_answering_304_is_observed_fresh(cli: Cli, etagged: str) 
     assert cli.json("run", "zoning")["status"] == "not_modified"
     code, data = health(cli)
     assert (code, one(data)["status"], one(data)["missed_publications"]) == (0, "ok", 0)
+
+
+def test_a_url_answering_an_older_date_with_other_content_is_said(cli: Cli, etagged: str) -> None:
+    cli("source", "add", "zoning", "--key", "parcel", "--fetch", etagged,
+        "--published-from", "header:Last-Modified")  # fmt: skip
+    cli("run", "zoning")
+    (handler,) = _SERVED
+    handler.body, handler.etag = b"parcel,zoning\n0714-22-1,C-2\n", '"v0"'
+    handler.modified = "Thu, 26 Nov 2026 08:00:00 GMT"  # four days before the watermark
+    said = cli("run", "zoning", expect=6).stderr
+    assert "went back" in said and "replay zoning --from 2026-11-26" in said
+    code, data = health(cli)
+    assert code == 1 and one(data)["status"] == "publisher_date"
 
 
 # -- B17: a publisher date ahead of the clock ---------------------------------------------
