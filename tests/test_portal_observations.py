@@ -127,6 +127,11 @@ def test_polled_unchanged_days_are_observed_and_the_next_edit_is_a_live_run(
     finally:
         store.close()
     assert topics and "summary" not in topics  # announced as a live run's changes
+    # a replay over the days polled unchanged records no gap for them either
+    first_day = from_us(start - 4 * DAY_US).date().isoformat()
+    replayed = cli.json("replay", "zoning", "--from", first_day)
+    assert replayed["gaps_recorded"] == 0 and replayed["missing_dates"] == []
+    assert cli.json("gaps", "zoning") == []
 
 
 _SERVED: list[type[_Etagged]] = []  # the `etagged` fixture's handler class

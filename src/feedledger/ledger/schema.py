@@ -264,6 +264,18 @@ schedule_state = Table(
     Column("date_problem", Text),  # that date ahead of the clock or gone back (0012)
 )
 
+# What successful fetches observed (invariant 12, migration 0012): per source and stated
+# publisher date (a portal's last edit, a URL's Last-Modified), the latest instant a
+# fetch found the source still at that state -- the state held over
+# [published_at, observed_until], so the days due in between are observed, never gaps.
+observations = Table(
+    "observations",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("published_at", BigInteger, primary_key=True),
+    Column("observed_until", BigInteger, nullable=False),
+)
+
 counters = Table(
     "counters",
     metadata,

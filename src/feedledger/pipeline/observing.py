@@ -20,6 +20,7 @@ while a problem stands.
 from __future__ import annotations
 
 import hashlib
+from datetime import date
 from typing import TYPE_CHECKING
 
 from feedledger.context import Context
@@ -50,9 +51,33 @@ def observes(src: SourceConfig) -> bool:
 
 
 def observed(ctx: Context, src: SourceConfig, at: int, published_at: int | None) -> None:
-    """Record that a fetch at `at` succeeded (a no-op for a dated-file source)."""
-    if observes(src):
-        schedule_state.observed(ctx.store, src.name, at=at, published_at=published_at)
+    """Record that a fetch at `at` succeeded (a no-op for a dated-file source): the
+    state the publisher dated `published_at` (None, an HTTP 304: the watermark's) held
+    until `at`."""
+    if not observes(src):
+        return
+    since = published_at
+    if since is None:
+        wm = ctx.store.watermark(src.name)
+        since = wm.published_at if wm is not None else None
+    schedule_state.observed(ctx.store, src.name, at=at, published_at=published_at, held_since=since)
+
+
+def observed_days(ctx: Context, src: SourceConfig, days: list[date]) -> set[date]:
+    """Those of `days` whose publication was due inside a span a fetch observed (the
+    state then was known: never a gap)."""
+    if not days or not observes(src):
+        return set()
+    spans = schedule_state.observed_spans(ctx.store, src.name)
+    if not spans:
+        return set()
+    from feedledger.model.cadence import due_at
+
+    def seen(d: date) -> bool:
+        at = due_at(src.cadence, src.timezone, d, src.publish_at)
+        return any(a <= at <= b for a, b in spans)
+
+    return {d for d in days if seen(d)}
 
 
 def problem(ctx: Context, src: SourceConfig, text: str, published_at: int | None) -> None:
