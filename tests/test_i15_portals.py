@@ -173,9 +173,10 @@ def test_socrata_missed_days_are_unrecoverable(cli: Cli, socrata: FakeSocrata) -
     assert report["unrecoverable_dates"] == ["2026-05-25", "2026-05-26", "2026-05-27"]
     assert report["archived_dates"] == ["2026-05-28"]
     assert len(socrata.row_requests) == rows_before + 1  # what it serves now: asked once
-    # days after the portal's publication: unrecoverable, and no row is downloaded
+    # days after the portal's publication, up to the run that found it unchanged: observed
+    # (invariant 12), neither missing nor unrecoverable, and no row is downloaded
     later = cli.json("assess", "parcels", "--from", "2026-05-29", "--to", "2026-05-30")
-    assert later["unrecoverable_dates"] == ["2026-05-29", "2026-05-30"]
+    assert later["unrecoverable_dates"] == [] and later["missing_dates"] == []
     assert len(socrata.row_requests) == rows_before + 1
 
 
