@@ -223,6 +223,8 @@ def test_a_layer_dated_in_the_future_is_refused_and_fails_health(
     assert cli.json("run", "zoning", "--allow-future")["status"] == "applied"
     code, data = health(cli)
     assert code == 1 and "watermark" in one(data)["publisher_date_problem"]
+    again = cli.json("run", "zoning", "--allow-future")  # nothing new: and it says why
+    assert again["status"] == "nothing_to_do" and "ahead of the clock" in again["reason"]
 
 
 def test_every_connector_refuses_a_future_date(

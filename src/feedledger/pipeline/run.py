@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from feedledger.context import Context
 from feedledger.model.errors import ConfigError, SourceFrozenError, StaleWatermarkError
-from feedledger.model.timeutil import iso, now_us
+from feedledger.model.timeutil import DAY_US, iso, now_us
 from feedledger.pipeline.ingest import IngestResult, ingest
 from feedledger.timing import stage
 
@@ -149,7 +149,15 @@ def _run_source(
     except DateWentBackError:
         raise  # not "nothing new": the publisher's state differs from the ledger's
     except StaleWatermarkError as exc:
-        return NothingNew(src.name, exc.problem, [d.isoformat() for d in days])
+        reason = exc.problem
+        wm = ctx.store.watermark(src.name)
+        if wm is not None and wm.published_at is not None and wm.published_at > clock + DAY_US:
+            # a watermark in the future holds back every later payload: never silently
+            reason += (
+                f"; the watermark {iso(wm.published_at)} is ahead of the clock, so every "
+                "later publication is held back (retract the run that applied it)"
+            )
+        return NothingNew(src.name, reason, [d.isoformat() for d in days])
 
 
 def _need_fetch(source: str, fetch: str | None) -> None:
