@@ -103,7 +103,9 @@ def went_back(ctx: Context, src: SourceConfig, got: Fetched, at: int) -> StaleWa
     sha = hashlib.sha256(got.data).hexdigest()
     stated, mark = iso(got.published_at), iso(wm.published_at)
     if applied and applied[0].sha256 == sha:
-        observed(ctx, src, at, got.published_at)
+        # the state found is the watermark's: it held until now (the date stated
+        # earlier claims nothing about the days before the watermark)
+        observed(ctx, src, at, wm.published_at)
         return StaleWatermarkError(
             f"nothing new: the publisher's date {stated} went back before the watermark "
             f"{mark}, but its content is the payload applied there",

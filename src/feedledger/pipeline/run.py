@@ -24,9 +24,11 @@ from feedledger.pipeline.ingest import IngestResult, ingest
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
+    from feedledger.model.source import SourceConfig
     from feedledger.pipeline.backfill import Progress
     from feedledger.pipeline.recovery import Recovery
     from feedledger.sources import FetchState
+    from feedledger.sources.dated import Fetched
 
 
 @dataclass
@@ -266,11 +268,10 @@ def live_run(
     return result
 
 
-def _not_after(ctx: Context, src: Any, got: Any, clock: int) -> None:
+def _not_after(ctx: Context, src: SourceConfig, got: Fetched, clock: int) -> None:
     """An HTTP source answered a payload not after the watermark: the same date is an
     observation; an earlier one with other content is a date gone back."""
     from feedledger.pipeline import observing
-    from feedledger.sources.dated import Fetched
 
     if not observing.observes(src):
         return  # a folder's newest file behind the watermark: nothing to do
@@ -279,9 +280,8 @@ def _not_after(ctx: Context, src: Any, got: Any, clock: int) -> None:
     if wm is None or wm.published_at is None or stated is None or stated >= wm.published_at:
         observing.observed(ctx, src, clock, stated)
         return
-    assert isinstance(got, Fetched)
     # the bytes were handed to ingest (and archived by it): read them back to compare
-    ref = [p for p in ctx.store.list_payloads(src.name, stated, stated)]
+    ref = ctx.store.list_payloads(src.name, stated, stated)
     data = ctx.archive.get(ref[-1].sha256) if ref else None
     if data is not None:
         raise observing.went_back(ctx, src, replace(got, data=data), clock)
