@@ -174,17 +174,17 @@ def test_through_the_scheduler(cli: Cli, arcgis: FakeArcGIS) -> None:
     assert tick() == ["applied"]
     queries = len(arcgis.query_requests)
     clock.now = to_us(parse_instant("2026-08-02T01:00:00Z"))  # due, not yet republished
-    assert tick() == ["not_yet_published"]
+    assert tick() == ["unchanged"]  # an observation (invariant 12): 08-02 is not missed
     assert len(arcgis.query_requests) == queries  # no feature was asked for
 
     # the scheduler was down for days; the layer now serves only its 08-04 state: the
-    # days it cannot serve any more are recorded as gaps, the 08-04 state is applied
+    # days nobody looked at (08-03) are recorded as gaps, the 08-04 state is applied
     arcgis.republish()
     arcgis.edit_date = to_us(parse_instant("2026-08-04T12:00:00Z")) // 1000
     clock.now = to_us(parse_instant("2026-08-04T13:00:00Z"))
     tick()
     (gap,) = cli.json("gaps", "zoning")
-    assert (gap["start"][:10], gap["end"][:10]) == ("2026-08-02", "2026-08-04")
+    assert (gap["start"][:10], gap["end"][:10]) == ("2026-08-03", "2026-08-04")
     runs = cli.json("runs", "zoning")
     assert [(r["kind"], r["changes"]) for r in runs] == [("live", 25), ("backfill", 1)]
     asof = cli.json("asof", "zoning", "P0000001", "--valid", "2026-08-04T13:00:00Z")
@@ -360,7 +360,9 @@ def test_assess_reports_past_days_unrecoverable(cli: Cli, arcgis: FakeArcGIS) ->
     assert report["unrecoverable_dates"] == ["2026-05-25", "2026-05-26", "2026-05-27"]
     assert report["archived_dates"] == [EDIT_DAY]
     later = cli.json("assess", "zoning", "--from", "2026-05-29", "--to", "2026-05-30")
-    assert later["unrecoverable_dates"] == ["2026-05-29", "2026-05-30"]
+    # after its edit: the run (today) found the layer still in its 05-28 state, so those
+    # days are observed, neither missing nor unrecoverable (invariant 12)
+    assert later["unrecoverable_dates"] == [] and later["missing_dates"] == []
     assert len(arcgis.feature_requests) <= queries + 3  # at most today's layer, once
 
 

@@ -173,9 +173,10 @@ def test_socrata_missed_days_are_unrecoverable(cli: Cli, socrata: FakeSocrata) -
     assert report["unrecoverable_dates"] == ["2026-05-25", "2026-05-26", "2026-05-27"]
     assert report["archived_dates"] == ["2026-05-28"]
     assert len(socrata.row_requests) == rows_before + 1  # what it serves now: asked once
-    # days after the portal's publication: unrecoverable, and no row is downloaded
+    # days after the portal's publication, up to the run that found it unchanged: observed
+    # (invariant 12), neither missing nor unrecoverable, and no row is downloaded
     later = cli.json("assess", "parcels", "--from", "2026-05-29", "--to", "2026-05-30")
-    assert later["unrecoverable_dates"] == ["2026-05-29", "2026-05-30"]
+    assert later["unrecoverable_dates"] == [] and later["missing_dates"] == []
     assert len(socrata.row_requests) == rows_before + 1
 
 
@@ -292,11 +293,14 @@ def test_scheduler_runs_socrata_and_waits_while_nothing_new(cli: Cli, socrata: F
     sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), clock, io.StringIO())
     assert [r["outcome"] for r in _tick(sched)] == ["applied"]
     rows_asked = len(socrata.row_requests)
-    clock.now = to_us(parse_instant("2026-08-02T01:00:00Z"))  # 08-02 is due: not there yet
-    assert [r["outcome"] for r in _tick(sched)] == ["not_yet_published"]
+    clock.now = to_us(parse_instant("2026-08-02T01:00:00Z"))  # 08-02 is due: unchanged
+    # nothing new is an observation (invariant 12): 08-02 observed, the next poll is 08-03's
+    assert [r["outcome"] for r in _tick(sched)] == ["unchanged"]
     assert len(socrata.row_requests) == rows_asked  # no row was downloaded
     socrata.rows = _rows(3, zoning="MU-2")
     socrata.rows_updated_at += 86_400
     clock.now = to_us(parse_instant("2026-08-02T05:00:00Z"))
+    assert _tick(sched) == []
+    clock.now = to_us(parse_instant("2026-08-03T01:00:00Z"))
     [run] = _tick(sched)
-    assert (run["outcome"], run["changes"]) == ("applied", 3)
+    assert (run["action"], run["outcome"], run["changes"]) == ("live", "applied", 3)

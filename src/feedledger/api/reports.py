@@ -227,14 +227,19 @@ class SourceHealth(_Raw):
     last_successful_fetch: datetime | None
     held_runs: int
     _raw: Any = field(repr=False, compare=False)
+    # one line while the publisher's date is ahead of the clock or went back before the
+    # watermark with other content; `health` fails while it stands
+    publisher_date_problem: str | None = None
+    last_observed_at: datetime | None = None  # the last successful fetch, new or not
+
+    @property
+    def failing(self) -> bool:
+        """Whether `health` fails for this source (stale, or its publisher date)."""
+        return self.stale or self.publisher_date_problem is not None
 
     @classmethod
     def of(cls, h: Any) -> SourceHealth:
-        status = (
-            HealthStatus.FROZEN
-            if h.frozen
-            else (HealthStatus.STALE if h.stale else HealthStatus.OK)
-        )
+        status = HealthStatus(h.status)
         return cls(
             h.source,
             status,
@@ -246,6 +251,8 @@ class SourceHealth(_Raw):
             opt_dt(h.last_success_at),
             h.held_runs,
             h,
+            h.publisher_date_problem,
+            opt_dt(h.last_observed_at),
         )
 
 

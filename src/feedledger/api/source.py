@@ -138,14 +138,29 @@ class Source(SourceQueries):
             allow_future=allow_future,
         )
 
-    def run(self, *, allow_mass_delete: bool = False, recover: bool = True) -> RunResult:
+    def run(
+        self,
+        *,
+        allow_mass_delete: bool = False,
+        recover: bool = True,
+        allow_future: bool = False,
+        accept_restored: bool = False,
+    ) -> RunResult:
         """Fetch from the source's location and apply what is waiting (the CLI's `run`):
-        one publication -> a live run; several -> one backfill of all (Recovered)."""
+        one publication -> a live run; several -> one backfill of all (Recovered).
+        A publisher date more than a day ahead is refused unless `allow_future`; one
+        gone back before the watermark with other content is refused (exit 6, archived)
+        unless `accept_restored` applies it as a correction dated now."""
         from feedledger.pipeline.recovery import Recovery
         from feedledger.pipeline.run import NothingNew, run_source
 
         result = run_source(
-            self._ctx, self.name, allow_mass_delete=allow_mass_delete, recover=recover
+            self._ctx,
+            self.name,
+            allow_mass_delete=allow_mass_delete,
+            recover=recover,
+            allow_future=allow_future,
+            accept_restored=accept_restored,
         )
         if result is None:
             return NotModified(self.name)

@@ -137,6 +137,13 @@ def run_cmd(
         help="Refuse (naming them) when several publications are waiting, instead of "
         "applying them all oldest first as one backfill run.",
     ),
+    allow_future: bool = FUTURE_OPT,
+    accept_restored: bool = typer.Option(
+        False,
+        "--accept-restored",
+        help="The publisher's date went back before the watermark with other content "
+        "(a layer restored from a backup): apply it as a correction dated now.",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Fetch from the source's location and ingest. One publication waiting: a live
@@ -146,7 +153,12 @@ def run_cmd(
     from feedledger.api.reports import NothingToDo, NotModified, Recovered
 
     with ledger(ctx) as led:
-        result = led.source(source).run(allow_mass_delete=allow_mass_delete, recover=not no_recover)
+        result = led.source(source).run(
+            allow_mass_delete=allow_mass_delete,
+            recover=not no_recover,
+            allow_future=allow_future,
+            accept_restored=accept_restored,
+        )
     if isinstance(result, NotModified):
         if json_out:
             emit_json(result.to_json())

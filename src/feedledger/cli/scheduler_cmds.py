@@ -117,7 +117,9 @@ def health(
     its live route's lag (messages and changes behind, age of the oldest).
 
     Exits 1 when any source is stale (it missed more than its `stale_after` expected
-    publications, default 1; frozen sources are never stale), 0 otherwise.
+    publications, default 1; frozen sources are never stale) or its publisher date is
+    wrong (ahead of the clock, or gone back before the watermark with other content),
+    0 otherwise. A fetch that found nothing new observed the source: not missed.
     """
     from feedledger.model.timeutil import from_us, now_us
 
@@ -127,11 +129,13 @@ def health(
         report = led.health(names, at=when)
         lags = [d.to_json() for d in led.destination_lag(names or None, at=when)]
     stale = [h.source for h in report if h.stale]
+    dates = [h for h in report if h.publisher_date_problem]
     if json_out:
         emit_json(
             {
-                "ok": not stale,
+                "ok": not (stale or dates),
                 "stale": stale,
+                "publisher_date_problems": [h.source for h in dates],
                 "sources": [h.to_json() for h in report],
                 "destinations": lags,
             }
@@ -187,7 +191,9 @@ def health(
             )  # fmt: skip
         if stale:
             err.print(f"stale: {', '.join(stale)}")
+        for h in dates:
+            err.print(f"{h.source}: {h.publisher_date_problem}", markup=False, highlight=False)
     out.file.flush()
-    if stale:
+    if stale or dates:
         sys.stdout.flush()
         raise typer.Exit(1)

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 
 from feedledger.ledger import notices
-from feedledger.ledger.schema import schedule_state
+from feedledger.ledger.schema import observations, schedule_state
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import iso
 
@@ -32,6 +32,9 @@ class State:
     stale_alerted_at: int | None = None
     failure_alerted_at: int | None = None
     hold_alerted_at: int | None = None
+    observed_at: int | None = None
+    observed_published_at: int | None = None
+    date_problem: str | None = None
 
 
 def _state(row: Any) -> State:
@@ -82,6 +85,68 @@ def attempted(
         )
         new = conn.execute(select(schedule_state).where(schedule_state.c.source == source)).one()
     return _state(new)
+
+
+def observed(
+    store: Store, source: str, *, at: int, published_at: int | None, held_since: int | None
+) -> None:
+    """A fetch at `at` succeeded (applied, or found nothing new): the source was
+    observed (invariant 12). `observed_at` only moves forward (two processes may record
+    theirs in any order: each was true when it was made); the publisher date stated
+    then is kept and any open date problem is cleared. `held_since`: the publisher
+    date of the state found (the watermark's on an HTTP 304), which held until `at`
+    (the `observations` span; extended, never shortened)."""
+    with store.begin() as conn:
+        _ensure(conn, source)
+        if held_since is not None and held_since <= at:
+            _extend(store, conn, source, held_since, at)
+        col = schedule_state.c.observed_at
+        values: dict[str, Any] = {"observed_at": at, "date_problem": None}
+        if published_at is not None:  # an HTTP 304 states none: the last one stays
+            values["observed_published_at"] = published_at
+        conn.execute(
+            update(schedule_state)
+            .where(schedule_state.c.source == source, (col.is_(None)) | (col <= at))
+            .values(**values)
+        )
+
+
+def _extend(store: Store, conn: Connection, source: str, since: int, until: int) -> None:
+    """The span of the state dated `since` reaches `until` at least."""
+    key = (observations.c.source == source) & (observations.c.published_at == since)
+    conn.execute(
+        store._insert_new(observations).values(
+            source=source, published_at=since, observed_until=until
+        )
+    )
+    conn.execute(
+        update(observations)
+        .where(key, observations.c.observed_until < until)
+        .values(observed_until=until)
+    )
+
+
+def observed_spans(store: Store, source: str) -> list[tuple[int, int]]:
+    """The spans [publisher date, observed until] the source's fetches observed."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(observations.c.published_at, observations.c.observed_until)
+            .where(observations.c.source == source)
+            .order_by(observations.c.published_at)
+        )
+        return [(int(a), int(b)) for a, b in rows]
+
+
+def date_problem(store: Store, source: str, *, problem: str, published_at: int | None) -> None:
+    """The publisher's date is wrong (ahead of the clock, or gone back before the
+    watermark with other content): kept, one line, until a good fetch clears it."""
+    with store.begin() as conn:
+        _ensure(conn, source)
+        conn.execute(
+            update(schedule_state)
+            .where(schedule_state.c.source == source)
+            .values(date_problem=problem, observed_published_at=published_at)
+        )
 
 
 def open_episode(conn: Connection, source: str, column: str, at: int) -> bool:

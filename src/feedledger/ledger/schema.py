@@ -270,6 +270,23 @@ schedule_state = Table(
     Column("stale_alerted_at", BigInteger),  # the open stale episode was announced
     Column("failure_alerted_at", BigInteger),  # the open failure episode was announced
     Column("hold_alerted_at", BigInteger),  # recovery = "hold": operator told
+    # the last successful fetch of a source serving its current state (a portal, a
+    # URL), whether or not it found anything new: an observation (invariant 12, 0012)
+    Column("observed_at", BigInteger),
+    Column("observed_published_at", BigInteger),  # the publisher date stated then
+    Column("date_problem", Text),  # that date ahead of the clock or gone back (0012)
+)
+
+# What successful fetches observed (invariant 12, migration 0012): per source and stated
+# publisher date (a portal's last edit, a URL's Last-Modified), the latest instant a
+# fetch found the source still at that state -- the state held over
+# [published_at, observed_until], so the days due in between are observed, never gaps.
+observations = Table(
+    "observations",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("published_at", BigInteger, primary_key=True),
+    Column("observed_until", BigInteger, nullable=False),
 )
 
 counters = Table(

@@ -50,6 +50,13 @@ class ConfigError(FeedledgerError):
     exit_code = 2
 
 
+class FutureDateError(ConfigError):
+    """A publisher date more than a day after now (refused unless --allow-future);
+    `published_at`: that date (us UTC)."""
+
+    published_at: int | None = None
+
+
 class NotFoundError(FeedledgerError):
     """An unknown source, run, payload or key."""
 
@@ -73,9 +80,11 @@ class MassDeleteError(FeedledgerError):
 
 
 class StaleWatermarkError(FeedledgerError):
-    """The payload is not after the source's watermark (publisher order would break)."""
+    """The payload is not after the source's watermark (publisher order would break).
+    `published_at`: the publisher date a portal stated, when known (us UTC)."""
 
     exit_code = 6
+    published_at: int | None = None
 
 
 class LeaseHeldError(FeedledgerError):

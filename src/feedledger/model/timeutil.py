@@ -13,7 +13,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from feedledger.model.errors import ConfigError
+from feedledger.model.errors import ConfigError, FutureDateError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -86,11 +86,13 @@ def check_not_future(
     future and refuse every later live payload as 'not after the watermark'."""
     if allow_future or value_us <= now_us + DAY_US:
         return value_us
-    raise ConfigError(
+    err = FutureDateError(
         f"{what} {iso(value_us)} is more than a day after now ({iso(now_us)}): a future "
         "publisher date would hold back every later payload (check the date; pass "
         "--allow-future if the publisher really dates it so)"
     )
+    err.published_at = value_us
+    raise err
 
 
 def to_us(value: datetime) -> int:

@@ -67,6 +67,8 @@ class HealthStatus(StrEnum):
     OK = "ok"
     STALE = "stale"
     FROZEN = "frozen"
+    # the publisher's date is ahead of the clock or went back with other content
+    PUBLISHER_DATE = "publisher_date"
 
 
 class SyncStatus(StrEnum):

@@ -37,7 +37,8 @@ def archive_add(
         )
     except ConfigError as exc:
         kept = _keep_rejected(ctx, source, data, original_name, str(exc))
-        raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
+        exc.source, exc.payload = source, original_name  # kept: its type, its date
+        raise exc.extend(kept) from None
     if when is None:
         kept = _keep_rejected(ctx, source, data, original_name, "no publisher date")
         raise ConfigError(

@@ -24,6 +24,7 @@ from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, parse_instant, zone
+from feedledger.pipeline.observing import observed_days
 
 
 @dataclass
@@ -140,6 +141,9 @@ def assess_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> Assess
     ]
     held = {local_date(p.published_at, src.timezone) for p in archived}
     missing = [d for d in expected_dates(src.cadence, src.timezone, lo, hi) if d not in held]
+    # a day a fetch observed unchanged is not missing: its state is known (invariant 12)
+    seen = observed_days(ctx, src, missing)
+    missing = [d for d in missing if d not in seen]
     return Assessment(
         source=src.name,
         start=lo,

@@ -47,6 +47,7 @@ from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.assess import Assessment, assess_window, index_archive, parse_day, window
+from feedledger.pipeline.observing import observed_days
 from feedledger.pipeline.replay_retraction import withdraw
 from feedledger.pipeline.runreport import NothingToDo, RunReport, Step, finish
 
@@ -247,11 +248,14 @@ def _nothing_to_replay(src: SourceConfig, plan: Assessment) -> NothingToDo:
     )
 
 
-def _missing_days(src: SourceConfig, day: date, refs: list[PayloadRef]) -> list[date]:
-    """The publication days from `day` to the last of `refs` that none of them has."""
+def _missing_days(ctx: Context, src: SourceConfig, day: date, refs: list[PayloadRef]) -> list[date]:
+    """The publication days from `day` to the last of `refs` that none of them has and
+    no fetch observed unchanged (pipeline/observing.py: those are known, not gaps)."""
     last_day = local_date(refs[-1].published_at, src.timezone)
     held = {local_date(r.published_at, src.timezone) for r in refs}
-    return [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
+    days = [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
+    seen = observed_days(ctx, src, days)
+    return [d for d in days if d not in seen]
 
 
 def _check_readable(ctx: Context, refs: list[PayloadRef]) -> None:
@@ -296,13 +300,13 @@ def replay(
             hint="`feedledger archive list` shows what is archived",
         )
     if on_plan:
-        on_plan(refs, _missing_days(src, day, refs))
+        on_plan(refs, _missing_days(ctx, src, day, refs))
     with leases.leased_run(ctx.store, src.name, RunKind.REPLAY.value) as run:
         report = RunReport(src.name, RunKind.REPLAY.value, run.run_id, notify=notify)
         # listed again under the lease: a payload another run archived and applied since
         # the look above is retracted below with the rest, so it must be re-applied too
         refs = ctx.store.list_payloads(src.name, start_us, None)
-        report.missing_dates = _missing_days(src, day, refs)
+        report.missing_dates = _missing_days(ctx, src, day, refs)
         _check_readable(ctx, refs)
 
         def told(conn: Transaction, done: Retracted) -> None:

@@ -18,9 +18,9 @@ from typing import Any
 from feedledger.context import Context
 from feedledger.ledger import gaps, schedule_state
 from feedledger.ledger.health_rows import HealthRows, health_rows
-from feedledger.model.cadence import day_start_us, due_dates, local_date
+from feedledger.model.cadence import day_start_us, due_at, due_dates, local_date
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import iso
+from feedledger.model.timeutil import DAY_US, iso
 from feedledger.notify import deliveries
 
 SHOWN_DATES = 31
@@ -44,11 +44,30 @@ class SourceHealth:
     notifications: dict[str, int] = field(default_factory=dict)
     schedule: dict[str, Any] = field(default_factory=dict)
     recovery: str = "auto"
+    # the publisher's date ahead of the clock, or gone back with other content (one
+    # line; health fails while it stands: pipeline/observing.py)
+    publisher_date_problem: str | None = None
+    last_observed_at: int | None = None  # the last successful fetch, new or not
+
+    @property
+    def failing(self) -> bool:
+        """Whether `health` fails for this source (exit 1)."""
+        return self.stale or self.publisher_date_problem is not None
+
+    @property
+    def status(self) -> str:
+        if self.frozen:
+            return "frozen"
+        if self.stale:
+            return "stale"
+        return "publisher_date" if self.publisher_date_problem else "ok"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
-            "status": "frozen" if self.frozen else ("stale" if self.stale else "ok"),
+            "status": self.status,
+            "publisher_date_problem": self.publisher_date_problem,
+            "last_observed_at": iso(self.last_observed_at),
             "cadence": self.cadence,
             "scheduled": self.scheduled,
             "frozen": self.frozen,
@@ -71,10 +90,11 @@ def missed_dates(ctx: Context, src: SourceConfig, now_us: int) -> list[date]:
     watermark's date (or, never applied, after the scheduler's first attempt), minus
     the days a recorded gap covers."""
     wm = ctx.store.watermark(src.name)
+    state = schedule_state.get(ctx.store, src.name)
     return _missed(
         src,
         wm.published_at if wm is not None else None,
-        lambda: schedule_state.get(ctx.store, src.name).first_attempt_at,
+        lambda: state,
         lambda: [(g.start_at, g.end_at) for g in gaps.listing(ctx.store, src.name)],
         now_us,
     )
@@ -83,22 +103,29 @@ def missed_dates(ctx: Context, src: SourceConfig, now_us: int) -> list[date]:
 def _missed(
     src: SourceConfig,
     published_at: int | None,
-    first_attempt: Callable[[], int | None],
+    schedule: Callable[[], schedule_state.State],
     gap_spans: Callable[[], list[tuple[int, int]]],
     now_us: int,
 ) -> list[date]:
-    """`missed_dates` from the watermark's publisher time; the first attempt and the
-    gaps are asked for only when needed."""
+    """`missed_dates` from the watermark's publisher time; the scheduler's state (the
+    first attempt, the last observation) and the gaps are asked for only when needed.
+    A day whose publication was due by the source's last observation is not missed: a
+    successful fetch that found nothing new observed it (invariant 12)."""
     if published_at is not None:
         after = local_date(published_at, src.timezone)
     else:
-        first = first_attempt()
+        first = schedule().first_attempt_at
         if first is None:
             return []
         after = local_date(first, src.timezone) - timedelta(days=1)
     days = due_dates(src.cadence, src.timezone, after, now_us, src.publish_at)
     if not days:
         return []
+    seen = schedule().observed_at
+    if seen is not None:
+        days = [d for d in days if due_at(src.cadence, src.timezone, d, src.publish_at) > seen]
+        if not days:
+            return []
     spans = gap_spans()
 
     def covered(d: date) -> bool:
@@ -118,10 +145,19 @@ def _source_health(
     missed = _missed(
         src,
         wm.published_at if wm is not None else None,
-        lambda: state.first_attempt_at,
+        lambda: state,
         lambda: rows.gap_spans,
         now_us,
     )
+    problem = state.date_problem
+    ahead = wm is not None and wm.published_at is not None and wm.published_at > now_us + DAY_US
+    if problem is None and ahead:
+        assert wm is not None
+        problem = (
+            f"the watermark {iso(wm.published_at)} is ahead of the clock: every later "
+            "publication is refused as not after it (retract the run that applied it, "
+            "or wait for that date)"
+        )
     lease_info: dict[str, Any] = {"state": "free"}
     if lease is not None and lease.holder is not None:
         lease_info = {
@@ -131,13 +167,18 @@ def _source_health(
             "expires_at": iso(lease.expires_at),
             "heartbeat_at": iso(lease.heartbeat_at),
         }
-    last_success = max((t for t in (state.last_success_at, fetched) if t is not None), default=None)
+    last_success = max(
+        (t for t in (state.last_success_at, fetched, state.observed_at) if t is not None),
+        default=None,
+    )
     return SourceHealth(
         source=src.name,
         cadence=src.cadence,
         scheduled=src.fetch is not None,
         frozen=ice is not None,
         stale=ice is None and len(missed) > src.stale_after,
+        publisher_date_problem=problem if ice is None else None,
+        last_observed_at=state.observed_at,
         stale_after=src.stale_after,
         missed=len(missed),
         missed_dates=missed,

@@ -102,9 +102,15 @@ def resolve_published_at(
     allow_future: bool = False,
 ) -> int | None:
     """An explicit value wins; else the file name's date when the source says so.
-    Given `now` (the caller's clock, e.g. the fetch time), a typed or named date more
-    than a day after it is refused unless `allow_future` (timeutil.check_not_future)."""
+    Given `now` (the caller's clock, e.g. the fetch time), a date more than a day after
+    it is refused unless `allow_future` (timeutil.check_not_future): typed, named, or a
+    fetcher's (a portal's edit date, an HTTP Last-Modified) -- every date a payload is
+    archived or ingested with passes here."""
     if isinstance(published_at, int):
+        if now is not None:
+            check_not_future(
+                published_at, now, what="the publisher's date", allow_future=allow_future
+            )
         return published_at
     found: int | None = None
     if published_at is not None:
@@ -155,7 +161,8 @@ def ingest(
         )
     except ConfigError as exc:
         kept = _keep_rejected(ctx, source, data, original_name, str(exc))
-        raise ConfigError(f"{exc.problem}; {kept}", source=source, payload=original_name) from None
+        exc.source, exc.payload = source, original_name  # kept: its type, its date
+        raise exc.extend(kept) from None
     if when is None and src.published_from.field is None:
         kept = _keep_rejected(ctx, source, data, original_name, "no publisher date")
         raise ConfigError(

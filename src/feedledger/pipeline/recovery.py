@@ -75,18 +75,27 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
     return sorted(days)
 
 
-def served(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
+def served(
+    ctx: Context, src: SourceConfig, days: list[date], *, allow_future: bool = False
+) -> list[PayloadRef]:
     """Archive what the publisher still serves for `days` (pipeline/served.py)."""
-    return fill(ctx, src, days)
+    return fill(ctx, src, days, allow_future=allow_future)
 
 
 def recover(
-    ctx: Context, src: SourceConfig, days: list[date], *, progress: Progress | None = None
+    ctx: Context,
+    src: SourceConfig,
+    days: list[date],
+    *,
+    progress: Progress | None = None,
+    allow_future: bool = False,
+    now: int | None = None,
 ) -> Recovery:
     """Fill the archive for the missed `days`, then backfill from the first of them to
-    the newest publication the archive now holds."""
+    the newest publication the archive now holds. A source serving its current state
+    (a portal, a URL) was observed at `now` when that succeeded (pipeline/observing)."""
     out = Recovery(src.name, days)
-    out.archived = served(ctx, src, days)
+    out.archived = served(ctx, src, days, allow_future=allow_future)
     index_archive(ctx, src.name)
     wm = ctx.store.watermark(src.name)
     after = wm.published_at if wm is not None else None
@@ -105,4 +114,8 @@ def recover(
     if isinstance(report, RunReport):
         out.report = report
         report.fetched = out.archived
+        from feedledger.model.timeutil import now_us
+        from feedledger.pipeline.observing import observed
+
+        observed(ctx, src, now if now is not None else now_us(), held[-1].published_at)
     return out

@@ -29,11 +29,18 @@ from feedledger.context import Context
 from feedledger.ledger import freezes, schedule_state
 from feedledger.ledger.records import Watermark
 from feedledger.model.cadence import due_at, next_due
-from feedledger.model.errors import FeedledgerError, LeaseHeldError, StaleWatermarkError
+from feedledger.model.errors import (
+    FeedledgerError,
+    FutureDateError,
+    LeaseHeldError,
+    StaleWatermarkError,
+)
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
+from feedledger.pipeline import observing
 from feedledger.pipeline.backfill import Progress
 from feedledger.pipeline.health import SourceHealth, missed_dates
+from feedledger.pipeline.observing import DateWentBackError, observes
 
 MAX_BACKOFF_S = 3600.0
 
@@ -49,8 +56,8 @@ class Attempt:
 
     source: str
     action: str  # live | recover | hold
-    # applied | not_yet_published | recovered | waiting | done_elsewhere | held | busy |
-    # failed | interrupted
+    # applied | unchanged (observed: pipeline/observing.py) | not_yet_published |
+    # recovered | waiting | done_elsewhere | held | busy | failed | interrupted
     outcome: str
     at: int
     run_id: str | None = None
@@ -128,6 +135,9 @@ def attempt(
     if action == "recover" and src.recovery == "hold":
         action = "hold"
     result = Attempt(src.name, action, "failed", now, missed=len(missed))
+    # nothing new from a source serving its current state is an observation (a success:
+    # pipeline/observing.py); from dated files, the publication has not come yet
+    unchanged = "unchanged" if observes(src) else "not_yet_published"
     due = due_at(src.cadence, src.timezone, missed[-1], src.publish_at) if missed else now
     try:
         if action == "hold":
@@ -140,8 +150,12 @@ def attempt(
         elif action == "recover":
             from feedledger.pipeline.recovery import recover
 
-            rec = recover(ctx, src, missed, progress=progress)
-            if rec.report is None:
+            rec = recover(ctx, src, missed, progress=progress, now=now)
+            if rec.report is None and observes(src):
+                # a portal or URL serves its current state, not the missed days: it is
+                # looked at as on a normal day (an unchanged one is an observation)
+                action = result.action = "live"
+            elif rec.report is None:
                 result.outcome = "waiting"  # the publisher serves none of them yet
             else:
                 result.outcome = "recovered"
@@ -152,12 +166,12 @@ def attempt(
                 if rec.report.invalid_geometries:  # GIS: kept as stated, said in the log
                     result.detail["invalid_geometries"] = rec.report.invalid_geometries
             result.detail["archived_now"] = len(rec.archived)
-        else:
+        if action == "live":
             from feedledger.pipeline.run import live_run
 
             got = live_run(ctx, src.name, now=now)
             if got is None or got.status == "already_applied":
-                result.outcome = "not_yet_published"
+                result.outcome = unchanged
             else:
                 result.outcome = "applied"
                 result.run_id = got.run_id
@@ -169,8 +183,14 @@ def attempt(
                     result.detail["invalid_geometries"] = got.invalid_geometries
     except LeaseHeldError as exc:
         result.outcome, result.error = "busy", exc.problem
+    except DateWentBackError as exc:
+        result.error = str(exc)  # kept as the source's date problem: health fails
     except StaleWatermarkError:
-        result.outcome = "not_yet_published"  # the newest there is older than what we have
+        result.outcome = unchanged  # the newest there is not after what we have
+    except FutureDateError as exc:
+        result.error = str(exc)
+        with contextlib.suppress(Exception):
+            observing.future(ctx, src, exc)
     except FeedledgerError as exc:
         result.error = str(exc)
     except Interrupted:
@@ -182,7 +202,7 @@ def attempt(
         with contextlib.suppress(Exception):
             _done_elsewhere(ctx, src, before, result)
     result.seconds = time.perf_counter() - started
-    success = result.outcome in ("applied", "recovered", "done_elsewhere")
+    success = result.outcome in ("applied", "recovered", "done_elsewhere", "unchanged")
     if result.outcome in ("busy", "interrupted"):
         next_at: int | None = state.next_attempt_at
     elif result.outcome == "held":

@@ -118,7 +118,9 @@ def _connector_now(src: SourceConfig, first: date) -> list[Fetched]:
         return []
 
 
-def fill(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
+def fill(
+    ctx: Context, src: SourceConfig, days: list[date], *, allow_future: bool = False
+) -> list[PayloadRef]:
     """Archive what the publisher still serves for `days`; returns the payloads new to
     the archive. Two payloads claiming one publisher timestamp: the archive keeps what
     it has (`archive reindex` reports these)."""
@@ -140,6 +142,7 @@ def fill(ctx: Context, src: SourceConfig, days: list[date]) -> list[PayloadRef]:
                 original_name=f.original_name,
                 content_type=f.content_type,
                 metadata=f.metadata,
+                allow_future=allow_future,
             )
         except AmbiguousPayloadError:
             continue

@@ -31,19 +31,25 @@ def declaration(src: fl.SourceConfig) -> dict[str, Any]:
 
 @router.get("/health", response_class=JSONText, summary="Per-source health (as `health --json`)")
 def health(
-    strict: bool = Query(False, description="Answer 503 when any source is stale."),
+    strict: bool = Query(
+        False,
+        description="Answer 503 when any source is stale or its publisher date is wrong "
+        "(ahead of the clock, or gone back with other content).",
+    ),
     led: fl.Ledger = Depends(ledger),
 ) -> JSONText:
     report = led.health()
     lags = [d.to_json() for d in led.destination_lag()]
     stale = [h.source for h in report if h.stale]
+    dates = [h.source for h in report if h.publisher_date_problem]
     body = {
-        "ok": not stale,
+        "ok": not (stale or dates),
         "stale": stale,
+        "publisher_date_problems": dates,
         "sources": [h.to_json() for h in report],
         "destinations": lags,
     }
-    return JSONText(body, status_code=503 if strict and stale else 200)
+    return JSONText(body, status_code=503 if strict and not body["ok"] else 200)
 
 
 @router.get("/sources", response_class=JSONText, summary="Declared sources and their health")

@@ -169,8 +169,10 @@ class Portal:
 def nothing_new(src: SourceConfig, what: str, published_at: int, watermark: int) -> Exception:
     """The portal's publisher date is not after the watermark: `run` reports "nothing
     new" (exit 0) and the scheduler "not yet published"; no rows were downloaded."""
-    return StaleWatermarkError(
+    err = StaleWatermarkError(
         f"nothing new: {what} is {iso(published_at)}, not after the watermark "
         f"{iso(watermark)}; no rows were downloaded",
         source=src.name,
     )
+    err.published_at = published_at  # a date gone back is looked at (pipeline/observing)
+    return err

@@ -3,11 +3,13 @@ import { getJSON } from "./api.js";
 import { ago, h, main, section, table, timeEl, to } from "./dom.js";
 
 // the status shown, most urgent first; the board lists stale sources first
-const RANK = ["failing", "stale", "held", "recovering", "frozen", "fresh"];
+// ("misdated": the publisher's date is ahead of the clock or went back, health fails)
+const RANK = ["failing", "misdated", "stale", "held", "recovering", "frozen", "fresh"];
 
 export function sourceStatus(s) {
   const schedule = s.schedule || {};
   if (s.frozen) return "frozen";
+  if (s.publisher_date_problem) return "misdated";
   if (schedule.failures > 0 && schedule.last_outcome === "failed") return "failing";
   if (s.held_runs > 0 || schedule.last_outcome === "held") return "held";
   const busy = s.lease && s.lease.state && s.lease.state !== "free";
@@ -48,7 +50,7 @@ export async function render(params, flags, first) {
         { label: "publications missed", num: true, cell: (r) => String(r.missed_publications ?? 0) },
         { label: "held runs", num: true, cell: (r) => String(r.held_runs || 0) },
         { label: "undelivered messages", num: true, cell: (r) => String(undelivered(r)) },
-        { label: "last error", cell: (r) => (r.schedule && r.schedule.last_error) || "" },
+        { label: "last error", cell: (r) => r.publisher_date_problem || (r.schedule && r.schedule.last_error) || "" },
       ],
       rows,
       { id: "board", "aria-label": "Sources" },
