@@ -5,7 +5,7 @@ in), gaps and the watermark."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +108,12 @@ class SourceQueries:
 
         if (key is None) == (keys is None):
             raise ConfigError("history_frame: give one key, or keys=[...]", source=self.name)
+        if keys is not None and (isinstance(keys, str | bytes) or not isinstance(keys, Iterable)):
+            # a text is iterable too: keys="0714-22-1" would read the keys "0", "7"...
+            raise TypeError(
+                f"history_frame: keys must be a list of keys (keys=[...]), "
+                f"not {type(keys).__name__} {keys!r}; one key is history_frame(key)"
+            )
         found: list[Version] = []
         for one in [key] if keys is None else list(keys):
             assert one is not None

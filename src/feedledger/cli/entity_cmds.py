@@ -96,7 +96,7 @@ def history_cmd(
 def asof_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),
-    key: str = typer.Argument(...),
+    key: str = typer.Argument(..., help="Key value; compound keys as a JSON array."),
     valid: str = typer.Option(..., "--valid", help="Valid time: what was true then?"),
     known_at: str | None = typer.Option(
         None, "--known-at", help="Transaction time: as believed then."
@@ -104,7 +104,10 @@ def asof_cmd(
     json_out: bool = JSON_OPT,
 ) -> None:
     """What was KEY at valid time D (optionally as known at TS)?
-    present|absent|not_observed|not_known."""
+    present|absent|not_observed|not_known.
+
+    A key the source never had: exit 3, as history (not_known, and not_observed inside
+    a gap or before the source's first observation, answer for every key)."""
     with ledger(ctx) as led:
         src = led.source(source)
         tz = src.config.timezone

@@ -181,7 +181,9 @@ def run_cmd(
 def runs_cmd(
     ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
 ) -> None:
-    """Runs of a source, oldest first."""
+    """Runs of a source, oldest first.
+
+    A run whose writes were all retracted shows as retracted (when, by which run)."""
     with ledger(ctx) as led:
         items = led.runs(source)
     if json_out:

@@ -10,8 +10,9 @@ default) each statement of a transaction sees its own snapshot anyway.
 
 The connection comes from the store's engine (its URL, options and search_path) and
 is detached from the pool; a connection found broken is dropped and the read tried
-once more on a new one (what the pre-ping did for pooled ones). It is closed when the
-thread ends or the store is garbage collected.
+once more on a new one (what the pre-ping did for pooled ones). It is closed by
+`Store.close` (the closing thread's), when the thread ends or when the store is
+garbage collected.
 """
 
 from __future__ import annotations
@@ -63,3 +64,11 @@ def fetch(store: Store, statements: list[str], params: dict[str, Any]) -> list[l
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+def release(store: Store) -> None:
+    """Close this thread's entity-read connection of `store` (`Store.close`), so that
+    closing a ledger leaves no connection for the garbage collector to find open."""
+    conn = _connections().pop(store, None)
+    if conn is not None and not conn.closed:
+        conn.close()

@@ -325,14 +325,18 @@ def page(
 ) -> list[Run]:
     """Runs across sources, newest first, a page at a time (the HTTP API's `/api/runs`):
     up to `limit` runs older than `after` ((started_at, run_id) of the last run of the
-    previous page), of `sources` (None: all), of `kind` and `status`. Keyset paging on
-    (started_at, run_id), so a page is stable while runs are added."""
+    previous page), of `sources` (None: all), of `kind` and `status` (`retracted`: also
+    the runs shown as retracted, every write of theirs retracted, as `with_retractions`
+    judges). Keyset paging on (started_at, run_id), so a page is stable while runs are
+    added."""
     stmt = select(runs)
     if sources is not None:
         stmt = stmt.where(runs.c.source.in_(sources))
     if kind is not None:
         stmt = stmt.where(runs.c.kind == kind)
-    if status is not None:
+    if status == "retracted":
+        stmt = stmt.where(or_(runs.c.status == status, _wholly_retracted()))
+    elif status is not None:
         stmt = stmt.where(runs.c.status == status)
     if after is not None:
         started, run_id = after
@@ -345,6 +349,17 @@ def page(
     stmt = stmt.order_by(runs.c.started_at.desc(), runs.c.run_id.desc()).limit(limit)
     with store.engine.connect() as conn:
         return with_retractions(conn, [_run(r) for r in conn.execute(stmt)])
+
+
+def _wholly_retracted() -> Any:
+    """A run wrote something (an application or a gap record) and all of it is retracted
+    (`with_retractions`' `retracted_at` not null), as an SQL condition on `runs`."""
+    wrote = [exists().where(t.c.run_id == runs.c.run_id) for t in (applications, gaps)]
+    stands = [
+        exists().where(t.c.run_id == runs.c.run_id, t.c.retracted_by.is_(None))
+        for t in (applications, gaps)
+    ]
+    return and_(or_(*wrote), *[~x for x in stands])
 
 
 def retracted_by(store: Store, run_id: str) -> list[tuple[str, int]]:

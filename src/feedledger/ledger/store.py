@@ -65,6 +65,10 @@ class Store:
             if leave_wal and self.wal_bytes() <= WAL_LEAVE_MAX:
                 return
             self.checkpoint()
+        else:
+            from feedledger.ledger import pg_reader
+
+            pg_reader.release(self)
         self.engine.dispose()
 
     def wal_bytes(self) -> int:

@@ -84,10 +84,23 @@ def source(source: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
     return JSONText(body)
 
 
+# a key the source never had (or an unknown source): `asof` and `history` agree
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {
+        "description": "An unknown source, or a key the source never had (no version "
+        "recorded under it): a problem document (type `urn:feedledger:problem:not-found`). "
+        "`asof` answers `not_known` and `not_observed` (inside a gap, before the source's "
+        "first observation) for any key.",
+        "content": {"application/problem+json": {}},
+    }
+}
+
+
 @router.get(
     "/sources/{source}/entities/{key}/history",
     response_class=JSONText,
     summary="An entity's versions (as `history --json`)",
+    responses=_NOT_FOUND,
 )
 async def history(
     source: str,
@@ -123,6 +136,7 @@ def history_body(
     "/sources/{source}/entities/{key}/asof",
     response_class=JSONText,
     summary="What an entity was at a valid time (as `asof --json`)",
+    responses=_NOT_FOUND,
 )
 async def asof(
     source: str,
