@@ -89,8 +89,9 @@ async def _serve(
                     *(task for _stream, task in streams.values()), return_exceptions=True
                 )
                 break
-        ticker.cancel()
+        ticker.cancel()  # its batch taken, if any, is recorded all the same
         await shared.flush()
+        await shared.settle()
 
 
 def _checkpoint_if_large(store: Store) -> None:

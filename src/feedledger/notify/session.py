@@ -11,7 +11,7 @@ import functools
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -83,6 +83,7 @@ class Session:
         self.epoch_read_at = 0.0
         self.epoch_lock: asyncio.Lock | None = None
         self.unrecorded: list[tuple[str, Outcome]] = []
+        self.orphans: list[Future[None]] = []  # batches taken by a task cancelled since
         self.first_unrecorded = 0.0
         self.crashed = False  # the fault point fired: record nothing more
         self.ssl: Any = None
@@ -116,9 +117,26 @@ class Session:
             await self.flush()
 
     async def flush(self) -> None:
+        """Record the outcomes not yet recorded. A batch once taken is recorded even if
+        the task waiting for it is cancelled meanwhile (the ticker at the end of a
+        dispatch, a worker on SIGTERM): its job is never cancelled -- a cancelled job
+        the database thread had not started yet would drop the outcomes of messages
+        already sent (they would go again, and the report would not count them)."""
         batch = self._take()
         if batch:
-            await self.db(self._record, batch)
+            job = self.executor.submit(self._record, batch)
+            try:
+                await asyncio.shield(asyncio.wrap_future(job))
+            except asyncio.CancelledError:
+                self.orphans.append(job)
+                raise
+
+    async def settle(self) -> None:
+        """Wait for the batches whose waiting task was cancelled to be recorded (their
+        errors are the dispatch's)."""
+        jobs, self.orphans = self.orphans, []
+        for job in jobs:
+            await asyncio.wrap_future(job)
 
     async def tick(self) -> None:
         while True:
@@ -155,9 +173,11 @@ class Session:
             self.progress(report.attempted, self.total, report)
 
     def close(self) -> None:
-        """After the event loop: record what was sent (unless a crash is being
-        simulated), give up the remaining claims, stop the database thread."""
+        """After the event loop: let the database thread finish what it was given (a
+        batch taken by a task cancelled since is recorded), record what was sent and not
+        taken (unless a crash is being simulated), give up the remaining claims."""
         try:
+            self.executor.shutdown()  # first: the store is used by one thread at a time
             if not self.crashed and self.unrecorded:
                 self._record(self.unrecorded)
                 self.unrecorded = []
@@ -165,5 +185,4 @@ class Session:
             try:
                 deliveries.release(self.store, self.holder)
             finally:
-                self.executor.shutdown()
                 self.reader.shutdown()
