@@ -71,7 +71,6 @@ def create(
     that the bucket answers); nothing is left behind when one of them fails."""
     from feedledger.archive import open_archive
     from feedledger.ledger import engine as eng
-    from feedledger.model.errors import FeedledgerError
 
     root = Path(path).resolve()
     if store:
@@ -88,7 +87,7 @@ def create(
         eng.check_reachable(engine, ws.store_url)
         _before, after = eng.upgrade(engine)
         engine.dispose()
-    except FeedledgerError:
+    except BaseException:  # any failure, a refused statement or Ctrl-C included
         ws.config_path.unlink(missing_ok=True)
         raise
     return ws, Created(ws.config_path, eng.redact(ws.store_url), ws.archive_location, after)
