@@ -269,5 +269,8 @@ def test_property_named_geometry_is_refused(tmp_path: Path) -> None:
         b'{"type":"FeatureCollection","features":[{"type":"Feature",'
         b'"properties":{"k":"a","geometry":"x"},"geometry":{"type":"Point","coordinates":[1,2]}}]}'
     )
-    with pytest.raises(BadPayloadError, match=r"property named 'geometry'"):
+    with pytest.raises(BadPayloadError, match=r"property named 'geometry'") as refused:
         read_gis(data, "geojson", source="parcels", payload="p1")
+    # in the user's words: not GDAL's internal name for GeoJSON's unnamed geometry
+    assert "wkb_geometry" not in str(refused.value)
+    assert "beside the features' geometry" in str(refused.value)

@@ -173,9 +173,15 @@ def read_gis(
             raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
     geometry_name = meta.get("geometry_name") or "wkb_geometry"
     if "geometry" in table.column_names and geometry_name != "geometry":
+        # GDAL's own name for an unnamed geometry (GeoJSON's) is not the user's word
+        beside = (
+            "beside the features' geometry"
+            if geometry_name == "wkb_geometry"
+            else f"beside its geometry column {geometry_name!r}"
+        )
         raise bad(
-            f"layer {layer!r} has a property named 'geometry' beside its geometry "
-            f"column {geometry_name!r}; the two cannot both be kept under that name"
+            f"layer {layer!r} has a property named 'geometry' {beside}; the two cannot "
+            "both be kept under that name (rename the property)"
         )
     return GisTable(
         table=_with_geometry(table, meta),
