@@ -88,10 +88,11 @@ def test_the_row_of_a_refused_coordinate_counts_every_chunk() -> None:
         hash_wkb(pa.array(wkbs, type=pa.binary()), DEFAULT_GRID, chunk=4)
 
 
-def _layer(coordinates: str) -> bytes:
+def _layer(coordinates: str, crs: str | None = None) -> bytes:
     # NaN / Infinity are not JSON, but Python's json writes them and GDAL reads them
+    stated = f'"crs":{{"type":"name","properties":{{"name":"{crs}"}}}},' if crs else ""
     return (
-        '{"type":"FeatureCollection","features":['
+        '{"type":"FeatureCollection",' + stated + '"features":['
         '{"type":"Feature","properties":{"id":"a"},'
         '"geometry":{"type":"Point","coordinates":[0,0]}},'
         '{"type":"Feature","properties":{"id":"b"},'
@@ -129,9 +130,12 @@ def test_a_non_finite_coordinate_is_refused_never_emptied(
 
 
 def test_a_huge_coordinate_moved_is_a_change(cli: Cli, tmp_path: Path) -> None:
+    # a projected layer: in one read as geographic (no crs: WGS84) 2e299 is refused as
+    # outside -180..180 (test_portal_hostile_answers)
     cli("source", "add", "zoning", "--key", "id", "--format", "geojson")
-    _ingest(cli, tmp_path, "d1.geojson", _layer("[2e299, 1.0]"), "2026-08-01")
-    out = _ingest(cli, tmp_path, "d2.geojson", _layer("[3e299, 1.0]"), "2026-08-02")
+    first, moved = _layer("[2e299, 1.0]", "EPSG:3857"), _layer("[3e299, 1.0]", "EPSG:3857")
+    _ingest(cli, tmp_path, "d1.geojson", first, "2026-08-01")
+    out = _ingest(cli, tmp_path, "d2.geojson", moved, "2026-08-02")
     assert "changed 1" in out, out
     (latest, *_) = sorted(
         cli.json("history", "zoning", "b"), key=lambda v: v["valid_from"], reverse=True

@@ -169,6 +169,8 @@ def read_gis(
             if driver not in drivers:
                 raise bad(f"not a {fmt} file (GDAL reads it as {driver})")
             meta, table = pyogrio.read_arrow(data, layer=index, **_open_options(driver))
+            if driver not in ("GeoJSON", "GeoJSONSeq"):  # (their text is checked above)
+                table = _points_as_stored(table, meta, data, index)
         except _READ_ERRORS as exc:
             raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
     geometry_name = meta.get("geometry_name") or "wkb_geometry"
@@ -235,6 +237,31 @@ def _open_options(driver: str) -> dict[str, str]:
     """GDAL open options: GeoJSON's date-looking strings stay the strings stated (GDAL
     would otherwise type `"2024-01-02T03:04:05Z"` as a datetime and print it anew)."""
     return {"DATE_AS_STRING": "YES"} if driver == "GeoJSON" else {}
+
+
+_NAN_LE = b"\x00\x00\x00\x00\x00\x00\xf8\x7f"  # a quiet NaN double, little-endian
+
+
+def _points_as_stored(table: pa.Table, meta: dict[str, Any], data: bytes, index: int) -> pa.Table:
+    """`table` whose geometries are the file's as stored. GDAL's Arrow reading of a
+    shapefile or FlatGeobuf writes a point with one NaN ordinate as an empty point (both
+    NaN): kept so, a NaN coordinate would become an empty geometry without a word.
+    Where a NaN shows at all (rare), the geometries are read again by GDAL's feature
+    reader, which keeps every ordinate, so `formats.geometry` refuses the NaN."""
+    name = meta.get("geometry_name") or "wkb_geometry"
+    if name not in table.column_names:
+        return table
+    column = table.column(name)
+    chunks = [c.storage if isinstance(c, pa.ExtensionArray) else c for c in column.chunks]
+    if not any(_NAN_LE in c.buffers()[2].to_pybytes() for c in chunks if c.buffers()[2]):
+        return table
+    import pyogrio.raw
+
+    geometries = pyogrio.raw.read(data, layer=index, columns=[], read_geometry=True)[2]
+    if geometries is None or len(geometries) != table.num_rows:
+        return table
+    stored = pa.array(list(geometries), type=pa.binary())
+    return table.set_column(table.column_names.index(name), pa.field(name, pa.binary()), stored)
 
 
 def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:
