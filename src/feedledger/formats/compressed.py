@@ -4,8 +4,8 @@ A payload is recognised as gzip (`1f 8b`) or zip (`PK\\x03\\x04`) by its first b
 never by its name alone; bzip2, xz, zstandard and 7-Zip are recognised the same way, to
 be refused by name (alone or inside a gzip/zip), not read as garbled text. The archive
 keeps the bytes as published (compressed): only the reader works on the decompressed
-form. Decompression stops as soon as the output
-passes the source's `max_payload_bytes` (a decompression bomb is refused, not read).
+form. Decompression stops as soon as the output passes the source's `max_payload_bytes`
+(a decompression bomb is refused, not read).
 """
 
 from __future__ import annotations

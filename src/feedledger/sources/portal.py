@@ -166,6 +166,13 @@ class Portal:
             ) from exc
 
 
+def stated(value: object) -> str:
+    """A metadata value as the server wrote it in JSON (`NaN`, `1e+20`, `"yesterday"`),
+    cut to a few dozen characters, for a refusal that quotes it."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def nothing_new(src: SourceConfig, what: str, published_at: int, watermark: int) -> Exception:
     """The portal's publisher date is not after the watermark: `run` reports "nothing
     new" (exit 0) and the scheduler "not yet published"; no rows were downloaded."""
