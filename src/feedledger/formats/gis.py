@@ -174,6 +174,11 @@ def read_gis(
             elif meta.get("crs") in (None, "EPSG:4326"):
                 _check_stated_crs(data, bad)
         except _READ_ERRORS as exc:
+            if fmt in ("geojson", "geojsonseq"):  # a coordinate GDAL cannot read (1e309)?
+                try:
+                    check_geojson_finite(data, unreadable=True)
+                except FeatureGeometryError as inner:
+                    raise bad(inner.problem) from None
             raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
     geometry_name = meta.get("geometry_name") or "wkb_geometry"
     if "geometry" in table.column_names and geometry_name != "geometry":
