@@ -126,6 +126,13 @@ def _unzip(data: bytes, src: SourceConfig, label: str) -> bytes:
                 for info in archive.infolist()
                 if not info.is_dir() and not info.filename.startswith(_IGNORED_MEMBERS)
             ]
+            if not members:
+                raise fail(
+                    src,
+                    label,
+                    "the payload is a zip archive holding no file (only folders or "
+                    "__MACOSX/ entries)",
+                )
             if len(members) != 1:
                 names = [clip(m.filename, 60) for m in members[:10]]
                 more = f" and {len(members) - 10} more" if len(members) > 10 else ""
