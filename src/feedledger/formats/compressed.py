@@ -32,7 +32,7 @@ _UNREAD_MAGIC = (
 _CHUNK = 1 << 20
 _IGNORED_MEMBERS = ("__MACOSX/",)  # resource forks macOS's archiver adds
 
-__all__ = ["GZIP_MAGIC", "ZIP_MAGIC", "decode_text", "decompress"]
+__all__ = ["GZIP_MAGIC", "ZIP_MAGIC", "decode_text", "decompress", "not_parquet"]
 
 
 def _bomb(src: SourceConfig, label: str, what: str) -> Exception:
@@ -82,6 +82,25 @@ def _wrapper(data: bytes) -> str | None:
         return "a zip"
     if data.startswith(ZIP_EMPTY):
         return "an empty zip"
+    return None
+
+
+def not_parquet(data: bytes) -> str | None:
+    """Why `data`, which a Parquet reader refused, is no Parquet file, in the user's
+    words, when its bytes tell (None: they do not). A Parquet payload is read as
+    published: a compressed wrapper around one is named, never undone."""
+    wrapped = _wrapper(data) or _unread(data)
+    if wrapped is not None:
+        return (
+            f"the payload is {wrapped} file, not Parquet: a Parquet payload is read as "
+            "published, never decompressed (Parquet compresses its own columns); publish "
+            "the .parquet file itself"
+        )
+    if not (data.startswith(b"PAR1") and data.endswith(b"PAR1")):
+        return (
+            "its bytes do not begin and end with Parquet's PAR1 marker (cut short, or "
+            "another format)"
+        )
     return None
 
 
