@@ -1,9 +1,10 @@
-"""A portal's publisher date that is stated but is no number -- an ArcGIS layer's
+"""A portal's publisher date that is stated but is no date -- an ArcGIS layer's
 `editingInfo.dataLastEditDate` or a Socrata view's `rowsUpdatedAt` written as text,
-`true`, or NaN -- is refused quoting the value as the server wrote it ("yesterday",
-NaN), never reported as missing ("the layer has no editingInfo.dataLastEditDate") and
-never passed over for another date. One line, exit 4, nothing archived or applied.
-The servers are the fakes of tests/fakes/ on 127.0.0.1; both backends (`cli`)."""
+`true` or NaN; a CKAN resource's `last_modified` written as a number -- is refused
+quoting the value as the server wrote it ("yesterday", NaN, 1e+20), never reported as
+missing ("the layer has no editingInfo.dataLastEditDate") and never passed over for
+another date. One line, exit 4, nothing archived or applied. The servers are the fakes
+of tests/fakes/ on 127.0.0.1; both backends (`cli`)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any
 import pytest
 
 from fakes.arcgis import FakeArcGIS, arcgis_fixture
+from fakes.ckan import FakeCkan, ckan_fixture
 from fakes.server import Reply, Request
 from fakes.socrata import FakeSocrata, socrata_fixture
 from helpers import Cli
 
-_ = (arcgis_fixture, socrata_fixture)  # the `arcgis` and `socrata` fixtures
+_ = (arcgis_fixture, socrata_fixture, ckan_fixture)  # the portal fixtures
 
 
 def _one_line(result: Any) -> str:
@@ -68,4 +70,16 @@ def test_a_socrata_date_that_is_no_number_is_quoted(
         "--fetch", socrata.url, "--key", "parcel_id")  # fmt: skip
     message = _one_line(cli("run", "parcels", expect=4))
     assert f"the view's rowsUpdatedAt {shown} is not a date" in message, message
+    _nothing_kept(cli, "parcels")
+
+
+@pytest.mark.parametrize(("value", "shown"), [(1e20, "1e+20"), (True, "true")])
+def test_a_ckan_date_that_is_no_text_is_quoted(
+    cli: Cli, ckan: FakeCkan, value: object, shown: str
+) -> None:
+    ckan.resources = {"parcels.csv": ("CSV", b"parcel_id,z\n1,R-1\n", value)}  # type: ignore[dict-item]
+    cli("source", "add", "parcels", "--connector", "ckan", "--format", "csv", "--fetch",
+        ckan.url, "--resource", "parcels.csv", "--key", "parcel_id")  # fmt: skip
+    message = _one_line(cli("run", "parcels", expect=4))
+    assert f"the resource's last_modified {shown} is not a date" in message, message
     _nothing_kept(cli, "parcels")
