@@ -54,7 +54,7 @@ def read_observations(
     if src.format != "parquet":
         # gzip/zip by their first bytes; the declared encoding decoded to UTF-8
         data = decode_text(decompress(data, src, label), src, label)
-        if not data or data.isspace():
+        if not data or data.isspace() or _bom_only(data):
             raise fail(src, label, f"payload is empty ({len(data)} bytes once decompressed)")
     if src.format in ("csv", "jsonl"):
         _check_line_ends(data, src, label)
@@ -71,6 +71,14 @@ def read_observations(
         obs.fields = list(dict.fromkeys(chain.from_iterable(records)))  # first seen
     _check_keys(obs, src, label)
     return obs
+
+
+def _bom_only(data: bytes) -> bool:
+    """A UTF-8 byte-order mark and nothing else but whitespace: an empty file (no slice
+    of a payload that has more)."""
+    if not data.startswith(b"\xef\xbb\xbf"):
+        return False
+    return len(data) == 3 or (data[3:4].isspace() and data[3:].isspace())
 
 
 # zipped by nature: their zip is the file itself, not a wrapper around it

@@ -45,7 +45,8 @@ def parse_instant(text: str, tz: str = "UTC", *, what: str = "timestamp") -> dat
         if _DATE_RE.match(raw[:10]) and not _calendar_day(raw[:10]):
             # the right shape, but no calendar holds it (2026-02-30, month 13, year 0)
             raise ConfigError(
-                f"cannot parse {what} {text!r}: {raw[:10]} is no day on the calendar"
+                f"cannot parse {what} {text!r}: {raw[:10]} is no day on the calendar "
+                "(YYYY-MM-DD: a month 01-12 and a day that month has)"
             ) from exc
         raise ConfigError(
             f"cannot parse {what} {text!r}: expected YYYY-MM-DD or an ISO-8601 timestamp "
