@@ -289,9 +289,10 @@ def _points_as_stored(table: pa.Table, meta: dict[str, Any], data: bytes, index:
     Where a NaN shows at all (rare), the geometries are read again by GDAL's feature
     reader, which keeps every ordinate, so `formats.geometry` refuses the NaN."""
     name = meta.get("geometry_name") or "wkb_geometry"
-    if name not in table.column_names:
-        return table
-    column = table.column(name)
+    kind = str(meta.get("geometry_type") or "Unknown")
+    if name not in table.column_names or any(k in kind for k in ("LineString", "Polygon")):
+        return table  # lines and polygons keep their NaN ordinates (refused later)
+    column = table.column(name)  # (chunks of pyogrio's batch size: each searched alone)
     chunks = [c.storage if isinstance(c, pa.ExtensionArray) else c for c in column.chunks]
     if not any(_NAN_LE in c.buffers()[2].to_pybytes() for c in chunks if c.buffers()[2]):
         return table
