@@ -26,6 +26,7 @@ from feedledger.formats.observations import (
     row_list,
 )
 from feedledger.formats.records import json_records, parquet_records, read_records
+from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 
 __all__ = ["Observations", "published_from_field", "read_observations"]
@@ -174,4 +175,11 @@ def published_from_field(
             f"field {field!r} states {len(values)} different publisher "
             f"dates ({shown}...); a payload must have one",
         )
-    return parse(values[0])
+    try:
+        return parse(values[0])
+    except ConfigError as exc:  # named here: the parser knows neither source nor payload
+        if exc.source is not None:
+            raise
+        raise ConfigError(
+            f"field {field!r}: {exc.problem}", source=src.name, payload=label, hint=exc.hint
+        ) from None
