@@ -131,6 +131,8 @@ def test_a_non_finite_coordinate_is_refused_never_emptied(
 
 
 def test_a_huge_coordinate_moved_is_a_change(cli: Cli, tmp_path: Path) -> None:
+    # a projected layer: in one read as geographic (no crs: WGS84) 2e299 is refused as
+    # outside -180..180 (test_portal_hostile_answers)
     cli("source", "add", "zoning", "--key", "id", "--format", "geojson")
     # a projected layer (metres): a layer read as degrees refuses these as out of range
     metres = "EPSG:3857"

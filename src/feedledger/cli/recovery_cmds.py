@@ -186,7 +186,9 @@ def backfill_cmd(
     """Archive what the fetch location still serves for the window, then replay the
     archived payloads after the watermark in it, oldest first, each with its own
     publisher date as valid_from, as ONE run. Run it again after an interruption: it
-    continues under the same run id. Nothing to replay is a success (exit 0)."""
+    continues under the same run id. Nothing to replay is a success (exit 0); only
+    payloads older than the watermark in the window (late or restated, archived or
+    fetched now) refuse it (exit 2), pointing at `replay`, which folds them in."""
 
     def on_plan(plan: Assessment) -> None:
         _warn_missing(plan.source, plan.missing_dates)

@@ -1,9 +1,11 @@
 """Compressed payloads and non-UTF-8 text, undone before a reader sees the bytes.
 
 A payload is recognised as gzip (`1f 8b`) or zip (`PK\\x03\\x04`) by its first bytes,
-never by its name alone. The archive keeps the bytes as published (compressed): only
-the reader works on the decompressed form. Decompression stops as soon as the output
-passes the source's `max_payload_bytes` (a decompression bomb is refused, not read).
+never by its name alone; bzip2, xz, zstandard and 7-Zip are recognised the same way, to
+be refused by name (alone or inside a gzip/zip), not read as garbled text. The archive
+keeps the bytes as published (compressed): only the reader works on the decompressed
+form. Decompression stops as soon as the output passes the source's `max_payload_bytes`
+(a decompression bomb is refused, not read).
 """
 
 from __future__ import annotations
@@ -19,10 +21,18 @@ from feedledger.model.source import SourceConfig
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 ZIP_EMPTY = b"PK\x05\x06"  # a zip with no member is its end record alone
+# compressions feedledger does not undo, by their first bytes: named in a refusal
+# rather than read as text ("invalid UTF-8 at byte 0")
+_UNREAD_MAGIC = (
+    (b"BZh", "a bzip2"),  # then the block size digit and 31 41 59 26 53 59 (checked below)
+    (b"\xfd7zXZ\x00", "an xz"),
+    (b"\x28\xb5\x2f\xfd", "a zstandard"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip"),
+)
 _CHUNK = 1 << 20
 _IGNORED_MEMBERS = ("__MACOSX/",)  # resource forks macOS's archiver adds
 
-__all__ = ["GZIP_MAGIC", "ZIP_MAGIC", "decode_text", "decompress"]
+__all__ = ["GZIP_MAGIC", "ZIP_MAGIC", "decode_text", "decompress", "not_parquet"]
 
 
 def _bomb(src: SourceConfig, label: str, what: str) -> Exception:
@@ -41,11 +51,19 @@ def decompress(data: bytes, src: SourceConfig, label: str) -> bytes:
     or content larger than `src.max_payload_bytes`."""
     outer = _wrapper(data)
     if outer is None:
+        unread = _unread(data)
+        if unread is not None:
+            raise fail(
+                src,
+                label,
+                f"the payload is {unread} file: feedledger reads gzip or zip (or "
+                "uncompressed) payloads only; publish it in one of those",
+            )
         return data
     if outer == "an empty zip":
         raise fail(src, label, "the payload is an empty zip archive: it holds no file")
     content = _gunzip(data, src, label) if outer == "a gzip" else _unzip(data, src, label)
-    inner = _wrapper(content)
+    inner = _wrapper(content) or _unread(content)
     if inner is not None:
         raise fail(
             src,
@@ -64,6 +82,35 @@ def _wrapper(data: bytes) -> str | None:
         return "a zip"
     if data.startswith(ZIP_EMPTY):
         return "an empty zip"
+    return None
+
+
+def not_parquet(data: bytes) -> str | None:
+    """Why `data`, which a Parquet reader refused, is no Parquet file, in the user's
+    words, when its bytes tell (None: they do not). A Parquet payload is read as
+    published: a compressed wrapper around one is named, never undone."""
+    wrapped = _wrapper(data) or _unread(data)
+    if wrapped is not None:
+        return (
+            f"the payload is {wrapped} file, not Parquet: a Parquet payload is read as "
+            "published, never decompressed (Parquet compresses its own columns); publish "
+            "the .parquet file itself"
+        )
+    if not (data.startswith(b"PAR1") and data.endswith(b"PAR1")):
+        return (
+            "its bytes do not begin and end with Parquet's PAR1 marker (cut short, or "
+            "another format)"
+        )
+    return None
+
+
+def _unread(data: bytes) -> str | None:
+    """Which compression feedledger does not undo `data` is, by its first bytes."""
+    for magic, name in _UNREAD_MAGIC:
+        if data.startswith(magic):
+            if magic == b"BZh" and not (data[3:4].isdigit() and data[4:10] == b"1AY&SY"):
+                continue
+            return name
     return None
 
 
@@ -98,6 +145,13 @@ def _unzip(data: bytes, src: SourceConfig, label: str) -> bytes:
                 for info in archive.infolist()
                 if not info.is_dir() and not info.filename.startswith(_IGNORED_MEMBERS)
             ]
+            if not members:
+                raise fail(
+                    src,
+                    label,
+                    "the payload is a zip archive holding no file (only folders or "
+                    "__MACOSX/ entries)",
+                )
             if len(members) != 1:
                 names = [clip(m.filename, 60) for m in members[:10]]
                 more = f" and {len(members) - 10} more" if len(members) > 10 else ""

@@ -48,9 +48,10 @@ def _parse_problem(data: bytes, sep: str = ",") -> str:
     quote (the likely cause of any other refusal)."""
     stray = _stray_quote(data, sep)
     if stray is not None:
+        doubled = '"' + stray.replace('"', '""') + '"'
         return (
-            f"cannot parse CSV: header field {clip(stray)} holds a quote but is not quoted "
-            '(quote the whole field and double the quote inside: "i""d")'
+            f"cannot parse CSV: header field {clip(stray)!r} holds a quote but is not "
+            f"quoted (quote the whole field and double the quote inside: {clip(doubled)})"
         )
     found = _stray_quote_in_rows(data, sep)
     if found is not None:

@@ -62,9 +62,9 @@ def check_geographic_range(
         return
     values = wkb.to_numpy(zero_copy_only=False)
     # bytes that are not WKB are the hash's to name (geometry.hash_wkb): not judged here
-    shapes = shapely.from_wkb(values, on_invalid="ignore")
-    bounds = shapely.bounds(shapes)  # (n, 4): xmin ymin xmax ymax; NaN for none
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # a NaN ordinate: refused by the hash
+        shapes = shapely.from_wkb(values, on_invalid="ignore")
+        bounds = shapely.bounds(shapes)  # (n, 4): xmin ymin xmax ymax; NaN for none
         outside = (
             (bounds[:, 0] < -180.0)
             | (bounds[:, 2] > 180.0)

@@ -367,19 +367,21 @@ _FINITE = "coordinates must be finite numbers"
 # a bare NaN or Infinity as an array element, as a coordinate is written (a property's
 # NaN, `"area": NaN`, follows a colon and is a property value, read as the text "nan")
 _NON_FINITE_TOKEN = re.compile(rb"[\[,]\s*[-+]?(?:NaN|Infinity)\s*[,\]]")
+_SIGNED_NAN = re.compile(rb"[-+]NaN\b")  # -NaN: Python's json reads only NaN
 
 
-def check_geojson_finite(data: bytes) -> None:
+def check_geojson_finite(data: bytes, *, unreadable: bool = False) -> None:
     """A GeoJSON text (FeatureCollection, Feature or geometry) whose coordinates hold a
     NaN or Infinity (not JSON, but written by Python's json and read by GDAL) is refused
     like any other non-finite coordinate (`FeatureGeometryError`): GDAL reads a point
     with one NaN ordinate as an empty point, so after reading it could no longer be told
     from a stated empty one. Only bytes that hold such a token as an array element are
-    parsed here (in Python: the rare payload that has one)."""
-    if _NON_FINITE_TOKEN.search(data) is None:
+    parsed here (in Python: the rare payload that has one), or, `unreadable`, a text
+    GDAL could not read (a `1e309` coordinate, too large for a float, is infinite)."""
+    if not unreadable and _NON_FINITE_TOKEN.search(data) is None:
         return
     try:
-        doc = json.loads(data)
+        doc = json.loads(_SIGNED_NAN.sub(b"NaN", data))
     except ValueError:  # not one JSON text: GDAL says what is wrong with it
         return
     if isinstance(doc, dict) and isinstance(doc.get("features"), list):

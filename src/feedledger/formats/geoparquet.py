@@ -51,7 +51,10 @@ def read_geoparquet(data: bytes, *, source: str, payload: str) -> GisTable:
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
-        raise bad(f"not a readable GeoParquet file: {_one_line(exc)}") from None
+        from feedledger.formats.compressed import not_parquet
+
+        why = not_parquet(data) or _one_line(exc)
+        raise bad(f"not a readable GeoParquet file: {why}") from None
     names = table.column_names
     if len(set(names)) != len(names):
         dupes = sorted({n for n in names if names.count(n) > 1})[:5]

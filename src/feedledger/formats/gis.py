@@ -169,7 +169,16 @@ def read_gis(
             if driver not in drivers:
                 raise bad(f"not a {fmt} file (GDAL reads it as {driver})")
             meta, table = pyogrio.read_arrow(data, layer=index, **_open_options(driver))
+            if driver not in ("GeoJSON", "GeoJSONSeq"):  # (their text is checked above)
+                table = _points_as_stored(table, meta, data, index)
+            elif meta.get("crs") in (None, "EPSG:4326"):
+                _check_stated_crs(data, bad)
         except _READ_ERRORS as exc:
+            if fmt in ("geojson", "geojsonseq"):  # a coordinate GDAL cannot read (1e309)?
+                try:
+                    check_geojson_finite(data, unreadable=True)
+                except FeatureGeometryError as inner:
+                    raise bad(inner.problem) from None
             raise bad(f"not a readable {fmt} file: {_one_line(exc)}") from exc
     geometry_name = meta.get("geometry_name") or "wkb_geometry"
     if "geometry" in table.column_names and geometry_name != "geometry":
@@ -241,6 +250,65 @@ def _open_options(driver: str) -> dict[str, str]:
     """GDAL open options: GeoJSON's date-looking strings stay the strings stated (GDAL
     would otherwise type `"2024-01-02T03:04:05Z"` as a datetime and print it anew)."""
     return {"DATE_AS_STRING": "YES"} if driver == "GeoJSON" else {}
+
+
+# a top-level GeoJSON 2008 `crs` member: an object nesting one object (`properties`)
+_CRS_MEMBER = re.compile(rb'"crs"\s*:\s*(\{(?:[^{}]|\{[^{}]*\})*\})')
+
+
+def _check_stated_crs(data: bytes, bad: Callable[[str], BadPayloadError]) -> None:
+    """A GeoJSON whose `crs` member names a CRS GDAL does not know (`EPSG:99999`, a
+    `link`) is read by GDAL as WGS84 without a word: refused, naming what it states,
+    so that its coordinates are not taken for degrees. Only the text before the
+    features and after the last `]` is searched (where a top-level member sits)."""
+    from feedledger.sources.arcgis_query import _WGS84_NAME, _crs_name
+
+    features = data.find(b'"features"')
+    regions = (data[: features if features >= 0 else _PROBE_BYTES], data[data.rfind(b"]") :])
+    for region in regions:
+        found = _CRS_MEMBER.search(region)
+        if found is None:
+            continue
+        try:
+            crs = json.loads(found.group(1))
+        except ValueError:
+            crs = found.group(1).decode("utf-8", "replace")
+        name = _crs_name(crs)
+        if name is not None and _WGS84_NAME.fullmatch(name):
+            return
+        stated = name or json.dumps(crs, ensure_ascii=False, separators=(",", ":"))[:120]
+        raise bad(
+            f"the GeoJSON's crs member names {stated}, no CRS feedledger knows (read as it "
+            "stands, its coordinates would be taken for WGS84 longitude/latitude); state a "
+            "known CRS such as EPSG:3857, or convert the layer to EPSG:4326 first "
+            "(ogr2ogr -t_srs EPSG:4326)"
+        )
+
+
+_NAN_LE = b"\x00\x00\x00\x00\x00\x00\xf8\x7f"  # a quiet NaN double, little-endian
+
+
+def _points_as_stored(table: pa.Table, meta: dict[str, Any], data: bytes, index: int) -> pa.Table:
+    """`table` whose geometries are the file's as stored. GDAL's Arrow reading of a
+    shapefile or FlatGeobuf writes a point with one NaN ordinate as an empty point (both
+    NaN): kept so, a NaN coordinate would become an empty geometry without a word.
+    Where a NaN shows at all (rare), the geometries are read again by GDAL's feature
+    reader, which keeps every ordinate, so `formats.geometry` refuses the NaN."""
+    name = meta.get("geometry_name") or "wkb_geometry"
+    kind = str(meta.get("geometry_type") or "Unknown")
+    if name not in table.column_names or any(k in kind for k in ("LineString", "Polygon")):
+        return table  # lines and polygons keep their NaN ordinates (refused later)
+    column = table.column(name)  # (chunks of pyogrio's batch size: each searched alone)
+    chunks = [c.storage if isinstance(c, pa.ExtensionArray) else c for c in column.chunks]
+    if not any(_NAN_LE in c.buffers()[2].to_pybytes() for c in chunks if c.buffers()[2]):
+        return table
+    import pyogrio.raw
+
+    geometries = pyogrio.raw.read(data, layer=index, columns=[], read_geometry=True)[2]
+    if geometries is None or len(geometries) != table.num_rows:
+        return table
+    stored = pa.array(list(geometries), type=pa.binary())
+    return table.set_column(table.column_names.index(name), pa.field(name, pa.binary()), stored)
 
 
 def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:

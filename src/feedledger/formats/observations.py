@@ -196,6 +196,13 @@ def check_utf8(data: bytes, src: SourceConfig, label: str) -> None:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise fail(
+                src,
+                label,
+                "the payload is UTF-16 text (it starts with a UTF-16 byte-order mark), not "
+                "UTF-8: declare its encoding (source add ... --encoding utf-16 --replace)",
+            ) from None
         line = data.count(b"\n", 0, exc.start) + 1
         raise fail(src, label, f"invalid UTF-8 at byte {exc.start} (line {line})") from None
 
@@ -204,7 +211,10 @@ def require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
     missing = [k for k in src.key if k not in columns]
     if missing:
         raise fail(
-            src, label, f"missing key column(s) {missing}; columns present: {_some(columns)}"
+            src,
+            label,
+            f"missing key column(s) {missing}; columns present: {_some(columns)}"
+            + _other_delimiter(columns, src),
         )
     if src.revision and src.revision not in columns:
         raise fail(
@@ -212,6 +222,20 @@ def require_columns(columns: list[str], src: SourceConfig, label: str) -> None:
             label,
             f"missing revision column {src.revision!r}; columns present: {_some(columns)}",
         )
+
+
+def _other_delimiter(columns: list[str], src: SourceConfig) -> str:
+    """A hint when a CSV read as one column holds another delimiter in its name (a tab-
+    or semicolon-separated file read with commas)."""
+    if src.format != "csv" or len(columns) != 1:
+        return ""
+    for char, name in (("\t", "tab"), (";", "';'"), ("|", "'|'")):
+        if char in columns[0] and char != src.csv_delimiter:
+            return (
+                f" -- one column whose name holds {name}: a file separated by {name}? "
+                f"declare it with --csv-delimiter {name} (source add ... --replace)"
+            )
+    return ""
 
 
 def _some(columns: list[str]) -> list[str]:

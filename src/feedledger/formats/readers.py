@@ -26,6 +26,7 @@ from feedledger.formats.observations import (
     row_list,
 )
 from feedledger.formats.records import json_records, parquet_records, read_records
+from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 
 __all__ = ["Observations", "published_from_field", "read_observations"]
@@ -54,7 +55,7 @@ def read_observations(
     if src.format != "parquet":
         # gzip/zip by their first bytes; the declared encoding decoded to UTF-8
         data = decode_text(decompress(data, src, label), src, label)
-        if not data or data.isspace():
+        if not data or data.isspace() or _bom_only(data):
             raise fail(src, label, f"payload is empty ({len(data)} bytes once decompressed)")
     if src.format in ("csv", "jsonl"):
         _check_line_ends(data, src, label)
@@ -71,6 +72,14 @@ def read_observations(
         obs.fields = list(dict.fromkeys(chain.from_iterable(records)))  # first seen
     _check_keys(obs, src, label)
     return obs
+
+
+def _bom_only(data: bytes) -> bool:
+    """A UTF-8 byte-order mark and nothing else but whitespace: an empty file (no slice
+    of a payload that has more)."""
+    if not data.startswith(b"\xef\xbb\xbf"):
+        return False
+    return len(data) == 3 or (data[3:4].isspace() and data[3:].isspace())
 
 
 # zipped by nature: their zip is the file itself, not a wrapper around it
@@ -166,4 +175,11 @@ def published_from_field(
             f"field {field!r} states {len(values)} different publisher "
             f"dates ({shown}...); a payload must have one",
         )
-    return parse(values[0])
+    try:
+        return parse(values[0])
+    except ConfigError as exc:  # named here: the parser knows neither source nor payload
+        if exc.source is not None:
+            raise
+        raise ConfigError(
+            f"field {field!r}: {exc.problem}", source=src.name, payload=label, hint=exc.hint
+        ) from None

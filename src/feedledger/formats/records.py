@@ -172,7 +172,10 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()  # (the file, not a dataset)
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
-        raise fail(src, label, f"cannot parse Parquet: {clip(str(exc), 200)}") from None
+        from feedledger.formats.compressed import not_parquet
+
+        why = not_parquet(data) or clip(str(exc), 200)
+        raise fail(src, label, f"cannot parse Parquet: {why}") from None
     names = table.column_names
     if len(set(names)) != len(names):
         dupes = sorted({clip(n) for n in names if names.count(n) > 1})[:5]

@@ -42,6 +42,12 @@ def parse_instant(text: str, tz: str = "UTC", *, what: str = "timestamp") -> dat
             return local.astimezone(UTC)
         value = datetime.fromisoformat(raw.replace("Z", "+00:00") if raw.endswith("Z") else raw)
     except ValueError as exc:
+        if _DATE_RE.match(raw[:10]) and not _calendar_day(raw[:10]):
+            # the right shape, but no calendar holds it (2026-02-30, month 13, year 0)
+            raise ConfigError(
+                f"cannot parse {what} {text!r}: {raw[:10]} is no day on the calendar "
+                "(YYYY-MM-DD: a month 01-12 and a day that month has)"
+            ) from exc
         raise ConfigError(
             f"cannot parse {what} {text!r}: expected YYYY-MM-DD or an ISO-8601 timestamp "
             "such as 2026-08-06T14:30:00Z"
@@ -49,6 +55,14 @@ def parse_instant(text: str, tz: str = "UTC", *, what: str = "timestamp") -> dat
     if value.tzinfo is None:
         value = local_instant(value, tz, text=raw, what=what)
     return value.astimezone(UTC)
+
+
+def _calendar_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def local_instant(value: datetime, tz: str, *, text: str, what: str) -> datetime:

@@ -16,6 +16,7 @@ payload applied (nothing repeated) or applies it whole (nothing lost).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,7 +34,14 @@ from feedledger.model.errors import (
 )
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import check_not_future, iso, now_us, parse_instant, to_us
+from feedledger.model.timeutil import (
+    check_not_future,
+    epoch_us,
+    iso,
+    now_us,
+    parse_instant,
+    to_us,
+)
 from feedledger.model.types import RunKind
 from feedledger.timing import stage
 
@@ -190,9 +198,7 @@ def ingest(
                     src,
                     label,
                     lambda t: check_not_future(
-                        to_us(parse_instant(t, src.timezone, what="publisher date")),
-                        fetched_at,
-                        allow_future=allow_future,
+                        _field_date(src, t), fetched_at, allow_future=allow_future
                     ),
                 )
         except (BadPayloadError, ConfigError) as exc:
@@ -247,6 +253,23 @@ def _diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | N
     from feedledger.pipeline.apply import diff_ahead
 
     return diff_ahead(ctx, src, obs)
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _field_date(src: SourceConfig, text: str) -> int:
+    """A `field:NAME` publisher date as us UTC: ISO-8601 text, or for an ArcGIS layer
+    the number an Esri date field holds (epoch milliseconds)."""
+    if src.connector == "arcgis" and _NUMBER.fullmatch(text.strip()):
+        us = epoch_us(float(text) if not text.strip().lstrip("-").isdigit() else int(text), 1_000)
+        if us is None:
+            raise ConfigError(
+                f"publisher date {text.strip()} is not a date (epoch milliseconds between "
+                "the years 1 and 9999)"
+            )
+        return us
+    return to_us(parse_instant(text, src.timezone, what="publisher date"))
 
 
 def _warm_store(ctx: Context) -> StoreUnavailableError | None:

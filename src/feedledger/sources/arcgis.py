@@ -51,7 +51,7 @@ from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.arcgis_query import OUT_WKID, PageSink, Plan, Session, download, plan
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import _http_date, display_url
-from feedledger.sources.portal import Portal, Sleep, nothing_new
+from feedledger.sources.portal import Portal, Sleep, nothing_new, stated
 from feedledger.sources.redact import redacted
 
 CONTENT_TYPE = "application/geo+json-seq"  # one GeoJSON Feature per line
@@ -86,16 +86,18 @@ def _layer_date(session: Session, meta: dict[str, Any]) -> int | None:
     if isinstance(info, dict):
         for key in ("dataLastEditDate", "lastEditDate"):
             value = info.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                us = epoch_us(value, 1_000)
-                if us is None:  # NaN, 1e20...: no instant at all
-                    raise BadPayloadError(
-                        f"the layer's editingInfo.{key} {value!r} is not a date (epoch "
-                        "milliseconds between the years 1 and 9999); nothing was archived",
-                        source=session.name,
-                        payload=session.shown,
-                    )
-                return us // 1_000
+            if value is None:
+                continue
+            # NaN, 1e20, "yesterday", true...: stated, but no instant at all
+            us = epoch_us(value, 1_000)
+            if us is None:
+                raise BadPayloadError(
+                    f"the layer's editingInfo.{key} {stated(value)} is not a date (epoch "
+                    "milliseconds between the years 1 and 9999); nothing was archived",
+                    source=session.name,
+                    payload=session.shown,
+                )
+            return us // 1_000
     header = session.portal.last_headers.get("last-modified")
     if header:
         try:

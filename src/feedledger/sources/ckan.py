@@ -17,7 +17,7 @@ from feedledger.model.source import CKAN_URL_RE, SourceConfig
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import display_url
-from feedledger.sources.portal import Portal, Sleep, nothing_new
+from feedledger.sources.portal import Portal, Sleep, nothing_new, stated
 
 # a resource's stated format (lower case) -> the source format that reads it
 _FORMATS = {
@@ -77,6 +77,12 @@ def _published(src: SourceConfig, resource: dict[str, Any], result: dict[str, An
                 return to_us(parse_instant(value, "UTC", what=what))
             except ConfigError as exc:
                 raise BadPayloadError(exc.problem, source=src.name) from exc
+        if value is not None and value != "":  # 1e20, NaN, true: stated, but no date
+            raise BadPayloadError(
+                f"{what} {stated(value)} is not a date (ISO-8601 text such as "
+                "2026-08-06T14:30:00); nothing was archived",
+                source=src.name,
+            )
     raise BadPayloadError(
         "neither the resource's last_modified nor the dataset's metadata_modified is "
         "stated, so the publication time is unknown",

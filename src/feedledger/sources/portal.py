@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -66,14 +67,18 @@ class Portal:
         assert client is not None, "use Portal as a context manager"
         return client
 
-    def _wait(self, attempt: int, response: httpx.Response) -> tuple[float, float | None]:
+    def _wait(self, attempt: int, response: httpx.Response) -> tuple[float, float | None, str]:
         """The wait before the next attempt (backoff, or the server's Retry-After, at
-        most MAX_WAIT_S), and the wait the server asked for (None: it asked none)."""
+        most MAX_WAIT_S), the wait the server asked for (None: it asked none), and that
+        wait in words (`100000 s`, or `until` the HTTP date it named)."""
         wait: float = min(BACKOFF_S * 2.0 ** (attempt - 1), MAX_WAIT_S)
         after = response.headers.get("retry-after", "").strip()
         if after.isdigit():
-            return min(float(after), MAX_WAIT_S), float(after)
-        return wait, None
+            return min(float(after), MAX_WAIT_S), float(after), f"{float(after):g} s"
+        asked = _until(after)  # Retry-After may also be an HTTP date (RFC 9110 10.2.3)
+        if asked is not None:
+            return min(asked, MAX_WAIT_S), asked, f"until {after}"
+        return wait, None, ""
 
     def get(
         self, url: str, params: dict[str, str] | None = None, *, error_json: bool = False
@@ -102,7 +107,7 @@ class Portal:
                         self.last_headers = dict(response.headers)
                         return body, content_type
                     retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS
-                    wait, asked = self._wait(attempt, response) if retry else (0.0, None)
+                    wait, asked, words = self._wait(attempt, response) if retry else (0.0, None, "")
                     reason = f"HTTP {status} {response.reason_phrase}".rstrip()
             except httpx.TimeoutException as exc:
                 if time.monotonic() >= self.deadline:
@@ -130,7 +135,7 @@ class Portal:
             if asked is not None and asked > left:
                 # the server's own wait outlasts the deadline: say so now, not "took longer"
                 raise FetchError(
-                    f"{reason} from {shown}: the server asked to wait {asked:g} s "
+                    f"{reason} from {shown}: the server asked to wait {words} "
                     f"(Retry-After) before trying again, beyond what is left of this "
                     f"source's fetch_deadline_s of {self.src.fetch_deadline_s:g} s; given up "
                     f"after {attempt} attempt{'s' if attempt > 1 else ''}, nothing was archived",
@@ -164,6 +169,28 @@ class Portal:
             raise BadPayloadError(
                 f"the portal's answer is not JSON: {exc}", source=self.src.name, payload=shown
             ) from exc
+
+
+def _until(value: str) -> float | None:
+    """The seconds from now until `value`, an HTTP date (`Wed, 21 Oct 2099 07:28:00
+    GMT`); None when it is not one or is already past."""
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+        when = when.replace(tzinfo=UTC)
+    seconds = (when - datetime.now(UTC)).total_seconds()
+    return round(seconds) if seconds > 0 else None
+
+
+def stated(value: object) -> str:
+    """A metadata value as the server wrote it in JSON (`NaN`, `1e+20`, `"yesterday"`),
+    cut to a few dozen characters, for a refusal that quotes it."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def nothing_new(src: SourceConfig, what: str, published_at: int, watermark: int) -> Exception:

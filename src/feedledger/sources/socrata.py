@@ -17,14 +17,14 @@ from feedledger.model.source import DEFAULT_PAGE_SIZE, SOCRATA_URL_RE, SourceCon
 from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import _too_large, display_url
-from feedledger.sources.portal import Portal, Sleep, nothing_new
+from feedledger.sources.portal import Portal, Sleep, nothing_new, stated
 
 
 def _rows_updated(portal: Portal, views_url: str) -> int:
     """The view's rowsUpdatedAt, as us UTC."""
     meta = portal.get_json(views_url)
     value = meta.get("rowsUpdatedAt") if isinstance(meta, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if value is None:
         raise BadPayloadError(
             "the view's metadata has no rowsUpdatedAt (epoch seconds), so the dataset's "
             "publication time is unknown",
@@ -32,9 +32,9 @@ def _rows_updated(portal: Portal, views_url: str) -> int:
             payload=display_url(views_url),
         )
     us = epoch_us(value, 1_000_000)
-    if us is None:  # NaN, 1e20...: no instant at all
+    if us is None:  # NaN, 1e20, "yesterday"...: stated, but no instant at all
         raise BadPayloadError(
-            f"the view's rowsUpdatedAt {value!r} is not a date (epoch seconds between the "
+            f"the view's rowsUpdatedAt {stated(value)} is not a date (epoch seconds between the "
             "years 1 and 9999); nothing was archived",
             source=portal.src.name,
             payload=display_url(views_url),
