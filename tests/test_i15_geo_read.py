@@ -480,7 +480,7 @@ def test_snapping_in_numpy_equals_geos_pointwise_precision(
 ) -> None:
     import numpy as np
 
-    from feedledger.formats.geometry import snap_to_grid
+    from feedledger.formats.grid import snap_to_grid
 
     coords = np.array(values[: len(values) // 2 * 2], dtype=np.float64).reshape(-1, 2)
     coords = np.concatenate([coords, coords * grid])  # halves of the grid too
@@ -493,7 +493,7 @@ def test_snapping_in_numpy_equals_geos_pointwise_precision(
 def test_snapping_near_halves_and_huge_values_equals_geos(grid: float) -> None:
     import numpy as np
 
-    from feedledger.formats.geometry import snap_to_grid
+    from feedledger.formats.grid import snap_to_grid
 
     halves = (np.arange(-50, 50) + 0.5) * grid
     odd = [0.0, -0.0, 0.49999999999999994, -0.49999999999999994, 2.0**52, 2.0**53 + 2, 1e17]

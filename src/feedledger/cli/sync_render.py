@@ -182,7 +182,7 @@ class ProgressLog:
 
 
 def explain(data: dict[str, Any]) -> None:
-    from feedledger.model.destination import TOMBSTONE_HASH
+    from feedledger.model.destination import is_deletion
 
     held = data["held"]
     where = f"{data['destination']} ({data['source']}) key {key_text(data['key'])}"
@@ -193,7 +193,7 @@ def explain(data: dict[str, Any]) -> None:
         if held["deleted"]:
             state = (
                 f"tombstone: deleted after revision {held['revision']}"
-                if held["content_hash"] == TOMBSTONE_HASH
+                if is_deletion(True, held["content_hash"])
                 else "tombstone: left out by the transform"
             )
         out.print(

@@ -60,8 +60,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
-import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
@@ -72,7 +70,9 @@ import polars as pl
 import pyarrow as pa
 import shapely
 
-from feedledger.model.errors import BadPayloadError, ConfigError
+from feedledger.formats.finite import FeatureGeometryError, check_finite
+from feedledger.formats.grid import check_grid, snap_to_grid
+from feedledger.model.errors import BadPayloadError
 from feedledger.model.hashing import hash_expr
 
 DEFAULT_GRID = 1e-9
@@ -141,11 +141,11 @@ def canonical_geometries(
 ) -> npt.NDArray[np.object_]:
     """The canonical shapely geometries (steps 1-5 of the module docstring); empty
     geometries are left empty and None stays None."""
-    _check_grid(grid)
+    check_grid(grid)
     arr = as_geometries(geoms)
     out = shapely.force_2d(arr)  # (new geometries: the snapping below is in place)
     coords, index = shapely.get_coordinates(out, return_index=True)
-    _check_finite(coords, index)
+    check_finite(coords, index)
     if grid > 0:
         coords = snap_to_grid(coords, grid)
     # -0.0 (a small negative coordinate rounded to zero) has other WKB bytes than 0.0
@@ -291,7 +291,7 @@ def hash_wkb(
     invalid as stated: a chunk at a time (the canonical form's copies stay small) on
     two threads (shapely's functions release the GIL). BadPayloadError for bytes that
     are not WKB."""
-    _check_grid(grid)
+    check_grid(grid)
     if isinstance(wkb, pa.ChunkedArray):
         wkb = wkb.combine_chunks()
 
@@ -337,129 +337,6 @@ def invalid_count(geoms: GeometryInput) -> int:
     """How many geometries are invalid as stated (None is not counted)."""
     arr = as_geometries(geoms)
     return int(np.count_nonzero(~shapely.is_missing(arr) & ~shapely.is_valid(arr)))
-
-
-class FeatureGeometryError(BadPayloadError):
-    """The geometry of row `row` (0-based, of the array given) cannot be kept: `what`
-    says why in the user's words."""
-
-    def __init__(self, row: int, what: str) -> None:
-        self.row = row
-        self.what = what
-        super().__init__(f"feature {row + 1}: {what}")
-
-
-def _check_finite(coords: npt.NDArray[np.float64], index: npt.NDArray[np.intp]) -> None:
-    """Every coordinate is a finite number. A NaN or infinite ordinate is no position:
-    kept, it would be written out as an empty or unreadable geometry and hide later
-    moves, so the geometry is refused (an empty geometry has no coordinates at all)."""
-    bad = ~np.isfinite(coords)
-    if not bad.any():
-        return
-    row, col = (int(v) for v in np.argwhere(bad)[0])
-    value = "NaN" if math.isnan(coords[row, col]) else "an infinite number"
-    raise FeatureGeometryError(
-        int(index[row]), f"a coordinate is {value}, not a position ({_FINITE})"
-    )
-
-
-_FINITE = "coordinates must be finite numbers"
-# a bare NaN or Infinity as an array element, as a coordinate is written (a property's
-# NaN, `"area": NaN`, follows a colon and is a property value, read as the text "nan")
-_NON_FINITE_TOKEN = re.compile(rb"[\[,]\s*[-+]?(?:NaN|Infinity)\s*[,\]]")
-_SIGNED_NAN = re.compile(rb"[-+]NaN\b")  # -NaN: Python's json reads only NaN
-
-
-def check_geojson_finite(data: bytes, *, unreadable: bool = False) -> None:
-    """A GeoJSON text (FeatureCollection, Feature or geometry) whose coordinates hold a
-    NaN or Infinity (not JSON, but written by Python's json and read by GDAL) is refused
-    like any other non-finite coordinate (`FeatureGeometryError`): GDAL reads a point
-    with one NaN ordinate as an empty point, so after reading it could no longer be told
-    from a stated empty one. Only bytes that hold such a token as an array element are
-    parsed here (in Python: the rare payload that has one), or, `unreadable`, a text
-    GDAL could not read (a `1e309` coordinate, too large for a float, is infinite)."""
-    if not unreadable and _NON_FINITE_TOKEN.search(data) is None:
-        return
-    try:
-        doc = json.loads(_SIGNED_NAN.sub(b"NaN", data))
-    except ValueError:  # not one JSON text: GDAL says what is wrong with it
-        return
-    if isinstance(doc, dict) and isinstance(doc.get("features"), list):
-        geometries = [f.get("geometry") if isinstance(f, dict) else None for f in doc["features"]]
-    elif isinstance(doc, dict) and doc.get("type") == "Feature":
-        geometries = [doc.get("geometry")]
-    else:
-        geometries = [doc]
-    for row, geometry in enumerate(geometries):
-        value = _non_finite_in(geometry.get("coordinates") if isinstance(geometry, dict) else None)
-        if value is not None:
-            what = "NaN" if math.isnan(value) else "an infinite number"
-            raise FeatureGeometryError(row, f"a coordinate is {what}, not a position ({_FINITE})")
-
-
-def _non_finite_in(coordinates: object) -> float | None:
-    stack = [coordinates]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, float) and not math.isfinite(item):
-            return item
-    return None
-
-
-def snap_to_grid(coords: npt.NDArray[np.float64], grid: float) -> npt.NDArray[np.float64]:
-    """Every coordinate rounded to the nearest multiple of `grid`, exactly as GEOS's
-    pointwise `set_precision` rounds it (its PrecisionModel: `round(x * scale) / scale`
-    with `scale = 1 / grid` snapped to an integer within 1e-5, or `round(x / grid) *
-    grid` for a grid above 1; `round` is Java's `Math.round`, halves up), in numpy: the
-    same numbers, several times faster than rebuilding every geometry through GEOS."""
-    if grid > 1:
-        return _round_half_up(coords / grid) * grid
-    scale = 1.0 / grid
-    nearest = round(scale)
-    if abs(scale - nearest) < 1e-5:
-        scale = float(nearest)
-    with np.errstate(over="ignore"):
-        scaled = coords * scale
-    # a coordinate within a factor `scale` of the largest float (above ~1.8e299 on the
-    # default grid) overflows when scaled: it is far beyond 2**52 grid steps, so no
-    # grid point lies between it and its float neighbours, and it is kept as it is
-    overflow = np.isinf(scaled) & np.isfinite(coords)
-    out = _round_half_up(scaled)
-    out /= scale
-    if overflow.any():
-        out[overflow] = coords[overflow]
-    return out
-
-
-def _round_half_up(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """The integer `j` with `v` in [j - 0.5, j + 0.5) for each `v` (Java's Math.round,
-    as GEOS rounds). `floor(v + 0.5)` is that integer unless `v + 0.5` was rounded;
-    `j +- 0.5` are exact below 2**52, so the rare miss is seen and corrected; from 2**52
-    on every float is an integer and is its own rounding."""
-    rounded = values + 0.5
-    np.floor(rounded, out=rounded)
-    bound = rounded - 0.5
-    over = values < bound
-    if over.any():
-        rounded[over] -= 1.0
-        bound = rounded - 0.5
-    np.add(bound, 1.0, out=bound)
-    under = values >= bound
-    if under.any():
-        rounded[under] += 1.0
-    big = np.abs(values) >= 2.0**52
-    if big.any():
-        rounded[big] = values[big]
-    return rounded
-
-
-def _check_grid(grid: float) -> None:
-    if not (isinstance(grid, int | float) and math.isfinite(grid) and grid >= 0):
-        raise ConfigError(
-            f"geometry grid must be a finite number >= 0 (0 = no snapping), got {grid!r}"
-        )
 
 
 # what GEOS says of a shape it will not build, in the words of the shape's author

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import json
-import posixpath
 import re
 import warnings
 import zipfile
@@ -34,7 +33,8 @@ from typing import Any
 import pyarrow as pa
 import pyogrio
 
-from feedledger.formats.geometry import FeatureGeometryError, check_geojson_finite
+from feedledger.formats.finite import FeatureGeometryError, check_geojson_finite
+from feedledger.formats.gis_zip import gdb_folders, listing, member_names, repack
 from feedledger.model.errors import BadPayloadError
 
 __all__ = ["GIS_FORMATS", "GisTable", "detect_gis_format", "read_gis"]
@@ -52,9 +52,6 @@ GIS_FORMATS: dict[str, frozenset[str]] = {
 }
 _ZIPPED = ("shapefile", "filegdb")
 _ONE_LAYER = ("geojson", "geojsonseq", "flatgeobuf")  # formats that hold one layer
-_SHP_REQUIRED = (".shp", ".shx", ".dbf")
-_SHP_PARTS = (*_SHP_REQUIRED, ".prj", ".cpg")
-_IGNORED_MEMBERS = ("__MACOSX/",)
 _VSI_PATH = re.compile(r"'?(/vsi[a-z]+/)+\S*?pyogrio_[0-9a-f]+\S*?'?(?=[\s.;,:]|$)")
 # pyogrio's DataSourceError/DataLayerError (and their CRS/feature/geometry/field
 # kinds) are RuntimeErrors; GDAL's own failures surface as these three
@@ -93,11 +90,11 @@ def detect_gis_format(name: str, data: bytes) -> str | None:
         return None
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            names = _member_names(zf)
+            names = member_names(zf)
     except (zipfile.BadZipFile, OSError, ValueError):
         return None
     has_shp = any(n.lower().endswith(".shp") for n in names)
-    has_gdb = bool(_gdb_folders(names))
+    has_gdb = bool(gdb_folders(names))
     if has_shp != has_gdb:
         return "shapefile" if has_shp else "filegdb"
     return None
@@ -129,7 +126,7 @@ def read_gis(
         raise bad(f"an HTML page, not a {fmt} file (a login or error page?)")
     probe: bytes | None = None  # what GDAL identifies the driver and layer name from
     if fmt in _ZIPPED:
-        data = _repack(data, fmt, bad, max_bytes)
+        data = repack(data, fmt, bad, max_bytes)
     elif fmt in ("geojson", "geojsonseq") and _is_feature_sequence(data):
         probe = _as_feature_collection(_leading_records(data))
         data = _as_feature_collection(data)
@@ -156,12 +153,12 @@ def read_gis(
             if layer is None:
                 if len(layers) > 1:
                     raise bad(
-                        f"the {fmt} file has {len(layers)} layers ({_listing(layers)}); "
+                        f"the {fmt} file has {len(layers)} layers ({listing(layers)}); "
                         "name one with --layer"
                     )
                 layer = layers[0]
             elif layer not in layers:
-                raise bad(f"no layer {layer!r} in the {fmt} file (layers: {_listing(layers)})")
+                raise bad(f"no layer {layer!r} in the {fmt} file (layers: {listing(layers)})")
             index = layers.index(layer)  # by position: see above
             if fmt not in _ONE_LAYER:
                 info = pyogrio.read_info(data, layer=index)
@@ -327,96 +324,6 @@ def _with_geometry(table: pa.Table, meta: dict[str, Any]) -> pa.Table:
         )
     column = column.cast(pa.binary())
     return table.set_column(index, pa.field("geometry", pa.binary()), column)
-
-
-def _repack(
-    data: bytes, fmt: str, bad: Callable[[str], BadPayloadError], max_bytes: int | None = None
-) -> bytes:
-    """The zip's shapefile parts / `.gdb` folder contents at the root of a new zip."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            names = _member_names(zf)
-            picked = (
-                _shapefile_members(names, bad) if fmt == "shapefile" else _gdb_members(names, bad)
-            )
-            size = sum(zf.getinfo(member).file_size for member in picked)
-            if max_bytes is not None and size > max_bytes:
-                raise bad(
-                    f"the zipped {fmt} holds {size:,} bytes uncompressed, more than this "
-                    f"source's max_payload_bytes of {max_bytes:,} (a decompression bomb?); "
-                    "not read"
-                )
-            out = io.BytesIO()
-            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dest:
-                for member, target in picked.items():
-                    dest.writestr(target, zf.read(member))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
-        what = "a .zip holding .shp/.shx/.dbf" if fmt == "shapefile" else "a zipped NAME.gdb folder"
-        raise bad(
-            f"not a readable zip (truncated or corrupt; a {fmt} is {what}): {_one_line(exc)}"
-        ) from exc
-    return out.getvalue()
-
-
-def _member_names(zf: zipfile.ZipFile) -> list[str]:
-    return [
-        info.filename
-        for info in zf.infolist()
-        if not info.is_dir() and not info.filename.startswith(_IGNORED_MEMBERS)
-    ]
-
-
-def _shapefile_members(names: list[str], bad: Callable[[str], BadPayloadError]) -> dict[str, str]:
-    by_stem: dict[str, dict[str, str]] = {}
-    for name in names:
-        stem, ext = posixpath.splitext(name)
-        if ext.lower() in _SHP_PARTS:
-            by_stem.setdefault(stem, {})[ext.lower()] = name
-    shapefiles = {stem: parts for stem, parts in by_stem.items() if ".shp" in parts}
-    if not shapefiles:
-        raise bad(f"the zip holds no .shp file ({_listing(names) or 'it is empty'})")
-    picked: dict[str, str] = {}
-    for stem, parts in sorted(shapefiles.items()):
-        missing = [ext for ext in _SHP_REQUIRED if ext not in parts]
-        if missing:
-            raise bad(
-                f"the shapefile {posixpath.basename(stem)}.shp in the zip lacks its "
-                f"{' and '.join(missing)} (a shapefile needs .shp, .shx and .dbf)"
-            )
-        for ext, member in parts.items():
-            target = posixpath.basename(stem) + ext
-            if target in picked.values():
-                raise bad(f"the zip holds two shapefiles named {posixpath.basename(stem)}.shp")
-            picked[member] = target
-    return picked
-
-
-def _gdb_folders(names: list[str]) -> set[str]:
-    folders = set()
-    for name in names:
-        parts = name.split("/")
-        for i, part in enumerate(parts[:-1]):
-            if part.lower().endswith(".gdb"):
-                folders.add("/".join(parts[: i + 1]) + "/")
-                break
-    return folders
-
-
-def _gdb_members(names: list[str], bad: Callable[[str], BadPayloadError]) -> dict[str, str]:
-    folders = _gdb_folders(names)
-    if len(folders) > 1:
-        raise bad(f"the zip holds {len(folders)} .gdb folders ({_listing(sorted(folders))})")
-    if folders:
-        (folder,) = folders
-        return {n: n[len(folder) :] for n in names if n.startswith(folder)}
-    if any(n.lower().endswith(".gdbtable") and "/" not in n for n in names):
-        return {n: n for n in names}  # the folder's contents already at the root
-    raise bad(f"the zip holds no NAME.gdb folder ({_listing(names) or 'it is empty'})")
-
-
-def _listing(names: list[str], limit: int = 20) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
 
 
 def _looks_like_html(data: bytes) -> bool:

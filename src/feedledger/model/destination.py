@@ -17,6 +17,13 @@ from feedledger.model.errors import ConfigError
 TOMBSTONE_HASH = "e757743108b4054490c492b9bb76b153"
 FILTERED_HASH = "0b3f4eca9c9755a0fac3eadecd7b5588"
 
+
+def is_deletion(deleted: object, content_hash: object) -> bool:
+    """Whether a destination row (or a document) is a deletion in the revision order: a
+    tombstone of a record the source deleted, not one the transform left out."""
+    return bool(deleted) and content_hash == TOMBSTONE_HASH
+
+
 _GENERATION_RE = re.compile(r"^[A-Za-z0-9_.:-]{0,56}?(\d{1,15})$")
 _TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _FIELD_RE = re.compile(r"^[^\s,]{1,128}$")

@@ -10,11 +10,11 @@ from typing import Any
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
 from feedledger.model.destination import (
-    TOMBSTONE_HASH,
     Destination,
     check_fields,
     check_table,
     generation_rank,
+    is_deletion,
 )
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
@@ -133,7 +133,7 @@ _ACCEPTED_WHY = {
 
 def _why(f: dict[str, Any]) -> str | None:
     """The reason of a verdict the guard gave none for (it wrote, or had nothing to do)."""
-    if f["verdict"] == "accepted" and f["content_hash"] == TOMBSTONE_HASH:
+    if f["verdict"] == "accepted" and is_deletion(True, f["content_hash"]):
         return (
             f"a deletion after revision {f['revision']}: it wins over the state it deletes, "
             "even at the same revision; only a newer revision brings the record back"

@@ -20,7 +20,7 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
-from feedledger.model.destination import TOMBSTONE_HASH, generation_rank
+from feedledger.model.destination import generation_rank, is_deletion
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
 from feedledger.sync import manifests, registry, versions
@@ -276,7 +276,7 @@ def _findings(
         got = {"found_revision": int(frev), "found_generation": fgen, "found_deleted": bool(fdel)}
         # positions in the revision order: a deletion sorts just after the revision it deletes
         # (a record the transform left out is a tombstone in the place of its revision)
-        found_at, want_at = (int(frev), bool(fdel) and fhash == TOMBSTONE_HASH), (rev, deleted)
+        found_at, want_at = (int(frev), is_deletion(fdel, fhash)), (rev, deleted)
         if found_at < want_at:
             note = {"note": "the deletion has not reached the destination"} if deleted else {}
             result.stale.append({**evidence, **got, **note})

@@ -38,94 +38,21 @@ guard, in one BEGIN IMMEDIATE transaction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from feedledger import faults
-from feedledger.model.destination import TOMBSTONE_HASH, Destination
+from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
+from feedledger.sync.guard import GUARD, judge
+from feedledger.sync.guard import evidence as guard_evidence
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
 GEOMETRY = "geometry_wkb"  # a GIS source's table only
-
-
-def _gone(row: str) -> str:
-    """1 if the row is a deletion (a tombstone of a record the source deleted), else 0: a
-    record the transform left out is a tombstone in the place of its revision."""
-    return (
-        f"(CASE WHEN {row}.deleted AND {row}.content_hash = '{TOMBSTONE_HASH}' THEN 1 ELSE 0 END)"
-    )
-
-
-# position p = (revision, deleted): a deletion sorts just after the revision it deletes
-_NEWER = (
-    "(excluded.revision > t.revision OR "
-    f"(excluded.revision = t.revision AND {_gone('excluded')} > {_gone('t')}))"
-)
-_SAME = f"excluded.revision = t.revision AND {_gone('excluded')} = {_gone('t')}"
-GUARD = (
-    f"({_NEWER} AND excluded.generation_rank >= t.generation_rank) "
-    f"OR ({_SAME} AND excluded.generation_rank > t.generation_rank)"
-)
-
-
-def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:
-    """The verdict for `d` against the row held (None: no row)."""
-    if held is None:
-        return "accepted", None
-    r0, g0 = int(held.revision), int(held.generation_rank)
-    mine, theirs = (d.revision, is_deletion(d)), (r0, is_deletion(held))
-    if d.rank < g0 and mine >= theirs:
-        return "rejected", (
-            f"newer representation guard: generation {d.generation} is older than the "
-            f"destination's {held.generation} (revision {d.revision} vs {r0})"
-        )
-    if d.revision < r0:
-        return "superseded", (
-            f"fresher source data guard: revision {d.revision} is older than the destination's {r0}"
-        )
-    if mine < theirs:
-        return "superseded", (
-            f"deletion guard: the destination holds the record deleted after revision {r0}; "
-            f"only a revision newer than {r0} brings it back"
-        )
-    if mine > theirs or d.rank > g0:
-        return "accepted", None
-    if d.content_hash == held.content_hash:
-        return "already_current", None
-    return "unresolved", (
-        f"same revision {d.revision} and generation {d.generation}, different content: the "
-        "source's revision does not cover every field, or the transform changed without a "
-        "new generation"
-    )
-
-
-def is_deletion(row: Any) -> bool:
-    """Whether a doc or a row held is a deletion in the revision order: a tombstone of a
-    record the source deleted (not one the transform left out)."""
-    return bool(row.deleted) and row.content_hash == TOMBSTONE_HASH
-
-
-def _evidence(d: Doc, held: Any) -> dict[str, Any]:
-    def doc(value: Any) -> Any:
-        if value is None or isinstance(value, dict):
-            return value
-        return json.loads(value)
-
-    return {
-        "incoming": {"revision": d.revision, "generation": d.generation, "doc": doc(d.doc)},
-        "held": {
-            "revision": int(held.revision),
-            "generation": held.generation,
-            "deleted": bool(held.deleted),
-            "doc": doc(held.doc),
-        },
-    }
 
 
 class Target:
@@ -227,7 +154,7 @@ class Target:
         for d in docs:
             row = held.get(d.key, _ACCEPTED)
             verdict, reason = ("accepted", None) if row is _ACCEPTED else judge(d, row)
-            evidence = _evidence(d, row) if verdict == "unresolved" else None
+            evidence = guard_evidence(d, row) if verdict == "unresolved" else None
             out.append(
                 Verdict(d.key, verdict, d.revision, d.generation, d.content_hash, reason, evidence)
             )
