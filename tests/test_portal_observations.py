@@ -95,7 +95,10 @@ def test_a_layer_last_edited_days_ago_is_fresh_right_after_its_run(
 def test_polled_unchanged_days_are_observed_and_the_next_edit_is_a_live_run(
     cli: Cli, arcgis: FakeArcGIS
 ) -> None:
-    start = now_us() - 6 * DAY_US  # the fake clock stays before the real one
+    # the fake clock stays before the real one, at noon UTC six days ago: its steps of an
+    # hour never cross a midnight, whatever time of day the test runs (from the real
+    # clock's 23:00 on, 'an hour later' was the next day, a new publication due)
+    start = (now_us() // DAY_US - 6) * DAY_US + 12 * HOUR_US
     arcgis.edit_date = (start - 4 * DAY_US) // 1000
     add(cli, arcgis)
     clock = Clock(start)
