@@ -24,7 +24,7 @@ from feedledger.api.ledger import open_config
 from feedledger.api.results import Gap, Version
 from feedledger.api.source_queries import check_export
 
-CLI = Path(__file__).resolve().parents[1] / "src" / "feedledger" / "cli"
+CLI = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "cli"
 ALLOWED = ("feedledger.api", "feedledger.model", "feedledger.cli")
 
 

@@ -15,7 +15,7 @@ import pytest
 import feedledger as fl
 from feedledger.model.jsonout import dumps
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def _example() -> str:

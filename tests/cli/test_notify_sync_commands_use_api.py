@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-CLI = Path(__file__).resolve().parents[1] / "src" / "feedledger" / "cli"
+CLI = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "cli"
 MODULES = ("notify_cmds", "sync_cmds", "sync_render", "scheduler_cmds")
 ALLOWED = ("feedledger.api", "feedledger.model", "feedledger.cli")
 

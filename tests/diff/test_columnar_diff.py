@@ -10,7 +10,7 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diff_reference import reference_compute
+from diff.diff_reference import reference_compute
 from feedledger.diff import STATE_SCHEMA, compute, next_state
 from feedledger.model.types import PayloadKind
 

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from feedledger.ledger import engine as eng
 from feedledger.ledger.codebooks import Decoder
 from helpers import BACKENDS, Cli, backend_store, write_csv
-from test_i17_versions import _load_previous_release
+from ledger.test_compact_versions import _load_previous_release
 
 SRC = "parcels"
 HEADER = ["id", "city", "owner", "note"]

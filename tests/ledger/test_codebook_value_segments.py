@@ -32,7 +32,7 @@ from feedledger.ledger.attr_codec import (
 from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.schema import CHANGE_NAMES
 from helpers import BACKENDS, Cli, backend_store
-from test_i17_versions import FIXTURE, _load_previous_release, canonical
+from ledger.test_compact_versions import FIXTURE, _load_previous_release, canonical
 
 M11: Any = importlib.import_module("feedledger.ledger.migrations.versions.0011_version_values")
 

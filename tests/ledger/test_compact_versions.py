@@ -25,7 +25,7 @@ from feedledger.ledger import engine as eng
 from feedledger.ledger.attr_codec import TOKENS, Codebook, covers, gains, plan, row_patterns
 from helpers import BACKENDS, Cli, backend_store, migrate, write_csv
 
-FIXTURE = Path(__file__).parent / "fixtures" / "i17_prev_release"
+FIXTURE = Path(__file__).parent / "fixtures" / "previous_release_store"
 MIGRATION: Any = importlib.import_module(
     "feedledger.ledger.migrations.versions.0010_compact_versions"
 )

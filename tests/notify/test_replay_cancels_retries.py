@@ -14,9 +14,9 @@ from sqlalchemy import select
 import feedledger as fl
 from feedledger.notify.tables import deliveries
 from helpers import Cli
-from test_backfill import SRC, declare, fetch, ingest_args
-from test_notify import dispatch
-from test_replay_notify import stale
+from pipeline.test_backfill import SRC, declare, fetch, ingest_args
+from notify.test_webhooks import dispatch
+from notify.test_replay_notify import stale
 
 REFUSED = "http://127.0.0.1:9/hook"  # the discard port: nothing listens, refused at once
 

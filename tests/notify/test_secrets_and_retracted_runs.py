@@ -27,9 +27,9 @@ from feedledger.notify.deliveries import Outcome
 from feedledger.notify.subscriptions import listing
 from feedledger.notify.tables import deliveries, subscribers
 from helpers import Cli, write_csv
-from test_backfill import declare, ingest_args
-from test_notify import Receiver, Reply, dispatch, file_lines, live_payload, receivers, serve
-from test_notify_claims import Gated, finish, receiver, spawn, started, wait_until
+from pipeline.test_backfill import declare, ingest_args
+from notify.test_webhooks import Receiver, Reply, dispatch, file_lines, live_payload, receivers, serve
+from notify.test_claims import Gated, finish, receiver, spawn, started, wait_until
 
 __all__ = ["receivers", "started"]  # fixtures
 

@@ -33,7 +33,7 @@ from feedledger.faults import InjectedFailure
 from feedledger.ledger.store import Store
 from feedledger.notify.tables import deliveries
 from helpers import Cli, write_csv
-from test_backfill import (
+from pipeline.test_backfill import (
     ARCHIVED,
     KEY,
     LIVE,

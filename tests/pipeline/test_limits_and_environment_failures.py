@@ -24,7 +24,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.sources import fetch
 from helpers import PG_ENV, PG_SKIP, Cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- item 30: `make demo` installs quietly --------------------------------------------------

@@ -23,7 +23,7 @@ from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.model.timeutil import to_us
 from helpers import Cli, write_csv
-from test_backfill import at, dump, error_line, outbox_rows, runs_by_kind, verified, zonings
+from pipeline.test_backfill import at, dump, error_line, outbox_rows, runs_by_kind, verified, zonings
 
 SRC = "larimer"
 KEY, OTHER = "0714-22-1", "0714-22-2"

@@ -13,7 +13,7 @@ from pathlib import Path
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli, write_csv
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _bullet(name: str) -> str:

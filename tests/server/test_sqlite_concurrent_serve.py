@@ -33,7 +33,7 @@ import feedledger as fl
 from feedledger.api.audit import audit_entries
 from feedledger.config import Workspace
 from helpers import migrate, start_serve
-from test_sqlite_single_library import sqlite_engines
+from ledger.test_sqlite_single_library import sqlite_engines
 
 ROWS = 2000  # entities of the snapshot source
 SNAPSHOTS = 10  # streamed by serve

@@ -13,7 +13,7 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.source import PublishedFrom, SourceConfig
 from helpers import Cli, MakeSource
 
-SOURCES_DIR = Path(__file__).resolve().parents[1] / "src" / "feedledger" / "sources"
+SOURCES_DIR = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "sources"
 
 
 @pytest.mark.parametrize(

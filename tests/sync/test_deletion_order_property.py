@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedledger.sync.transform import Doc, content_hash
-from test_sync import dest_kind, place, target  # noqa: F401  (fixtures)
+from sync.test_guard import dest_kind, place, target  # noqa: F401  (fixtures)
 
 KEYS = ["a", "b", "c"]
 State = tuple[int, bool]  # (revision, deleted): its position in the revision order

@@ -19,7 +19,7 @@ from feedledger.sync.target import Target
 from feedledger.sync.transform import build, content_hash
 from feedledger.sync.versions import VersionRow
 from helpers import Cli, write_csv
-from test_sync import (  # noqa: F401  (fixtures)
+from sync.test_guard import (  # noqa: F401  (fixtures)
     SRC,
     declare,
     dest_kind,

@@ -23,7 +23,7 @@ from sqlalchemy import create_engine, text
 
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli
-from test_sync import (  # noqa: F401  (fixtures)
+from sync.test_guard import (  # noqa: F401  (fixtures)
     PG_ENV,
     SRC,
     base,
@@ -321,7 +321,7 @@ def test_a_raising_transform_is_warned_about_with_count_and_first_error(
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(12))  # V-1 and V-11 fail
     cli("destination", "add", "search", "--source", SRC, "--sqlite", str(tmp_path / "d.db"),
-        "--table", "t", "--transform", "test_i13_sync:failing_transform")  # fmt: skip
+        "--table", "t", "--transform", "test_destination_commands:failing_transform")  # fmt: skip
     cli("manifest", "create", "all", "--source", SRC)
     got = cli("sync", "search", "--manifest", "all", "--json")  # still exit 0
     assert json.loads(got.stdout)["rejected_before_write"] == 2

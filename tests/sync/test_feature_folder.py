@@ -22,8 +22,8 @@ from feedledger.ledger.visibility import latest_per_key, visible
 from feedledger.sync import tables
 from feedledger.sync import versions as sync_versions
 from helpers import Cli
-from test_backfill import SRC
-from test_i14_visibility import _instants, _ledger_with_retractions
+from pipeline.test_backfill import SRC
+from ledger.test_visibility import _instants, _ledger_with_retractions
 
 PACKAGE = Path(feedledger.__file__).parent
 SYNC_TABLES = ("destinations", "manifests", "manifest_keys", "sync_outcomes",

@@ -313,7 +313,7 @@ def test_a_transform_that_raises_rejects_those_records_only(
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(12))  # V-1 and V-11 fail
-    declare(cli, place, "--transform", "test_sync:failing_transform")
+    declare(cli, place, "--transform", "test_guard:failing_transform")
     cli("manifest", "create", "all", "--source", SRC)
     result = cli.json("sync", "search", "--manifest", "all")
     assert result["outcomes"]["accepted"] == 10 and result["outcomes"]["rejected"] == 2
