@@ -45,7 +45,8 @@ def pg_schema_url(base: str, schema: str) -> str:
 # Alembic runs for real once per process and backend, then SQLite stores are copies of
 # that file and PostgreSQL schemas get the very statements it sent, replayed on one
 # connection (the first replay is compared with the real one's catalog). The migrations
-# themselves stay tested as such: test_i14_schema.py, test_ledger.py, `init`, `db upgrade`.
+# themselves stay tested as such: ledger/test_schema_matches_migrations.py,
+# ledger/test_bitemporal.py, `init`, `db upgrade`.
 
 _SQLITE_TEMPLATE: list[Path] = []
 _PG_SCRIPT: list[tuple[str, Any, bool]] = []
@@ -239,7 +240,7 @@ def backend_store(backend: str, tmp: Path, name: str = "ledger.db") -> Iterator[
 
 
 def old_cell(value: Any) -> str:
-    """A value as the former row-by-row CSV export wrote it (the reference of issue 17's
+    """A value as the former row-by-row CSV export wrote it (the reference of the compact store's
     snapshot tests): null as empty, a string as itself, anything else as JSON."""
     if value is None:
         return ""

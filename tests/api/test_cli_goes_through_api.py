@@ -1,4 +1,4 @@
-"""Issue 14 phase 2 (G1): the API calls the CLI's commands now go through, exercised
+"""The API calls the CLI's commands now go through, exercised
 through the API itself on SQLite and PostgreSQL, and the CLI's layering rule: every CLI
 module imports only feedledger.api, feedledger.model and feedledger.cli (the scheduler
 command may import feedledger.scheduler), registers its commands with module-level

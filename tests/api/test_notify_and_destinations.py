@@ -1,4 +1,4 @@
-"""Issue 14 phase 2: the public API the notify, destination, manifest and health commands
+"""The public API the notify, destination, manifest and health commands
 are a face over (`Ledger.notify`, `Ledger.destinations/remove_destination/
 destination_lag`, `Ledger.create_manifest/manifest/manifests`), on SQLite and
 PostgreSQL; each result's `to_json()` is the CLI's `--json` for the same command."""

@@ -1,4 +1,4 @@
-"""Issue 14: the public Python API (feedledger.open, Ledger, Source, Destination), through
+"""The public Python API (feedledger.open, Ledger, Source, Destination), through
 the API itself on SQLite and PostgreSQL; docs/api.md's example is executed as written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17: a new process archiving a source's next payload deltas against the local
+"""A new process archiving a source's next payload deltas against the local
 cache of the source's latest payload (`archive/basecache.py`) instead of decoding its
 chain; a missing, damaged or stale cache is ignored (the chain is decoded as before),
 never used to write a delta against wrong bytes; a kill between the object and the

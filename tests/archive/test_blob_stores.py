@@ -1,7 +1,8 @@
-"""Issue 14 item 5: the archive's rules are written once (`archive/core.py`) over a small
-blob-store protocol (`archive/blobs.py`). A third, in-memory blob store, with and without
-locks, gets every rule from the core alone; the folder and S3 backends hold no rule of
-their own. The two real backends are tested end to end in tests/test_archive.py."""
+"""The archive's rules are written once (`archive/core.py`) over a small blob-store
+protocol (`archive/blobs.py`). A third, in-memory blob store, with and without locks,
+gets every rule from the core alone; the folder and S3 backends hold no rule of their
+own. The two real backends are tested end to end in
+tests/archive/test_content_addressed.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17 target 2: the compressed, delta-encoded archive.
+"""The compressed, delta-encoded archive.
 
 Any sequence of payloads, archived compressed (each against its source's latest, a
 keyframe every K), reads back byte-identical, through keyframe boundaries, after

@@ -2,7 +2,7 @@
 
 Every behaviour that does not depend on the backend runs against both: a local folder
 and S3-compatible object storage (moto's server, a fresh bucket per test). File modes,
-paths and locks are the local archive's own; tests/test_archive_s3.py has the S3 ones.
+paths and locks are the local archive's own; tests/archive/test_s3.py has the S3 ones.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def test_keep_rejected_stores_bytes_and_a_note(archive: Archive, raw: Raw) -> No
     sha = hashlib.sha256(data).hexdigest()
     assert archive.get(sha) == data
     [note] = raw.sidecars("rejected")
-    # issue 13 item 31: filed under its (known) source, and `where` is the bytes' location
+    # filed under its (known) source, and `where` is the bytes' location
     assert note.startswith(f"rejected/larimer/{sha[:16]}-")
     assert isinstance(where, str) and where.endswith(_object_rel(sha))
     assert where.startswith("s3://") == isinstance(archive, S3Archive)

@@ -1,4 +1,4 @@
-"""Issue 17 target 5: a delta is written as zstd's "patch from" (the base as the frame's
+"""A delta is written as zstd's "patch from" (the base as the frame's
 prefix, long-distance matching) through python-zstandard's CFFI backend, and, where that
 backend is missing, as before (the base as a raw-content dictionary). Both forms read
 back byte-identical through the same decoder, alone and mixed in one chain: archives

@@ -1,7 +1,8 @@
 """The archive on S3-compatible object storage: what only S3 has (conditional writes, the
 claims that settle rival payloads without locks, endpoints, credentials, unreachable
 stores) and the CLI end to end. Runs against moto's server on 127.0.0.1 (conftest).
-The behaviour shared with the local archive is tested on both in tests/test_archive.py.
+The behaviour shared with the local archive is tested on both in
+tests/archive/test_content_addressed.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15, demo: `feedledger demo` also serves a zoning layer from its own FeatureServer
+"""`feedledger demo` also serves a zoning layer from its own FeatureServer
 (pipeline/demo_featureserver.py), runs an `--connector arcgis` source over three
 publication days and shows a parcel's geometry change; a ring merely rotated is not one."""
 

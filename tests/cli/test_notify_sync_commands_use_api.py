@@ -1,4 +1,4 @@
-"""Issue 14 phase 2: the notify, subscriber, destination, manifest, sync, reconcile,
+"""The notify, subscriber, destination, manifest, sync, reconcile,
 health and scheduler commands are a face over the public API -- their modules import
 only `feedledger.api`, `feedledger.model`, `feedledger.cli` (and the scheduler command
 its sibling face `feedledger.scheduler`), register their commands with module-level

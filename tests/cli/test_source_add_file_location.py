@@ -1,4 +1,4 @@
-"""Issue 15, found walking it as a user: `source add` with a fetch location that is one
+"""`source add` with a fetch location that is one
 existing file (a GeoJSON, a GPKG) must not warn that it "does not exist"; and the
 format is taken from that file's extension when --format is not given."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 (first piece): gzip/zip payloads read transparently, CSV delimiter and text
+"""Gzip/zip payloads read transparently, CSV delimiter and text
 encoding options. Store tests run on SQLite and PostgreSQL (`cli` fixture)."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def history(cli: Cli, source: str) -> list[tuple[Any, ...]]:
                 .where(table.c.source == source)
                 .order_by(table.c.key, table.c.valid_from)
             )
-            decode = Decoder(conn)  # stored texts are compact (issue 17)
+            decode = Decoder(conn)  # stored texts are compact
             return [(*row[:5], decode.text(row[6], row[5])) for row in conn.execute(stmt)]
     finally:
         store.close()

@@ -1,4 +1,4 @@
-"""Issue 15 (ArcGIS speed): a layer read a page at a time while it downloads
+"""A layer read a page at a time while it downloads
 (formats/geo_pages.py) gives exactly the Observations of reading the archived GeoJSON
 sequence whole (what replay and `archive reindex` do) -- same fields, key and attribute
 texts, content hashes, geometry texts and hashes -- or declines (None), and the run

@@ -1,4 +1,4 @@
-"""Issue 15, GIS payloads read into Observations (`formats.readers.read_observations`):
+"""GIS payloads read into Observations (`formats.readers.read_observations`):
 every GIS format gives the same keys, attribute texts and hashes for the same features;
 geometry encodings that do not change the shape do not change the hash; bad input is
 one clear BadPayloadError."""

@@ -1,4 +1,4 @@
-"""Issue 15: geometry changes are judged on a canonical form (formats/geometry.py)."""
+"""Geometry changes are judged on a canonical form (formats/geometry.py)."""
 
 from __future__ import annotations
 

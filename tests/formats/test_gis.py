@@ -1,4 +1,4 @@
-"""Issue 15, geo files: `formats.gis.read_gis` over files pyogrio writes here."""
+"""Geo files: `formats.gis.read_gis` over files pyogrio writes here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, items 8-13: payload readers on wide, odd and hostile input.
+"""Payload readers on wide, odd and hostile input.
 
 Wide payloads are read in a child process with a time limit and a memory cap: the old
 fold built an expression tree that doubled with every field, so a regression hangs or
@@ -100,10 +100,10 @@ def in_child(code: str) -> str:
     return done.stdout
 
 
-# -- item 8: JSON, JSONL and Parquet are linear in the number of fields ----------------
+# -- JSON, JSONL and Parquet are linear in the number of fields ----------------
 
 
-def test_item8_300_field_jsonl_json_and_parquet_read_and_hash_as_documented() -> None:
+def test_300_field_jsonl_json_and_parquet_read_and_hash_as_documented() -> None:
     out = in_child(
         """
         import io, json
@@ -142,7 +142,7 @@ def sparse_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def test_item8_records_with_different_fields_hash_as_documented(tmp_path: Path) -> None:
+def test_records_with_different_fields_hash_as_documented(tmp_path: Path) -> None:
     """The fold skips absent fields: records of 1 to 41 fields, any subset, nulls, nested
     values, numbers; each hash equals the independent reference, and the attribute
     texts are the records."""
@@ -166,17 +166,17 @@ def test_item8_records_with_different_fields_hash_as_documented(tmp_path: Path) 
     assert [json.loads(a) for a in attrs] == rows
 
 
-def test_item8_golden_values_unchanged() -> None:
+def test_golden_values_unchanged() -> None:
     # the same pins as test_canonical: stored content hashes must not move
     assert record_hash({"id": "1", "v": "a"}) == -960127989487283977
     assert record_hash({"id": "2", "v": ""}) == -5035511491414885470
     assert record_hash({}) == ref_hash({}) != record_hash({"a": None}) == ref_hash({"a": None})
 
 
-# -- item 9: wide CSV is linear in cells -----------------------------------------------
+# -- wide CSV is linear in cells -----------------------------------------------
 
 
-def test_item9_ten_thousand_column_csv_reads() -> None:
+def test_ten_thousand_column_csv_reads() -> None:
     out = in_child(
         """
         from feedledger.config import make_source
@@ -191,7 +191,7 @@ def test_item9_ten_thousand_column_csv_reads() -> None:
     assert out.split()[0] == "1"
 
 
-def test_item9_wide_csv_hashes_equal_reference_and_expression(tmp_path: Path) -> None:
+def test_wide_csv_hashes_equal_reference_and_expression(tmp_path: Path) -> None:
     cols = ["id"] + [f"c{i}" for i in range(1, 700)]
     rows = [
         [str(r)] + [f"{r}-{i}" if (r + i) % 7 else "" for i in range(1, 700)] for r in range(30)
@@ -219,7 +219,7 @@ def test_item9_wide_csv_hashes_equal_reference_and_expression(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("width", [2, NARROW, NARROW + 1, 40])
-def test_item9_column_hashes_equal_reference(width: int) -> None:
+def test_column_hashes_equal_reference(width: int) -> None:
     """Both ways of folding string columns (one expression up to NARROW fields, field by
     field over hashed blocks beyond) give the documented hash."""
     values = ["x", "", "Ω", 'q"', "a\nb", "1"]
@@ -234,15 +234,15 @@ def test_item9_column_hashes_equal_reference(width: int) -> None:
     assert frame.select(string_record_hash_expr(frame.columns))[:, 0].to_list() == expected
 
 
-# -- item 10: header and body read by one parser -----------------------------------------
+# -- header and body read by one parser -----------------------------------------
 
 
-def test_item10_stray_quote_in_header_is_refused_not_zero_rows() -> None:
+def test_stray_quote_in_header_is_refused_not_zero_rows() -> None:
     message = refused(b'i"d,n\n1,a\n2,b\n', key=('i"d',))
     assert "header" in message and 'i"d' in message
 
 
-def test_item10_quoted_header_with_doubled_quote_is_read_like_the_body() -> None:
+def test_quoted_header_with_doubled_quote_is_read_like_the_body() -> None:
     obs = read(b'"i""d",n\n1,a\n2,"b""c"\n', key=('i"d',))
     assert obs.frame["key"].to_list() == ['["1"]', '["2"]']
     assert obs.attributes(obs.frame["idx"]).to_list() == [
@@ -251,16 +251,16 @@ def test_item10_quoted_header_with_doubled_quote_is_read_like_the_body() -> None
     ]
 
 
-def test_item10_header_and_body_agree_on_quoted_line_breaks() -> None:
+def test_header_and_body_agree_on_quoted_line_breaks() -> None:
     obs = read(b'id,"multi\nline"\n1,"x\ny"\n')
     assert obs.attributes(obs.frame["idx"]).to_list() == ['{"id":"1","multi\\nline":"x\\ny"}']
 
 
-def test_item10_unbalanced_quote_opening_the_header_is_refused() -> None:
+def test_unbalanced_quote_opening_the_header_is_refused() -> None:
     assert "cannot parse CSV" in refused(b'"id,n\n1,a\n2,b\n')
 
 
-def test_item10_zero_rows_from_a_non_empty_body_is_an_error(
+def test_zero_rows_from_a_non_empty_body_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Whatever swallows the body (here a parser stand-in that returns the header
@@ -275,11 +275,11 @@ def test_item10_zero_rows_from_a_non_empty_body_is_an_error(
     assert read(b"id,n\n\n\n").height == 0
 
 
-# -- item 11: JSON lines end at \n only ---------------------------------------------------
+# -- JSON lines end at \n only ---------------------------------------------------
 
 
 @pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\u0085"])
-def test_item11_unicode_line_separators_are_characters_in_jsonl(sep: str) -> None:
+def test_unicode_line_separators_are_characters_in_jsonl(sep: str) -> None:
     data = f'{{"id":1,"v":"a{sep}b"}}\r\n{{"id":2,"v":"{sep}"}}\n'.encode()
     obs = read(data, "jsonl")
     assert [json.loads(a)["v"] for a in obs.attributes(obs.frame["idx"]).to_list()] == [
@@ -291,7 +291,7 @@ def test_item11_unicode_line_separators_are_characters_in_jsonl(sep: str) -> Non
     assert "line 1" in message and "invalid JSON" in message
 
 
-# -- item 12: blank keys and duplicate JSON field names ------------------------------------
+# -- blank keys and duplicate JSON field names ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -304,12 +304,12 @@ def test_item11_unicode_line_separators_are_characters_in_jsonl(sep: str) -> Non
         ("parquet", parquet_bytes([{"id": "1"}, {"id": "  "}])),
     ],
 )
-def test_item12_whitespace_only_key_is_refused(fmt: str, data: bytes) -> None:
+def test_whitespace_only_key_is_refused(fmt: str, data: bytes) -> None:
     message = refused(data, fmt)
     assert "row 2" in message and "whitespace" in message
 
 
-def test_item12_blank_part_of_a_compound_key_is_refused_padded_keys_are_kept() -> None:
+def test_blank_part_of_a_compound_key_is_refused_padded_keys_are_kept() -> None:
     assert "whitespace" in refused(b"a,b\n1, \n", key=("a", "b"))
     obs = read(b'{"id":" 1 "}\n', "jsonl")
     assert obs.frame["key"].to_list() == ['[" 1 "]']
@@ -323,19 +323,19 @@ def test_item12_blank_part_of_a_compound_key_is_refused_padded_keys_are_kept() -
         ("jsonl", b'{"id":1,"v":{"a":1,"a":2}}\n'),
     ],
 )
-def test_item12_duplicate_json_field_name_is_refused(fmt: str, data: bytes) -> None:
+def test_duplicate_json_field_name_is_refused(fmt: str, data: bytes) -> None:
     message = refused(data, fmt)
     assert "duplicate field name" in message
 
 
-def test_item12_duplicate_parquet_column_is_refused() -> None:
+def test_duplicate_parquet_column_is_refused() -> None:
     table = pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["id", "id"])
     buf = io.BytesIO()
     pq.write_table(table, buf)
     assert "duplicate column" in refused(buf.getvalue(), "parquet")
 
 
-# -- item 13: one-line errors, never tracebacks; lines capped ----------------------------
+# -- one-line errors, never tracebacks; lines capped ----------------------------
 
 
 HOSTILE = [
@@ -353,19 +353,19 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize(("fmt", "_name", "data", "fragment"), HOSTILE)
-def test_item13_hostile_payloads_are_one_line_errors(
+def test_hostile_payloads_are_one_line_errors(
     fmt: str, _name: str, data: bytes, fragment: str
 ) -> None:
     assert fragment in refused(data, fmt)
 
 
-def test_item13_crlf_and_nested_but_reasonable_json_still_read() -> None:
+def test_crlf_and_nested_but_reasonable_json_still_read() -> None:
     assert read(b"id,n\r\n1,a\r\n", "csv").height == 1
     nested = b'{"id":1,"v":' + b"[" * 200 + b"]" * 200 + b"}\n"
     assert read(nested, "jsonl").height == 1
 
 
-def test_item13_error_lines_quoting_payload_content_are_capped() -> None:
+def test_error_lines_quoting_payload_content_are_capped() -> None:
     huge = "x" * 1_000_000
     cases = [
         ("csv", f"{huge},n\n1,2\n".encode()),  # missing key column, columns listed
@@ -377,7 +377,7 @@ def test_item13_error_lines_quoting_payload_content_are_capped() -> None:
         assert len(refused(data, fmt)) <= 500
 
 
-def test_item13_through_ingest_one_line_bytes_kept_under_rejected(cli: Cli, tmp_path: Path) -> None:
+def test_through_ingest_one_line_bytes_kept_under_rejected(cli: Cli, tmp_path: Path) -> None:
     from test_bad_input import is_archived, ledger_dump, one_message
 
     for fmt in ("csv", "jsonl", "json", "parquet"):

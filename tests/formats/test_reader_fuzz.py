@@ -1,4 +1,4 @@
-"""Issue 13 (tests): every reader, fed random bytes, random nesting and random widths up
+"""Every reader, fed random bytes, random nesting and random widths up
 to 2,000 fields, either parses or raises the project's one-line payload error
 (BadPayloadError), never another exception. Hypothesis' per-example deadline is the
 hang detector (generous; nothing here asserts speed)."""

@@ -1,4 +1,4 @@
-"""Issue 17 target 5: `ledger/attr_encode.encode_rows` (stored texts made from a CSV
+"""`ledger/attr_encode.encode_rows` (stored texts made from a CSV
 payload's string columns) gives exactly what the general way gives -- the canonical
 JSON object's text, then `Codebook.encode_series` over it -- for any columns, names,
 values (nulls, quotes, backslashes, control characters, braces, commas, non-ASCII,

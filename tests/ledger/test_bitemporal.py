@@ -257,7 +257,7 @@ def test_snapshot_query_streams_state_as_of(cli: Cli, tmp_path: Path) -> None:
         "2026-08-05",
     )
     csv_out = cli("snapshot", "larimer", "--valid", "2026-08-03").stdout
-    # columns in the source's order, not alphabetical (issue 13 item 25)
+    # columns in the source's order, not alphabetical
     assert csv_out.splitlines() == ["parcel_id,zoning,owner", "a,R-1,x", "b,R-2,y"]
     jl = cli("snapshot", "larimer", "--valid", "2026-08-06", "--format", "jsonl").stdout
     assert [json.loads(x)["zoning"] for x in jl.splitlines()] == ["MU-2"]
@@ -560,7 +560,7 @@ def test_state_cache_files_are_pruned_per_source(workspace: Workspace) -> None:
 
 
 def test_migration_from_0001_keeps_data(store_url: str, tmp_path: Path) -> None:
-    """A store created at revision 0001 (issue 2's schema) with rows in it is refused with
+    """A store created at revision 0001 (the first schema) with rows in it is refused with
     a clear hint until `db upgrade`, which adds the gap and freeze tables and keeps every
     row."""
     from alembic import command

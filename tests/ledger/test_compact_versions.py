@@ -1,4 +1,4 @@
-"""Issue 17 (compact versions): attribute texts stored against per-source codebooks
+"""Compact versions: attribute texts stored against per-source codebooks
 (ledger/attr_codec.py, ledger/codebooks.py) decode to exactly the canonical JSON they
 were; queries answer the same JSON as the previous release; migration 0010 converts a
 store the previous release populated, on both backends."""

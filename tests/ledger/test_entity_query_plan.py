@@ -1,4 +1,4 @@
-"""Issue 17 (query latency): the statements of an entity's `asof`/`history` read
+"""The statements of an entity's `asof`/`history` read
 (ledger/entity_read.py) use the indexes, on SQLite (`EXPLAIN QUERY PLAN`) and
 PostgreSQL (`EXPLAIN`, after ANALYZE of a few thousand versions): the versions by
 `ix_versions_source_key`, never a full scan of versions; and the read's answers are

@@ -1,4 +1,4 @@
-"""Issue 15: GIS versions in the ledger -- geometry stored with each version, reported
+"""GIS versions in the ledger -- geometry stored with each version, reported
 by history/asof (`geometry`, GeoJSON), judged by change records (`geometry_changed`),
 CRS changes refused, invalid geometries counted. Both backends (`workspace` fixture).
 

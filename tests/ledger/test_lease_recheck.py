@@ -1,11 +1,11 @@
-"""Work decided before the lease is decided again under it (Invariant 7, issue: the
+"""Work decided before the lease is decided again under it (Invariant 7, the
 scheduler race). Each test lets a rival -- another worker, with its own context --
 do the work at the one moment that matters: after the caller looked at the ledger and
 decided there was work, just before it takes the source's lease. SQLite and PostgreSQL.
 
 * a backfill (the scheduler's recovery) whose window the rival applied: NothingToDo,
   no run record, no summary notification (two "recovered" runs of one source were
-  seen once in tests/test_scheduler_processes.py);
+  seen once in tests/scheduler/test_processes.py);
 * a replay while the rival ingests a newer payload: the replay retracts it with the
   rest, so it applies it again (listed under the lease);
 * a live ingest of a payload the rival applied: already applied, no failed run;
@@ -224,11 +224,12 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
     """Review has no lease: the release looks at the run (held), then settles it; a rival
     reviewer retracts it in between. The release must not mark the retracted run
     succeeded (it is decided again in the settling transaction)."""
+    from test_review import _burst
+    from test_review import _setup as review_setup
+
     from feedledger.ledger import holds
     from feedledger.model.errors import ConfigError
     from feedledger.pipeline.review import review
-    from test_review import _burst
-    from test_review import _setup as review_setup
 
     review_setup(cli, tmp_path)
     held = _burst(cli, tmp_path)["run_id"]

@@ -1,4 +1,4 @@
-"""Issue 14 item 2: one module owns the `runs` table. No module but ledger/runs.py
+"""One module owns the `runs` table. No module but ledger/runs.py
 (and the schema and migrations that declare it) imports the table or writes SQL on it."""
 
 from __future__ import annotations

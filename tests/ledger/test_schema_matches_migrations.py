@@ -1,4 +1,4 @@
-"""Issue 14 item 8: the database the Alembic migrations build (`engine.upgrade`) is
+"""The database the Alembic migrations build (`engine.upgrade`) is
 exactly what the SQLAlchemy metadata declares -- tables, columns (name, type family,
 nullability), primary keys, indexes (name, columns, uniqueness) -- on SQLite and
 PostgreSQL. Features keep their tables on the same MetaData in their own modules

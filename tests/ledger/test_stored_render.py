@@ -1,4 +1,4 @@
-"""Issue 17 (snapshot speed): the compiled renderer of stored texts
+"""The compiled renderer of stored texts
 (ledger/stored_render.py, stored_kernel.py) gives the CSV and Parquet columns the
 general writers give, byte for byte, for every batch -- the rows it takes and the rows
 it leaves to the general path spliced back in order (pipeline/snapshot_spliced.py) --
@@ -97,7 +97,7 @@ def _batches(draw: st.DrawFn) -> tuple[list[str], list[pa.RecordBatch]]:
     texts = [canonical(r) for r in records]
     books = [_book(texts[: draw(st.integers(0, len(texts)))], draw(KINDS)) for _ in range(2)]
     # (a None book: texts written without a codebook, fields_id NULL, mixed with coded
-    # ones in a batch -- tests/test_codebooks_decode.py has the decode's own cases)
+    # ones in a batch -- tests/ledger/test_codebooks_decode.py has the decode's own cases)
     which = draw(st.lists(st.integers(0, 1), min_size=len(texts), max_size=len(texts)))
     cut = draw(st.integers(1, len(texts)))
     batches = [_batch(texts[:cut], books, which[:cut])]

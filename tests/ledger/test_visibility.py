@@ -1,4 +1,4 @@
-"""Issue 14 item 1: the "known at K" rule and the "latest version per key" rule are
+"""The "known at K" rule and the "latest version per key" rule are
 written once (ledger/visibility.py); their SQLAlchemy-expression, SQL-text and Python
 forms agree on a small ledger with retractions, on SQLite and PostgreSQL."""
 

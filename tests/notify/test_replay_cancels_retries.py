@@ -1,7 +1,7 @@
 """A replay cancels the retracted runs' messages that are waiting for a retry (failed, in
 backoff) or dead, not only those pending (Invariant 11), when it is called through the
 Python API's `Source.replay`: `notify retry` then brings none of them back, and nothing
-stale is ever sent. SQLite and PostgreSQL. (tests/test_replay_notify.py covers pending
+stale is ever sent. SQLite and PostgreSQL. (tests/notify/test_replay_notify.py covers pending
 outbox rows, pending messages, digests and crashes, through the CLI and Ledger.replay.)"""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from sqlalchemy import select
 import feedledger as fl
 from feedledger.notify.tables import deliveries
 from helpers import Cli
-from pipeline.test_backfill import SRC, declare, fetch, ingest_args
-from notify.test_webhooks import dispatch
 from notify.test_replay_notify import stale
+from notify.test_webhooks import dispatch
+from pipeline.test_backfill import SRC, declare, fetch, ingest_args
 
 REFUSED = "http://127.0.0.1:9/hook"  # the discard port: nothing listens, refused at once
 

@@ -1,8 +1,8 @@
-"""Issue 13, notifications and subscribers, on SQLite and PostgreSQL: a retracted run's
+"""Notifications and subscribers, on SQLite and PostgreSQL: a retracted run's
 undelivered messages are cancelled, never sent, and only those who heard of it hear of
-its retraction (item 5); `--secret-env` takes a variable's name, never the secret, and
-a stored secret is never echoed (item 18); subscriber names follow the one name rule
-(item 19); a webhook failure names its type and cause (item 29)."""
+its retraction; `--secret-env` takes a variable's name, never the secret, and
+a stored secret is never echoed; subscriber names follow the one name rule
+; a webhook failure names its type and cause."""
 
 from __future__ import annotations
 
@@ -27,9 +27,17 @@ from feedledger.notify.deliveries import Outcome
 from feedledger.notify.subscriptions import listing
 from feedledger.notify.tables import deliveries, subscribers
 from helpers import Cli, write_csv
-from pipeline.test_backfill import declare, ingest_args
-from notify.test_webhooks import Receiver, Reply, dispatch, file_lines, live_payload, receivers, serve
 from notify.test_claims import Gated, finish, receiver, spawn, started, wait_until
+from notify.test_webhooks import (
+    Receiver,
+    Reply,
+    dispatch,
+    file_lines,
+    live_payload,
+    receivers,
+    serve,
+)
+from pipeline.test_backfill import declare, ingest_args
 
 __all__ = ["receivers", "started"]  # fixtures
 
@@ -208,7 +216,7 @@ def rows_of(cli: Cli) -> list[Any]:
 def test_a_run_retracted_before_dispatch_is_never_announced(
     cli: Cli, tmp_path: Path, receivers: list[Receiver]
 ) -> None:
-    """The issue's case: retracted before any dispatch, its changes (outbox rows never
+    """The plain case: retracted before any dispatch, its changes (outbox rows never
     fanned out) are cancelled and shown so; nobody heard of it, so nobody hears of its
     retraction."""
     live_payload(cli, tmp_path)

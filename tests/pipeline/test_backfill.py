@@ -256,7 +256,7 @@ def test_interrupted_backfill_resumes_from_the_watermark(
     assert cli.json("gaps", SRC) == [] and verified(cli)
 
     second = backfill(cli)
-    # issue 13 item 3: the resumed backfill continues under the run id it started with
+    # the resumed backfill continues under the run id it started with
     assert second["run_id"] == first["run_id"] and second["resumed"] == 1
     assert [s["published_at"] for s in second["steps"]] == [at("2026-08-09")]
     assert cli.json("watermark", SRC)["published_at"] == at("2026-08-09")
@@ -288,7 +288,7 @@ def test_killed_backfill_is_finished_by_the_same_command(
     assert cli.json("watermark", SRC)["published_at"] == at(ARCHIVED[killed_at - 1][0])
 
     rerun = backfill(cli)
-    # issue 13 item 3: one backfill, one run id (the killed one, resumed)
+    # one backfill, one run id (the killed one, resumed)
     assert rerun["run_id"] == dead["run_id"] and rerun["parent_run_id"] is None
     assert len(rerun["steps"]) == 3 - killed_at
     assert "resumed after 1 interruption(s)" in rerun["summary"]

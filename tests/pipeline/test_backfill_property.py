@@ -28,7 +28,14 @@ from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.backfill import NothingToDo, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
-from pipeline.test_history_property import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace
+from pipeline.test_history_property import (
+    KEYS,
+    Payload,
+    csv_bytes,
+    day,
+    expected_history,
+    fresh_workspace,
+)
 
 SOURCE = "s"
 WINDOW = ("2026-08-01", "2026-08-20")
@@ -227,7 +234,7 @@ def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
                 ingest(ctx, SOURCE, data, published_at=day(i))
             else:
                 archive_add(ctx, SOURCE, data, published_at=day(i), original_name=f"{day(i)}.csv")
-    if sc.backfilled == 0:  # nothing to do is a success (issue 13 item 4)
+    if sc.backfilled == 0:  # nothing to do is a success
         with Context(ws) as ctx:
             assert isinstance(backfill(ctx, SOURCE, *WINDOW), NothingToDo)
     else:
@@ -236,7 +243,7 @@ def build(backend: str, ws: Workspace, sc: Scenario) -> Standing:
             assert attempts >= 2  # the fault did fire
         with Context(ws) as ctx:
             runs = [r for r in list_runs(ctx.store, SOURCE) if r.kind == "backfill"]
-        # one backfill, one run id, resumed after each interruption (issue 13 item 3)
+        # one backfill, one run id, resumed after each interruption
         assert [r.status for r in runs] == ["succeeded"]
         assert [r["status"] for r in runs[0].resumed] == ["failed"] * (attempts - 1)
     got = check_ledger(ws, sc.seq, ref)

@@ -1,4 +1,4 @@
-"""Issue 15: `snapshot --format geojson|geoparquet|gpkg` writes a GIS source as it stood
+"""`snapshot --format geojson|geoparquet|gpkg` writes a GIS source as it stood
 (properties in the source's order, geometry, CRS), streamed a batch at a time; CSV
 columns follow the source's field order; bad combinations are refused (exit 2)."""
 

@@ -1,4 +1,4 @@
-"""Issue 16 (board speed): `health` reads all sources with a fixed number of statements
+"""`health` reads all sources with a fixed number of statements
 (one per table), and its report is exactly the one the per-source reads gave -- checked
 against the former per-source implementation, kept here as the reference, over sources
 in varied states (fresh, stale across a gap, frozen, held, failing, recovering, never

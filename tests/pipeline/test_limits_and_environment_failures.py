@@ -1,5 +1,4 @@
-"""Issue 13, the fetch limits, the environment failing, rejected payloads and the demo
-install (items 14, 15, 16, 17, 30, 31)."""
+"""The fetch limits, the environment failing, rejected payloads and the demo install."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ from helpers import PG_ENV, PG_SKIP, Cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# -- item 30: `make demo` installs quietly --------------------------------------------------
+# -- `make demo` installs quietly --------------------------------------------------
 
 
 def test_pyproject_license_is_an_spdx_string_with_a_setuptools_that_reads_it() -> None:
@@ -43,7 +42,7 @@ def test_pyproject_license_is_an_spdx_string_with_a_setuptools_that_reads_it() -
     assert "pip install -q" in (ROOT / "Makefile").read_text(encoding="utf-8")
 
 
-# -- item 14: a fetch has a size limit and an overall deadline --------------------------
+# -- a fetch has a size limit and an overall deadline --------------------------
 
 TRICKLE_GAP_S = 0.05  # the slow server's pause between bytes
 SERVER_CAP_BYTES = 256 * 1024 * 1024  # the endless server stops by itself past this
@@ -203,7 +202,7 @@ def test_run_refuses_an_endless_stream_and_keeps_the_ledger_untouched(
     assert cli.json("runs", "feed") == []
 
 
-# -- item 16: only `init` and `db upgrade` create a store ------------------------------
+# -- only `init` and `db upgrade` create a store ------------------------------
 
 
 def test_a_mistyped_sqlite_store_path_creates_nothing(tmp_path: Path) -> None:
@@ -240,7 +239,7 @@ def test_a_mistyped_sqlite_store_path_creates_nothing(tmp_path: Path) -> None:
     assert cli.json("runs", "p") == []
 
 
-# -- item 31: refused payloads are listed, and the refusal says where the bytes are ---------
+# -- refused payloads are listed, and the refusal says where the bytes are ---------
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -352,7 +351,7 @@ def test_refusals_say_where_the_bytes_are_and_archive_list_rejected_shows_them(
     cli("archive", "list", "p", "--rejected", "--from", "2026-08-01", expect=2)
 
 
-# -- item 15: the environment failing: one line naming the path and the fix ---------------
+# -- the environment failing: one line naming the path and the fix ---------------
 
 
 def _one_line(result: Any) -> str:
@@ -514,7 +513,7 @@ def test_config_file_a_folder_a_repeated_key_and_an_archive_file(tmp_path: Path)
     assert f"[archive] path {a_file} is a file, not a folder" in line
 
 
-# -- item 17: a PostgreSQL backend terminated mid-COPY: "connection lost", one line ---------
+# -- a PostgreSQL backend terminated mid-COPY: "connection lost", one line ---------
 
 
 def test_postgresql_backend_terminated_mid_copy_says_the_connection_was_lost(

@@ -1,4 +1,4 @@
-"""Issue 13, items 1-4: `run` never collapses a missed week, `backfill` fetches and
+"""`run` never collapses a missed week, `backfill` fetches and
 `assess` tells fetchable from lost, one backfill keeps one run id across an error and a
 kill, and "nothing to do" is a success everywhere. SQLite and PostgreSQL.
 
@@ -23,7 +23,15 @@ from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.model.timeutil import to_us
 from helpers import Cli, write_csv
-from pipeline.test_backfill import at, dump, error_line, outbox_rows, runs_by_kind, verified, zonings
+from pipeline.test_backfill import (
+    at,
+    dump,
+    error_line,
+    outbox_rows,
+    runs_by_kind,
+    verified,
+    zonings,
+)
 
 SRC = "larimer"
 KEY, OTHER = "0714-22-1", "0714-22-2"
@@ -64,7 +72,7 @@ WHOLE_WEEK = [
 ]
 
 
-# -- item 1: `run` with a missed week ---------------------------------------------------
+# -- `run` with a missed week ---------------------------------------------------
 
 
 def test_run_applies_every_waiting_publication_oldest_first_as_one_backfill(
@@ -81,7 +89,7 @@ def test_run_applies_every_waiting_publication_oldest_first_as_one_backfill(
     assert run["run_id"] == out["run_id"] and run["payloads"] == 9
     assert [r.topic for r in outbox_rows(workspace) if r.topic == "summary"] == ["summary"]
     assert cli.json("watermark", SRC)["published_at"] == at("2026-08-11")
-    # run again: nothing new, exit 0 (item 4)
+    # run again: nothing new, exit 0
     again = cli.json("run", SRC)
     assert again["status"] in ("already_applied", "nothing_to_do")
     assert len(runs_by_kind(cli, "backfill")) == 1 and verified(cli)
@@ -135,7 +143,7 @@ def test_run_with_the_newest_file_behind_the_watermark_is_nothing_to_do(
     assert zonings(cli)[-1] == (at("2026-08-20"), "MU-9")
 
 
-# -- item 2: assess / backfill fetch / archive add --------------------------------------
+# -- assess / backfill fetch / archive add --------------------------------------
 
 
 def test_assess_tells_archived_fetchable_and_unrecoverable_apart(cli: Cli, tmp_path: Path) -> None:
@@ -193,7 +201,7 @@ def test_archive_add_takes_several_files_or_a_folder_dated_by_name(
     assert one["published_at"] == at("2026-08-20") and one["created"]
 
 
-# -- item 3: one backfill, one run id ---------------------------------------------------
+# -- one backfill, one run id ---------------------------------------------------
 
 
 def _changed_keys(cli: Cli, run_id: str) -> list[tuple[str, str]]:
@@ -254,7 +262,7 @@ def test_a_request_beyond_the_interrupted_window_starts_a_new_run(
     assert wider["resumed"] == 0 and zonings(cli) == WHOLE_WEEK
 
 
-# -- item 4: nothing to do is a success -------------------------------------------------
+# -- nothing to do is a success -------------------------------------------------
 
 
 def test_reruns_are_idempotent_successes(cli: Cli, workspace: Workspace, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Issue 14 item 3: the pipeline modules of runs on one source hold no SQL and open no
+"""The pipeline modules of runs on one source hold no SQL and open no
 transaction or connection -- the ledger's storage functions do."""
 
 from __future__ import annotations

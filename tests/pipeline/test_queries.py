@@ -1,5 +1,5 @@
-"""Issue 13, queries and ledger command output (items 6, 15 [snapshot -o], 21, 22, 25
-[history table, snapshot column order], 26, 27), on SQLite and PostgreSQL.
+"""Queries and ledger command output (run id prefixes, changes, asof, gaps, snapshot -o,
+the history table, snapshot column order, future dates), on SQLite and PostgreSQL.
 
 The gap scenarios reuse test_backfill's outage: parcel 0714-22-1 of `larimer`
 (America/Denver) R-0 live on 08-02, then archived 08-04 R-1, 08-06 MU-2, 08-09 MU-3;
@@ -22,7 +22,7 @@ from feedledger.ledger.store import Store
 from helpers import Cli, write_csv
 from pipeline.test_backfill import KEY, SRC, archive, at, backfill, error_line, ingest_args, outage
 
-# -- item 21: run ids by any unique prefix ------------------------------------------------
+# -- run ids by any unique prefix ------------------------------------------------
 
 
 def _fake_runs(workspace: Workspace, *ids: str) -> None:
@@ -76,7 +76,7 @@ def test_run_id_prefix_is_accepted_everywhere_a_run_id_is_taken(
     assert report["retracted_runs"] == [backfilled["run_id"]]
 
 
-# -- item 22: changes --run lists held and superseded records ------------------------------
+# -- changes --run lists held and superseded records ------------------------------
 
 
 def test_changes_lists_unresolved_and_superseded_outcomes(cli: Cli, tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_changes_lists_unresolved_and_superseded_outcomes(cli: Cli, tmp_path: Pa
     ]
 
 
-# -- item 27: asof before anything was recorded ------------------------------------------
+# -- asof before anything was recorded ------------------------------------------
 
 
 def test_asof_before_anything_was_recorded_is_not_known(cli: Cli, tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_asof_before_anything_was_recorded_is_not_known(cli: Cli, tmp_path: Path
     assert "no entity" not in cli("snapshot", SRC, "--valid", "2026-08-02").stderr
 
 
-# -- item 6: one rule for standing gaps; next observed; snapshot inside a gap -------------
+# -- one rule for standing gaps; next observed; snapshot inside a gap -------------
 
 
 def _spans(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -220,7 +220,7 @@ def test_snapshot_inside_a_gap_warns_and_strict_refuses(cli: Cli, tmp_path: Path
     assert "warning" not in clean.stderr and "MU-2" in clean.stdout
 
 
-# -- item 15 (part): snapshot -o a directory ----------------------------------------------
+# -- snapshot -o a directory ----------------------------------------------
 
 
 def test_snapshot_output_a_directory_is_one_line_exit_2(cli: Cli, tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_snapshot_output_a_directory_is_one_line_exit_2(cli: Cli, tmp_path: Path
     assert len(parquet.stderr.strip().splitlines()) == 1 and parquet.stdout == ""
 
 
-# -- item 25 (part): history shows attributes whole; snapshot keeps the source's order ----
+# -- history shows attributes whole; snapshot keeps the source's order ----
 
 
 def test_history_table_wraps_long_attributes_instead_of_cutting(cli: Cli, tmp_path: Path) -> None:
@@ -308,7 +308,7 @@ def test_snapshot_json_sources_keep_the_payload_field_order(cli: Cli, tmp_path: 
     assert snap == ["z,id,m", "1,a,2.50", "3,b,4"]
 
 
-# -- item 26: future publisher dates and local times DST skips or repeats -----------------
+# -- future publisher dates and local times DST skips or repeats -----------------
 
 
 def test_future_publisher_date_is_refused_unless_allowed(cli: Cli, tmp_path: Path) -> None:

@@ -178,7 +178,7 @@ def test_bad_requests_fail_cleanly_and_change_nothing(
     cli("source", "add", "weld", "--key", "parcel")
     cases = [
         (["retract", "no-such-run"], 3, "unknown run id"),
-        # issue 13 item 4: nothing to do is a success (exit 0): see test_i13_recovery.py
+        # nothing to do is a success (exit 0): see pipeline/test_missed_publications.py
         (["backfill", SRC, "--from", "2026-08-11", "--to", "2026-08-03"], 2, "is after --to"),
         (["assess", SRC, "--from", "2026-08-11", "--to", "2026-08-03"], 2, "is after --to"),
         (["backfill", SRC, "--from", "2026-13-45", "--to", "2026-08-11"], 2, "cannot parse --from"),

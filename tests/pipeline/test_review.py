@@ -1,4 +1,4 @@
-"""Bursts held for review (issue 4): a live run far outside the source's normal volume is
+"""Bursts held for review: a live run far outside the source's normal volume is
 applied but its notifications are held; `review --release` sends them, `review --retract`
 retracts the run and they never go out. SQLite and PostgreSQL."""
 
@@ -73,7 +73,7 @@ def test_held_run_retracted_from_review_never_notifies(cli: Cli, tmp_path: Path)
     assert cli.json("watermark", "s")["published_at"].startswith("2026-08-03")
     statuses = {r["run_id"]: r["status"] for r in cli.json("runs", "s")}
     assert statuses[burst["run_id"]] == "retracted"
-    # nobody heard of the held run, so nobody hears of its retraction (issue 13, item 5)
+    # nobody heard of the held run, so nobody hears of its retraction
     assert [m["body"]["type"] for m in _lines(out)].count("retraction") == 0
     assert cli.json("notify", "status")["subscribers"][0]["cancelled"] == 30
 

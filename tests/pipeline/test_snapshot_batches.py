@@ -1,4 +1,4 @@
-"""Issue 17 target 1: the snapshot's fast path (an index-ordered scan kept in Arrow,
+"""The snapshot's fast path (an index-ordered scan kept in Arrow,
 attributes decoded column-wise, CSV/Parquet written a batch at a time) gives exactly
 what the former row-by-row path gave -- the ROW_NUMBER() "latest per key" query, one
 `json.loads` and one `csv.writer` row per entity -- over random histories with

@@ -1,4 +1,4 @@
-"""Issue 14 item 11: a benchmark run overwrites bench/results/<bench>-latest.json (kept in
+"""A benchmark run overwrites bench/results/<bench>-latest.json (kept in
 git) and leaves a stamped copy that git ignores."""
 
 from __future__ import annotations

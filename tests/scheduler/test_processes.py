@@ -158,7 +158,7 @@ def test_worker_killed_mid_backfill_is_taken_over_from_the_watermark(
         stop(procs)
     assert_once_and_in_turn(cli, ["alpha"])
     kinds = {r.run_id: r for r in select_all(cli, runs)}
-    # issue 13 item 3: the killed backfill is resumed under its own run id
+    # the killed backfill is resumed under its own run id
     (backfill,) = [r for r in kinds.values() if r.kind == "backfill"]
     assert backfill.status == "succeeded"
     assert [r["status"] for r in json.loads(backfill.resumptions)] == ["abandoned"]

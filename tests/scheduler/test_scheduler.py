@@ -80,7 +80,7 @@ def rows(cli: Cli, table: Any) -> list[Any]:
 
 
 def attributes(cli: Cli, version: Any) -> str | None:
-    """A version row's attribute text, canonical (stored compact, issue 17)."""
+    """A version row's attribute text, canonical (stored compact)."""
     store = Store(cli.ws.store_url)
     try:
         with store.engine.connect() as conn:

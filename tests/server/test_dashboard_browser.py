@@ -1,4 +1,4 @@
-"""The dashboard in a real Chromium (issue 16): Debian's `chromium` driven by Playwright
+"""The dashboard in a real Chromium: Debian's `chromium` driven by Playwright
 over `feedledger serve` on a free 127.0.0.1 port, the workspace built by the demo plus a
 gap, a backfill, a destination and a burst held for review. Each page opens without a
 console error (screenshots under tests/artefacts/dashboard/), the entity timeline has

@@ -1,4 +1,4 @@
-"""The dashboard's JSON and pages without a browser (issue 16): a source's publication
+"""The dashboard's JSON and pages without a browser: a source's publication
 calendar (api/calendar.py; one cell per expected publication day: live, backfill, held,
 retracted, gap, late, waiting, missed) on both backends, its endpoint's errors as
 problem details, the page shells (stable URLs, escaped parameters, CSP) and the static

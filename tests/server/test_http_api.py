@@ -1,8 +1,8 @@
-"""The HTTP API of `feedledger serve` (issue 16), over FastAPI's TestClient on SQLite
+"""The HTTP API of `feedledger serve`, over FastAPI's TestClient on SQLite
 and PostgreSQL: every endpoint, the same JSON as the CLI's --json, cursor pagination,
 problem details (404, 422, 401, 403) that leak no secret or outside path, writes
 recorded in the audit, a streamed snapshot. The real process (SIGTERM) is in
-test_i16_serve.py."""
+server/test_serve_process.py."""
 
 from __future__ import annotations
 

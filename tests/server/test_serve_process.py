@@ -1,4 +1,4 @@
-"""`feedledger serve` as a real process (issue 16): it binds a free 127.0.0.1 port
+"""`feedledger serve` as a real process: it binds a free 127.0.0.1 port
 (`--port 0`, the URL printed), answers /api/health, streams a snapshot, takes a write
 with the token of `--token-env`, and exits 0 on SIGTERM after closing the ledger."""
 

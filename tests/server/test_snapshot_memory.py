@@ -1,4 +1,4 @@
-"""A 1,000,000-row snapshot streamed by a real `feedledger serve` process (issue 16):
+"""A 1,000,000-row snapshot streamed by a real `feedledger serve` process:
 every row arrives, in order, and the server's resident memory grows by at most 100 MiB
 while it streams, in CSV and in JSON lines. The memory is the serving process's RSS,
 sampled by psutil every 20 ms over the request, against its RSS just before. No timing
@@ -12,7 +12,7 @@ and ~110 MiB more for numba, the same for 100k rows as for 1M (measured 2026-12-
 the libraries' first use, not the stream's.
 
 SQLite only: the stream's batches are the same on PostgreSQL (ledger/snapshot_rows.py,
-tests/test_i17_snapshot_batches.py runs both), and a 1M-row first load on PostgreSQL
+tests/pipeline/test_snapshot_batches.py runs both), and a 1M-row first load on PostgreSQL
 would cost this suite ~15 s more."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from feedledger.config import Workspace
 from helpers import migrate, start_serve
 
 ROWS = 1_000_000
-GROWTH_MIB = 100  # issue 16's bound
+GROWTH_MIB = 100  # the bound the dashboard's streaming was built to
 
 
 def _workspace(tmp_path: Path) -> Workspace:

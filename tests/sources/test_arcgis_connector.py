@@ -1,4 +1,4 @@
-"""Issue 15, the ArcGIS REST connector end to end: `source add --connector arcgis`, then
+"""The ArcGIS REST connector end to end: `source add --connector arcgis`, then
 `run` (and the scheduler) fetch the layer from the fake FeatureServer of
 tests/fakes/arcgis.py at its three flavours, archive it as ONE GeoJSON sequence with the
 layer's metadata in its sidecar, and apply it through the geo reader; bad answers fail

@@ -1,4 +1,4 @@
-"""Issue 15 (ArcGIS speed): the connector's pages asked ahead (sources/arcgis_query.py
+"""The connector's pages asked ahead (sources/arcgis_query.py
 `arcgis_ahead.PagesAhead`): the worker asks for the next page itself as soon as one is in (a few
 waiting at most), so the pages follow one another as in a plain download; nothing past
 the count is asked, and a server whose pages are shorter than the size asked (its

@@ -1,4 +1,4 @@
-"""Issue 15 (ArcGIS speed): `json_slices.split_features` (msgspec, the geometry skipped)
+"""`json_slices.split_features` (msgspec, the geometry skipped)
 slices a GeoJSON page's features exactly as `split_page` (the stdlib's scanner) does --
 same texts, same members, same type/id/properties -- or declines (None) where msgspec
 does not take the page, which `split_page` then answers as before."""

@@ -1,4 +1,4 @@
-"""Issue 15, portal connectors: Socrata and CKAN, through the CLI (`source add` + `run`)
+"""Portal connectors: Socrata and CKAN, through the CLI (`source add` + `run`)
 and the API (`src.run()`), against local fake portals (tests/fakes), on both backends."""
 
 from __future__ import annotations

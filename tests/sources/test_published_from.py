@@ -1,4 +1,4 @@
-"""Issue 14 items 4 and 7: `published_from` parsed once into a value; no import cycle
+"""`published_from` parsed once into a value; no import cycle
 inside sources/."""
 
 from __future__ import annotations

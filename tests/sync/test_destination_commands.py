@@ -1,8 +1,8 @@
-"""Issue 13, destinations: a rebuild that fails recording verdicts loses no batch and
-reconcile names the keys without a verdict (7), destination names validated (19),
-quoted table identifiers (20), `sync-explain` (23), live lag in `health` and rebuild
-progress lines (24), human output of reconcile / manifest show / sync --live --once
-(25), SIGTERM and failing transforms in `sync` (28), a non-UTF-8 --keys-from (15).
+"""Destinations: a rebuild that fails recording verdicts loses no batch and reconcile
+names the keys without a verdict, destination names validated, quoted table identifiers,
+`sync-explain`, live lag in `health` and rebuild progress lines, human output of
+reconcile / manifest show / sync --live --once, SIGTERM and failing transforms in `sync`,
+a non-UTF-8 --keys-from.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 items 1 and 3, the destinations feature: one folder (sync/), its tables on
+"""The destinations feature: one folder (sync/), its tables on
 the ledger's one MetaData without the ledger importing them, no SQL in its
 orchestration, and its reads of the ledger (sync/versions.py) giving exactly what the
 ledger's own rules (ledger/visibility.py) give, on a ledger with retractions, on SQLite
@@ -22,8 +22,8 @@ from feedledger.ledger.visibility import latest_per_key, visible
 from feedledger.sync import tables
 from feedledger.sync import versions as sync_versions
 from helpers import Cli
-from pipeline.test_backfill import SRC
 from ledger.test_visibility import _instants, _ledger_with_retractions
+from pipeline.test_backfill import SRC
 
 PACKAGE = Path(feedledger.__file__).parent
 SYNC_TABLES = ("destinations", "manifests", "manifest_keys", "sync_outcomes",
@@ -73,7 +73,7 @@ def test_sync_imports_only_downwards_and_its_orchestration_holds_no_sql() -> Non
 def _by_rule(conn: Any, k: int | None) -> dict[str, tuple[Any, ...]]:
     cols = ["key", "attributes", "revision", "deleted", "version_id", "valid_from", "fields_id"]
     stmt = latest_per_key(cols, versions.c.source == SRC, visible(versions, k))
-    text = Decoder(conn).text  # stored attribute texts are compact (issue 17)
+    text = Decoder(conn).text  # stored attribute texts are compact
     return {
         r[0]: (r[0], text(r[6], r[1]), r[2], bool(r[3]), int(r[4]), int(r[5]))
         for r in conn.execute(stmt)
