@@ -29,8 +29,8 @@ test: $(DEVSTAMP) lint typecheck unit
 # lint-imports: the contracts of docs/architecture.md ([tool.importlinter] in pyproject.toml):
 # layers point down, only storage modules import SQLAlchemy, the CLI calls only the API
 lint: $(DEVSTAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(DEVSTAMP)
