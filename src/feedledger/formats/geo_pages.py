@@ -25,7 +25,7 @@ reading unifies to, and the pages are joined only where that is known:
   cannot read: `observations` answers None and the caller reads the archived payload
   whole (`read_observations`), as replay and `archive reindex` do. Nothing is guessed.
 
-`tests/test_i15_geo_pages.py` checks the equality (hypothesis over awkward pages:
+`tests/formats/test_geo_pages.py` checks the equality (hypothesis over awkward pages:
 nulls, ints beside reals, a field missing on one page, booleans, big integers).
 """
 

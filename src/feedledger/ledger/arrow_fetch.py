@@ -20,7 +20,7 @@ own) read here once, and a process holding `ledger.db` open through two SQLite c
 corrupts it -- POSIX advisory locks are per process, so one copy's `close()` drops the
 other's locks, and a copy that believes it holds the last connection checkpoints and
 deletes the WAL under the other ("How To Corrupt An SQLite Database File", 2.2.1).
-tests/test_sqlite_single_library.py checks that no second SQLite is ever loaded.
+tests/ledger/test_sqlite_single_library.py checks that no second SQLite is ever loaded.
 
 Every batch is cast to `schema` (SQLite has no column types: a boolean comes back as
 an integer). The fetch runs in a thread of its own, PREFETCH batches ahead of the

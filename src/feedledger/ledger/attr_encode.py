@@ -22,7 +22,7 @@ columns alone:
 * After the last field: `"}` (a string last) or `}` (a null last, never in a codebook).
 
 A row whose values do hold such a character is encoded the general way (its canonical
-text, then `encode_series`), and put in its place. `tests/test_attr_encode.py` checks
+text, then `encode_series`), and put in its place. `tests/ledger/test_attribute_encode.py` checks
 both ways give the same texts, over random columns, values and codebooks.
 """
 

@@ -1,6 +1,6 @@
 """What `health` reports of one source from the ledger, read through one connection:
 frozen, the lease, runs held for review, the last fetch. `health` itself reads all
-sources at once (`ledger/health_rows`); tests/test_i16_health.py checks the two agree."""
+sources at once (`ledger/health_rows`); tests/pipeline/test_health.py checks the two agree."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Each rule has one SQLAlchemy-expression form (`visible`, `latest_rank`,
 `latest_per_key`), one SQL-text form for the hot paths that hand raw text to the
 driver (COPY, `exec_driver_sql`: `visible_sql`, `latest_per_key_sql`) and, for the
 known-at rule, a Python predicate over fetched rows (`is_visible`); all are derived
-from the definitions below and tested to agree (tests/test_i14_visibility.py).
+from the definitions below and tested to agree (tests/ledger/test_visibility.py).
 
 The latest-per-key rule has a streamed form too, for reading a whole source (a
 snapshot): `key_ordered_sql` scans the versions in the index's order (source, key,
