@@ -2,7 +2,7 @@
 `runs` (human and --json), `Ledger.runs`, `/api/runs`, `/api/sources/{s}` and
 `/api/runs/{id}`; a cascaded retraction marks every run it hit; a replay that retracts
 part of a run marks it partly retracted. SQLite and PostgreSQL. (The dashboard's runs
-table: test_dashboard_runs_and_ticks.py.)"""
+table: server/test_dashboard_runs_and_ticks.py.)"""
 
 from __future__ import annotations
 

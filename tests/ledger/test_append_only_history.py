@@ -6,7 +6,7 @@ retraction with `--cascade`, the backfill run again and a replay, no row of the 
 tables (versions, applications, gaps, outcomes) is ever deleted, and no column of one
 changes except its retraction mark (`retracted_at`, with `retracted_by` beside it where
 the table has one), which goes once from empty to set and then stays. Scenario and
-helpers: test_backfill.py.
+helpers: pipeline/test_backfill.py.
 """
 
 from __future__ import annotations

@@ -224,12 +224,11 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
     """Review has no lease: the release looks at the run (held), then settles it; a rival
     reviewer retracts it in between. The release must not mark the retracted run
     succeeded (it is decided again in the settling transaction)."""
-    from test_review import _burst
-    from test_review import _setup as review_setup
-
     from feedledger.ledger import holds
     from feedledger.model.errors import ConfigError
     from feedledger.pipeline.review import review
+    from pipeline.test_review import _burst
+    from pipeline.test_review import _setup as review_setup
 
     review_setup(cli, tmp_path)
     held = _burst(cli, tmp_path)["run_id"]

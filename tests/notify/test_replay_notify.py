@@ -3,7 +3,7 @@ transaction what it retracted and nobody was delivered yet (Invariant 11), tells
 was delivered any of it with ONE retraction notice, and sends everyone its one summary,
 which says what was retracted first. SQLite and PostgreSQL.
 
-The source is test_backfill's `larimer` (America/Denver): 08-02 applied live and
+The source is pipeline/test_backfill's `larimer` (America/Denver): 08-02 applied live and
 delivered, 08-03 applied live and fanned out but not delivered, 08-04 applied live and
 not fanned out; then `replay --from 08-02`.
 """

@@ -3,7 +3,7 @@ receivers on 127.0.0.1: Standard Webhooks signatures, retries with stable messag
 Retry-After, redelivery after a crash between sending and marking, dead letters and
 `notify retry`, what a backfill / retraction / correction announces, slow subscribers,
 source filters, file subscribers, removal, and bad input. No message is ever lost or
-duplicated in the store (`deliveries`). Scenario helpers: test_backfill.py.
+duplicated in the store (`deliveries`). Scenario helpers: pipeline/test_backfill.py.
 """
 
 from __future__ import annotations

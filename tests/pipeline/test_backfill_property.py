@@ -141,7 +141,7 @@ def standing_of(vs: list[Version]) -> Standing:
 
 
 def as_model(h: Standing) -> dict[str, list[tuple[int, str | None]]]:
-    """The standing history in test_property's naive-model shape."""
+    """The standing history in test_history_property's naive-model shape."""
     return {
         k: [
             ((vf - DAY0_US) // DAY_US, None if deleted else json.loads(attrs or "{}")["v"])

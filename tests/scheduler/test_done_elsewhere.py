@@ -1,6 +1,6 @@
 """A scheduler that loses a race is not failing: two schedulers attempt one source at
 the same tick, and the rival does the work just before the other takes the source's
-lease (test_lease_recheck.rival_before_lease). The loser's attempt is `done_elsewhere`:
+lease (ledger/test_lease_recheck.rival_before_lease). The loser's attempt is `done_elsewhere`:
 no failure counted, no backoff, shown so in the log line, `health` and the metrics.
 SQLite and PostgreSQL.
 """
