@@ -1,4 +1,4 @@
-"""Issue 17 target 5: `ledger/attr_encode.encode_rows` (stored texts made from a CSV
+"""Issue 17 target 5: `ledger/encoding/encode.encode_rows` (stored texts made from a CSV
 payload's string columns) gives exactly what the general way gives -- the canonical
 JSON object's text, then `Codebook.encode_series` over it -- for any columns, names,
 values (nulls, quotes, backslashes, control characters, braces, commas, non-ASCII,
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger.formats.canonical import columns_needing_escape, object_expr
-from feedledger.ledger.attr_codec import Codebook, all_gains, plan_book, row_segments
-from feedledger.ledger.attr_encode import encode_rows
+from feedledger.ledger.encoding.codec import Codebook, all_gains, plan_book, row_segments
+from feedledger.ledger.encoding.encode import encode_rows
 
 PLAIN = st.sampled_from(["a", "b", "owner", "", "é", "zone:", "x y", "c"])
 ODD = st.sampled_from(["x,y", 'q"t', "{", "}a", "n\\m", "t\x01"])  # encoded the general way

@@ -1,5 +1,5 @@
 """Issue 17 (versions <= 200 bytes): codebooks with value segments (two-byte tokens for a
-field's frequent values, ledger/attr_codec.py) decode to exactly the canonical text,
+field's frequent values, ledger/encoding/codec.py) decode to exactly the canonical text,
 whether written by the codec or by migration 0011's SQL; `change` stored as a code;
 migration 0011 converts a store in the 0010 layout (and back), on both backends."""
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
-from feedledger.ledger.attr_codec import (
+from feedledger.ledger.encoding.codec import (
     PAIR_TOKENS,
     PREFIXES,
     Codebook,
@@ -29,7 +29,7 @@ from feedledger.ledger.attr_codec import (
     plan_book,
     value_gains,
 )
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding.codebooks import Decoder
 from feedledger.ledger.schema import CHANGE_NAMES
 from helpers import BACKENDS, Cli, backend_store
 from test_i17_versions import FIXTURE, _load_previous_release, canonical

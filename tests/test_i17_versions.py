@@ -1,5 +1,5 @@
 """Issue 17 (compact versions): attribute texts stored against per-source codebooks
-(ledger/attr_codec.py, ledger/codebooks.py) decode to exactly the canonical JSON they
+(ledger/encoding/codec.py, ledger/encoding/codebooks.py) decode to exactly the canonical JSON they
 were; queries answer the same JSON as the previous release; migration 0010 converts a
 store the previous release populated, on both backends."""
 
@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from feedledger.config import Workspace
-from feedledger.ledger import codebooks
+from feedledger.ledger.encoding import codebooks
 from feedledger.ledger import engine as eng
-from feedledger.ledger.attr_codec import TOKENS, Codebook, covers, gains, plan, row_patterns
+from feedledger.ledger.encoding.codec import TOKENS, Codebook, covers, gains, plan, row_patterns
 from helpers import BACKENDS, Cli, backend_store, migrate, write_csv
 
 FIXTURE = Path(__file__).parent / "fixtures" / "i17_prev_release"

@@ -1,4 +1,4 @@
-"""ledger/pg_copy.py (issue 17 target 1, PostgreSQL): a query's rows read by COPY
+"""ledger/readers/pg_copy.py (issue 17 target 1, PostgreSQL): a query's rows read by COPY
 binary through the ADBC driver are exactly what the psycopg path
 (`arrow_fetch._dbapi`) and psycopg's own rows give -- texts with quotes, commas,
 newlines, carriage returns, backslashes, control characters 1-31, any unicode, empty
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import feedledger as fl
 from feedledger.config import Workspace
-from feedledger.ledger import arrow_fetch, pg_copy
+from feedledger.ledger.readers import arrow_fetch, pg_copy
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import key_ordered_sql, visible_sql
 from helpers import migrate, write_csv

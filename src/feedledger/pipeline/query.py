@@ -44,7 +44,7 @@ def instant_end(src: SourceConfig, text: str | None, what: str) -> int | None:
 def history(
     ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | int | None
 ) -> list[Version]:
-    from feedledger.ledger import entity_read
+    from feedledger.ledger.readers import entity_read
 
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
@@ -78,7 +78,8 @@ def asof(
     with `gap` None and that observation as `next_observed`. These three answers hold
     for every key; otherwise a key the source never had is a NotFoundError, as in
     `history`."""
-    from feedledger.ledger import entity_read, gaps
+    from feedledger.ledger import gaps
+    from feedledger.ledger.readers import entity_read
 
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")

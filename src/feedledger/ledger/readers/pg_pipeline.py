@@ -39,6 +39,8 @@ def _connect(store: Store) -> Any:
     fairy.detach()  # ours now: the pool neither resets nor hands it out again
     conn.rollback()  # the pre-ping's transaction
     conn.autocommit = True
+    if release not in store.closers:
+        store.closers.append(release)
     return conn
 
 

@@ -10,7 +10,7 @@ Python tuple each) costs more than everything after it. Here:
   columns in one call (`pa.array` of the row tuples as a struct: the transpose is
   Arrow's, in C);
 * PostgreSQL: `COPY (...) TO STDOUT (FORMAT binary)` read by the ADBC PostgreSQL
-  driver into Arrow in C (`ledger.pg_copy`; the psycopg server-side cursor it replaced
+  driver into Arrow in C (`ledger.readers.pg_copy`; the psycopg server-side cursor it replaced
   cost the client about twice the CPU: bench/README.md, "PostgreSQL bulk read");
 * anything else (an in-memory SQLite, a small PostgreSQL store): the DB-API cursor,
   `fetchmany` of `batch` rows, converted the same way.
@@ -57,7 +57,7 @@ def batches(
     if store.dialect == "postgresql":
         if _versions_bytes(store) < COPY_FROM_BYTES:
             return ahead(_dbapi(store, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
-        from feedledger.ledger import pg_copy
+        from feedledger.ledger.readers import pg_copy
 
         found = pg_copy.batches(store, sql, params, schema, batch)
         return ahead(found, depth=PREFETCH, name=_NAME)
@@ -65,7 +65,7 @@ def batches(
     return _dbapi(store, sql, params, schema, batch)
 
 
-# PostgreSQL: COPY through the ADBC driver (ledger/pg_copy.py) costs ~75 ms a read to
+# PostgreSQL: COPY through the ADBC driver (ledger/readers/pg_copy.py) costs ~75 ms a read to
 # set up (its own connection and the type catalogue) and saves ~0.7 client CPU s a
 # million versions over the psycopg cursor: worth it once the versions table is big
 # (~50k versions); a small store reads by the cursor, which starts at once
