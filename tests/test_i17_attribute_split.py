@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from feedledger.formats.canonical import RawNumber, canonical
-from feedledger.ledger.readers import snapshot_rows
+from feedledger.ledger.encoding.codebooks import choose
 from feedledger.ledger.encoding.codec import Codebook, field_tokens, gains, plan, plan_book
 from feedledger.ledger.encoding.columns import (
     UnknownField,
@@ -27,7 +27,7 @@ from feedledger.ledger.encoding.columns import (
     text_columns,
     with_codebooks,
 )
-from feedledger.ledger.encoding.codebooks import choose
+from feedledger.ledger.readers import snapshot_rows
 from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.pipeline import snapshot_writers

@@ -197,7 +197,9 @@ def test_without_numba_the_general_path_writes_the_same(monkeypatch: pytest.Monk
 
     texts = [canonical({"a": f"v{i}", "b": RawNumber("1"), "c": 'x, "y"'}) for i in range(5)]
     batch = _batch(texts, [Codebook(['{"a":"', '","b":', ',"c":"', '"}'])], [0] * 5)
-    monkeypatch.setitem(sys.modules, "feedledger.ledger.encoding.render_kernel", None)  # ImportError
+    monkeypatch.setitem(
+        sys.modules, "feedledger.ledger.encoding.render_kernel", None
+    )  # ImportError
     assert snapshot_spliced.stored_render.csv_lines(batch, ["a", "b", "c"]) is None
     assert _csv([batch], []) == old_csv(texts, [])
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
+from feedledger.ledger.encoding.codebooks import Decoder
 from feedledger.ledger.encoding.codec import (
     PAIR_TOKENS,
     PREFIXES,
@@ -29,7 +30,6 @@ from feedledger.ledger.encoding.codec import (
     plan_book,
     value_gains,
 )
-from feedledger.ledger.encoding.codebooks import Decoder
 from feedledger.ledger.schema import CHANGE_NAMES
 from helpers import BACKENDS, Cli, backend_store
 from test_i17_versions import FIXTURE, _load_previous_release, canonical

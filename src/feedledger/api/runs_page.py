@@ -149,8 +149,8 @@ class RunDetail:
 
 def run_detail(led: Ledger, run_id: str) -> RunDetail:
     """The run `run_id` (or a unique prefix; NotFoundError if none)."""
-    from feedledger.ledger.views import run_page
     from feedledger.ledger import runs as runs_table
+    from feedledger.ledger.views import run_page
 
     whole = led.resolve_run(run_id)
     store = led.context.store

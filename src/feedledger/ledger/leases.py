@@ -26,6 +26,7 @@ from feedledger.ledger import runs
 from feedledger.ledger.schema import freezes, leases
 from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
+from feedledger.timing import stage
 
 if TYPE_CHECKING:
     from feedledger.ledger.store import Store
@@ -222,8 +223,6 @@ def leased_run(
     another run did the work in between."""
     run_id = resume_run_id or str(uuid.uuid4())
     run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
-    from feedledger.timing import stage
-
     with stage("lease"):
         acquire(
             store,

@@ -128,4 +128,4 @@ def settle(
         only_from = "held" if still_held else None
         if not runs.set_status(conn, run_id, run_status, only_from=only_from):
             return None
-        return notices.move(conn, run_id, from_status="held", to_status=notifications_to)
+        return move(conn, run_id, from_status="held", to_status=notifications_to)

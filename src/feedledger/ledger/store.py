@@ -180,10 +180,10 @@ class Store:
     def _insert_new(self, table: Any) -> Any:
         """INSERT that does nothing where a row would break a unique constraint."""
         if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
+            from sqlalchemy.dialects.postgresql import insert as pg_insert  # lazy: one backend's
 
             return pg_insert(table).on_conflict_do_nothing()
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert  # lazy: one backend's
 
         return sqlite_insert(table).on_conflict_do_nothing()
 

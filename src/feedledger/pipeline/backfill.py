@@ -35,8 +35,8 @@ from feedledger import faults
 from feedledger.context import Context
 from feedledger.formats import read_observations
 from feedledger.ledger import leases, runs
-from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.backfill_runs import resumable
+from feedledger.ledger.leases import LeasedRun
 from feedledger.ledger.retraction import Retracted, Scope, retract_scope
 from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date

@@ -155,7 +155,7 @@ def load(store: Store, source: str) -> dict[int, Codebook]:
 def decode_arrow(books: dict[int, Codebook], fields_ids: Any, stored: Any) -> Any:
     """A column of stored texts (Arrow), canonical, each by its row's codebook
     (`fields_ids`, an Arrow column; null: already canonical)."""
-    import pyarrow.compute as pc  # here: an ingest imports this module, and never needs it
+    import pyarrow.compute as pc  # lazy: an ingest imports this module, and never needs it
 
     ids = [i for i in pc.unique(fields_ids).to_pylist() if i is not None]
     if not ids:

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from feedledger.ledger.encoding import render_tables
 from feedledger.ledger.encoding.columns import stored_form
 from feedledger.ledger.encoding.split import text_bytes, text_offsets
 
@@ -95,8 +96,6 @@ def _inputs(
 ) -> Iterator[tuple[Ints | None, npt.NDArray[np.uint8], Ints, Any]]:
     """Per group: its rows, its texts' bytes and offsets, and its codebook's tables
     for `columns` -- what the compiled loops take."""
-    from feedledger.ledger.encoding import render_tables
-
     for rows, texts, book in groups:
         t = render_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
         data, offsets = _bytes(texts)

@@ -46,7 +46,7 @@ def _connect(store: Store) -> Any:
 
 def fetch(store: Store, statements: list[str], params: dict[str, Any]) -> list[list[Any]]:
     """Each statement's rows (named parameters from `params`), in one round trip."""
-    import psycopg
+    import psycopg  # lazy: an SQLite store never loads psycopg
 
     conns = _connections()
     for attempt in (1, 2):

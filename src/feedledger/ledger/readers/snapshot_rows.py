@@ -33,8 +33,8 @@ from sqlalchemy import select
 
 from feedledger.ahead import ahead
 from feedledger.ledger.encoding import codebooks
-from feedledger.ledger.readers import arrow_fetch
 from feedledger.ledger.encoding.columns import with_codebooks
+from feedledger.ledger.readers import arrow_fetch
 from feedledger.ledger.schema import applications, payloads
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
