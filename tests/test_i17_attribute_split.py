@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from feedledger.formats.canonical import RawNumber, canonical
-from feedledger.ledger.encoding.codebooks import choose
+from feedledger.ledger.encoding import choose
 from feedledger.ledger.encoding.codec import Codebook, field_tokens, gains, plan, plan_book
 from feedledger.ledger.encoding.columns import (
     UnknownField,

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
-from feedledger.ledger.encoding.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.encoding.codec import (
     PAIR_TOKENS,
     PREFIXES,

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, and_, func, or_, select, text
 
-from feedledger.ledger.encoding.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.records import Change, Version, geometry_changed
 from feedledger.ledger.schema import CHANGE_NAMES, applications, outcomes, payloads, versions
 from feedledger.ledger.store import Store

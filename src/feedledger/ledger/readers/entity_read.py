@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedledger.ledger.encoding.codebooks import decode_with
+from feedledger.ledger.encoding import decode_with
 from feedledger.ledger.readers import pg_pipeline
 from feedledger.ledger.records import Gap, Version
 from feedledger.ledger.schema import CHANGE_NAMES
