@@ -14,6 +14,10 @@ a new run -- when that run is:
 
 Each resumption appends `{"status", "error", "interrupted_at", "resumed_at"}` (what the
 run was when it stopped, and when it went on) to the run's `resumptions`.
+
+A backfill's or replay's last transaction (`close_run`): gap records for the days the
+archive lacks and ONE summary notification, idempotent per run (a resumed run that
+queued its summary before it stopped does not queue it again).
 """
 
 from __future__ import annotations

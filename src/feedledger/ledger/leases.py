@@ -1,11 +1,25 @@
 """Per-source leases stored in the ledger (Invariant 7: at most one run per source).
 
-A lease row names its holder (`host:pid:token:start`, ledger/leases.py), the run and
+A lease row names its holder (`host:pid:token:start`, `new_holder`), the run and
 an expiry. It is taken in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL:
 SELECT ... FOR UPDATE), checked again inside every payload transaction (a fencing
 check: a holder that lost its lease cannot commit), and released at the end. A lease
 whose expiry has passed, or whose holder is a dead process on this same host, may be
 taken over; the runs it left `running` are marked `abandoned`.
+
+Holders (`new_holder`, `holder_dead`; a claim on deliveries, notify/, is held the same
+way): `host:pid:token:start`, `start` being the process's start time as the kernel
+counts it (Linux: field 22 of /proc/<pid>/stat; empty where there is no /proc). A
+holder whose process no longer runs on this host is dead, and what it held may be
+taken over at once instead of waiting for its expiry. Dead means: no such process, a
+zombie (killed and not yet reaped by its parent: `kill(pid, 0)` still succeeds for
+it), or the pid now belongs to another process (its start time differs from the one
+recorded). Holders written before the start time was recorded (`host:pid:token`) are
+judged by the pid alone.
+
+Source freezes (`freeze`, `thaw`, `frozen`): while a source is frozen its live runs are
+refused (checked when a live run takes the source's lease); backfill, replay and
+retraction are allowed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Outbox rows -- a payload's change set, a backfill's summary, a retraction's notice --
 written in the transaction of the work they announce; fanned out and delivered later by
-the notification layer (notify/)."""
+the notification layer (notify/).
+
+A live run held for review (an unusual burst of changes): its notifications wait in
+the outbox as `held` until the run is released or retracted. Settling the hold
+(`settle`) moves them and sets the run's status in one transaction."""
 
 from __future__ import annotations
 

@@ -2,6 +2,10 @@
 
 Engines, the payload index, watermarks, applications and run bookkeeping. The payload
 transaction itself is in ledger/payload_txn.py.
+
+The CRS a GIS source's ledger is stated in (`payload_crs`): the CRS recorded
+(`payloads.crs`) for the payload at its watermark -- the last one applied and standing.
+A payload stating another CRS is refused whole, never reprojected (`crs_refusal`).
 """
 
 from __future__ import annotations

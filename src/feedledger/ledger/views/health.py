@@ -1,8 +1,13 @@
 """What `health` reads of the ledger for many sources at once, through one connection
 and a fixed number of statements (one per table, whatever the number of sources): the
 watermark, the scheduler's state, frozen, the lease, runs held for review, the last
-fetch and the standing gaps. `ledger/views/health.source_facts` and the per-source readers
-answer the same for one source; `pipeline/health` turns these rows into its report."""
+fetch and the standing gaps (`health_rows`). `source_facts` below and the per-source
+readers answer the same for one source; `pipeline/health` turns these rows into its
+report.
+
+`source_facts`: what `health` reports of one source from the ledger, read through one
+connection: frozen, the lease, runs held for review, the last fetch;
+tests/test_i16_health.py checks the two agree."""
 
 from __future__ import annotations
 
