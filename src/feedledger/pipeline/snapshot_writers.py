@@ -264,13 +264,13 @@ _SAMPLE_FIELDS = ("a", "b", "n")
 
 
 def _load(fmt: str) -> None:
-    from feedledger.ledger.encoding import render as stored_render
+    from feedledger.ledger.encoding import render
 
     try:
         if fmt == "csv":
-            stored_render.csv_lines(_sample(), list(_SAMPLE_FIELDS))
+            render.csv_lines(_sample(), list(_SAMPLE_FIELDS))
         else:
-            stored_render.string_columns(_sample(), list(_SAMPLE_FIELDS))
+            render.string_columns(_sample(), list(_SAMPLE_FIELDS))
     except Exception:  # only a head start: the export meets any error itself
         _LOADED.discard(fmt)
 
