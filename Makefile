@@ -52,7 +52,7 @@ bench: $(DEVSTAMP)
 
 # The peers (dlt, dbt) live in their own virtual environment, never mixed with ours;
 # created once (stamp file). Registry only: their telemetry is off in bench/peers/.
-# polars: histories.py decodes feedledger's stored attributes with ledger/attr_codec.py.
+# polars: histories.py decodes feedledger's stored attributes with ledger/encoding/codec.py.
 PEERS := bench/.peers
 PEERS_STAMP := $(PEERS)/.installed
 

@@ -86,7 +86,7 @@ def child(url: str, method: str, batch: int) -> dict[str, Any]:
 
     import pyarrow as pa
 
-    from feedledger.ledger import arrow_fetch, pg_copy, snapshot_rows
+    from feedledger.ledger.readers import arrow_fetch, pg_copy, snapshot_rows
     from feedledger.ledger.store import Store
     from feedledger.ledger.visibility import key_ordered_sql, visible_sql
 

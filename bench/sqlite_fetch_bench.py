@@ -1,5 +1,5 @@
 """The SQLite snapshot's fetch alone (issue 17 target 4's "1 day vs 30 days"): the
-query `snapshot_rows.batches` sends, read as `ledger.arrow_fetch` reads it (the sqlite3
+query `snapshot_rows.batches` sends, read as `ledger.readers.arrow_fetch` reads it (the sqlite3
 module's cursor, each `fetchmany` turned into an Arrow batch) in this process, no
 per-key pass and no writer, so the store's share of a snapshot shows.
 
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from feedledger.ledger import arrow_fetch
-from feedledger.ledger import snapshot_rows as sr
+from feedledger.ledger.readers import arrow_fetch
+from feedledger.ledger.readers import snapshot_rows as sr
 from feedledger.ledger.visibility import key_ordered_sql, visible_sql
 
 

@@ -46,7 +46,8 @@ import pyarrow as pa
 # feedledger's codebook decoder, loaded from its file: the peers' environment has no
 # feedledger (importing the package would import all of it); the module needs polars
 # only, which the Makefile installs there too
-_CODEC = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "ledger" / "attr_codec.py"
+_ENCODING = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "ledger" / "encoding"
+_CODEC = _ENCODING / "codec.py"
 _spec = importlib.util.spec_from_file_location("feedledger_attr_codec", _CODEC)
 assert _spec is not None and _spec.loader is not None
 attr_codec = importlib.util.module_from_spec(_spec)

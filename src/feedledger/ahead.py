@@ -8,7 +8,7 @@ exception in the worker is raised in the reader, at its place in the stream. A r
 that stops early (closes the generator) stops the worker: its next `put` raises
 `Stopped`, which ends the thread quietly. `ahead(items)` runs an iterator that way.
 
-Used by the snapshot's store fetch (ledger/arrow_fetch.py, ledger/snapshot_rows.py)
+Used by the snapshot's store fetch (ledger/readers/arrow_fetch.py, ledger/readers/snapshot_rows.py)
 and the HTTP snapshot's writer thread (api/snapshot_stream.py).
 """
 

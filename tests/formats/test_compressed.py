@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from feedledger.config import make_source
 from feedledger.formats import read_observations
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.schema import metadata
 from feedledger.ledger.store import Store
 from feedledger.model.errors import BadPayloadError

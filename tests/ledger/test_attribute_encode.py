@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger.formats.canonical import columns_needing_escape, object_expr
-from feedledger.ledger.attr_codec import Codebook, all_gains, plan_book, row_segments
-from feedledger.ledger.attr_encode import encode_rows
+from feedledger.ledger.encoding import encode_rows
+from feedledger.ledger.encoding.codec import Codebook, all_gains, plan_book, row_segments
 
 PLAIN = st.sampled_from(["a", "b", "owner", "", "é", "zone:", "x y", "c"])
 ODD = st.sampled_from(["x,y", 'q"t', "{", "}a", "n\\m", "t\x01"])  # encoded the general way

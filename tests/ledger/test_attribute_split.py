@@ -19,15 +19,15 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from feedledger.formats.canonical import RawNumber, canonical
-from feedledger.ledger import snapshot_rows
-from feedledger.ledger.attr_codec import Codebook, field_tokens, gains, plan, plan_book
-from feedledger.ledger.attribute_columns import (
+from feedledger.ledger.encoding import choose
+from feedledger.ledger.encoding.codec import Codebook, field_tokens, gains, plan, plan_book
+from feedledger.ledger.encoding.columns import (
     UnknownField,
     batch_frame,
     text_columns,
     with_codebooks,
 )
-from feedledger.ledger.codebooks import choose
+from feedledger.ledger.readers import snapshot_rows
 from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.pipeline import snapshot_writers
@@ -130,7 +130,7 @@ def test_field_tokens_expand_value_segments(monkeypatch: pytest.MonkeyPatch) -> 
     """A value segment's token expands to its pattern's token and the value's text (the
     pattern itself where the codebook has no token for it): such texts are split, not
     parsed."""
-    from feedledger.ledger import attribute_columns
+    from feedledger.ledger.encoding import columns as attribute_columns
 
     book = Codebook(['"}', '{"n":', ',"x":"'], ['{"n":12', ',"x":"R-1', '","z":"ab'])
     got = field_tokens(book)
@@ -158,7 +158,7 @@ def test_field_tokens_expand_value_segments(monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_common_case_is_split_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     """A flat record of strings, numbers, booleans and nulls, escapes included, never
     reaches the JSON path."""
-    from feedledger.ledger import attribute_columns
+    from feedledger.ledger.encoding import columns as attribute_columns
 
     records = [
         {"a": f"v{i}", "b": RawNumber("2.50"), "c": None, "d": True, "e": 'x "y" \\ é\n'}

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from feedledger.ledger import engine as eng
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from helpers import BACKENDS, Cli, backend_store, write_csv
 from ledger.test_compact_versions import _load_previous_release
 

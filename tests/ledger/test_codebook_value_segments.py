@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
-from feedledger.ledger.attr_codec import (
+from feedledger.ledger.encoding import Decoder
+from feedledger.ledger.encoding.codec import (
     PAIR_TOKENS,
     PREFIXES,
     Codebook,
@@ -29,7 +30,6 @@ from feedledger.ledger.attr_codec import (
     plan_book,
     value_gains,
 )
-from feedledger.ledger.codebooks import Decoder
 from feedledger.ledger.schema import CHANGE_NAMES
 from helpers import BACKENDS, Cli, backend_store
 from ledger.test_compact_versions import FIXTURE, _load_previous_release, canonical

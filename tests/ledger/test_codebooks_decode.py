@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from feedledger.ledger.attr_codec import plan_book
-from feedledger.ledger.codebooks import decode_arrow
+from feedledger.ledger.encoding import decode_arrow
+from feedledger.ledger.encoding.codec import plan_book
 
 TEXTS = [f'{{"a":"x{i}","b":"y"}}' for i in range(5)]
 

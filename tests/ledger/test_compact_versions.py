@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from feedledger.config import Workspace
-from feedledger.ledger import codebooks
 from feedledger.ledger import engine as eng
-from feedledger.ledger.attr_codec import TOKENS, Codebook, covers, gains, plan, row_patterns
+from feedledger.ledger.encoding import codebooks
+from feedledger.ledger.encoding.codec import TOKENS, Codebook, covers, gains, plan, row_patterns
 from helpers import BACKENDS, Cli, backend_store, migrate, write_csv
 
 FIXTURE = Path(__file__).parent / "fixtures" / "previous_release_store"

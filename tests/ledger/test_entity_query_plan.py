@@ -14,7 +14,8 @@ import pytest
 
 import feedledger as fl
 from feedledger.config import Workspace
-from feedledger.ledger import entity_read, queries
+from feedledger.ledger import queries
+from feedledger.ledger.readers import entity_read
 from helpers import BACKENDS, backend_store, migrate
 
 N = 3000
@@ -89,14 +90,14 @@ def test_the_read_answers_as_the_queries_it_replaced(led: Any) -> None:
 
 @pytest.mark.parametrize("led", ["postgresql"], indirect=True)  # PostgreSQL's own reader
 def test_a_postgresql_reading_connection_ended_by_the_server_is_replaced(led: Any) -> None:
-    """The thread's own reading connection (ledger/pg_reader.py), terminated by the
+    """The thread's own reading connection (ledger/readers/pg_pipeline.py), terminated by the
     server between two reads: the next read opens a new one and answers."""
     store = led.context.store
     assert store.dialect == "postgresql"
-    from feedledger.ledger import pg_reader
+    from feedledger.ledger.readers import pg_pipeline
 
     before = entity_read.read(store, "s", ['["7"]']).versions
-    conn = pg_reader._connections()[store]
+    conn = pg_pipeline._connections()[store]
     admin = store.engine.raw_connection()
     try:
         cur = admin.cursor()
@@ -107,4 +108,4 @@ def test_a_postgresql_reading_connection_ended_by_the_server_is_replaced(led: An
     # the client does not know yet: the read fails on it, drops it and reads again
     assert not conn.closed
     assert entity_read.read(store, "s", ['["7"]']).versions == before
-    assert pg_reader._connections()[store] is not conn
+    assert pg_pipeline._connections()[store] is not conn

@@ -224,7 +224,7 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
     """Review has no lease: the release looks at the run (held), then settles it; a rival
     reviewer retracts it in between. The release must not mark the retracted run
     succeeded (it is decided again in the settling transaction)."""
-    from feedledger.ledger import holds
+    from feedledger.ledger import notices
     from feedledger.model.errors import ConfigError
     from feedledger.pipeline.review import review
     from pipeline.test_review import _burst
@@ -232,7 +232,7 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
 
     review_setup(cli, tmp_path)
     held = _burst(cli, tmp_path)["run_id"]
-    real = holds.settle
+    real = notices.settle
     rival: list[Any] = []
 
     def settle(*args: Any, **kwargs: Any) -> Any:
@@ -242,7 +242,7 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
                 rival[0] = review(other, held, release=False, retract=True)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(holds, "settle", settle)
+    monkeypatch.setattr(notices, "settle", settle)
     with (
         Context(Workspace.load(workspace.config_path)) as ctx,
         pytest.raises(ConfigError, match=r"no longer held for review \(status retracted\)"),
@@ -260,13 +260,13 @@ def test_a_run_that_wrote_anything_is_finished_not_removed(
 ) -> None:
     """`leases.NOTHING` removes only a run nothing names: one that recorded a gap is
     finished `succeeded` as usual (runs.discard refuses it)."""
-    from feedledger.ledger import gap_entry
+    from feedledger.ledger import manual_gaps
 
     setup(cli, tmp_path, [])
     with Context(Workspace.load(workspace.config_path)) as ctx:
         store = ctx.store
         with leases.leased_run(store, SRC, "manual") as run:
-            gap_entry.record_by_hand(
+            manual_gaps.record_by_hand(
                 store, SRC, "America/Denver", denver("2026-08-05"), denver("2026-08-06"),
                 "2026-08-05", reason="outage", holder=run.holder, run_id=run.run_id,
             )  # fmt: skip

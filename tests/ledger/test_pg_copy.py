@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import feedledger as fl
 from feedledger.config import Workspace
-from feedledger.ledger import arrow_fetch, pg_copy
+from feedledger.ledger.readers import arrow_fetch, pg_copy
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import key_ordered_sql, visible_sql
 from helpers import migrate, write_csv

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedledger.formats.canonical import RawNumber, canonical
-from feedledger.ledger.attr_codec import Codebook, gains, plan, plan_book
-from feedledger.ledger.attribute_columns import with_codebooks
+from feedledger.ledger.encoding.codec import Codebook, gains, plan, plan_book
+from feedledger.ledger.encoding.columns import with_codebooks
 from feedledger.pipeline import snapshot_spliced, snapshot_writers
 from helpers import old_csv, refused_or, top_patterns
 
@@ -177,7 +177,7 @@ def test_a_field_outside_the_columns_is_refused() -> None:
 def test_an_uncachable_kernel_is_compiled_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """No writable cache location: numba's "no locator" error means no cache, not a
     failure."""
-    from feedledger.ledger import stored_kernel
+    from feedledger.ledger.encoding import render_kernel
 
     calls: list[dict[str, Any]] = []
 
@@ -187,8 +187,8 @@ def test_an_uncachable_kernel_is_compiled_in_process(monkeypatch: pytest.MonkeyP
             raise RuntimeError("cannot cache function 'f': no locator available for file")
         return lambda fn: fn
 
-    monkeypatch.setattr(stored_kernel.numba, "njit", njit)
-    assert stored_kernel._jit(len)("abc") == 3
+    monkeypatch.setattr(render_kernel.numba, "njit", njit)
+    assert render_kernel._jit(len)("abc") == 3
     assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]
 
 
@@ -197,7 +197,9 @@ def test_without_numba_the_general_path_writes_the_same(monkeypatch: pytest.Monk
 
     texts = [canonical({"a": f"v{i}", "b": RawNumber("1"), "c": 'x, "y"'}) for i in range(5)]
     batch = _batch(texts, [Codebook(['{"a":"', '","b":', ',"c":"', '"}'])], [0] * 5)
-    monkeypatch.setitem(sys.modules, "feedledger.ledger.stored_kernel", None)  # ImportError
+    monkeypatch.setitem(
+        sys.modules, "feedledger.ledger.encoding.render_kernel", None
+    )  # ImportError
     assert snapshot_spliced.stored_render.csv_lines(batch, ["a", "b", "c"]) is None
     assert _csv([batch], []) == old_csv(texts, [])
 

@@ -1,6 +1,6 @@
 """Writing a wide CSV payload costs work linear in its columns, not quadratic: the
 payload's transaction once rebuilt polars' schema of every column for each column
-(`ledger/attr_encode.encode_rows`), 11.5 s for 3 rows x 4,000 columns.
+(`ledger/encoding/encode.encode_rows`), 11.5 s for 3 rows x 4,000 columns.
 
 Not timed: the test counts the Python function calls (pure and built-in, every thread)
 of a whole `ingest` at two widths eight times apart. Linear work makes at most about

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from feedledger.ledger.holders import new_holder
+from feedledger.ledger.leases import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import deliveries, fanout

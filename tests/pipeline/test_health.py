@@ -15,7 +15,7 @@ import feedledger as fl
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import gaps, leases, schedule_state
-from feedledger.ledger.facts import source_facts
+from feedledger.ledger.views.health import source_facts
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, to_us

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from feedledger.formats.canonical import RawNumber, canonical
-from feedledger.ledger import snapshot_rows
-from feedledger.ledger.attribute_columns import text_columns
+from feedledger.ledger.encoding.columns import text_columns
+from feedledger.ledger.readers import snapshot_rows
 from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key_sql, visible_sql

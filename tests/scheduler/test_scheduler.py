@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.schema import applications, gaps, outbox, versions
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import parse_instant, to_us

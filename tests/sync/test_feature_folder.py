@@ -15,7 +15,7 @@ from sqlalchemy import select
 import feedledger
 from feedledger.config import Workspace
 from feedledger.ledger import schema
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.schema import metadata, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key, visible

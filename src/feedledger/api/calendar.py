@@ -79,7 +79,7 @@ def calendar(
 ) -> Calendar:
     """The calendar of `source` from `start` to `end` (inclusive; defaults: its first
     publication or gap, and today in its timezone), at most MAX_DAYS days (the last)."""
-    from feedledger.ledger.calendar_rows import applied_payloads
+    from feedledger.ledger.views.calendar import applied_payloads
 
     src = ledger.source(source)
     cfg, tz = src.config, src.config.timezone

@@ -46,7 +46,7 @@ def frame(versions: Sequence[Version], key_fields: Sequence[str], *, geo: bool) 
     import polars as pl
     import pyarrow as pa
 
-    from feedledger.ledger.attribute_columns import fields_of, text_columns, value_text
+    from feedledger.ledger.encoding.columns import fields_of, text_columns, value_text
 
     raws = [v._raw for v in versions]
     stamp = pa.timestamp("us", tz="UTC")

@@ -149,8 +149,8 @@ class RunDetail:
 
 def run_detail(led: Ledger, run_id: str) -> RunDetail:
     """The run `run_id` (or a unique prefix; NotFoundError if none)."""
-    from feedledger.ledger import run_view
     from feedledger.ledger import runs as runs_table
+    from feedledger.ledger.views import run_page
 
     whole = led.resolve_run(run_id)
     store = led.context.store
@@ -162,7 +162,7 @@ def run_detail(led: Ledger, run_id: str) -> RunDetail:
     retracted = found.status == RunStatus.RETRACTED or bool(by)
     from feedledger.notify.run_deliveries import by_notice
 
-    rows = run_view.notices(store, whole)
+    rows = run_page.notices(store, whole)
     sent = by_notice(store, [n.outbox_id for n in rows])
     notices = [
         RunNotice(
@@ -198,7 +198,7 @@ def changes_page(
 ) -> ChangesPage:
     """A page of `Ledger.changes(run_id)`, in its order (the changes, then the held
     records), read after the cursor's keyset bound: a page costs its own rows."""
-    from feedledger.ledger import changes_page as pages
+    from feedledger.ledger.views import run_page as pages
 
     whole = led.resolve_run(run_id)
     limit = check_limit(limit)

@@ -165,7 +165,7 @@ class SourceQueries:
     def _snapshot_batches(
         self, valid_us: int, known_us: int | None, batch_rows: int
     ) -> Iterator[pa.RecordBatch]:
-        """The store's batches (`ledger.snapshot_rows.batches`, the one fast path every
+        """The store's batches (`ledger.readers.snapshot_rows.batches`, the one fast path every
         snapshot reads through) cut into batches of exactly `batch_rows` (the last
         fewer)."""
         from feedledger.pipeline import snapshot_export
@@ -195,7 +195,7 @@ class SourceQueries:
         import polars as pl
         import pyarrow as pa
 
-        from feedledger.ledger.attribute_columns import UnknownField, fields_of, text_columns
+        from feedledger.ledger.encoding.columns import UnknownField, fields_of, text_columns
         from feedledger.pipeline import snapshot_export
 
         valid_us = self._us(valid, "valid")

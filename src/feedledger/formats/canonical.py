@@ -33,7 +33,11 @@ This is a storage contract; changing it changes every stored hash. It is:
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
 import json
+import math
 from concurrent.futures import ThreadPoolExecutor
 from json.encoder import encode_basestring
 from typing import Any
@@ -95,6 +99,29 @@ def canonical(value: Any) -> str:
 
 # the characters JSON escapes in a string (a value holding none is written as it is)
 JSON_SPECIAL = ['"', "\\", *[chr(i) for i in range(0x20)]]
+
+
+def json_value(value: Any) -> Any:
+    """Parquet/Arrow Python values -> JSON values (numbers as literal text)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return RawNumber(str(value))
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return RawNumber(json.dumps(str(value)))
+        return RawNumber(repr(value))
+    if isinstance(value, decimal.Decimal):
+        return RawNumber(str(value))
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return str(value)
 
 
 def columns_needing_escape(frame: pl.DataFrame) -> set[str]:

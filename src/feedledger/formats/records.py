@@ -18,6 +18,7 @@ from feedledger.formats.canonical import (
     RawNumber,
     canonical,
     json_string,
+    json_value,
     sparse_hashes,
 )
 from feedledger.formats.observations import (
@@ -137,34 +138,6 @@ def json_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, A
     return records
 
 
-def _py_value(value: Any) -> Any:
-    """Parquet/Arrow Python values -> JSON values (numbers as literal text)."""
-    import base64
-    import datetime as dt
-    import decimal
-    import math
-
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return RawNumber(str(value))
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return RawNumber(json.dumps(str(value)))
-        return RawNumber(repr(value))
-    if isinstance(value, decimal.Decimal):
-        return RawNumber(str(value))
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {str(k): _py_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_py_value(v) for v in value]
-    return str(value)
-
-
 def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -186,7 +159,7 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
         raise fail(src, label, "this is GeoParquet: use --format geoparquet")
     table = _exact_nanoseconds(table)
     try:
-        return [{k: _py_value(v) for k, v in rec.items()} for rec in table.to_pylist()]
+        return [{k: json_value(v) for k, v in rec.items()} for rec in table.to_pylist()]
     except RecursionError:
         raise fail(src, label, "cannot read Parquet: a value is nested too deeply") from None
     except (pa.ArrowException, ValueError, OverflowError, TypeError):
@@ -215,7 +188,7 @@ def _unreadable_column(table: Any) -> str:
     for name, column in zip(table.column_names, table.columns, strict=True):
         try:
             for value in column.to_pylist():
-                _py_value(value)
+                json_value(value)
         except Exception:  # any failure names this column
             return unreadable_column(name, column.type)
     return "cannot read the Parquet values"

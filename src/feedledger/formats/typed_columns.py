@@ -38,11 +38,11 @@ from feedledger.formats.canonical import (
     RawNumber,
     canonical,
     columns_needing_escape,
+    json_value,
     name_hashes,
     quoted,
 )
 from feedledger.formats.observations import clip
-from feedledger.formats.records import _py_value
 from feedledger.model.errors import BadPayloadError
 
 __all__ = ["TypedTexts", "fold", "key_expr", "typed_hashes", "typed_texts"]
@@ -208,7 +208,7 @@ def _python_texts(name: str, column: pa.ChunkedArray, *, json_text: bool) -> pl.
     if json_text:
         texts = [None if v is None else canonical(_json_loads(v)) for v in values]
     else:
-        texts = [None if v is None else canonical(_py_value(v)) for v in values]
+        texts = [None if v is None else canonical(json_value(v)) for v in values]
     return pl.Series(name, texts, dtype=pl.String)
 
 

@@ -203,7 +203,7 @@ def read_state(conn: Connection, source: str) -> pl.DataFrame:
             orient="row",
         )
         return frame.with_columns(pl.col("deleted").cast(pl.Boolean))
-    from psycopg import sql
+    from psycopg import sql  # lazy: an SQLite store never loads psycopg
 
     stmt = sql.SQL("COPY ({}) TO STDOUT WITH (FORMAT csv)").format(
         sql.SQL(_LATEST_PG).format(sql.Literal(source))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
+from feedledger.model.envfail import env_failure
 from feedledger.model.errors import StoreUnavailableError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -101,8 +103,6 @@ def write_failure(exc: BaseException, url: str) -> StoreUnavailableError | None:
     disk, a read-only file system, no permission, an I/O error), naming the store's
     path and the fix; None for anything else. The transaction was rolled back: nothing
     of it was applied."""
-    from feedledger.model.envfail import env_failure
-
     failure = env_failure(exc)
     if failure is None:
         return None
@@ -155,8 +155,6 @@ def _quiet_psycopg() -> None:
     """psycopg logs 'error ignored terminating <psycopg.Copy [BAD]>' when a COPY's
     connection is already gone; with no logging set up, Python prints it on stderr next
     to the one-line error that already says so."""
-    import logging
-
     log = logging.getLogger("psycopg")
     if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
         # a handler of its own: Python's last-resort printer stays out; an application
@@ -165,7 +163,7 @@ def _quiet_psycopg() -> None:
 
 
 def _config(connection: Any) -> Any:
-    from alembic.config import Config
+    from alembic.config import Config  # lazy: only set-up and schema checks need Alembic
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
@@ -175,8 +173,8 @@ def _config(connection: Any) -> Any:
 
 def head_revision() -> str:
     """Alembic's own view of the head (imports Alembic; use HEAD on hot paths)."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
+    from alembic.config import Config  # lazy: only set-up and schema checks need Alembic
+    from alembic.script import ScriptDirectory  # lazy: likewise
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
@@ -197,7 +195,7 @@ def current_revision(engine: Engine) -> str | None:
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:
     """Upgrade the schema to head. Returns (before, after)."""
-    from alembic import command
+    from alembic import command  # lazy: likewise
 
     before = current_revision(engine)
     with engine.begin() as conn:

@@ -1,6 +1,10 @@
 """Outbox rows -- a payload's change set, a backfill's summary, a retraction's notice --
 written in the transaction of the work they announce; fanned out and delivered later by
-the notification layer (notify/)."""
+the notification layer (notify/).
+
+A live run held for review (an unusual burst of changes): its notifications wait in
+the outbox as `held` until the run is released or retracted. Settling the hold
+(`settle`) moves them and sets the run's status in one transaction."""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, false, insert, or_, select, update
 
+from feedledger.ledger import runs
 from feedledger.ledger.schema import outbox
+from feedledger.ledger.store import Store
 
 
 def queue(
@@ -113,3 +119,17 @@ def cancel_applications(
 def exists(conn: Connection, key: str) -> bool:
     row = conn.execute(select(outbox.c.outbox_id).where(outbox.c.idempotency_key == key))
     return row.first() is not None
+
+
+def settle(
+    store: Store, run_id: str, *, notifications_to: str, run_status: str, still_held: bool = False
+) -> int | None:
+    """Move the run's held notifications to `notifications_to` and set its status to
+    `run_status`; returns how many notifications moved. With `still_held`, only if the
+    run is still held in this transaction (None, nothing changed, if it is not: another
+    reviewer settled it since the caller looked)."""
+    with store.begin() as conn:
+        only_from = "held" if still_held else None
+        if not runs.set_status(conn, run_id, run_status, only_from=only_from):
+            return None
+        return move(conn, run_id, from_status="held", to_status=notifications_to)

@@ -18,7 +18,7 @@ import polars as pl
 from sqlalchemy import Connection, insert, update
 
 from feedledger import faults, timing
-from feedledger.ledger import attr_encode, bulk, codebooks, notices, runs, staging
+from feedledger.ledger import bulk, encoding, notices, runs, staging
 from feedledger.ledger.engine import CACHE_KIB
 from feedledger.ledger.leases import check_held
 from feedledger.ledger.schema import applications, payloads, watermarks
@@ -50,7 +50,7 @@ class PayloadWrite:
     write exactly what they wrote before.
 
     `fields_id`: the codebook the attribute texts are written against (set by
-    `apply_payload`, ledger/codebooks.py; None: stored as canonical JSON).
+    `apply_payload`, ledger/encoding/encoding.py; None: stored as canonical JSON).
     """
 
     ref: PayloadRef
@@ -68,7 +68,7 @@ class PayloadWrite:
     fields: list[str] | None = None
     fields_id: int | None = None
     # the string columns `encode`'s texts are made of, where they are (a CSV payload):
-    # the compact texts are then made from them (ledger/attr_encode.py)
+    # the compact texts are then made from them (ledger/encoding/encode.py)
     rows: Callable[[pl.Series], pl.DataFrame | None] | None = None
 
     @property
@@ -112,12 +112,12 @@ def _apply_staged(
 
 def _compact(store: Store, write: PayloadWrite) -> PayloadWrite:
     """`write` with its attribute texts encoded against the source's codebook chosen
-    from a sample of them (ledger/codebooks.py)."""
+    from a sample of them (ledger/encoding/encoding.py)."""
     idx = write.versions.get_column("idx").drop_nulls()
     if idx.is_empty():
         return write
-    sample = codebooks.sample_of(write.encode(codebooks.spread(idx)))
-    fields_id, book = codebooks.choose(store, write.ref.source, sample)
+    sample = encoding.sample_of(write.encode(encoding.spread(idx)))
+    fields_id, book = encoding.choose(store, write.ref.source, sample)
     if fields_id is None:
         return write
     encode, rows = write.encode, write.rows
@@ -125,7 +125,7 @@ def _compact(store: Store, write: PayloadWrite) -> PayloadWrite:
     def compact(part: pl.Series) -> pl.Series:
         columns = rows(part) if rows is not None else None
         if columns is not None:
-            return attr_encode.encode_rows(book, columns).alias("attributes")
+            return encoding.encode_rows(book, columns).alias("attributes")
         return book.encode_series(encode(part))
 
     return replace(write, encode=compact, fields_id=fields_id)

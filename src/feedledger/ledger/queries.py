@@ -1,5 +1,5 @@
 """Read-side queries: history, as-of, changes, consistency check (the
-snapshot export reads through `ledger.snapshot_rows`).
+snapshot export reads through `ledger.readers.snapshot_rows`).
 
 Visibility as known at transaction time K and the latest version per key are the
 rules of `ledger.visibility`. `valid_to` is derived: the next visible version's
@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, and_, func, or_, select, text
 
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.records import Change, Version, geometry_changed
 from feedledger.ledger.schema import CHANGE_NAMES, applications, outcomes, payloads, versions
 from feedledger.ledger.store import Store

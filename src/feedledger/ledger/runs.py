@@ -11,7 +11,7 @@ inside the caller's transaction; the others open their own.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, select, update
@@ -231,8 +231,6 @@ def with_retractions(conn: Connection, found: list[Run]) -> list[Run]:
     applications and gap records) is retracted, the latest retraction's time; and
     `retracted_by`, the runs that retracted any of it (a replay may retract part of a
     backfill), in the order they did."""
-    from dataclasses import replace
-
     ids = [r.run_id for r in found]
     # run id -> [(retracted_by or None, rows, latest retracted_at)]
     groups: dict[str, list[tuple[str | None, int, int | None]]] = {}

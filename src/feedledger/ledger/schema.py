@@ -101,10 +101,10 @@ CHANGE_CODES: dict[str, int] = {name: code for code, name in enumerate(CHANGE_NA
 
 # Compact layout (migrations 0010, 0011, issue 17): `version_id` is SQLite's rowid; the run and
 # payload of a version are its application's (`applications` row with the same source
-# and txn_seq); `attributes` is stored in the compact form of ledger/attr_codec.py
+# and txn_seq); `attributes` is stored in the compact form of ledger/encoding/codec.py
 # against the codebook `fields_id` of `field_lists` (NULL: stored as canonical JSON);
 # `change` is a small integer (CHANGE_NAMES[change] is its name).
-# Read attribute texts through ledger/codebooks.py (`Decoder`), never raw.
+# Read attribute texts through ledger/encoding/codebooks.py (`Decoder`), never raw.
 versions = Table(
     "versions",
     metadata,
@@ -137,7 +137,7 @@ versions = Table(
     Index("ix_versions_source_key", "source", "key", "valid_from"),
 )
 
-# Per-source codebooks of the compact attribute texts (ledger/attr_codec.py, 0010):
+# Per-source codebooks of the compact attribute texts (ledger/encoding/codec.py, 0010):
 # write-once rows, a new one when a payload's fields are not those of the last one.
 field_lists = Table(
     "field_lists",

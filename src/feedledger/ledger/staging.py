@@ -12,7 +12,7 @@ them; both can run beside the payload's transaction. The rows go through scratch
 
 Only the sqlite3 module's SQLite is used here, the library of the store's own
 connections: a second SQLite library in the process (the ADBC SQLite driver links
-its own, and wrote these files once) is a way to corrupt the store (ledger/arrow_fetch.py).
+its own, and wrote these files once) is a way to corrupt the store (ledger/readers/arrow_fetch.py).
 
 Atomicity stays the store's: the scratch files are only ever a source, read after their
 writer closed them; they have no journal and are never synced, and they are deleted

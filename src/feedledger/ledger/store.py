@@ -2,12 +2,16 @@
 
 Engines, the payload index, watermarks, applications and run bookkeeping. The payload
 transaction itself is in ledger/payload_txn.py.
+
+The CRS a GIS source's ledger is stated in (`payload_crs`): the CRS recorded
+(`payloads.crs`) for the payload at its watermark -- the last one applied and standing.
+A payload stating another CRS is refused whole, never reprojected (`crs_refusal`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +31,7 @@ from feedledger.ledger.schema import (
 from feedledger.ledger.visibility import visible
 from feedledger.model.errors import (
     AmbiguousPayloadError,
+    BadPayloadError,
     LeaseHeldError,
 )
 from feedledger.model.payload import PayloadRef
@@ -49,6 +54,8 @@ class Store:
         self.url = url
         self.engine: Engine = eng.make_engine(url, create=not check if create is None else create)
         self.dialect = self.engine.dialect.name
+        # what `close` calls first: the readers' own connections register here
+        self.closers: list[Callable[[Store], None]] = []
         if check:
             eng.check_schema(self.engine, url)
 
@@ -66,9 +73,8 @@ class Store:
                 return
             self.checkpoint()
         else:
-            from feedledger.ledger import pg_reader
-
-            pg_reader.release(self)
+            for release in self.closers:
+                release(self)
         self.engine.dispose()
 
     def wal_bytes(self) -> int:
@@ -178,10 +184,10 @@ class Store:
     def _insert_new(self, table: Any) -> Any:
         """INSERT that does nothing where a row would break a unique constraint."""
         if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
+            from sqlalchemy.dialects.postgresql import insert as pg_insert  # lazy: one backend's
 
             return pg_insert(table).on_conflict_do_nothing()
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert  # lazy: one backend's
 
         return sqlite_insert(table).on_conflict_do_nothing()
 
@@ -289,3 +295,37 @@ class Store:
 
 
 __all__ = ["LeaseHeldError", "Store"]
+
+
+NONE_STATED = "(none stated)"
+
+
+def payload_crs(store: Store, payload_id: str) -> str | None:
+    """The CRS recorded for an applied payload of a GIS source (None: it stated none)."""
+    with store.engine.connect() as conn:
+        value = conn.execute(
+            select(payloads.c.crs).where(payloads.c.payload_id == payload_id)
+        ).scalar_one_or_none()
+    return str(value) if value is not None else None
+
+
+def crs_refusal(
+    source: str, label: str, stated: str | None, recorded: str | None
+) -> BadPayloadError | None:
+    """The error refusing a payload whose layer CRS `stated` differs from the source's
+    `recorded` one (a missing CRS differs from any stated one); None when they agree."""
+    if stated == recorded:
+        return None
+    return BadPayloadError(
+        f"layer CRS {stated or NONE_STATED} differs from this source's "
+        f"{recorded or NONE_STATED} (reprojection is never silent): the payload was "
+        "refused and nothing changed",
+        source=source,
+        payload=label,
+        hint=(
+            f"convert the layer to {recorded} first, e.g. with ogr2ogr -t_srs {recorded}, or "
+            if recorded is not None
+            else ""
+        )
+        + "declare a new source for the layer in its new CRS",
+    )

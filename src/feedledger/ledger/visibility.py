@@ -109,7 +109,7 @@ def latest_of_ordered(rows: pa.Table) -> pa.Table:
     """Of `rows` (with `key`, `valid_from`, `txn_seq`; in `key_ordered_sql`'s order and
     holding every row of each key it has), each key's latest row, in key order."""
     # imported here: an ingest imports this module (ledger/bulk) and never calls this
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc  # lazy: an ingest loads this module and never needs it
 
     n = rows.num_rows
     if n < 2:

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, text, update
 
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.records import geometry_changed
 from feedledger.ledger.schema import CHANGE_NAMES, outbox
 from feedledger.ledger.store import Store

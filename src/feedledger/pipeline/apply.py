@@ -72,7 +72,7 @@ def check_crs(
     Nothing to compare with before the source's first payload, nor for other formats."""
     if not src.is_geo or applied is None:
         return
-    from feedledger.ledger.crs import crs_refusal, payload_crs
+    from feedledger.ledger.store import crs_refusal, payload_crs
 
     refusal = crs_refusal(src.name, label, obs.crs, payload_crs(store, applied))
     if refusal is not None:

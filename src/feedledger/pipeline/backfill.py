@@ -4,7 +4,7 @@ publisher date as `valid_from`, as one run holding the source's lease throughout
 * `backfill SOURCE --from D --to D` first archives what the source's fetch location
   still serves for the window (`fetch=False`: the archive only), then applies the
   archived payloads after the watermark in the window (oldest first). Interrupted, the
-  same request RESUMES it under the run id it started with (ledger/resumes.py: the
+  same request RESUMES it under the run id it started with (ledger/backfill_runs.py: the
   source's latest backfill, unfinished, whose window covers the request); a request
   reaching beyond that window starts a new run naming the unfinished one its parent.
 * `replay SOURCE --from D` first retracts every standing application of the source
@@ -35,8 +35,8 @@ from feedledger import faults
 from feedledger.context import Context
 from feedledger.formats import read_observations
 from feedledger.ledger import leases, runs
+from feedledger.ledger.backfill_runs import resumable
 from feedledger.ledger.leases import LeasedRun
-from feedledger.ledger.resumes import resumable
 from feedledger.ledger.retraction import Retracted, Scope, retract_scope
 from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date

@@ -17,7 +17,7 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger import gaps, schedule_state
-from feedledger.ledger.health_rows import HealthRows, health_rows
+from feedledger.ledger.views.health import HealthRows, health_rows
 from feedledger.model.cadence import day_start_us, due_at, due_dates, local_date
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import DAY_US, iso

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from feedledger.context import Context
-from feedledger.ledger import freezes, gap_entry, gaps, leases
-from feedledger.ledger.freezes import Freeze
+from feedledger.ledger import gaps, leases, manual_gaps
+from feedledger.ledger.leases import Freeze
 from feedledger.ledger.records import Gap
 from feedledger.model.cadence import day_start_us
 from feedledger.model.errors import ConfigError
@@ -25,9 +25,9 @@ def add_gap(ctx: Context, source: str, start: str | date, end: str | date, reaso
     end_us = day_start_us(hi + timedelta(days=1), src.timezone)
     store = ctx.store
     label = f"{lo}..{hi}"
-    gap_entry.precheck(store, src.name, src.timezone, start_us, end_us, label)
+    manual_gaps.precheck(store, src.name, src.timezone, start_us, end_us, label)
     with leases.leased_run(store, src.name, RunKind.MANUAL.value) as run:
-        gap_entry.record_by_hand(
+        manual_gaps.record_by_hand(
             store,
             src.name,
             src.timezone,
@@ -44,9 +44,9 @@ def add_gap(ctx: Context, source: str, start: str | date, end: str | date, reaso
 
 def freeze(ctx: Context, source: str, reason: str | None) -> tuple[Freeze, bool]:
     src = ctx.workspace.source(source)
-    return freezes.freeze(ctx.store, src.name, reason)
+    return leases.freeze(ctx.store, src.name, reason)
 
 
 def thaw(ctx: Context, source: str) -> bool:
     src = ctx.workspace.source(source)
-    return freezes.thaw(ctx.store, src.name)
+    return leases.thaw(ctx.store, src.name)

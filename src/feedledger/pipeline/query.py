@@ -44,11 +44,11 @@ def instant_end(src: SourceConfig, text: str | None, what: str) -> int | None:
 def history(
     ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | int | None
 ) -> list[Version]:
-    from feedledger.ledger import entity_read
+    from feedledger.ledger.readers import read_entity
 
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
-    found = entity_read.read(
+    found = read_entity(
         ctx.store,
         src.name,
         key_candidates(src, key),
@@ -78,14 +78,15 @@ def asof(
     with `gap` None and that observation as `next_observed`. These three answers hold
     for every key; otherwise a key the source never had is a NotFoundError, as in
     `history`."""
-    from feedledger.ledger import entity_read, gaps
+    from feedledger.ledger import gaps
+    from feedledger.ledger.readers import read_entity
 
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None
     k = instant(src, known_at, "--known-at")
     # the key's versions, the source's observations, first record and gaps: one read
-    found = entity_read.read(
+    found = read_entity(
         ctx.store, src.name, key_candidates(src, key), known_at=k, geo=src.is_geo, context=True
     )
     observed = found.observed or []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import holds, runs
+from feedledger.ledger import notices, runs
 from feedledger.ledger.retraction import stands
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.types import RunStatus
@@ -26,7 +26,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
             source=run.source,
         )
     if release:
-        n = holds.settle(
+        n = notices.settle(
             store,
             run_id,
             notifications_to="pending",
@@ -46,7 +46,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
         # refuses (and changes nothing) if later runs were computed on top of this one
         retraction = retract_run(ctx, run_id)
     # the retraction cancelled them already, if it ran
-    moved = holds.settle(
+    moved = notices.settle(
         store, run_id, notifications_to="cancelled", run_status=RunStatus.RETRACTED.value
     )
     n = moved or 0

@@ -112,7 +112,7 @@ def _run_source(
 ) -> IngestResult | Recovery | NothingNew | None:
     src = ctx.workspace.source(source)
     _need_fetch(src.name, src.fetch)
-    from feedledger.ledger.freezes import frozen
+    from feedledger.ledger.leases import frozen
     from feedledger.pipeline.recovery import recover as recover_days
     from feedledger.pipeline.recovery import waiting
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger import queries, runs
+from feedledger.ledger.backfill_runs import close_run
 from feedledger.ledger.leases import LeasedRun
-from feedledger.ledger.run_end import close_run
 from feedledger.model.cadence import day_start_us, local_date, stretches
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import freezes, schedule_state
+from feedledger.ledger import leases, schedule_state
 from feedledger.ledger.records import Watermark
 from feedledger.model.cadence import due_at, next_due
 from feedledger.model.errors import (
@@ -106,7 +106,7 @@ def due_now(ctx: Context, src: SourceConfig, now: int) -> bool:
     state = schedule_state.get(ctx.store, src.name)
     if state.next_attempt_at is not None and now < state.next_attempt_at:
         return False
-    if freezes.is_frozen(ctx.store, src.name):
+    if leases.is_frozen(ctx.store, src.name):
         return False
     if ctx.store.watermark(src.name) is None:
         return True  # never applied: the first live run

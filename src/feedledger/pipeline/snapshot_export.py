@@ -4,7 +4,7 @@ Parquet or, for a GIS source, GeoJSON, GeoParquet or GeoPackage (`geo_export`).
 CSV, Parquet and the GIS formats put their columns in the SOURCE's field order
 (`snapshot_order`); JSON lines keep each entity's stored attributes text as it is
 (canonical JSON, fields in code-point order). Rows are streamed from the store as
-Arrow batches (`ledger.snapshot_rows.batches`), never held whole; CSV, JSON lines and
+Arrow batches (`ledger.readers.snapshot_rows.batches`), never held whole; CSV, JSON lines and
 Parquet are written a batch at a time, column-wise (`snapshot_writers`). The output
 file is written beside its final name and moved into place only when complete, so a
 refused or failed export leaves nothing behind. The binary formats
@@ -23,7 +23,7 @@ from typing import IO
 import pyarrow as pa
 
 from feedledger.context import Context
-from feedledger.ledger import snapshot_rows
+from feedledger.ledger.readers import snapshot_rows
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline.snapshot_order import field_order, layout_at, ordered
 
@@ -104,7 +104,7 @@ def batches(
     stored: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches (`key`, `attributes`, and for a GIS source `geometry` unless
-    `geometry` is False) of every entity present (`ledger.snapshot_rows.batches`), of
+    `geometry` is False) of every entity present (`ledger.readers.snapshot_rows.batches`), of
     about `batch` rows fetched at a time; `stored`: the attributes in their stored
     form, for the writers (`snapshot_writers`)."""
     src = ctx.workspace.source(source)

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import snapshot_rows
-from feedledger.ledger.snapshot_rows import PayloadLayout
+from feedledger.ledger.readers import snapshot_rows
+from feedledger.ledger.readers.snapshot_rows import PayloadLayout
 from feedledger.model.errors import FeedledgerError
 
 __all__ = ["field_order", "ordered", "payload_fields"]
@@ -44,7 +44,7 @@ def field_order(ctx: Context, layout: PayloadLayout | None, fmt: str) -> list[st
 def layout_at(
     ctx: Context, source: str, valid_us: int, known_us: int | None
 ) -> PayloadLayout | None:
-    """The payload in force at `valid_us` (see `ledger.snapshot_rows.layout`)."""
+    """The payload in force at `valid_us` (see `ledger.readers.snapshot_rows.layout`)."""
     return snapshot_rows.layout(ctx.store, source, valid_us, known_us)
 
 

@@ -1,5 +1,5 @@
 """A stored-form batch's CSV lines or Parquet columns from the compiled renderer
-(`ledger.stored_render`) for the rows it takes, the general writer's
+(`ledger.encoding.render`) for the rows it takes, the general writer's
 (`snapshot_writers`) for the others, spliced back in row order: the output is the
 general writer's, byte for byte (its rows are the same function of each row).
 
@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from feedledger.ledger import stored_render
+from feedledger.ledger.encoding import render as stored_render
 from feedledger.model.errors import ConfigError
 
 __all__ = ["csv", "table"]

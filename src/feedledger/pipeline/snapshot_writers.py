@@ -1,17 +1,17 @@
-"""Snapshot writers over Arrow batches (`ledger.snapshot_rows.batches`): CSV, JSON
+"""Snapshot writers over Arrow batches (`ledger.readers.snapshot_rows.batches`): CSV, JSON
 lines and Parquet, column-wise -- no Python object per entity on the common path.
 
 * **csv**: columns are the first entity's fields in the source's order
   (`snapshot_order.ordered`); an entity with a field outside them is refused ("entities
   have different fields"), one lacking a field gets an empty cell. Cells are the
-  values as `attribute_columns.batch_frame` gives them (a batch in the stored form is
-  split at its field tokens, `attribute_split`: no JSON parsing); quoting is Python's
+  values as `encoding.columns.batch_frame` gives them (a batch in the stored form is
+  split at its field tokens, `encoding.split`: no JSON parsing); quoting is Python's
   `csv.writer` (QUOTE_MINIMAL, `\\n` line ends), which polars' CSV writer ("necessary"
   quoting) matches once an empty string is written as an empty cell -- except a field
   holding `\\r` where this Python's csv does not quote it, and a single column (an
   empty cell alone is quoted): those batches go through `csv.writer` itself.
   A batch in the stored form with two columns or more is first rendered by a
-  compiled loop (`ledger.stored_render`, `snapshot_spliced`): the rows in the flat
+  compiled loop (`ledger.encoding.render`, `snapshot_spliced`): the rows in the flat
   form straight to their lines, the others the way above, spliced in row order.
 * **jsonl**: each entity's attributes text on its own line, canonical JSON (decoded
   from its stored form when the batch holds that).
@@ -37,7 +37,7 @@ import polars as pl
 import pyarrow as pa
 
 from feedledger.ahead import ahead
-from feedledger.ledger.attribute_columns import (
+from feedledger.ledger.encoding.columns import (
     UnknownField,
     batch_frame,
     canonical_texts,
@@ -95,7 +95,7 @@ def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[
 
 
 def _csv_rows(names: list[str], columns: list[str]) -> Callable[[pa.RecordBatch, IO[bytes]], None]:
-    """The general CSV writer of a batch's rows (`attribute_columns.batch_frame`)."""
+    """The general CSV writer of a batch's rows (`encoding.columns.batch_frame`)."""
 
     def write(got: pa.RecordBatch, handle: IO[bytes]) -> None:
         frame = _cells(got, names, columns)
@@ -142,7 +142,7 @@ def _arrow(frame: pl.DataFrame) -> pa.Table:
 
 
 def _general_table(names: list[str], columns: list[str]) -> Callable[[pa.RecordBatch], pa.Table]:
-    """The general Parquet columns of a batch (`attribute_columns.batch_frame`)."""
+    """The general Parquet columns of a batch (`encoding.columns.batch_frame`)."""
     return lambda got: _arrow(_cells(got, names, columns))
 
 
@@ -233,7 +233,7 @@ def warm() -> None:
     """Run the streamed writers (CSV, JSON lines) once over a small batch in the stored
     form, made here, so that what their first use costs is paid now rather than inside
     a caller's first snapshot: numba loading the renderer's compiled loops
-    (`ledger/stored_kernel.py`), the libraries' code and allocators on their first run.
+    (`ledger/encoding/render_kernel.py`), the libraries' code and allocators on their first run.
     Measured in a fresh `feedledger serve` (2026-12-01): the first export of rows grew it
     by ~210 MiB (+105 MiB anonymous, +106 MiB file-backed code pages) before the loops
     were compiled and ~110 MiB more with them, the same for 100k rows as for 1M; a
@@ -264,21 +264,21 @@ _SAMPLE_FIELDS = ("a", "b", "n")
 
 
 def _load(fmt: str) -> None:
-    from feedledger.ledger import stored_render
+    from feedledger.ledger.encoding import render
 
     try:
         if fmt == "csv":
-            stored_render.csv_lines(_sample(), list(_SAMPLE_FIELDS))
+            render.csv_lines(_sample(), list(_SAMPLE_FIELDS))
         else:
-            stored_render.string_columns(_sample(), list(_SAMPLE_FIELDS))
+            render.string_columns(_sample(), list(_SAMPLE_FIELDS))
     except Exception:  # only a head start: the export meets any error itself
         _LOADED.discard(fmt)
 
 
 def _sample() -> pa.RecordBatch:
     """A small batch in the stored form (its codebook made here), of `_SAMPLE_FIELDS`."""
-    from feedledger.ledger.attr_codec import plan_book
-    from feedledger.ledger.attribute_columns import with_codebooks
+    from feedledger.ledger.encoding.codec import plan_book
+    from feedledger.ledger.encoding.columns import with_codebooks
 
     texts = [f'{{"a":"{i}, {i}","b":"v\\"{i}","n":{i}}}' for i in range(8)]
     book = plan_book(texts)

@@ -45,7 +45,7 @@ T = TypeVar("T")
 def entity_readers() -> ThreadPoolExecutor:
     """The few threads the entity reads run in (`asof`, `history`, server/fastpath.py's
     and the routes'): a read is blocking I/O (PostgreSQL: a round trip on the thread's
-    own connection, ledger/pg_reader.py; SQLite: the file), so it never runs on the
+    own connection, ledger/readers/pg_pipeline.py; SQLite: the file), so it never runs on the
     event loop, where it would stall every other request; and a burst of them makes
     READERS threads and connections, not one per request.
 

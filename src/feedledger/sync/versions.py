@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from feedledger.ledger.codebooks import Decoder
+from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import LATEST_ORDER, visible_sql
 

@@ -1,5 +1,5 @@
 """Compact versions (issue 17): attribute texts stored against a per-source codebook
-(`field_lists`, ledger/attr_codec.py), no run/payload id texts on each version (they
+(`field_lists`, ledger/encoding/codec.py), no run/payload id texts on each version (they
 are its application's: same source and txn_seq), and on SQLite the version id is the
 rowid. Every version is copied into the new layout, one INSERT ... SELECT per source
 (the encoding is SQL `replace`, decodable by the codec like the writer's own).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from feedledger.ledger.attr_codec import SAMPLE_ROWS, Codebook, from_text, gains, plan
+from feedledger.ledger.encoding.codec import SAMPLE_ROWS, Codebook, from_text, gains, plan
 
 revision = "0010"
 down_revision = "0009"

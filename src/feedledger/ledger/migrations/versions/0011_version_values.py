@@ -1,5 +1,5 @@
 """Versions of fewer bytes (issue 17): frequent values in attribute texts as two-byte
-tokens of the codebook (ledger/attr_codec.py value segments), `change` as a small
+tokens of the codebook (ledger/encoding/codec.py value segments), `change` as a small
 integer (schema.CHANGE_NAMES), and applications unique on (source, txn_seq) (a
 version's run and payload are those of its source's application with its txn_seq).
 
@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from feedledger.ledger.attr_codec import SAMPLE_ROWS, Codebook, from_text, plan_book
+from feedledger.ledger.encoding.codec import SAMPLE_ROWS, Codebook, from_text, plan_book
 
 revision = "0011"
 down_revision = "0010"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from feedledger.ledger.attr_codec import from_text
+from feedledger.ledger.encoding.codec import from_text
 
 revision = "0012_decoded_changes"
 down_revision = "0011"

@@ -36,7 +36,7 @@ from feedledger.formats.canonical import (
     json_string,
     object_texts,
 )
-from feedledger.ledger.attr_codec import Codebook
+from feedledger.ledger.encoding.codec import Codebook
 
 __all__ = ["encode_rows"]
 

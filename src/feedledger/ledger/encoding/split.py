@@ -1,11 +1,11 @@
-"""The fast path of `attribute_columns`: stored attribute texts split into one column
+"""The fast path of `encoding.columns`: stored attribute texts split into one column
 per field without parsing any JSON.
 
-A stored text (ledger/attr_codec.py) is canonical JSON with each top-level field
+A stored text (ledger/encoding/codec.py) is canonical JSON with each top-level field
 pattern (`{"acres":"`, `","city":"`, `,"n":`, ...) and the closing `"}` replaced by a
 one-byte token. So a text that holds no unescaped `"` (no nested string, no field the
 codebook lacks) and no control character other than those tokens
-(`attr_codec.field_tokens`) is a flat object whose values are the pieces between its
+(`encoding.codec.field_tokens`) is a flat object whose values are the pieces between its
 tokens: a string's piece is its JSON text without the quotes, a non-string's piece its
 literal text (`2.50`, `-0`, `1e5`, `true`, `null`; the last value's piece ends with
 the object's `}`).
@@ -34,7 +34,7 @@ import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 
-from feedledger.ledger.attr_codec import FieldTokens
+from feedledger.ledger.encoding.codec import FieldTokens
 
 __all__ = ["MAX_TEMPLATES", "Split", "split", "text_bytes", "text_offsets"]
 

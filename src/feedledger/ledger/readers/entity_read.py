@@ -14,7 +14,7 @@ rows: ~20x less CPU than a Core statement each).
 SQLite: a pooled connection under a deferred `BEGIN` (a read snapshot, no write lock:
 the engine's own `begin` hook takes `BEGIN IMMEDIATE`, which made concurrent readers
 queue on the write lock). PostgreSQL: the statements pipelined in one round trip on
-the thread's own reading connection (`pg_reader`).
+the thread's own reading connection (`readers.pg_pipeline`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedledger.ledger import pg_reader
-from feedledger.ledger.codebooks import decode_with
+from feedledger.ledger.encoding import decode_with
+from feedledger.ledger.readers import pg_pipeline
 from feedledger.ledger.records import Gap, Version
 from feedledger.ledger.schema import CHANGE_NAMES
 from feedledger.ledger.store import Store
@@ -101,7 +101,7 @@ def read(
     statements = read_sql(store, len(candidates), known_at=known_at, geo=geo, context=context)
     with store.translating():
         if store.dialect == "postgresql":
-            results = pg_reader.fetch(store, statements, params)
+            results = pg_pipeline.fetch(store, statements, params)
         else:
             results = _sqlite_fetch(store, statements, params)
     rows = results[0]

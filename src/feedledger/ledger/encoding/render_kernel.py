@@ -1,9 +1,9 @@
-"""The compiled (numba) loops of `stored_render`: a batch of stored attribute texts
-(ledger/attr_codec.py) rendered straight to CSV lines, or to one string column per
+"""The compiled (numba) loops of `encoding.render`: a batch of stored attribute texts
+(ledger/encoding/codec.py) rendered straight to CSV lines, or to one string column per
 field, for the rows in the flat form; the others are refused, row by row, for the
 caller's general path.
 
-A row is taken when it is a sequence of field tokens (`stored_tables.Tables`), each
+A row is taken when it is a sequence of field tokens (`encoding.render_tables.Tables`), each
 followed by its value's piece, the object closed by the end token after a string or by
 `}` after a literal: a string piece holding no `"` but escaped ones (`\\"`) and no
 other escape, a literal piece a JSON number, `true`, `false` or `null`; a two-byte

@@ -1,7 +1,7 @@
 """A versions row's attributes as columns: the ONE place that decodes them.
 
 Attributes are canonical JSON texts (formats/canonical.py: an object, fields in
-code-point order, values as the payload stated them), as ledger/codebooks.py decodes
+code-point order, values as the payload stated them), as ledger/encoding/codebooks.py decodes
 them from their stored compact form. A snapshot lays them out as
 one text column per field, each cell the value as an export writes it:
 
@@ -21,7 +21,7 @@ a field outside `names` raises `UnknownField`.
 `batch_frame` does the same for a batch still in its stored form (`snapshot_rows.batches`
 with `stored=True`: the texts as the store holds them, their `fields_id`, and the
 source's codebooks in the batch's schema metadata, `CODEBOOKS`): the rows in the flat
-form are split without any JSON parsing (`attribute_split`); only the others are
+form are split without any JSON parsing (`encoding.split`); only the others are
 decoded (`codebooks.decode_arrow`) and read as above.
 """
 
@@ -39,8 +39,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from feedledger.formats.canonical import RawNumber
-from feedledger.ledger import attribute_split, codebooks
-from feedledger.ledger.attr_codec import Codebook, FieldTokens, field_tokens, from_text
+from feedledger.ledger.encoding import codebooks, split
+from feedledger.ledger.encoding.codec import Codebook, FieldTokens, field_tokens, from_text
 
 __all__ = [
     "CODEBOOKS",
@@ -207,8 +207,8 @@ def batch_frame(batch: pa.RecordBatch, names: list[str]) -> pl.DataFrame:
         book = books[int(fields_id)]
         tokens = _tokens(tuple(book.patterns), tuple(book.values))
         try:
-            cut = attribute_split.split(texts, tokens, names)
-        except attribute_split.UnknownName as exc:
+            cut = split.split(texts, tokens, names)
+        except split.UnknownName as exc:
             raise UnknownField(str(exc)) from None
         rows = np.flatnonzero(mine)[cut.done]
         if rows.size:

@@ -39,12 +39,14 @@ def _connect(store: Store) -> Any:
     fairy.detach()  # ours now: the pool neither resets nor hands it out again
     conn.rollback()  # the pre-ping's transaction
     conn.autocommit = True
+    if release not in store.closers:
+        store.closers.append(release)
     return conn
 
 
 def fetch(store: Store, statements: list[str], params: dict[str, Any]) -> list[list[Any]]:
     """Each statement's rows (named parameters from `params`), in one round trip."""
-    import psycopg
+    import psycopg  # lazy: an SQLite store never loads psycopg
 
     conns = _connections()
     for attempt in (1, 2):

@@ -1,8 +1,13 @@
 """What `health` reads of the ledger for many sources at once, through one connection
 and a fixed number of statements (one per table, whatever the number of sources): the
 watermark, the scheduler's state, frozen, the lease, runs held for review, the last
-fetch and the standing gaps. `ledger/facts.source_facts` and the per-source readers
-answer the same for one source; `pipeline/health` turns these rows into its report."""
+fetch and the standing gaps (`health_rows`). `source_facts` below and the per-source
+readers answer the same for one source; `pipeline/health` turns these rows into its
+report.
+
+`source_facts`: what `health` reports of one source from the ledger, read through one
+connection: frozen, the lease, runs held for review, the last fetch;
+tests/test_i16_health.py checks the two agree."""
 
 from __future__ import annotations
 
@@ -10,9 +15,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, func, select
 
-from feedledger.ledger import runs
-from feedledger.ledger.freezes import Freeze
-from feedledger.ledger.leases import LeaseState
+from feedledger.ledger import queries, runs
+from feedledger.ledger.leases import Freeze, LeaseState, frozen
+from feedledger.ledger.leases import current as current_lease
 from feedledger.ledger.records import Watermark
 from feedledger.ledger.schedule_state import State
 from feedledger.ledger.schema import freezes, gaps, leases, payloads, schedule_state, watermarks
@@ -89,3 +94,21 @@ def _freezes_and_leases(conn: Connection, sources: list[str], got: dict[str, Hea
         got[row.source].freeze = Freeze(row.source, row.frozen_at, row.reason)
     for row in conn.execute(select(leases).where(leases.c.source.in_(sources))):
         got[row.source].lease = LeaseState(row.holder, row.run_id, row.expires_at, row.heartbeat_at)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFacts:
+    freeze: Freeze | None
+    lease: LeaseState | None
+    held_runs: int
+    last_fetched_at: int | None
+
+
+def source_facts(store: Store, source: str) -> SourceFacts:
+    with store.engine.connect() as conn:
+        return SourceFacts(
+            freeze=frozen(conn, source),
+            lease=current_lease(conn, source),
+            held_runs=runs.held_count(conn, source),
+            last_fetched_at=queries.last_fetched_at(conn, source),
+        )

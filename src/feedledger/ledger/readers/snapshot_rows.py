@@ -7,12 +7,12 @@ text, decoded from its stored form by `codebooks.decode_arrow`) and, asked for,
 `known_at`, in key order. It reads the source's versions in
 the index's order (`visibility.key_ordered_sql`: no sort, no window function, one pass
 whatever the number of days stored) through the driver's bulk path
-(`ledger.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`, in
+(`ledger.readers.arrow_fetch`) and keeps each key's latest (`visibility.latest_of_ordered`, in
 a thread of its own ahead of the reader: `feedledger.ahead`);
 a key's versions that straddle two fetched batches are carried to the next. `rows` is
-the same as Python tuples. `attribute_columns.text_columns` turns the attributes of a
+the same as Python tuples. `encoding.columns.text_columns` turns the attributes of a
 batch into one column per field; with `stored=True` the batches keep the texts as
-stored, with their `fields_id` and the codebooks (`attribute_columns.batch_frame`
+stored, with their `fields_id` and the codebooks (`encoding.columns.batch_frame`
 splits those without decoding them). `layout` is the newest payload of the source applied
 at or before `valid_at` (as known at `known_at`): its id and content hash, its field
 names in stated order (`payloads.fields`, a JSON list; None when not recorded) and
@@ -32,8 +32,9 @@ import pyarrow.compute as pc
 from sqlalchemy import select
 
 from feedledger.ahead import ahead
-from feedledger.ledger import arrow_fetch, codebooks
-from feedledger.ledger.attribute_columns import with_codebooks
+from feedledger.ledger.encoding import codebooks
+from feedledger.ledger.encoding.columns import with_codebooks
+from feedledger.ledger.readers import arrow_fetch
 from feedledger.ledger.schema import applications, payloads
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import (
@@ -54,7 +55,7 @@ _SCAN = [
     ("txn_seq", pa.int64()),
     ("deleted", pa.bool_()),
     ("attributes", pa.string()),
-    ("fields_id", pa.int64()),  # the codebook of the stored text (ledger/codebooks.py)
+    ("fields_id", pa.int64()),  # the codebook of the stored text (ledger/encoding/codebooks.py)
 ]
 
 _NARROW = ["key", "valid_from", "txn_seq", "deleted"]  # what the latest row is told by
@@ -88,7 +89,7 @@ def batches(
     """Stream batches (`key`, `attributes`, and `geometry` if asked for) of every
     entity present at `valid_at` as known at `known_at`, in key order; `stored`: the
     attributes as stored, `fields_id` after them, the codebooks in the schema's
-    metadata (`attribute_columns.batch_frame`)."""
+    metadata (`encoding.columns.batch_frame`)."""
     fields = _SCAN + ([("geometry", pa.string())] if geometry else [])
     scan = pa.schema(fields)
     out = ["key", "attributes"] + (["fields_id"] if stored else [])

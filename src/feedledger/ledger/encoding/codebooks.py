@@ -3,7 +3,7 @@ place a stored attribute text is decoded (`Decoder`).
 
 A payload's versions are written against one codebook (`versions.fields_id`): the
 source's newest one when it has a token for every pattern a sample of the payload's
-texts plans (ledger/attr_codec.py `plan_book`: patterns and frequent values), otherwise
+texts plans (ledger/encoding/codec.py `plan_book`: patterns and frequent values), otherwise
 a new one (a schema change, or values no longer those of the codebook). Rows
 are write-once, so a decoder may keep what it has read.
 """
@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 from sqlalchemy import Connection, insert, select
 
-from feedledger.ledger.attr_codec import (
+from feedledger.ledger.encoding.codec import (
     SAMPLE_ROWS,
     Codebook,
     all_gains,
@@ -155,7 +155,7 @@ def load(store: Store, source: str) -> dict[int, Codebook]:
 def decode_arrow(books: dict[int, Codebook], fields_ids: Any, stored: Any) -> Any:
     """A column of stored texts (Arrow), canonical, each by its row's codebook
     (`fields_ids`, an Arrow column; null: already canonical)."""
-    import pyarrow.compute as pc  # here: an ingest imports this module, and never needs it
+    import pyarrow.compute as pc  # lazy: an ingest imports this module, and never needs it
 
     ids = [i for i in pc.unique(fields_ids).to_pylist() if i is not None]
     if not ids:

@@ -10,7 +10,7 @@ Python tuple each) costs more than everything after it. Here:
   columns in one call (`pa.array` of the row tuples as a struct: the transpose is
   Arrow's, in C);
 * PostgreSQL: `COPY (...) TO STDOUT (FORMAT binary)` read by the ADBC PostgreSQL
-  driver into Arrow in C (`ledger.pg_copy`; the psycopg server-side cursor it replaced
+  driver into Arrow in C (`ledger.readers.pg_copy`; the psycopg server-side cursor it replaced
   cost the client about twice the CPU: bench/README.md, "PostgreSQL bulk read");
 * anything else (an in-memory SQLite, a small PostgreSQL store): the DB-API cursor,
   `fetchmany` of `batch` rows, converted the same way.
@@ -30,12 +30,16 @@ work overlaps what the reader does with each batch; a reader that stops early st
 
 from __future__ import annotations
 
+import re
+import sqlite3
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 
 from feedledger.ahead import ahead
+from feedledger.ledger.readers import pg_copy
 from feedledger.ledger.store import Store
 
 __all__ = ["STREAM_CACHE_KIB", "batches", "threadable"]
@@ -57,15 +61,13 @@ def batches(
     if store.dialect == "postgresql":
         if _versions_bytes(store) < COPY_FROM_BYTES:
             return ahead(_dbapi(store, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
-        from feedledger.ledger import pg_copy
-
         found = pg_copy.batches(store, sql, params, schema, batch)
         return ahead(found, depth=PREFETCH, name=_NAME)
     # (an in-memory SQLite store is one per thread: read in the reader's own)
     return _dbapi(store, sql, params, schema, batch)
 
 
-# PostgreSQL: COPY through the ADBC driver (ledger/pg_copy.py) costs ~75 ms a read to
+# PostgreSQL: COPY through the ADBC driver (ledger/readers/pg_copy.py) costs ~75 ms a read to
 # set up (its own connection and the type catalogue) and saves ~0.7 client CPU s a
 # million versions over the psycopg cursor: worth it once the versions table is big
 # (~50k versions); a small store reads by the cursor, which starts at once
@@ -99,8 +101,6 @@ def _sqlite_file(store: Store) -> str | None:
 
 def _positional(sql: str, params: Mapping[str, Any], mark: str) -> tuple[str, list[Any]]:
     """`:name` placeholders as positional ones (`?` or `%s`), values in their order."""
-    import re
-
     values: list[Any] = []
 
     def one(found: re.Match[str]) -> str:
@@ -141,9 +141,6 @@ def _rows(cur: Any, schema: pa.Schema, batch: int, *, sqlite: bool) -> Iterator[
 def _sqlite(
     path: str, sql: str, params: Mapping[str, Any], schema: pa.Schema, batch: int
 ) -> Iterator[pa.RecordBatch]:
-    import sqlite3
-    from urllib.parse import quote
-
     query, values = _positional(sql, params, "?")
     # (opened in the fetch's thread, maybe closed in another when the reader stops)
     conn = sqlite3.connect(

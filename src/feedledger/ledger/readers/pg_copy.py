@@ -66,8 +66,8 @@ def batches(
         raise ValueError(f"batch must be at least 1, not {batch}")
     # (the driver's low-level API: its DB-API module imports pandas and pyarrow.dataset,
     # ~0.25 CPU s a process, for nothing used here)
-    import adbc_driver_manager as adbc
-    import adbc_driver_postgresql as adbc_pg
+    import adbc_driver_manager as adbc  # lazy: the ADBC driver only for a big snapshot
+    import adbc_driver_postgresql as adbc_pg  # lazy: likewise
 
     query, conninfo = _bound(store, sql, params)
     db = adbc_pg.connect(conninfo)
@@ -98,8 +98,8 @@ def _bound(store: Store, sql: str, params: Mapping[str, Any]) -> tuple[str, str]
     """`sql` with each `:name` replaced by its value as a literal (psycopg's quoting,
     rendered against a live connection of the store), and the libpq connection
     string of that connection's server, database, user and options."""
-    from psycopg import sql as pgsql
-    from psycopg.conninfo import make_conninfo
+    from psycopg import sql as pgsql  # lazy: as the driver above
+    from psycopg.conninfo import make_conninfo  # lazy: likewise
 
     with store.engine.connect() as conn:
         raw: Any = conn.connection.driver_connection

@@ -21,7 +21,7 @@ that save the most bytes, at most one per token, and the value segments seen mor
 once that save the most bytes over their pattern's token. A codebook without value
 segments is stored as the JSON list of its patterns (the layout of migration 0010);
 one with them as `{"patterns": [...], "values": [...]}`. Pure: no I/O;
-`ledger/codebooks.py` keeps codebooks in the store and is the one place stored texts
+`ledger/encoding/codebooks.py` keeps codebooks in the store and is the one place stored texts
 are decoded.
 """
 
@@ -256,7 +256,7 @@ def from_text(text: str) -> Codebook:
 @dataclass(frozen=True, slots=True)
 class FieldTokens:
     """What a reader that splits stored texts without parsing JSON needs of a codebook
-    (ledger/attribute_split.py): each token of a top-level field pattern (`{"a":"`,
+    (ledger/encoding/split.py): each token of a top-level field pattern (`{"a":"`,
     `","a":`, ...) -> (the field's name, whether a string value follows it); the token
     of the closing `"}`, if any; and `expand`: (token, replacement) pairs that turn
     every other token a stored text may hold into field tokens and plain text (a

@@ -1,10 +1,10 @@
 """A snapshot batch in the stored form (`snapshot_rows.batches(stored=True)`) rendered
-by the compiled loops of `stored_kernel` -- CSV lines, or one string column per field
+by the compiled loops of `encoding.render_kernel` -- CSV lines, or one string column per field
 -- for the rows in the flat form (see there); the caller renders the rest its general
 way and splices them in (`Rendered.taken`).
 
 The texts of each codebook (`fields_id`) are read with that codebook's tables
-(`stored_tables`); a batch holding a null text, or none in the stored form, is not
+(`encoding.render_tables`); a batch holding a null text, or none in the stored form, is not
 rendered here at all (None), nor is any batch when numba cannot be imported (the
 general path is the same output, slower).
 """
@@ -20,8 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from feedledger.ledger.attribute_columns import stored_form
-from feedledger.ledger.attribute_split import text_bytes, text_offsets
+from feedledger.ledger.encoding import render_tables
+from feedledger.ledger.encoding.columns import stored_form
+from feedledger.ledger.encoding.split import text_bytes, text_offsets
 
 __all__ = ["Outside", "Rendered", "csv_lines", "gather", "string_columns"]
 
@@ -77,7 +78,7 @@ def _prepared(batch: pa.RecordBatch) -> tuple[list[tuple[Ints | None, pa.Array, 
 def _kernel() -> Any:
     """ledger.stored_kernel (numba loaded on first use), or None without numba."""
     try:
-        return importlib.import_module("feedledger.ledger.stored_kernel")
+        return importlib.import_module("feedledger.ledger.encoding.render_kernel")
     except ImportError:
         return None
 
@@ -95,10 +96,8 @@ def _inputs(
 ) -> Iterator[tuple[Ints | None, npt.NDArray[np.uint8], Ints, Any]]:
     """Per group: its rows, its texts' bytes and offsets, and its codebook's tables
     for `columns` -- what the compiled loops take."""
-    from feedledger.ledger import stored_tables
-
     for rows, texts, book in groups:
-        t = stored_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
+        t = render_tables.tables(tuple(book.patterns), tuple(book.values), tuple(columns))
         data, offsets = _bytes(texts)
         yield rows, data, offsets, t
 

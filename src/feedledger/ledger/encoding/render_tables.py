@@ -1,5 +1,5 @@
-"""The lookup arrays `stored_kernel` reads a codebook's stored texts with, for one set
-of columns: built from the codebook's `attr_codec.FieldTokens`, cached per
+"""The lookup arrays `encoding.render_kernel` reads a codebook's stored texts with, for one set
+of columns: built from the codebook's `encoding.codec.FieldTokens`, cached per
 (codebook, columns).
 
 * `single[b]` (b < 0x20): the column of field token b; -5 for a field outside the
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from feedledger.ledger.attr_codec import Codebook, field_tokens
+from feedledger.ledger.encoding.codec import Codebook, field_tokens
 
 __all__ = ["OUTSIDE_FIELD", "tables"]
 
