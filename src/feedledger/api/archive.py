@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api.reports import _Raw
+from feedledger.api.results import Raw
 from feedledger.api.times import opt_dt
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class PayloadFiles:
 
 
 @dataclass(frozen=True)
-class Rejected(_Raw):
+class Rejected(Raw):
     """A refused payload (unreadable, undated or ambiguous bytes) kept for inspection."""
 
     source: str
@@ -62,7 +62,7 @@ class Rejected(_Raw):
 
 
 @dataclass(frozen=True)
-class Reindexed(_Raw):
+class Reindexed(Raw):
     """What rebuilding the payload index found: sidecars scanned, payloads added, already
     indexed, and the ambiguous ones (each with payload_id, source and problem)."""
 
