@@ -10,6 +10,7 @@ from pathlib import Path
 from feedledger.api.results import Ingested
 from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
+from feedledger.pipeline.ingest import ingest as apply
 
 
 def content_type(name: str) -> str | None:
@@ -37,7 +38,6 @@ def ingest(
 ) -> Ingested:
     """`Source.ingest` (a source not declared: its bytes are kept in the archive for
     inspection, as are a bad date's)."""
-    from feedledger.pipeline.ingest import ingest as apply  # lazy: polars, the store
 
     if not isinstance(payload, bytes):
         name = name or Path(payload).name

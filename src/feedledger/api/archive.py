@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from feedledger.api.results import Raw
 from feedledger.api.times import opt_dt
+from feedledger.pipeline.archiving import expand_files
+from feedledger.pipeline.archiving import reindex as rebuild
 
 if TYPE_CHECKING:
     from feedledger.context import Context
@@ -82,8 +84,6 @@ def payload_files(
 ) -> PayloadFiles:
     """Check an `archive add` request before anything is archived (with `published_at`,
     exactly one file; otherwise every file dated by its name)."""
-    from feedledger.pipeline.archiving import expand_files
-
     batch = expand_files(ctx, source, [Path(p) for p in paths], published_at=published_at)
     return PayloadFiles(list(batch.files), list(batch.skipped))
 
@@ -95,8 +95,6 @@ def rejected(ctx: Context, source: str) -> list[Rejected]:
 
 
 def reindex(ctx: Context) -> Reindexed:
-    from feedledger.pipeline.archiving import reindex as rebuild
-
     r = rebuild(ctx)
     return Reindexed(r.scanned, r.added, r.present, list(r.ambiguous), r)
 

@@ -53,7 +53,7 @@ def record(
     detail: Any = None,
 ) -> AuditEntry:
     """`Ledger.record_write`: append an entry to the audit (its own transaction)."""
-    from feedledger.ledger import audit  # lazy: the store
+    from feedledger.ledger import audit  # lazy: SQLAlchemy, Arrow
 
     text = None if detail is None else json.dumps(detail, sort_keys=True, default=str)
     entry = audit.record(
@@ -67,7 +67,7 @@ def entries(
 ) -> list[AuditEntry]:
     """`Ledger.audit_entries`: the entries about a run or a source (either matches),
     oldest first."""
-    from feedledger.ledger import audit  # lazy: the store
+    from feedledger.ledger import audit  # lazy: SQLAlchemy, Arrow
 
     found = audit.entries(ctx.store, run_id=run_id, source=source)
     return [AuditEntry.of(e) for e in found]

@@ -93,7 +93,7 @@ def build(
     """`Source.calendar`: the calendar of the source `cfg` (its standing `gaps`) from
     `start` to `end` (inclusive; defaults: its first publication or gap, and today in
     its timezone), at most MAX_DAYS days (the last)."""
-    from feedledger.ledger.calendar_rows import applied_payloads  # lazy: the store
+    from feedledger.ledger.calendar_rows import applied_payloads  # lazy: SQLAlchemy, Arrow
 
     source, tz = cfg.name, cfg.timezone
     store = ctx.store

@@ -36,7 +36,7 @@ def create_manifest(
     keys_from: str | os.PathLike[str] | None = None,
 ) -> Manifest:
     """`Ledger.create_manifest` and `Destination.create_manifest`."""
-    from feedledger.sync.reconcile import create_manifest as create  # lazy: the store
+    from feedledger.sync.reconcile import create_manifest as create  # lazy: SQLAlchemy, Arrow
 
     keys = Path(keys_from) if keys_from is not None else None
     return Manifest.of(create(ctx, name, source, generation=generation, keys_from=keys))
@@ -64,7 +64,7 @@ class Destination:
         """Write the changed keys' current versions and move the cursor (`once`: drain
         what is waiting and return; otherwise keep draining until `stop` is set, then
         finish the step under way)."""
-        from feedledger.sync.live import live  # lazy: the store and the driver
+        from feedledger.sync.live import live  # lazy: SQLAlchemy, Arrow
 
         report = live(self.context, self.name, once=once, poll_s=poll_s, stop=stop)
         return SyncReport.of(report)
@@ -98,8 +98,8 @@ class Destination:
         interrupted rebuild of the same manifest resumes after its last acknowledged
         batch: `on_resume` is called first (the report's `resumed` says it too);
         `progress` after each acknowledged batch."""
-        from feedledger.sync.live import BATCH  # lazy: the store and the driver
-        from feedledger.sync.rebuild import rebuild  # lazy: as sync.live
+        from feedledger.sync.live import BATCH  # lazy: SQLAlchemy, Arrow
+        from feedledger.sync.rebuild import rebuild  # lazy: SQLAlchemy, Arrow
 
         report = rebuild(
             self.context,
@@ -119,14 +119,14 @@ class Destination:
 
     def reconcile(self, manifest: str) -> Reconciliation:
         """Compare the destination with the ledger over a manifest's population."""
-        from feedledger.sync.reconcile import reconcile  # lazy: the store
+        from feedledger.sync.reconcile import reconcile  # lazy: SQLAlchemy, Arrow
 
         return Reconciliation.of(reconcile(self.context, self.name, manifest))
 
     def explain(self, key: str) -> Explanation:
         """Why a key is what it is in the destination: the row held and each route's
         latest verdict (`to_json()` is the JSON of `sync-explain`)."""
-        from feedledger.sync.destinations import explain  # lazy: the store
+        from feedledger.sync.destinations import explain  # lazy: SQLAlchemy, Arrow
 
         return Explanation.of(explain(self.context, self.name, key))
 

@@ -47,16 +47,16 @@ class DestinationStatus:
 def lags(ctx: Context, sources: list[str] | None, when_us: int) -> list[DestinationLag]:
     """`Ledger.destination_lag`: per destination (of `sources`, default all) at
     `when_us`, its live route's lag."""
-    from feedledger.pipeline.health import destination_lag  # lazy: the store
+    from feedledger.pipeline.health import destination_lag  # lazy: SQLAlchemy, Arrow
 
     return [DestinationLag.of(d) for d in destination_lag(ctx, when_us, sources)]
 
 
 def build(ctx: Context, dest: Declared) -> DestinationStatus:
     """`Destination.status`: the whole picture of the declared destination `dest`."""
-    from feedledger.sync import manifests  # lazy: the store
-    from feedledger.sync import state as sync_state  # lazy: the store
-    from feedledger.sync.rebuild import resume_point  # lazy: the store
+    from feedledger.sync import manifests  # lazy: SQLAlchemy, Arrow
+    from feedledger.sync import state as sync_state  # lazy: SQLAlchemy, Arrow
+    from feedledger.sync.rebuild import resume_point  # lazy: SQLAlchemy, Arrow
 
     store = ctx.store
     mans = [m for m in manifests.listing(store) if m.source == dest.source]

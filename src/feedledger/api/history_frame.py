@@ -43,10 +43,14 @@ META = (
 def frame(versions: Sequence[Version], key_fields: Sequence[str], *, geo: bool) -> pl.DataFrame:
     """The versions (each a `Version` the API returned, its stored record kept) as one
     DataFrame, in the given order."""
-    import polars as pl
-    import pyarrow as pa
+    import polars as pl  # lazy: keeps `import feedledger.api` light
+    import pyarrow as pa  # lazy: as polars
 
-    from feedledger.ledger.attribute_columns import fields_of, text_columns, value_text
+    from feedledger.ledger.attribute_columns import (  # lazy: SQLAlchemy, Arrow
+        fields_of,
+        text_columns,
+        value_text,
+    )
 
     raws = [v._raw for v in versions]
     stamp = pa.timestamp("us", tz="UTC")
@@ -79,7 +83,7 @@ def frame(versions: Sequence[Version], key_fields: Sequence[str], *, geo: bool) 
 def _key_text(key: str, value_text: Any) -> str:
     """A stored key (a JSON array text) as the CLI takes it: the value of a single key,
     the JSON array of a compound one."""
-    from feedledger.formats.canonical import RawNumber
+    from feedledger.formats.canonical import RawNumber  # lazy: polars
 
     values = json.loads(key, parse_float=RawNumber, parse_int=RawNumber)
     if len(values) == 1:
@@ -89,9 +93,9 @@ def _key_text(key: str, value_text: Any) -> str:
 
 def _wkb(geometries: list[str | None], keys: list[str]) -> Any:
     """GeoJSON texts as stated -> ISO WKB (Arrow binary), null kept."""
-    import numpy as np
-    import pyarrow as pa
-    import shapely
+    import numpy as np  # lazy: GIS sources only
+    import pyarrow as pa  # lazy: as numpy
+    import shapely  # lazy: as numpy
 
     texts = [g if g and g != "null" else None for g in geometries]
     try:

@@ -127,7 +127,7 @@ class Ledger:
     def changes(self, run_id: str) -> list[Change]:
         """What a run changed (added/changed/deleted, before and after), then the records
         it did not apply (`outcome` unresolved or superseded)."""
-        from feedledger.ledger import queries  # lazy: the store
+        from feedledger.ledger import queries  # lazy: SQLAlchemy, Arrow
 
         run = self.resolve_run(run_id)
         store = self.context.store
@@ -139,7 +139,7 @@ class Ledger:
     def retract(self, run_id: str, *, cascade: bool = False) -> Retraction:
         """Retract everything a run wrote, as a run of kind `retraction`
         (RetractConflictError if later runs depend on it, unless `cascade`)."""
-        from feedledger.pipeline.retract import retract_run  # lazy: the store
+        from feedledger.pipeline.retract import retract_run  # lazy: SQLAlchemy, Arrow
 
         run = self.resolve_run(run_id)
         return Retraction.of(retract_run(self.context, run, cascade=cascade))
@@ -205,7 +205,7 @@ class Ledger:
         self, sources: list[str] | None = None, *, at: date | datetime | None = None
     ) -> list[SourceHealth]:
         """Per source: stale (missed publications), frozen, lease, notifications..."""
-        from feedledger.pipeline.health import health  # lazy: the store
+        from feedledger.pipeline.health import health  # lazy: SQLAlchemy, Arrow
 
         for n in sources or []:
             self.workspace.source(n)
@@ -227,7 +227,7 @@ class Ledger:
     ) -> Destination:
         """Declare a destination (SQLite file or PostgreSQL URL) and create or check its
         table (`destination add`); its live route starts now."""
-        from feedledger.sync.destinations import add_destination  # lazy: the driver
+        from feedledger.sync.destinations import add_destination  # lazy: SQLAlchemy, Arrow
 
         declared = add_destination(
             self.context,
@@ -244,19 +244,19 @@ class Ledger:
 
     def destination(self, name: str) -> Destination:
         """A registered destination (NotFoundError if there is none by that name)."""
-        from feedledger.sync import registry  # lazy: the store
+        from feedledger.sync import registry  # lazy: SQLAlchemy, Arrow
 
         return Destination(self.context, registry.get(self.context.store, name))
 
     def destinations(self) -> list[Destination]:
         """The registered destinations, by name (`destination list`)."""
-        from feedledger.sync import registry  # lazy: the store
+        from feedledger.sync import registry  # lazy: SQLAlchemy, Arrow
 
         return [Destination(self.context, d) for d in registry.listing(self.context.store)]
 
     def remove_destination(self, name: str) -> None:
         """Forget a destination (its table is left as it is)."""
-        from feedledger.sync import registry  # lazy: the store
+        from feedledger.sync import registry  # lazy: SQLAlchemy, Arrow
 
         registry.remove(self.context.store, name)
 
@@ -284,13 +284,13 @@ class Ledger:
 
     def manifest(self, name: str) -> Manifest:
         """A manifest by name (NotFoundError if there is none)."""
-        from feedledger.sync import manifests  # lazy: the store
+        from feedledger.sync import manifests  # lazy: SQLAlchemy, Arrow
 
         return Manifest.of(manifests.get(self.context.store, name))
 
     def manifests(self) -> list[Manifest]:
         """The manifests, by name."""
-        from feedledger.sync import manifests  # lazy: the store
+        from feedledger.sync import manifests  # lazy: SQLAlchemy, Arrow
 
         return [Manifest.of(m) for m in manifests.listing(self.context.store)]
 

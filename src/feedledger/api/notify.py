@@ -142,7 +142,7 @@ class Notifications:
 
     def subscribers(self) -> list[Subscriber]:
         """Subscribers, by name."""
-        from feedledger.notify.operations import list_subscribers  # lazy: the store
+        from feedledger.notify.operations import list_subscribers  # lazy: SQLAlchemy, Arrow
 
         return [Subscriber.of(s) for s in list_subscribers(self.context)]
 
@@ -160,7 +160,7 @@ class Notifications:
         JSON-lines file); `secret_env` names the variable holding the signing secret;
         `sources` (default all) must be declared; `digest` none | hourly | daily. Its
         `warnings` say what will fail later (the secret's variable not set here)."""
-        from feedledger.notify.operations import add_subscriber  # lazy: the store
+        from feedledger.notify.operations import add_subscriber  # lazy: SQLAlchemy, Arrow
 
         wanted = sources if sources is None or isinstance(sources, str) else ",".join(sources)
         sub, warnings = add_subscriber(
@@ -176,7 +176,7 @@ class Notifications:
 
     def remove_subscriber(self, name: str) -> int:
         """Remove a subscriber; returns how many undelivered messages were cancelled."""
-        from feedledger.notify.operations import remove_subscriber  # lazy: the store
+        from feedledger.notify.operations import remove_subscriber  # lazy: SQLAlchemy, Arrow
 
         return remove_subscriber(self.context, name)
 
@@ -195,7 +195,7 @@ class Notifications:
         """Fan pending outbox rows out into messages and deliver what is due: `once`, one
         attempt at every message due; otherwise until SIGINT / SIGTERM."""
         from feedledger.notify.dispatch import Policy  # lazy: httpx
-        from feedledger.notify.operations import run_dispatch  # lazy: the store
+        from feedledger.notify.operations import run_dispatch  # lazy: SQLAlchemy, Arrow
 
         policy = Policy(
             max_attempts=max_attempts,
@@ -216,20 +216,20 @@ class Notifications:
 
     def status(self) -> DeliveryStatus:
         """Per subscriber: messages by state and the oldest waiting one's age."""
-        from feedledger.notify.operations import status  # lazy: the store
+        from feedledger.notify.operations import status  # lazy: SQLAlchemy, Arrow
 
         return DeliveryStatus.of(status(self.context))
 
     def retry(self, subscriber: str | None = None) -> int:
         """Make dead-lettered messages pending again (same ids); returns how many."""
-        from feedledger.notify.operations import retry  # lazy: the store
+        from feedledger.notify.operations import retry  # lazy: SQLAlchemy, Arrow
 
         return retry(self.context, subscriber)
 
     def correction(self, run_id: str, message: str) -> Correction:
         """Queue ONE correction naming a run (any unique prefix of its id) whose
         notifications went out wrongly."""
-        from feedledger.notify.operations import correction  # lazy: the store
+        from feedledger.notify.operations import correction  # lazy: SQLAlchemy, Arrow
 
         run = resolve_run(self.context, run_id)
         data = correction(self.context, run, message)

@@ -55,14 +55,14 @@ class RunsPage:
 
 def resolve_run(ctx: Context, run_id: str) -> str:
     """`Ledger.resolve_run`: a whole run id from any unique prefix."""
-    from feedledger.ledger import run_ids  # lazy: the store
+    from feedledger.ledger import run_ids  # lazy: SQLAlchemy, Arrow
 
     return run_ids.resolve(ctx.store, run_id)
 
 
 def is_geo_run(ctx: Context, run_id: str) -> bool:
     """Whether the run's source is a GIS one (its changes say `geometry_changed`)."""
-    from feedledger.ledger.runs import get_run  # lazy: the store
+    from feedledger.ledger.runs import get_run  # lazy: SQLAlchemy, Arrow
 
     found = get_run(ctx.store, run_id)
     if found is None:
@@ -84,7 +84,7 @@ def read_runs_page(
 ) -> RunsPage:
     """`Ledger.runs_page`: a page of runs (of `source`, `kind` and `status` when given)
     after `cursor`."""
-    from feedledger.ledger import runs as pages  # lazy: the store
+    from feedledger.ledger import runs as pages  # lazy: SQLAlchemy, Arrow
 
     if source is not None:
         ctx.workspace.source(source)  # SourceNotFound
@@ -170,9 +170,9 @@ class RunDetail:
 
 def read_run_detail(ctx: Context, run_id: str) -> RunDetail:
     """`Ledger.run_detail`: the run `run_id` (or a unique prefix; NotFoundError if none)."""
-    from feedledger.ledger import run_view  # lazy: the store
-    from feedledger.ledger import runs as runs_table  # lazy: the store
-    from feedledger.notify.run_deliveries import by_notice  # lazy: the store
+    from feedledger.ledger import run_view  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger import runs as runs_table  # lazy: SQLAlchemy, Arrow
+    from feedledger.notify.run_deliveries import by_notice  # lazy: SQLAlchemy, Arrow
 
     whole = resolve_run(ctx, run_id)
     store = ctx.store
@@ -219,7 +219,7 @@ def read_changes_page(
     """`Ledger.changes_page`: a page of `Ledger.changes(run_id)`, in its order (the
     changes, then the held records), read after the cursor's keyset bound: a page costs
     its own rows."""
-    from feedledger.ledger import changes_page as pages  # lazy: the store
+    from feedledger.ledger import changes_page as pages  # lazy: SQLAlchemy, Arrow
 
     whole = resolve_run(ctx, run_id)
     limit = check_limit(limit)

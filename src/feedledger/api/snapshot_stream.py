@@ -86,7 +86,7 @@ def stream(
     of the export of `source` at `valid_us` (as known at `known_us`) in chunks; an error
     while streaming ends the stream early (raised from the iterator)."""
     from feedledger.pipeline import snapshot_export, snapshot_writers  # lazy: Arrow, numba
-    from feedledger.pipeline.snapshot_order import field_order, layout_at  # lazy: the store
+    from feedledger.pipeline.snapshot_order import field_order, layout_at  # lazy: SQLAlchemy, Arrow
 
     layout = layout_at(ctx, source, valid_us, known_us)
     order = field_order(ctx, layout, source_format) if format != "jsonl" else []

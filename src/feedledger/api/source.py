@@ -50,6 +50,8 @@ from feedledger.context import Context
 from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, now_us
+from feedledger.pipeline.archiving import archive_add
+from feedledger.pipeline.run import NothingNew, run_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -150,8 +152,7 @@ class Source:
         A publisher date more than a day ahead is refused unless `allow_future`; one
         gone back before the watermark with other content is refused (exit 6, archived)
         unless `accept_restored` applies it as a correction dated now."""
-        from feedledger.pipeline.recovery import Recovery  # lazy: the fetchers
-        from feedledger.pipeline.run import NothingNew, run_source  # lazy: the fetchers
+        from feedledger.pipeline.recovery import Recovery  # lazy: SQLAlchemy, Arrow, the readers
 
         result = run_source(
             self.context,
@@ -186,7 +187,7 @@ class Source:
         """Apply every archived payload of [start, end] after the watermark, oldest
         first, each at its own publisher date, as ONE run (gaps for missing days).
         `on_plan` hears the window's assessment first; `progress` each payload applied."""
-        from feedledger.pipeline.backfill import backfill  # lazy: the store
+        from feedledger.pipeline.backfill import backfill  # lazy: SQLAlchemy, Arrow
 
         report = backfill(
             self.context,
@@ -212,7 +213,7 @@ class Source:
     ) -> WindowRun | NothingToDo:
         """Retract the versions valid from `start` on and re-apply the archive from it.
         `on_plan` hears the payloads to apply and the days without one first."""
-        from feedledger.pipeline.backfill import replay  # lazy: the store
+        from feedledger.pipeline.backfill import replay  # lazy: SQLAlchemy, Arrow
 
         report = replay(
             self.context,
@@ -227,32 +228,32 @@ class Source:
 
     def assess(self, start: When | str, end: When | str, *, fetch: bool = True) -> Assessment:
         """What a backfill of [start, end] would apply, and what is missing."""
-        from feedledger.pipeline.assess import assess  # lazy: the store, the fetchers
+        from feedledger.pipeline.assess import assess  # lazy: SQLAlchemy, Arrow
 
         lo, hi = self._day(start, "start"), self._day(end, "end")
         return Assessment.of(assess(self.context, self.name, lo, hi, fetch=fetch))
 
     def verify(self) -> Verification:
-        from feedledger.pipeline.verify import verify  # lazy: the store
+        from feedledger.pipeline.verify import verify  # lazy: SQLAlchemy, Arrow
 
         return Verification.of(verify(self.context, self.name))
 
     def runs(self) -> list[Run]:
         """The source's runs, oldest first."""
-        from feedledger.ledger.runs import list_runs  # lazy: the store
+        from feedledger.ledger.runs import list_runs  # lazy: SQLAlchemy, Arrow
 
         self.config  # noqa: B018 -- SourceNotFound for an undeclared name, as before
         return [Run.of(r) for r in list_runs(self.context.store, self.name)]
 
     # -- freezes ------------------------------------------------------------------------
     def freeze(self, reason: str | None = None) -> FreezeState:
-        from feedledger.pipeline.manual import freeze  # lazy: the store
+        from feedledger.pipeline.manual import freeze  # lazy: SQLAlchemy, Arrow
 
         ice, new = freeze(self.context, self.name, reason)
         return FreezeState(self.name, True, new, opt_dt(ice.frozen_at), ice.reason)
 
     def thaw(self) -> FreezeState:
-        from feedledger.pipeline.manual import thaw  # lazy: the store
+        from feedledger.pipeline.manual import thaw  # lazy: SQLAlchemy, Arrow
 
         return FreezeState(self.name, False, thaw(self.context, self.name))
 
@@ -267,8 +268,6 @@ class Source:
     ) -> Payload:
         """Archive a payload without applying it (a later backfill applies it);
         `published_at` as in `ingest` (text as the CLI takes it too)."""
-        from feedledger.pipeline.archiving import archive_add  # lazy: the archive
-
         if not isinstance(payload, bytes):
             name = name or Path(payload).name
         ref, created = archive_add(
@@ -315,7 +314,7 @@ class Source:
         self, key: Key, *, known_at: When | None = None, include_retracted: bool = False
     ) -> list[Version]:
         """Versions of one entity in valid-time order."""
-        from feedledger.pipeline import query  # lazy: the store
+        from feedledger.pipeline import query  # lazy: SQLAlchemy, Arrow
 
         found = query.history(
             self.context,
@@ -368,7 +367,7 @@ class Source:
 
     def asof(self, key: Key, *, valid: When, known_at: When | None = None) -> AsOf:
         """present / absent / not_observed (inside a gap) / not_known."""
-        from feedledger.pipeline import query  # lazy: the store
+        from feedledger.pipeline import query  # lazy: SQLAlchemy, Arrow
 
         answer = query.asof(
             self.context,
@@ -440,7 +439,7 @@ class Source:
         a file appears only when complete. Returns the number of entities written.
         Inside a standing gap: a `GapWarning`, or with `strict` an `InGap` error
         (nothing written)."""
-        from feedledger.pipeline import snapshot_export  # lazy: the store's read path
+        from feedledger.pipeline import snapshot_export  # lazy: SQLAlchemy, Arrow
 
         path = Path(output) if output is not None else None
         _snapshots.check_export(format, path, geo=self.config.is_geo)
@@ -470,7 +469,7 @@ class Source:
         return snapshot_stream.decoded(chunks)
 
     def gaps(self, *, known_at: When | None = None, include_retracted: bool = False) -> list[Gap]:
-        from feedledger.pipeline import query  # lazy: the store
+        from feedledger.pipeline import query  # lazy: SQLAlchemy, Arrow
 
         found = query.list_gaps(
             self.context,
@@ -483,7 +482,7 @@ class Source:
     def add_gap(self, start: When | str, end: When | str, reason: str) -> Gap:
         """Record that the source was not observed from `start` to `end` (days, inclusive;
         text as the CLI takes it too)."""
-        from feedledger.pipeline.manual import add_gap  # lazy: the store
+        from feedledger.pipeline.manual import add_gap  # lazy: SQLAlchemy, Arrow
 
         lo, hi = self._day(start, "start"), self._day(end, "end")
         return Gap.of(add_gap(self.context, self.name, lo, hi, reason))
