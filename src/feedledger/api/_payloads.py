@@ -1,16 +1,20 @@
 """A payload handed to `Source.ingest` / `Source.archive_add`: a file's bytes, its content
-type guessed from its name, and the live run that applies it."""
+type guessed from its name, the live run that applies it (or its archiving alone), and
+what `Source.run` made of the publications waiting, typed."""
 
 from __future__ import annotations
 
 import mimetypes
 import os
 from pathlib import Path
+from typing import Any
 
-from feedledger.api.results import Ingested
+from feedledger.api.results import Ingested, NothingToDo, NotModified, Payload, Recovered, WindowRun
 from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
+from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.ingest import ingest as apply
+from feedledger.pipeline.run import NothingNew
 
 
 def content_type(name: str) -> str | None:
@@ -53,4 +57,44 @@ def ingest(
         allow_mass_delete=allow_mass_delete,
         allow_future=allow_future,
     )
+    return Ingested.of(result)
+
+
+def archive(
+    ctx: Context,
+    source: str,
+    payload: str | os.PathLike[str] | bytes,
+    published_at: int | str | None,
+    name: str | None,
+    allow_future: bool,
+) -> Payload:
+    """`Source.archive_add`: archive the payload without applying it."""
+    if not isinstance(payload, bytes):
+        name = name or Path(payload).name
+    ref, created = archive_add(
+        ctx,
+        source,
+        payload if isinstance(payload, bytes) else read(Path(payload)),
+        published_at=published_at,
+        original_name=name,
+        content_type=content_type(name) if name else None,
+        allow_future=allow_future,
+    )
+    return Payload.of(ref, created)
+
+
+def run_result(source: str, result: Any) -> Ingested | Recovered | NothingToDo | NotModified:
+    """`Source.run`'s result typed: not modified, nothing new, several publications
+    applied as one backfill (Recovered), or one live run."""
+    from feedledger.pipeline.recovery import Recovery  # lazy: SQLAlchemy, Arrow, the readers
+
+    if result is None:
+        return NotModified(source)
+    if isinstance(result, NothingNew):
+        return NothingToDo(result.source, result.reason, None, result)
+    if isinstance(result, Recovery):
+        assert result.report is not None
+        return Recovered(
+            result.source, list(result.days), len(result.archived), WindowRun.of(result.report)
+        )
     return Ingested.of(result)

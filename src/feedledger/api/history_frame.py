@@ -15,7 +15,7 @@ for a tombstone or a feature without one)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from feedledger.model.errors import ConfigError
@@ -38,6 +38,20 @@ META = (
     "change",
     "revision",
 )
+
+
+def keys_asked(source: str, key: Any, keys: Any) -> list[Any]:
+    """The keys of `Source.history_frame(key)` or `(keys=[...])`: exactly one of the two
+    (ConfigError), `keys` a list, not a text (TypeError)."""
+    if (key is None) == (keys is None):
+        raise ConfigError("history_frame: give one key, or keys=[...]", source=source)
+    if keys is not None and (isinstance(keys, str | bytes) or not isinstance(keys, Iterable)):
+        # a text is iterable too: keys="0714-22-1" would read the keys "0", "7"...
+        raise TypeError(
+            f"history_frame: keys must be a list of keys (keys=[...]), "
+            f"not {type(keys).__name__} {keys!r}; one key is history_frame(key)"
+        )
+    return [key] if keys is None else list(keys)
 
 
 def frame(versions: Sequence[Version], key_fields: Sequence[str], *, geo: bool) -> pl.DataFrame:

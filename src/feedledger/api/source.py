@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api import _payloads, _snapshots, archive, snapshot_stream
+from feedledger.api import _payloads, _snapshots, archive, history_frame, snapshot_stream
 from feedledger.api import calendar as calendars
 from feedledger.api.archive import PayloadFiles, Rejected
 from feedledger.api.calendar import Calendar
-from feedledger.api.history_frame import frame
 from feedledger.api.results import (
     AsOf,
     Assessment,
@@ -47,11 +46,9 @@ from feedledger.api.windows import (
     window_result,
 )
 from feedledger.context import Context
-from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, now_us
-from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.run import NothingNew, run_source
+from feedledger.pipeline.run import run_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -152,8 +149,6 @@ class Source:
         A publisher date more than a day ahead is refused unless `allow_future`; one
         gone back before the watermark with other content is refused (exit 6, archived)
         unless `accept_restored` applies it as a correction dated now."""
-        from feedledger.pipeline.recovery import Recovery  # lazy: SQLAlchemy, Arrow, the readers
-
         result = run_source(
             self.context,
             self.name,
@@ -162,16 +157,7 @@ class Source:
             allow_future=allow_future,
             accept_restored=accept_restored,
         )
-        if result is None:
-            return NotModified(self.name)
-        if isinstance(result, NothingNew):
-            return NothingToDo(result.source, result.reason, None, result)
-        if isinstance(result, Recovery):
-            assert result.report is not None
-            return Recovered(
-                result.source, list(result.days), len(result.archived), WindowRun.of(result.report)
-            )
-        return Ingested.of(result)
+        return _payloads.run_result(self.name, result)
 
     def backfill(
         self,
@@ -268,18 +254,8 @@ class Source:
     ) -> Payload:
         """Archive a payload without applying it (a later backfill applies it);
         `published_at` as in `ingest` (text as the CLI takes it too)."""
-        if not isinstance(payload, bytes):
-            name = name or Path(payload).name
-        ref, created = archive_add(
-            self.context,
-            self.name,
-            payload if isinstance(payload, bytes) else _payloads.read(Path(payload)),
-            published_at=self._published(published_at, allow_future),
-            original_name=name,
-            content_type=_payloads.content_type(name) if name else None,
-            allow_future=allow_future,
-        )
-        return Payload.of(ref, created)
+        when = self._published(published_at, allow_future)
+        return _payloads.archive(self.context, self.name, payload, when, name, allow_future)
 
     def payload_files(
         self, paths: list[str | os.PathLike[str]], *, published_at: str | None = None
@@ -340,19 +316,10 @@ class Source:
         (values as the snapshot writes them) and for a GIS source `geometry` (WKB);
         see `feedledger.api.history_frame`. A key never recorded: NotFoundError, as
         `history`."""
-        if (key is None) == (keys is None):
-            raise ConfigError("history_frame: give one key, or keys=[...]", source=self.name)
-        if keys is not None and (isinstance(keys, str | bytes) or not isinstance(keys, Iterable)):
-            # a text is iterable too: keys="0714-22-1" would read the keys "0", "7"...
-            raise TypeError(
-                f"history_frame: keys must be a list of keys (keys=[...]), "
-                f"not {type(keys).__name__} {keys!r}; one key is history_frame(key)"
-            )
         found: list[Version] = []
-        for one in [key] if keys is None else list(keys):
-            assert one is not None
+        for one in history_frame.keys_asked(self.name, key, keys):
             found += self.history(one, known_at=known_at, include_retracted=include_retracted)
-        return frame(found, self.config.key, geo=self.config.is_geo)
+        return history_frame.frame(found, self.config.key, geo=self.config.is_geo)
 
     def history_with_gaps(
         self, key: Key, *, known_at: When | None = None, include_retracted: bool = False
