@@ -1,7 +1,7 @@
 """The archive through the public API: the payload files an `archive add` names, the
 refused payloads kept for inspection, rebuilding the store's payload index from the
 archive alone, compressing it in place and re-reading every payload
-(`led.rejected_payloads`, `led.reindex_archive`, `led.compact_archive`,
+(`src.rejected_payloads`, `led.reindex_archive`, `led.compact_archive`,
 `led.verify_archive`, `src.payload_files`)."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Runs across sources a page at a time, one run's whole picture (its notices,
-retraction state, write audit) and its changes a page at a time: what the HTTP API's
-`/api/runs...` endpoints answer. Cursors are opaque texts (URL-safe base64 JSON)."""
+"""Runs by id: a run id from a unique prefix, runs across sources a page at a time, one
+run's whole picture (its notices, retraction state, write audit) and its changes a page
+at a time -- what `Ledger.resolve_run`, `runs_page`, `run_detail` and `changes_page`
+answer (the HTTP API's `/api/runs...`). Cursors are opaque texts (URL-safe base64 JSON)."""
 
 from __future__ import annotations
 

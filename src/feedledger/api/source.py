@@ -85,7 +85,9 @@ class Source:
     @property
     def config(self) -> SourceConfig:
         """The declaration (SourceNotFound for a name the workspace does not declare)."""
-        return self._config or self.context.workspace.source(self.name)
+        if self._config is not None:
+            return self._config
+        return self.context.workspace.source(self.name)
 
     def _us(self, value: When, what: str) -> int:
         return instant_us(value, self.config.timezone, what)
