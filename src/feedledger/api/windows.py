@@ -1,6 +1,7 @@
 """Runs over a window of publication days (`Source.backfill`, `Source.replay`): their
-typed plan and progress callbacks, a window bound as the pipeline takes it, and the
-pipeline's report as a typed result. The parameter lists are `Source`'s alone."""
+typed plan and progress callbacks relayed to the pipeline, the pipeline's report as a
+typed result, and the one source name a command was given. The parameter lists are
+`Source`'s alone."""
 
 from __future__ import annotations
 
