@@ -106,7 +106,7 @@ def recorded_after_last(root: Path) -> str:
     import feedledger as fl
 
     with fl.open(root / "feedledger.toml") as led:
-        runs = led.runs("parcels")
+        runs = led.source("parcels").runs()
     finished = runs[-1].finished_at if runs else None
     assert finished is not None
     return finished.isoformat()

@@ -1,5 +1,5 @@
 """The HTTP snapshot's stream without the HTTP (issue 16: >= 200k rows/s, the server's
-RSS growth <= 100 MiB): `api.snapshot_stream.snapshot_bytes` -- the generator
+RSS growth <= 100 MiB): `Source.snapshot_bytes` -- the generator
 `GET /api/sources/{s}/snapshot?format=` hands to the response -- read to the end in
 this process, for csv and jsonl, on a ledger snapshot_speed_bench.py built.
 
@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 
 def rss_mib() -> float:
@@ -29,16 +30,14 @@ def rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
 
 
-def stream(src: object, fmt: str, valid: str, known_at: str | None) -> tuple[int, int]:
+def stream(src: Any, fmt: str, valid: str, known_at: str | None) -> tuple[int, int]:
     """(bytes, lines) of one stream read to the end."""
     from datetime import date, datetime
-
-    from feedledger.api.snapshot_stream import snapshot_bytes
 
     day = date.fromisoformat(valid)
     known = datetime.fromisoformat(known_at) if known_at else None
     size = lines = 0
-    for chunk in snapshot_bytes(src, valid=day, known_at=known, format=fmt):  # type: ignore[arg-type]
+    for chunk in src.snapshot_bytes(valid=day, known_at=known, format=fmt):
         size += len(chunk)
         lines += chunk.count(b"\n")
     return size, lines

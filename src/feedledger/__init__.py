@@ -17,37 +17,37 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from feedledger.api.destination import Destination, DestinationLag, Manifest
+    from feedledger.api.destination import Destination
     from feedledger.api.errors import GapWarning, InGap
     from feedledger.api.explain import ExplainVerdict, Explanation, HeldRow, Incoming
     from feedledger.api.ledger import Ledger, init, open
     from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
-    from feedledger.api.reports import (
+    from feedledger.api.results import (
+        AsOf,
         Assessment,
+        Change,
         Check,
+        Counts,
+        DestinationLag,
         FreezeState,
+        Gap,
+        Ingested,
+        Manifest,
         NothingToDo,
         NotModified,
         Payload,
         Reconciliation,
         Recovered,
+        Resumption,
         Retraction,
+        Run,
         SourceHealth,
         Step,
         SyncReport,
         Verification,
-        WindowRun,
-    )
-    from feedledger.api.results import (
-        AsOf,
-        Change,
-        Counts,
-        Gap,
-        Ingested,
-        Resumption,
-        Run,
         Version,
         Watermark,
+        WindowRun,
     )
     from feedledger.api.source import Source
     from feedledger.model.errors import (
@@ -84,7 +84,7 @@ __version__ = "0.1.0"
 
 # module -> the public names it defines (the same as the imports above, for type checkers)
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "feedledger.api.destination": ("Destination", "DestinationLag", "Manifest"),
+    "feedledger.api.destination": ("Destination",),
     "feedledger.api.explain": ("ExplainVerdict", "Explanation", "HeldRow", "Incoming"),
     "feedledger.api.errors": ("GapWarning", "InGap"),
     "feedledger.api.ledger": ("Ledger", "init", "open"),
@@ -95,32 +95,32 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Dispatched",
         "Subscriber",
     ),
-    "feedledger.api.reports": (
+    "feedledger.api.results": (
+        "AsOf",
         "Assessment",
+        "Change",
         "Check",
+        "Counts",
+        "DestinationLag",
         "FreezeState",
-        "NothingToDo",
+        "Gap",
+        "Ingested",
+        "Manifest",
         "NotModified",
+        "NothingToDo",
         "Payload",
         "Reconciliation",
         "Recovered",
+        "Resumption",
         "Retraction",
+        "Run",
         "SourceHealth",
         "Step",
         "SyncReport",
         "Verification",
-        "WindowRun",
-    ),
-    "feedledger.api.results": (
-        "AsOf",
-        "Change",
-        "Counts",
-        "Gap",
-        "Ingested",
-        "Resumption",
-        "Run",
         "Version",
         "Watermark",
+        "WindowRun",
     ),
     "feedledger.api.source": ("Source",),
     "feedledger.model.errors": (

@@ -22,7 +22,8 @@ from feedledger.api.demo import PARCEL, SOURCE, build_demo
 from feedledger.api.errors import store_failure
 from feedledger.api.ledger import open_config
 from feedledger.api.results import Gap, Version
-from feedledger.api.source_queries import check_export
+from feedledger.api.source import Source
+from feedledger.api.windows import one_source
 
 CLI = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "cli"
 ALLOWED = ("feedledger.api", "feedledger.model", "feedledger.cli")
@@ -107,14 +108,16 @@ def test_workspace_create_schema_and_open_config(store_url: str, tmp_path: Path)
 def test_ingest_by_name_keeps_refused_bytes(led: fl.Ledger, tmp_path: Path) -> None:
     payload = tmp_path / "larimer_2026-08-01.csv"
     payload.write_bytes(_csv(("0714-22-1", "R-1")))
-    done = led.ingest("larimer", payload, published_at="2026-08-01")
+    done = led.source("larimer").ingest(payload, published_at="2026-08-01")
     assert done.status == "applied" and done.counts.added == 1
     with pytest.raises(fl.ConfigError) as bad:
-        led.ingest("larimer", _csv(("0714-22-1", "R-2")), published_at="2026-13-45")
+        led.source("larimer").ingest(_csv(("0714-22-1", "R-2")), published_at="2026-13-45")
     assert "'larimer'" in str(bad.value)
     with pytest.raises(fl.NotFoundError, match="bytes are kept"):
-        led.ingest("weld", _csv(("1", "A")), published_at="2026-08-02")
-    kept = led.rejected_payloads("larimer")  # the archive alone: refused bytes, typed
+        led.source("weld", require_declared=False).ingest(
+            _csv(("1", "A")), published_at="2026-08-02"
+        )
+    kept = led.source("larimer").rejected_payloads()  # the archive alone: refused bytes, typed
     assert all(r.source == "larimer" and r.location for r in kept)
     assert [r.to_json()["source"] for r in kept] == [r.source for r in kept]
 
@@ -126,9 +129,8 @@ def test_backfill_replay_callbacks_review_and_gaps(led: fl.Ledger) -> None:
     plans: list[Any] = []
     steps: list[Any] = []
     with pytest.raises(fl.ConfigError, match="one source at a time"):
-        led.backfill(["larimer", "weld"], "2026-08-02", "2026-08-05")
-    report = led.backfill(
-        ["larimer"],
+        led.source(one_source(["larimer", "weld"])).backfill("2026-08-02", "2026-08-05")
+    report = led.source(one_source(["larimer"])).backfill(
         "2026-08-02",
         date(2026, 8, 5),
         fetch=False,
@@ -139,7 +141,9 @@ def test_backfill_replay_callbacks_review_and_gaps(led: fl.Ledger) -> None:
     assert isinstance(plans[0], fl.Assessment) and plans[0].source == "larimer"
     assert any(isinstance(ref, fl.Payload) for _d, _t, ref in steps)
     seen: list[Any] = []
-    again = led.replay("larimer", "2026-08-04", on_plan=lambda refs, missing: seen.append(refs))
+    again = led.source("larimer").replay(
+        "2026-08-04", on_plan=lambda refs, missing: seen.append(refs)
+    )
     assert isinstance(again, fl.WindowRun) and again.retracted_payloads == 1
     assert isinstance(seen[0][0], fl.Payload)
     gap = src.add_gap("2026-08-10", "2026-08-11", "outage")
@@ -156,9 +160,9 @@ def test_export_snapshot_and_reindex(led: fl.Ledger, tmp_path: Path) -> None:
     src = led.source("larimer")
     src.ingest(_csv(("0714-22-1", "R-1"), ("0714-22-2", "A")), published_at=date(2026, 8, 1))
     with pytest.raises(fl.ConfigError):
-        check_export("xml", None)
+        Source.check_export("xml", None)
     with pytest.raises(fl.ConfigError):
-        check_export("csv", tmp_path)
+        Source.check_export("csv", tmp_path)
     out = tmp_path / "snap.jsonl"
     assert src.export_snapshot(out, valid=date(2026, 8, 2), format="jsonl") == 2
     assert [json.loads(x)["zoning"] for x in out.read_text().splitlines()] == ["R-1", "A"]

@@ -107,7 +107,7 @@ def test_ingest_history_asof_changes_retract(led: fl.Ledger) -> None:
         ("0714-22-1", fl.ChangeKind.CHANGED),
         ("0714-22-2", fl.ChangeKind.DELETED),
     ]
-    runs = led.runs("larimer")
+    runs = led.source("larimer").runs()
     assert [(r.kind, r.status) for r in runs] == [(fl.RunKind.LIVE, fl.RunStatus.SUCCEEDED)] * 2
     assert [r.resumed for r in runs] == [[], []]
 
@@ -262,7 +262,7 @@ def test_to_json_is_the_cli_json(cli: Any, tmp_path: Path) -> None:
             ),
             (src.gaps(), cli.json("gaps", "larimer")),
             (src.watermark(), cli.json("watermark", "larimer")),
-            (led.runs("larimer"), cli.json("runs", "larimer")),
+            (led.source("larimer").runs(), cli.json("runs", "larimer")),
             (led.changes(run_id), cli.json("changes", "--run", run_id)),
             (src.archive_list(), cli.json("archive", "list", "larimer")),
             (src.verify(), cli.json("verify", "larimer")),
@@ -275,7 +275,7 @@ def test_to_json_is_the_cli_json(cli: Any, tmp_path: Path) -> None:
         ]
         for api_value, cli_value in pairs:
             assert _as_json(api_value) == cli_value
-        assert ingested["run_id"] == led.runs("larimer")[0].run_id
+        assert ingested["run_id"] == led.source("larimer").runs()[0].run_id
         frozen = src.freeze(reason="x")
         assert _as_json(frozen) == {**cli.json("freeze", "larimer"), "changed": True}
         assert _as_json(src.thaw()) == {"source": "larimer", "frozen": False, "changed": True}

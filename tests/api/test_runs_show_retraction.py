@@ -29,7 +29,7 @@ def test_a_retracted_run_says_so_everywhere(workspace: Workspace) -> None:
         second = src.ingest(_csv("2"), published_at=date(2026, 8, 2))
         third = src.ingest(_csv("3"), published_at=date(2026, 8, 3))
         undo = led.retract(str(second.run_id), cascade=True)  # the 2nd and the 3rd
-        runs = {r.run_id: r for r in led.runs("s")}
+        runs = {r.run_id: r for r in led.source("s").runs()}
         for hit in (second.run_id, third.run_id):
             run = runs[str(hit)]
             assert run.retracted and run.status is fl.RunStatus.SUCCEEDED
@@ -78,7 +78,7 @@ def test_a_replay_marks_the_run_it_retracts_part_of(workspace: Workspace) -> Non
         assert isinstance(back, fl.WindowRun)
         again = src.replay(date(2026, 8, 3))
         assert isinstance(again, fl.WindowRun)
-        run = next(r for r in led.runs("s") if r.run_id == back.run_id)
+        run = next(r for r in led.source("s").runs() if r.run_id == back.run_id)
         # the 2nd still stands: partly retracted, by the replay
         assert run.retracted_by == [again.run_id] and run.retracted_at is None
         assert not run.retracted

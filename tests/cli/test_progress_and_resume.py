@@ -12,7 +12,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import feedledger
-from feedledger.api.destination_status import destination_status
 from feedledger.cli.sync_render import CountLog, rate_column
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli, write_csv
@@ -87,7 +86,7 @@ def test_a_resumed_rebuild_says_where_it_resumes(cli: Cli, tmp_path: Path) -> No
     shown = cli("health", expect=None).stdout
     assert "all: resumes at batch 2 of 3 (10 of 25 keys)" in " ".join(shown.split()), shown
     with feedledger.open(cli.ws.config_path) as led:
-        (rebuild,) = destination_status(led, "d").to_json()["rebuilds"]
+        (rebuild,) = led.destination("d").status().to_json()["rebuilds"]
         assert rebuild["resume"] == where
         seen: list[tuple[str, int, int, int, int]] = []
         report = led.destination("d").rebuild("all", batch=10, on_resume=lambda *a: seen.append(a))

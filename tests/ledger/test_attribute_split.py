@@ -1,5 +1,5 @@
 """Stored attribute texts split into columns without JSON
-parsing (ledger/attribute_split.py, `attribute_columns.batch_frame`) give exactly the
+parsing (ledger/encoding/split.py, `attribute_columns.batch_frame`) give exactly the
 cells of the JSON path (`attribute_columns.text_columns` over the decoded texts), and
 the CSV and Parquet exports of a compact store equal the former row-by-row export."""
 

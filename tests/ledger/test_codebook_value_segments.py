@@ -1,5 +1,5 @@
 """Versions of at most 200 bytes: codebooks with value segments (two-byte tokens for a
-field's frequent values, ledger/attr_codec.py) decode to exactly the canonical text,
+field's frequent values, ledger/encoding/codec.py) decode to exactly the canonical text,
 whether written by the codec or by migration 0011's SQL; `change` stored as a code;
 migration 0011 converts a store in the 0010 layout (and back), on both backends."""
 

@@ -1,5 +1,5 @@
 """Compact versions: attribute texts stored against per-source codebooks
-(ledger/attr_codec.py, ledger/codebooks.py) decode to exactly the canonical JSON they
+(ledger/encoding/codec.py, ledger/encoding/codebooks.py) decode to exactly the canonical JSON they
 were; queries answer the same JSON as the previous release; migration 0010 converts a
 store the previous release populated, on both backends."""
 

@@ -1,5 +1,5 @@
 """The statements of an entity's `asof`/`history` read
-(ledger/entity_read.py) use the indexes, on SQLite (`EXPLAIN QUERY PLAN`) and
+(ledger/readers/entity_read.py) use the indexes, on SQLite (`EXPLAIN QUERY PLAN`) and
 PostgreSQL (`EXPLAIN`, after ANALYZE of a few thousand versions): the versions by
 `ix_versions_source_key`, never a full scan of versions; and the read's answers are
 those of the SQLAlchemy queries it replaced (`queries.history`)."""

@@ -1,4 +1,4 @@
-"""ledger/pg_copy.py (the snapshot's fast path, PostgreSQL): a query's rows read by COPY
+"""ledger/readers/pg_copy.py (the snapshot's fast path, PostgreSQL): a query's rows read by COPY
 binary through the ADBC driver are exactly what the psycopg path
 (`arrow_fetch._dbapi`) and psycopg's own rows give -- texts with quotes, commas,
 newlines, carriage returns, backslashes, control characters 1-31, any unicode, empty

@@ -1,5 +1,5 @@
 """The compiled renderer of stored texts
-(ledger/stored_render.py, stored_kernel.py) gives the CSV and Parquet columns the
+(ledger/encoding/render.py, stored_kernel.py) gives the CSV and Parquet columns the
 general writers give, byte for byte, for every batch -- the rows it takes and the rows
 it leaves to the general path spliced back in order (pipeline/snapshot_spliced.py) --
 over random records: escapes, quotes, commas, unicode, nulls, numbers as stated,

@@ -145,7 +145,7 @@ def test_a_run_replayed_in_part_keeps_announcing_its_earlier_payloads(
     bf = filled["run_id"]
     payloads = [s["payload_id"] for s in filled["steps"]]
     with fl.open(cli.ws.config_path) as led:  # the public API's report says the same
-        got = led.replay(SRC, "2026-08-04")
+        got = led.source(SRC).replay("2026-08-04")
     assert isinstance(got, fl.WindowRun)
     out = got.to_json()
     assert (got.retracted_runs, got.retracted_payloads) == ([bf], 2)

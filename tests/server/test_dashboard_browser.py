@@ -151,7 +151,7 @@ def page(world: dict[str, Any], browser: Any, shots: Path) -> Iterator[Page]:
 
 
 def test_every_page_opens_without_console_errors(page: Page, world: dict[str, Any]) -> None:
-    runs = [r.to_json() for r in world["led"].runs("larimer")]
+    runs = [r.to_json() for r in world["led"].source("larimer").runs()]
     # the board, larimer's source page and both entity pages are opened (and their
     # screenshots taken) by the tests below, with their console checked there too
     pages = {
@@ -287,7 +287,7 @@ def _assert_placed(rects: Any, history: list[dict[str, Any]]) -> None:
 
 def test_calendar_cells_agree_with_gaps_and_runs(page: Page, world: dict[str, Any]) -> None:
     larimer = world["led"].source("larimer")
-    runs = {r.run_id: r.to_json() for r in world["led"].runs("larimer")}
+    runs = {r.run_id: r.to_json() for r in world["led"].source("larimer").runs()}
     gaps = [g.to_json() for g in larimer.gaps()]
     archived = [a.to_json() for a in larimer.archive_list()]
     p = page.open("/sources/larimer", "source")
@@ -369,7 +369,7 @@ def test_a_held_run_released_on_the_review_page_reaches_the_webhook(
     # the token was never stored by the page
     assert p.evaluate("() => localStorage.length + sessionStorage.length") == 0
     assert TOKEN not in p.evaluate("() => document.cookie")
-    runs = {r.run_id: r for r in world["led"].runs("permits")}
+    runs = {r.run_id: r for r in world["led"].source("permits").runs()}
     assert runs[burst].status is fl.RunStatus.SUCCEEDED
     # the notifications go out at the next dispatch: the webhook receiver gets them
     # (in this thread, which Playwright's sync API marks as running its event loop)

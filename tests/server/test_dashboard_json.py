@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import feedledger as fl
-from feedledger.api.calendar import DayState, calendar
+from feedledger.api.calendar import DayState
 from feedledger.server.app import create_app
 from feedledger.server.assets import version
 from feedledger.server.auth import Token
@@ -60,7 +60,7 @@ def _build(led: fl.Ledger) -> dict[str, Any]:
 
 def test_calendar_cells(led: fl.Ledger) -> None:
     runs = _build(led)
-    cal = calendar(led, "s", date(2026, 8, 1), date(2026, 8, 12))
+    cal = led.source("s").calendar(date(2026, 8, 1), date(2026, 8, 12))
     cells = {c.day.day: c for c in cal.days}
     assert sorted(cells) == list(range(1, 13))  # daily: every day, each once
     states = {day: c.state for day, c in cells.items()}
@@ -83,7 +83,7 @@ def test_calendar_cells(led: fl.Ledger) -> None:
         "gap_reason": None,
     }  # fmt: skip
     # the default window: from the first publication to today (a year and a day at most)
-    whole = calendar(led, "s")
+    whole = led.source("s").calendar()
     assert whole.start == date(2026, 8, 1) and len(whole.days) == (whole.end - whole.start).days + 1
 
 
@@ -92,7 +92,7 @@ def test_weekday_cadence_keeps_a_publication_off_the_cadence(led: fl.Ledger) -> 
     src = led.source("w")
     src.ingest(_csv({}, 3), published_at=date(2026, 8, 7))  # a Friday
     src.ingest(_csv({0: "b"}, 3), published_at=date(2026, 8, 8))  # a Saturday
-    cal = calendar(led, "w", date(2026, 8, 7), date(2026, 8, 10))
+    cal = led.source("w").calendar(date(2026, 8, 7), date(2026, 8, 10))
     assert [(c.day.day, c.expected, c.state.value) for c in cal.days] == [
         (7, True, "live"), (8, False, "live"), (10, True, "missed"),
     ]  # fmt: skip
@@ -111,7 +111,7 @@ def client(led: fl.Ledger, tmp_path: Path) -> Iterator[TestClient]:
 def test_calendar_endpoint_and_its_errors(client: TestClient, led: fl.Ledger) -> None:
     got = client.get("/api/sources/s/calendar", params={"from": "2026-08-01", "to": "2026-08-12"})
     assert got.status_code == 200
-    assert got.json() == calendar(led, "s", date(2026, 8, 1), date(2026, 8, 12)).to_json()
+    assert got.json() == led.source("s").calendar(date(2026, 8, 1), date(2026, 8, 12)).to_json()
     missing = client.get("/api/sources/nope/calendar")
     assert missing.status_code == 404
     assert missing.headers["content-type"].startswith("application/problem+json")

@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import feedledger as fl
-from feedledger.api.snapshot_stream import CHUNK_CHARS, snapshot_chunks
+from feedledger.api.snapshot_stream import CHUNK_CHARS
 from feedledger.config import Workspace
 from feedledger.server.app import create_app
 from feedledger.server.auth import parse_tokens
@@ -373,12 +373,12 @@ def test_a_large_snapshot_streams_in_chunks(tmp_path: Path) -> None:
         src.ingest(body.encode(), published_at="2026-08-01", name="big.csv")
         # JSON lines come a line at a time from the writer, gathered in chunks; CSV in
         # the writer's own 1 MiB blocks
-        lines = list(snapshot_chunks(led.source("big"), valid=date(2026, 8, 2), format="jsonl"))
+        lines = list(led.source("big").snapshot_chunks(valid=date(2026, 8, 2), format="jsonl"))
         assert len(lines) > 1 and all(len(c) <= 2 * CHUNK_CHARS for c in lines)
         assert "".join(lines).count("\n") == 20_000
-        chunks = list(snapshot_chunks(led.source("big"), valid=date(2026, 8, 2)))
+        chunks = list(led.source("big").snapshot_chunks(valid=date(2026, 8, 2)))
         # a reader that stops early stops the writer thread
-        early = snapshot_chunks(led.source("big"), valid=date(2026, 8, 2), format="jsonl")
+        early = led.source("big").snapshot_chunks(valid=date(2026, 8, 2), format="jsonl")
         assert next(early)
         early.close()  # type: ignore[attr-defined]
     app = create_app(lambda: fl.open(ws.config_path))

@@ -12,7 +12,6 @@ from datetime import date
 from fastapi.testclient import TestClient
 
 import feedledger as fl
-from feedledger.api.runs_page import runs_page
 from feedledger.config import Workspace
 from feedledger.server.app import create_app
 from feedledger.server.auth import parse_tokens
@@ -34,10 +33,10 @@ def test_status_retracted_lists_the_runs_shown_as_retracted(workspace: Workspace
         assert isinstance(replay, fl.WindowRun)
         later = s.ingest(_csv("4"), published_at=date(2026, 8, 4)).run_id
         led.retract(later)
-        shown = {r.run_id: r for r in led.runs("s")}
+        shown = {r.run_id: r for r in led.source("s").runs()}
         assert shown[later].retracted_at is not None
         assert shown[window.run_id].retracted_at is None and shown[window.run_id].retracted_by
-        listed = [r.run_id for r in runs_page(led, status="retracted").runs]
+        listed = [r.run_id for r in led.runs_page(status="retracted").runs]
         assert listed == [later]
         assert standing not in listed
     app = create_app(functools.partial(fl.open, workspace.config_path), parse_tokens(None))

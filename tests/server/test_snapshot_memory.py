@@ -11,7 +11,7 @@ by ~210 MiB (+105 MiB anonymous, +106 MiB file-backed code pages of polars/pyarr
 and ~110 MiB more for numba, the same for 100k rows as for 1M (measured 2026-12-01):
 the libraries' first use, not the stream's.
 
-SQLite only: the stream's batches are the same on PostgreSQL (ledger/snapshot_rows.py,
+SQLite only: the stream's batches are the same on PostgreSQL (ledger/readers/snapshot_rows.py,
 tests/pipeline/test_snapshot_batches.py runs both), and a 1M-row first load on PostgreSQL
 would cost this suite ~15 s more."""
 

@@ -30,7 +30,6 @@ from typing import Any
 import httpx
 
 import feedledger as fl
-from feedledger.api.audit import audit_entries
 from feedledger.config import Workspace
 from helpers import migrate, start_serve
 from ledger.test_sqlite_single_library import sqlite_engines
@@ -164,7 +163,7 @@ def test_serve_snapshots_and_writes_beside_an_ingester_and_a_reader(tmp_path: Pa
     finally:
         db.close()
     with fl.open(ws.config_path) as led:
-        audit: dict[int, Any] = {e.audit_id: e.action for e in audit_entries(led, source="w")}
+        audit: dict[int, Any] = {e.audit_id: e.action for e in led.audit_entries(source="w")}
         # every write answered 200 is there, as answered
         assert {a: audit.get(a) for a, _ in acked} == dict(acked)
         src = led.source("i")

@@ -19,7 +19,6 @@ import pytest
 from sqlalchemy import create_engine, text
 
 import feedledger
-from feedledger.api.destination_status import destination_status
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli, write_csv
 
@@ -94,7 +93,7 @@ def test_a_destination_connection_killed_mid_rebuild_is_one_line_and_the_rerun_r
     (lag,) = json.loads(result.stdout)["destinations"]
     assert lag["unfinished_rebuilds"] == [where], lag
     with feedledger.open(cli.ws.config_path) as led:
-        (rebuild,) = destination_status(led, "d").to_json()["rebuilds"]
+        (rebuild,) = led.destination("d").status().to_json()["rebuilds"]
     assert rebuild["resume"] == where, rebuild
     # the rerun says it resumes after the first batch (acknowledged), and finishes
     rerun = cli(*args)

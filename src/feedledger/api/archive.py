@@ -1,7 +1,7 @@
 """The archive through the public API: the payload files an `archive add` names, the
 refused payloads kept for inspection, rebuilding the store's payload index from the
 archive alone, compressing it in place and re-reading every payload
-(`led.rejected_payloads`, `led.reindex_archive`, `led.compact_archive`,
+(`src.rejected_payloads`, `led.reindex_archive`, `led.compact_archive`,
 `led.verify_archive`, `src.payload_files`)."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api.reports import _Raw
+from feedledger.api.results import Raw
 from feedledger.api.times import opt_dt
+from feedledger.pipeline.archiving import expand_files
+from feedledger.pipeline.archiving import reindex as rebuild
 
 if TYPE_CHECKING:
     from feedledger.context import Context
@@ -33,7 +35,7 @@ class PayloadFiles:
 
 
 @dataclass(frozen=True)
-class Rejected(_Raw):
+class Rejected(Raw):
     """A refused payload (unreadable, undated or ambiguous bytes) kept for inspection."""
 
     source: str
@@ -62,7 +64,7 @@ class Rejected(_Raw):
 
 
 @dataclass(frozen=True)
-class Reindexed(_Raw):
+class Reindexed(Raw):
     """What rebuilding the payload index found: sidecars scanned, payloads added, already
     indexed, and the ambiguous ones (each with payload_id, source and problem)."""
 
@@ -82,8 +84,6 @@ def payload_files(
 ) -> PayloadFiles:
     """Check an `archive add` request before anything is archived (with `published_at`,
     exactly one file; otherwise every file dated by its name)."""
-    from feedledger.pipeline.archiving import expand_files
-
     batch = expand_files(ctx, source, [Path(p) for p in paths], published_at=published_at)
     return PayloadFiles(list(batch.files), list(batch.skipped))
 
@@ -95,8 +95,6 @@ def rejected(ctx: Context, source: str) -> list[Rejected]:
 
 
 def reindex(ctx: Context) -> Reindexed:
-    from feedledger.pipeline.archiving import reindex as rebuild
-
     r = rebuild(ctx)
     return Reindexed(r.scanned, r.added, r.present, list(r.ambiguous), r)
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from feedledger.api._deprecated import deprecated
+from feedledger.context import Context
 from feedledger.model.timeutil import from_us
-
-if TYPE_CHECKING:
-    from feedledger.api.ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,8 @@ class AuditEntry:
         }
 
 
-def record_write(
-    led: Ledger,
+def record(
+    ctx: Context,
     *,
     actor: str,
     action: str,
@@ -53,21 +52,50 @@ def record_write(
     run_id: str | None = None,
     detail: Any = None,
 ) -> AuditEntry:
-    """Append an entry to the audit (its own transaction)."""
-    from feedledger.ledger import audit
+    """`Ledger.record_write`: append an entry to the audit (its own transaction)."""
+    from feedledger.ledger import audit  # lazy: SQLAlchemy, Arrow
 
     text = None if detail is None else json.dumps(detail, sort_keys=True, default=str)
     entry = audit.record(
-        led.context.store, actor=actor, action=action, source=source, run_id=run_id, detail=text
+        ctx.store, actor=actor, action=action, source=source, run_id=run_id, detail=text
     )
     return AuditEntry.of(entry)
 
 
-def audit_entries(
-    led: Ledger, *, run_id: str | None = None, source: str | None = None
+def entries(
+    ctx: Context, *, run_id: str | None = None, source: str | None = None
 ) -> list[AuditEntry]:
-    """The entries about a run or a source (either matches), oldest first."""
-    from feedledger.ledger import audit
+    """`Ledger.audit_entries`: the entries about a run or a source (either matches),
+    oldest first."""
+    from feedledger.ledger import audit  # lazy: SQLAlchemy, Arrow
 
-    found = audit.entries(led.context.store, run_id=run_id, source=source)
+    found = audit.entries(ctx.store, run_id=run_id, source=source)
     return [AuditEntry.of(e) for e in found]
+
+
+# -- deprecated: the Ledger's methods (`led` typed loosely so that this module does not
+# import the one that imports it) -----------------------------------------------------
+def record_write(
+    led: Any,
+    *,
+    actor: str,
+    action: str,
+    source: str | None = None,
+    run_id: str | None = None,
+    detail: Any = None,
+) -> AuditEntry:
+    """Deprecated: `led.record_write(actor=, action=, ...)`."""
+    deprecated("feedledger.api.audit.record_write(led, ...)", "led.record_write(...)")
+    found: AuditEntry = led.record_write(
+        actor=actor, action=action, source=source, run_id=run_id, detail=detail
+    )
+    return found
+
+
+def audit_entries(
+    led: Any, *, run_id: str | None = None, source: str | None = None
+) -> list[AuditEntry]:
+    """Deprecated: `led.audit_entries(run_id=, source=)`."""
+    deprecated("feedledger.api.audit.audit_entries(led, ...)", "led.audit_entries(...)")
+    found: list[AuditEntry] = led.audit_entries(run_id=run_id, source=source)
+    return found

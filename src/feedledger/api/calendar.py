@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from feedledger.api._deprecated import deprecated
+from feedledger.api.results import Gap
+from feedledger.context import Context
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
-from feedledger.model.timeutil import from_us, now_us
-
-if TYPE_CHECKING:
-    from feedledger.api.ledger import Ledger
+from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import from_us, now_us, to_us
 
 # the longest window one calendar shows (a year and a day)
 MAX_DAYS = 366
@@ -75,16 +76,27 @@ class Calendar:
 
 
 def calendar(
-    ledger: Ledger, source: str, start: date | None = None, end: date | None = None
+    ledger: Any, source: str, start: date | None = None, end: date | None = None
 ) -> Calendar:
-    """The calendar of `source` from `start` to `end` (inclusive; defaults: its first
-    publication or gap, and today in its timezone), at most MAX_DAYS days (the last)."""
-    from feedledger.ledger.views.calendar import applied_payloads
+    """Deprecated: `ledger.source(source).calendar(start, end)` (`ledger` a `Ledger`;
+    typed loosely so that this module does not import the one that imports it)."""
+    deprecated(
+        "feedledger.api.calendar.calendar(led, source, ...)", "led.source(source).calendar(...)"
+    )
+    found: Calendar = ledger.source(source).calendar(start, end)
+    return found
 
-    src = ledger.source(source)
-    cfg, tz = src.config, src.config.timezone
-    store = ledger.context.store
-    gaps = src.gaps()
+
+def build(
+    ctx: Context, cfg: SourceConfig, gaps: list[Gap], start: date | None, end: date | None
+) -> Calendar:
+    """`Source.calendar`: the calendar of the source `cfg` (its standing `gaps`) from
+    `start` to `end` (inclusive; defaults: its first publication or gap, and today in
+    its timezone), at most MAX_DAYS days (the last)."""
+    from feedledger.ledger.views.calendar import applied_payloads  # lazy: SQLAlchemy, Arrow
+
+    source, tz = cfg.name, cfg.timezone
+    store = ctx.store
     payloads = store.list_payloads(source)
     hi = end or local_date(now_us(), tz)
     if start is None:
@@ -112,8 +124,6 @@ def calendar(
 
 
 def _us(value: datetime) -> int:
-    from feedledger.model.timeutil import to_us
-
     return to_us(value)
 
 

@@ -10,8 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedledger.api.reports import NothingToDo, NotModified
-from feedledger.api.results import Ingested
+from feedledger.api.results import Ingested, NothingToDo, NotModified
 from feedledger.pipeline.demo import PARCEL, SOURCE
 from feedledger.pipeline.demo_zoning import MOVED, ROTATED, ZONING
 

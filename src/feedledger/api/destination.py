@@ -3,20 +3,22 @@ its live route, manifest rebuilds and reconciliation (the `sync/` feature)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from feedledger.api.reports import Reconciliation, SyncReport, _Raw
-from feedledger.model.timeutil import from_us
+from feedledger.api import destination_status
+from feedledger.api.destination_status import DestinationStatus
+from feedledger.api.explain import Explanation
+from feedledger.api.results import DestinationLag, Manifest, Reconciliation, SyncReport
+from feedledger.context import Context
 
 if TYPE_CHECKING:
-    from feedledger.api.explain import Explanation
-    from feedledger.api.ledger import Ledger
     from feedledger.model.destination import Destination as Declared
+
+__all__ = ["Destination", "DestinationLag", "Manifest", "RebuildProgress", "RebuildResume"]
 
 # a rebuild's progress: (keys done, keys in the manifest, live route lag in seconds)
 RebuildProgress = Callable[[int, int, float], None]
@@ -25,9 +27,26 @@ RebuildProgress = Callable[[int, int, float], None]
 RebuildResume = Callable[[str, int, int, int, int], None]
 
 
+def create_manifest(
+    ctx: Context,
+    name: str,
+    *,
+    source: str,
+    generation: str | None = None,
+    keys_from: str | os.PathLike[str] | None = None,
+) -> Manifest:
+    """`Ledger.create_manifest` and `Destination.create_manifest`."""
+    from feedledger.sync.reconcile import create_manifest as create  # lazy: SQLAlchemy, Arrow
+
+    keys = Path(keys_from) if keys_from is not None else None
+    return Manifest.of(create(ctx, name, source, generation=generation, keys_from=keys))
+
+
 class Destination:
-    def __init__(self, ledger: Ledger, declared: Declared) -> None:
-        self.ledger = ledger
+    """`led.destination(name)`: one declared destination of the workspace `context`."""
+
+    def __init__(self, context: Context, declared: Declared) -> None:
+        self.context = context
         self.declared = declared
         self.name = declared.name
         self.source = declared.source
@@ -45,9 +64,9 @@ class Destination:
         """Write the changed keys' current versions and move the cursor (`once`: drain
         what is waiting and return; otherwise keep draining until `stop` is set, then
         finish the step under way)."""
-        from feedledger.sync.live import live
+        from feedledger.sync.live import live  # lazy: SQLAlchemy, Arrow
 
-        report = live(self.ledger.context, self.name, once=once, poll_s=poll_s, stop=stop)
+        report = live(self.context, self.name, once=once, poll_s=poll_s, stop=stop)
         return SyncReport.of(report)
 
     def create_manifest(
@@ -56,8 +75,8 @@ class Destination:
         """Freeze the keys live now (or those of `keys_from`), the source boundary and the
         generation under `name` (`Ledger.create_manifest` for this destination's source;
         `to_json()` is the JSON of `manifest create`)."""
-        return self.ledger.create_manifest(
-            name, source=self.source, generation=generation, keys_from=keys_from
+        return create_manifest(
+            self.context, name, source=self.source, generation=generation, keys_from=keys_from
         )
 
     def rebuild(
@@ -79,11 +98,11 @@ class Destination:
         interrupted rebuild of the same manifest resumes after its last acknowledged
         batch: `on_resume` is called first (the report's `resumed` says it too);
         `progress` after each acknowledged batch."""
-        from feedledger.sync.live import BATCH
-        from feedledger.sync.rebuild import rebuild
+        from feedledger.sync.live import BATCH  # lazy: SQLAlchemy, Arrow
+        from feedledger.sync.rebuild import rebuild  # lazy: SQLAlchemy, Arrow
 
         report = rebuild(
-            self.ledger.context,
+            self.context,
             self.name,
             manifest,
             rate=rate,
@@ -100,82 +119,19 @@ class Destination:
 
     def reconcile(self, manifest: str) -> Reconciliation:
         """Compare the destination with the ledger over a manifest's population."""
-        from feedledger.sync.reconcile import reconcile
+        from feedledger.sync.reconcile import reconcile  # lazy: SQLAlchemy, Arrow
 
-        return Reconciliation.of(reconcile(self.ledger.context, self.name, manifest))
+        return Reconciliation.of(reconcile(self.context, self.name, manifest))
 
     def explain(self, key: str) -> Explanation:
         """Why a key is what it is in the destination: the row held and each route's
         latest verdict (`to_json()` is the JSON of `sync-explain`)."""
-        from feedledger.api.explain import Explanation
-        from feedledger.sync.destinations import explain
+        from feedledger.sync.destinations import explain  # lazy: SQLAlchemy, Arrow
 
-        return Explanation.of(explain(self.ledger.context, self.name, key))
+        return Explanation.of(explain(self.context, self.name, key))
 
-
-@dataclass(frozen=True)
-class Manifest(_Raw):
-    """A frozen population for rebuilds: its keys (`population`), the source boundary
-    (watermark, payload, commit sequence, `created_at` as the transaction time) and the
-    transform generation; `reconstructible`: its snapshot can be rebuilt exactly."""
-
-    manifest_id: str
-    name: str
-    source: str
-    created_at: datetime
-    generation: str
-    population: int
-    reconstructible: bool
-    keys_from: str | None
-    _raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def of(cls, m: Any) -> Manifest:
-        return cls(
-            m.manifest_id,
-            m.name,
-            m.source,
-            from_us(m.created_at),
-            m.generation,
-            m.population,
-            m.reconstructible,
-            m.keys_from,
-            m,
-        )
-
-
-@dataclass(frozen=True)
-class DestinationLag:
-    """How far a destination's live route is behind its source (`health`)."""
-
-    destination: str
-    source: str
-    paused: bool
-    cursor: int
-    messages_behind: int
-    changes_behind: int
-    oldest_pending_at: datetime | None
-    lag_s: float
-    # rebuilds begun and not finished (running, or interrupted: a rerun resumes there):
-    # {"manifest", "batch", "batches", "keys_done", "population"} each
-    unfinished_rebuilds: list[dict[str, Any]]
-    _raw: dict[str, Any] = field(repr=False, compare=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return self._raw
-
-    @classmethod
-    def of(cls, d: dict[str, Any]) -> DestinationLag:
-        oldest = d["oldest_pending_at"]
-        return cls(
-            d["destination"],
-            d["source"],
-            d["paused"],
-            d["cursor"],
-            d["messages_behind"],
-            d["changes_behind"],
-            None if oldest is None else datetime.fromisoformat(oldest),
-            d["lag_s"],
-            d.get("unfinished_rebuilds", []),
-            d,
-        )
+    def status(self) -> DestinationStatus:
+        """Its whole picture (the HTTP API's `/api/destinations/{name}`): declaration,
+        the guard's outcome counts per scope, the unresolved records, the live route's
+        lag, each rebuild's progress and the last reconcile's report."""
+        return destination_status.build(self.context, self.declared)

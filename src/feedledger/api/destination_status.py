@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api.destination import DestinationLag
-from feedledger.model.timeutil import iso
+from feedledger.api._deprecated import deprecated
+from feedledger.api.results import DestinationLag
+from feedledger.context import Context
+from feedledger.model.timeutil import iso, now_us
 
 if TYPE_CHECKING:
-    from feedledger.api.ledger import Ledger
+    from feedledger.model.destination import Destination as Declared
 
 UNRESOLVED_SHOWN = 200
 
@@ -42,14 +44,21 @@ class DestinationStatus:
         }
 
 
-def destination_status(led: Ledger, name: str) -> DestinationStatus:
-    """The status of destination `name` (NotFoundError if there is none)."""
-    from feedledger.sync import manifests
-    from feedledger.sync import state as sync_state
-    from feedledger.sync.rebuild import resume_point
+def lags(ctx: Context, sources: list[str] | None, when_us: int) -> list[DestinationLag]:
+    """`Ledger.destination_lag`: per destination (of `sources`, default all) at
+    `when_us`, its live route's lag."""
+    from feedledger.pipeline.health import destination_lag  # lazy: SQLAlchemy, Arrow
 
-    dest = led.destination(name)
-    store = led.context.store
+    return [DestinationLag.of(d) for d in destination_lag(ctx, when_us, sources)]
+
+
+def build(ctx: Context, dest: Declared) -> DestinationStatus:
+    """`Destination.status`: the whole picture of the declared destination `dest`."""
+    from feedledger.sync import manifests  # lazy: SQLAlchemy, Arrow
+    from feedledger.sync import state as sync_state  # lazy: SQLAlchemy, Arrow
+    from feedledger.sync.rebuild import resume_point  # lazy: SQLAlchemy, Arrow
+
+    store = ctx.store
     mans = [m for m in manifests.listing(store) if m.source == dest.source]
     outcomes = {"live": sync_state.counts(store, dest.name, "live")}
     unresolved = [
@@ -76,7 +85,7 @@ def destination_status(led: Ledger, name: str) -> DestinationStatus:
                 "resume": None if (r := resume_point(store, dest.name, m)) is None else r.to_json(),
             }
         )
-    lags = [d for d in led.destination_lag([dest.source]) if d.destination == dest.name]
+    lag = [d for d in lags(ctx, [dest.source], now_us()) if d.destination == dest.name]
     last = sync_state.last_reconcile(store, dest.name)
     reconciled = None if last is None else {"at": iso(last[0]), **last[1]}
     return DestinationStatus(
@@ -85,7 +94,18 @@ def destination_status(led: Ledger, name: str) -> DestinationStatus:
         dest.to_json(),
         outcomes,
         unresolved,
-        lags[0] if lags else None,
+        lag[0] if lag else None,
         rebuilds,
         reconciled,
     )
+
+
+def destination_status(led: Any, name: str) -> DestinationStatus:
+    """Deprecated: `led.destination(name).status()` (`led` a `Ledger`; typed loosely so
+    that this module does not import the one that imports it)."""
+    deprecated(
+        "feedledger.api.destination_status.destination_status(led, name)",
+        "led.destination(name).status()",
+    )
+    found: DestinationStatus = led.destination(name).status()
+    return found

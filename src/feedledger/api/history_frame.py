@@ -15,7 +15,7 @@ for a tombstone or a feature without one)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from feedledger.model.errors import ConfigError
@@ -40,13 +40,31 @@ META = (
 )
 
 
+def keys_asked(source: str, key: Any, keys: Any) -> list[Any]:
+    """The keys of `Source.history_frame(key)` or `(keys=[...])`: exactly one of the two
+    (ConfigError), `keys` a list, not a text (TypeError)."""
+    if (key is None) == (keys is None):
+        raise ConfigError("history_frame: give one key, or keys=[...]", source=source)
+    if keys is not None and (isinstance(keys, str | bytes) or not isinstance(keys, Iterable)):
+        # a text is iterable too: keys="0714-22-1" would read the keys "0", "7"...
+        raise TypeError(
+            f"history_frame: keys must be a list of keys (keys=[...]), "
+            f"not {type(keys).__name__} {keys!r}; one key is history_frame(key)"
+        )
+    return [key] if keys is None else list(keys)
+
+
 def frame(versions: Sequence[Version], key_fields: Sequence[str], *, geo: bool) -> pl.DataFrame:
     """The versions (each a `Version` the API returned, its stored record kept) as one
     DataFrame, in the given order."""
-    import polars as pl
-    import pyarrow as pa
+    import polars as pl  # lazy: keeps `import feedledger.api` light
+    import pyarrow as pa  # lazy: as polars
 
-    from feedledger.ledger.encoding.columns import fields_of, text_columns, value_text
+    from feedledger.ledger.encoding.columns import (  # lazy: SQLAlchemy, Arrow
+        fields_of,
+        text_columns,
+        value_text,
+    )
 
     raws = [v._raw for v in versions]
     stamp = pa.timestamp("us", tz="UTC")
@@ -79,7 +97,7 @@ def frame(versions: Sequence[Version], key_fields: Sequence[str], *, geo: bool) 
 def _key_text(key: str, value_text: Any) -> str:
     """A stored key (a JSON array text) as the CLI takes it: the value of a single key,
     the JSON array of a compound one."""
-    from feedledger.formats.canonical import RawNumber
+    from feedledger.formats.canonical import RawNumber  # lazy: polars
 
     values = json.loads(key, parse_float=RawNumber, parse_int=RawNumber)
     if len(values) == 1:
@@ -89,9 +107,9 @@ def _key_text(key: str, value_text: Any) -> str:
 
 def _wkb(geometries: list[str | None], keys: list[str]) -> Any:
     """GeoJSON texts as stated -> ISO WKB (Arrow binary), null kept."""
-    import numpy as np
-    import pyarrow as pa
-    import shapely
+    import numpy as np  # lazy: GIS sources only
+    import pyarrow as pa  # lazy: as numpy
+    import shapely  # lazy: as numpy
 
     texts = [g if g and g != "null" else None for g in geometries]
     try:

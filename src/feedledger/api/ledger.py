@@ -1,18 +1,45 @@
 """`feedledger.open` / `feedledger.init` and the Ledger: one workspace (its store,
-archive and state cache: one `feedledger.context.Context`), its sources, runs and
-destinations."""
+archive and state cache: one `feedledger.context.Context`). The Ledger opens the
+workspace's sources (`led.source(name)`: what one source does is `Source`'s) and holds
+what spans them: the declarations, run ids (changes, retraction, review, run pages, the
+write audit), health, destinations and manifests, notifications, the archive's upkeep."""
 
 from __future__ import annotations
 
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from feedledger.api.ledger_ops import LedgerOperations
-from feedledger.api.reports import Retraction, SourceHealth
-from feedledger.api.results import Change, Run
+from feedledger.api import archive, audit, destination_status, review, runs_page
+from feedledger.api._deprecated import deprecated
+from feedledger.api.archive import (
+    ArchiveCompacted,
+    ArchiveVerified,
+    OnArchiveProgress,
+    Reindexed,
+    Rejected,
+)
+from feedledger.api.audit import AuditEntry
+from feedledger.api.destination import Destination, create_manifest
+from feedledger.api.notify import Notifications
+from feedledger.api.results import (
+    Change,
+    DestinationLag,
+    Ingested,
+    Manifest,
+    NothingToDo,
+    Retraction,
+    Run,
+    SourceHealth,
+    WindowRun,
+)
+from feedledger.api.review import ReviewDecision
+from feedledger.api.runs_page import ChangesPage, RunDetail, RunsPage
+from feedledger.api.source import Source
 from feedledger.api.times import instant_us
+from feedledger.api.windows import one_source
+from feedledger.api.workspace import create, load_workspace
 from feedledger.config import (
     CONFIG_NAME,
     DEFAULT_ARCHIVE,
@@ -25,17 +52,11 @@ from feedledger.context import Context
 from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
-
-if TYPE_CHECKING:
-    from feedledger.api.destination import Destination, DestinationLag, Manifest
-    from feedledger.api.notify import Notifications
-    from feedledger.api.source import Source
+from feedledger.model.types import RunKind, RunStatus
 
 
-class Ledger(LedgerOperations):
-    """An open workspace. A context manager; `close()` releases the store. The by-name
-    operations the CLI uses (ingest, backfill, replay, review, archive) are in
-    `LedgerOperations`."""
+class Ledger:
+    """An open workspace. A context manager; `close()` releases the store."""
 
     def __init__(self, workspace: Workspace, *, leave_wal: bool = False) -> None:
         # leave_wal: the process ends right after close() (the CLI), so an SQLite store
@@ -59,11 +80,15 @@ class Ledger(LedgerOperations):
         self.close()
 
     # -- sources ------------------------------------------------------------------------
-    def source(self, name: str) -> Source:
-        """The declared source `name` (feedledger.SourceNotFound if it is not)."""
-        from feedledger.api.source import Source
-
-        return Source(self, self.workspace.source(name))
+    def source(self, name: str, *, require_declared: bool = True) -> Source:
+        """The declared source `name` (feedledger.SourceNotFound if it is not).
+        `require_declared=False`: a handle even on a name the workspace does not declare
+        (the CLI's `ingest` and `archive list --rejected`): its `ingest` keeps the refused
+        bytes for inspection, its `rejected_payloads` reads the archive alone; what needs
+        the declaration raises SourceNotFound then."""
+        if not require_declared:
+            return Source(self.context, name, self.workspace.sources.get(name))
+        return Source(self.context, name, self.workspace.source(name))
 
     def sources(self, *, by_name: bool = True) -> list[SourceConfig]:
         """The declared sources, by name (`by_name=False`: in declaration order, as
@@ -77,8 +102,6 @@ class Ledger(LedgerOperations):
         `SourceConfig`: key, format, kind, timezone, cadence, fetch, revision, csv_delimiter,
         encoding...); written to feedledger.toml, or kept in memory by a ledger opened from
         URLs."""
-        from feedledger.api.source import Source
-
         src = make_source(name, **declaration)
         if self._in_memory:
             if name in self.workspace.sources and not replace:
@@ -86,7 +109,7 @@ class Ledger(LedgerOperations):
             self.workspace.sources[name] = src
         else:
             self.workspace.add_source(src, replace=replace)
-        return Source(self, src)
+        return Source(self.context, name, src)
 
     def remove_source(self, name: str) -> None:
         """Remove the declaration (the ledger keeps the source's history)."""
@@ -96,65 +119,100 @@ class Ledger(LedgerOperations):
         else:
             self.workspace.remove_source(name)
 
-    # -- runs ---------------------------------------------------------------------------
-    def runs(self, source: str) -> list[Run]:
-        """Runs of a source, oldest first."""
-        from feedledger.ledger.runs import list_runs
-
-        self.workspace.source(source)
-        return [Run.of(r) for r in list_runs(self.context.store, source)]
-
+    # -- runs, by id ----------------------------------------------------------------------
     def resolve_run(self, run_id: str) -> str:
         """A whole run id from any unique prefix (ConfigError if ambiguous)."""
-        from feedledger.ledger import run_ids
-
-        return run_ids.resolve(self.context.store, run_id)
+        return runs_page.resolve_run(self.context, run_id)
 
     def changes(self, run_id: str) -> list[Change]:
         """What a run changed (added/changed/deleted, before and after), then the records
         it did not apply (`outcome` unresolved or superseded)."""
-        from feedledger.ledger import queries
+        from feedledger.ledger import queries  # lazy: SQLAlchemy, Arrow
 
         run = self.resolve_run(run_id)
         store = self.context.store
-        geo = self._is_geo_run(run)
+        geo = runs_page.is_geo_run(self.context, run)
         return [Change.of(c) for c in queries.changes(store, run, geo=geo)] + [
             Change.held(o) for o in queries.run_outcomes(store, run, geo=geo)
         ]
 
-    def _is_geo_run(self, run_id: str) -> bool:
-        """Whether the run's source is a GIS one (its changes say `geometry_changed`)."""
-        from feedledger.ledger.runs import get_run
-        from feedledger.model.errors import FeedledgerError
-
-        found = get_run(self.context.store, run_id)
-        if found is None:
-            return False
-        try:
-            return self.workspace.source(found.source).is_geo
-        except FeedledgerError:  # a source since removed from the workspace
-            return False
-
     def retract(self, run_id: str, *, cascade: bool = False) -> Retraction:
         """Retract everything a run wrote, as a run of kind `retraction`
         (RetractConflictError if later runs depend on it, unless `cascade`)."""
-        from feedledger.pipeline.retract import retract_run
+        from feedledger.pipeline.retract import retract_run  # lazy: SQLAlchemy, Arrow
 
         run = self.resolve_run(run_id)
         return Retraction.of(retract_run(self.context, run, cascade=cascade))
+
+    def review(
+        self, run_id: str, *, release: bool = False, retract: bool = False
+    ) -> ReviewDecision:
+        """Decide on a live run held for review: `release` its notifications, or
+        `retract` it (exactly one)."""
+        return review.review(self.context, run_id, release=release, retract=retract)
+
+    def runs_page(
+        self,
+        *,
+        source: str | None = None,
+        kind: str | RunKind | None = None,
+        status: str | RunStatus | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunsPage:
+        """A page of runs across sources, newest first (of `source`, `kind` and `status`
+        when given) after `cursor` (the HTTP API's `/api/runs`)."""
+        return runs_page.read_runs_page(
+            self.context, source=source, kind=kind, status=status, limit=limit, cursor=cursor
+        )
+
+    def run_detail(self, run_id: str) -> RunDetail:
+        """One run's whole picture: its row, retraction, notices and write audit (a
+        unique prefix will do; NotFoundError if none)."""
+        return runs_page.read_run_detail(self.context, run_id)
+
+    def changes_page(
+        self, run_id: str, *, limit: int = 200, cursor: str | None = None
+    ) -> ChangesPage:
+        """A page of `changes(run_id)`, in its order, after `cursor`."""
+        return runs_page.read_changes_page(self.context, run_id, limit=limit, cursor=cursor)
+
+    # -- the write audit ------------------------------------------------------------------
+    def record_write(
+        self,
+        *,
+        actor: str,
+        action: str,
+        source: str | None = None,
+        run_id: str | None = None,
+        detail: Any = None,
+    ) -> AuditEntry:
+        """Append an entry to the write audit (its own transaction): who (`actor`, a
+        token's label), what, on which run or source, and `detail` (JSON)."""
+        return audit.record(
+            self.context, actor=actor, action=action, source=source, run_id=run_id, detail=detail
+        )
+
+    def audit_entries(
+        self, *, run_id: str | None = None, source: str | None = None
+    ) -> list[AuditEntry]:
+        """The write audit's entries about a run or a source (either matches), oldest
+        first."""
+        return audit.entries(self.context, run_id=run_id, source=source)
 
     # -- watching -----------------------------------------------------------------------
     def health(
         self, sources: list[str] | None = None, *, at: date | datetime | None = None
     ) -> list[SourceHealth]:
         """Per source: stale (missed publications), frozen, lease, notifications..."""
-        from feedledger.pipeline.health import health
+        from feedledger.pipeline.health import health  # lazy: SQLAlchemy, Arrow
 
         for n in sources or []:
             self.workspace.source(n)
         when = instant_us(at, "UTC", "at") if at is not None else now_us()
         return [SourceHealth.of(h) for h in health(self.context, when, sources or None)]
 
+    # -- destinations ---------------------------------------------------------------------
     def add_destination(
         self,
         name: str,
@@ -169,8 +227,7 @@ class Ledger(LedgerOperations):
     ) -> Destination:
         """Declare a destination (SQLite file or PostgreSQL URL) and create or check its
         table (`destination add`); its live route starts now."""
-        from feedledger.api.destination import Destination
-        from feedledger.sync.destinations import add_destination
+        from feedledger.sync.destinations import add_destination  # lazy: SQLAlchemy, Arrow
 
         declared = add_destination(
             self.context,
@@ -183,25 +240,23 @@ class Ledger(LedgerOperations):
             transform=transform,
             generation=generation,
         )
-        return Destination(self, declared)
+        return Destination(self.context, declared)
 
     def destination(self, name: str) -> Destination:
         """A registered destination (NotFoundError if there is none by that name)."""
-        from feedledger.api.destination import Destination
-        from feedledger.sync import registry
+        from feedledger.sync import registry  # lazy: SQLAlchemy, Arrow
 
-        return Destination(self, registry.get(self.context.store, name))
+        return Destination(self.context, registry.get(self.context.store, name))
 
     def destinations(self) -> list[Destination]:
         """The registered destinations, by name (`destination list`)."""
-        from feedledger.api.destination import Destination
-        from feedledger.sync import registry
+        from feedledger.sync import registry  # lazy: SQLAlchemy, Arrow
 
-        return [Destination(self, d) for d in registry.listing(self.context.store)]
+        return [Destination(self.context, d) for d in registry.listing(self.context.store)]
 
     def remove_destination(self, name: str) -> None:
         """Forget a destination (its table is left as it is)."""
-        from feedledger.sync import registry
+        from feedledger.sync import registry  # lazy: SQLAlchemy, Arrow
 
         registry.remove(self.context.store, name)
 
@@ -209,11 +264,8 @@ class Ledger(LedgerOperations):
         self, sources: list[str] | None = None, *, at: date | datetime | None = None
     ) -> list[DestinationLag]:
         """Per destination (of `sources`, default all): its live route's lag (`health`)."""
-        from feedledger.api.destination import DestinationLag
-        from feedledger.pipeline.health import destination_lag
-
         when = instant_us(at, "UTC", "at") if at is not None else now_us()
-        return [DestinationLag.of(d) for d in destination_lag(self.context, when, sources)]
+        return destination_status.lags(self.context, sources, when)
 
     # -- manifests (populations for destination rebuilds) ---------------------------------
     def create_manifest(
@@ -226,24 +278,19 @@ class Ledger(LedgerOperations):
     ) -> Manifest:
         """Freeze the keys of `source` live now (or those of `keys_from`, one per line),
         its boundary and the transform generation (default: its destination's)."""
-        from feedledger.api.destination import Manifest
-        from feedledger.sync.reconcile import create_manifest
-
-        keys = Path(keys_from) if keys_from is not None else None
-        man = create_manifest(self.context, name, source, generation=generation, keys_from=keys)
-        return Manifest.of(man)
+        return create_manifest(
+            self.context, name, source=source, generation=generation, keys_from=keys_from
+        )
 
     def manifest(self, name: str) -> Manifest:
         """A manifest by name (NotFoundError if there is none)."""
-        from feedledger.api.destination import Manifest
-        from feedledger.sync import manifests
+        from feedledger.sync import manifests  # lazy: SQLAlchemy, Arrow
 
         return Manifest.of(manifests.get(self.context.store, name))
 
     def manifests(self) -> list[Manifest]:
         """The manifests, by name."""
-        from feedledger.api.destination import Manifest
-        from feedledger.sync import manifests
+        from feedledger.sync import manifests  # lazy: SQLAlchemy, Arrow
 
         return [Manifest.of(m) for m in manifests.listing(self.context.store)]
 
@@ -251,9 +298,53 @@ class Ledger(LedgerOperations):
     @property
     def notify(self) -> Notifications:
         """Subscribers and the delivery of their notifications."""
-        from feedledger.api.notify import Notifications
+        return Notifications(self.context)
 
-        return Notifications(self)
+    # -- the archive's upkeep -------------------------------------------------------------
+    def reindex_archive(self) -> Reindexed:
+        """Rebuild the store's payload index from the archive alone (`archive reindex`)."""
+        return archive.reindex(self.context)
+
+    def compact_archive(
+        self, source: str | None = None, progress: OnArchiveProgress | None = None
+    ) -> ArchiveCompacted:
+        """Compress the archive's raw payload objects in place, crash-safe (`archive
+        compact`; the store is not opened)."""
+        return archive.compact(self.context, source, progress)
+
+    def verify_archive(
+        self, source: str | None = None, progress: OnArchiveProgress | None = None
+    ) -> ArchiveVerified:
+        """Read back every archived payload and check its sha256 (`archive verify`)."""
+        return archive.verify(self.context, source, progress)
+
+    # -- deprecated: a source's operations are `Source`'s (`led.source(name).<call>`) ----
+    def ingest(self, source: str, *args: Any, **kwargs: Any) -> Ingested:
+        """Deprecated: `led.source(name, require_declared=False).ingest(...)`."""
+        deprecated("Ledger.ingest(source, ...)", "Ledger.source(source).ingest(...)")
+        return self.source(source, require_declared=False).ingest(*args, **kwargs)
+
+    def backfill(
+        self, source: str | list[str], *args: Any, **kwargs: Any
+    ) -> WindowRun | NothingToDo:
+        """Deprecated: `led.source(name).backfill(...)`."""
+        deprecated("Ledger.backfill(source, ...)", "Ledger.source(source).backfill(...)")
+        return self.source(one_source(source)).backfill(*args, **kwargs)
+
+    def replay(self, source: str | list[str], *args: Any, **kwargs: Any) -> WindowRun | NothingToDo:
+        """Deprecated: `led.source(name).replay(...)`."""
+        deprecated("Ledger.replay(source, ...)", "Ledger.source(source).replay(...)")
+        return self.source(one_source(source)).replay(*args, **kwargs)
+
+    def runs(self, source: str) -> list[Run]:
+        """Deprecated: `led.source(name).runs()`."""
+        deprecated("Ledger.runs(source)", "Ledger.source(source).runs()")
+        return self.source(source).runs()
+
+    def rejected_payloads(self, source: str) -> list[Rejected]:
+        """Deprecated: `led.source(name, require_declared=False).rejected_payloads()`."""
+        deprecated("Ledger.rejected_payloads(source)", "Ledger.source(source).rejected_payloads()")
+        return self.source(source, require_declared=False).rejected_payloads()
 
 
 def _path_text(value: str | os.PathLike[str]) -> str:
@@ -295,8 +386,6 @@ def open(
 def open_config(config: str | os.PathLike[str] | None = None, *, leave_wal: bool = False) -> Ledger:
     """Open the workspace of a feedledger.toml as the CLI's `--config` names it (None:
     ./feedledger.toml or $FEEDLEDGER_CONFIG). `leave_wal`: see `Ledger`."""
-    from feedledger.api.workspace import load_workspace
-
     return Ledger(load_workspace(config), leave_wal=leave_wal)
 
 
@@ -309,8 +398,6 @@ def init(
 ) -> Ledger:
     """Create a workspace (the CLI's `feedledger init`): feedledger.toml, the store
     (schema by Alembic) and the archive folder (or check that the bucket answers)."""
-    from feedledger.api.workspace import create
-
     ws, _created = create(
         path, store=store, archive=archive, archive_endpoint_url=archive_endpoint_url
     )

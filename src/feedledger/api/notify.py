@@ -10,17 +10,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from feedledger.api.reports import _Raw
+from feedledger.api.results import Raw
+from feedledger.api.runs_page import resolve_run
+from feedledger.context import Context
 from feedledger.model.timeutil import from_us
-
-if TYPE_CHECKING:
-    from feedledger.api.ledger import Ledger
 
 
 @dataclass(frozen=True)
-class Subscriber(_Raw):
+class Subscriber(Raw):
     """Who hears about which sources, how (`secret_env`: the NAME of the variable holding
     the signing secret, masked when it is no variable name; `sources` None: all)."""
 
@@ -50,7 +49,7 @@ class Subscriber(_Raw):
 
 
 @dataclass(frozen=True)
-class Dispatched(_Raw):
+class Dispatched(Raw):
     """What a dispatch did (`errors`: subscriber -> its last error)."""
 
     messages_created: int
@@ -136,16 +135,16 @@ class Correction:
 
 
 class Notifications:
-    """`led.notify`: the workspace's subscribers and their deliveries."""
+    """`led.notify`: the subscribers of the workspace `context` and their deliveries."""
 
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
+    def __init__(self, context: Context) -> None:
+        self.context = context
 
     def subscribers(self) -> list[Subscriber]:
         """Subscribers, by name."""
-        from feedledger.notify.operations import list_subscribers
+        from feedledger.notify.operations import list_subscribers  # lazy: SQLAlchemy, Arrow
 
-        return [Subscriber.of(s) for s in list_subscribers(self.ledger.context)]
+        return [Subscriber.of(s) for s in list_subscribers(self.context)]
 
     def add_subscriber(
         self,
@@ -161,11 +160,11 @@ class Notifications:
         JSON-lines file); `secret_env` names the variable holding the signing secret;
         `sources` (default all) must be declared; `digest` none | hourly | daily. Its
         `warnings` say what will fail later (the secret's variable not set here)."""
-        from feedledger.notify.operations import add_subscriber
+        from feedledger.notify.operations import add_subscriber  # lazy: SQLAlchemy, Arrow
 
         wanted = sources if sources is None or isinstance(sources, str) else ",".join(sources)
         sub, warnings = add_subscriber(
-            self.ledger.context,
+            self.context,
             name,
             webhook=webhook,
             file=os.fspath(file) if file is not None else None,
@@ -177,9 +176,9 @@ class Notifications:
 
     def remove_subscriber(self, name: str) -> int:
         """Remove a subscriber; returns how many undelivered messages were cancelled."""
-        from feedledger.notify.operations import remove_subscriber
+        from feedledger.notify.operations import remove_subscriber  # lazy: SQLAlchemy, Arrow
 
-        return remove_subscriber(self.ledger.context, name)
+        return remove_subscriber(self.context, name)
 
     def dispatch(
         self,
@@ -195,8 +194,8 @@ class Notifications:
     ) -> Dispatched:
         """Fan pending outbox rows out into messages and deliver what is due: `once`, one
         attempt at every message due; otherwise until SIGINT / SIGTERM."""
-        from feedledger.notify.dispatch import Policy
-        from feedledger.notify.operations import run_dispatch
+        from feedledger.notify.dispatch import Policy  # lazy: httpx
+        from feedledger.notify.operations import run_dispatch  # lazy: SQLAlchemy, Arrow
 
         policy = Policy(
             max_attempts=max_attempts,
@@ -212,28 +211,26 @@ class Notifications:
             def step(attempted: int, total: int | None, report: Any) -> None:
                 shown(attempted, total, Dispatched.of(report))
 
-        report = run_dispatch(
-            self.ledger.context, once=once, policy=policy, poll_s=poll_s, progress=step
-        )
+        report = run_dispatch(self.context, once=once, policy=policy, poll_s=poll_s, progress=step)
         return Dispatched.of(report)
 
     def status(self) -> DeliveryStatus:
         """Per subscriber: messages by state and the oldest waiting one's age."""
-        from feedledger.notify.operations import status
+        from feedledger.notify.operations import status  # lazy: SQLAlchemy, Arrow
 
-        return DeliveryStatus.of(status(self.ledger.context))
+        return DeliveryStatus.of(status(self.context))
 
     def retry(self, subscriber: str | None = None) -> int:
         """Make dead-lettered messages pending again (same ids); returns how many."""
-        from feedledger.notify.operations import retry
+        from feedledger.notify.operations import retry  # lazy: SQLAlchemy, Arrow
 
-        return retry(self.ledger.context, subscriber)
+        return retry(self.context, subscriber)
 
     def correction(self, run_id: str, message: str) -> Correction:
         """Queue ONE correction naming a run (any unique prefix of its id) whose
         notifications went out wrongly."""
-        from feedledger.notify.operations import correction
+        from feedledger.notify.operations import correction  # lazy: SQLAlchemy, Arrow
 
-        run = self.ledger.resolve_run(run_id)
-        data = correction(self.ledger.context, run, message)
+        run = resolve_run(self.context, run_id)
+        data = correction(self.context, run, message)
         return Correction(data["source"], data["run_id"], data["message"], data["queued"])

@@ -1,6 +1,7 @@
-"""Runs across sources a page at a time, one run's whole picture (its notices,
-retraction state, write audit) and its changes a page at a time: what the HTTP API's
-`/api/runs...` endpoints answer. Cursors are opaque texts (URL-safe base64 JSON)."""
+"""Runs by id: a run id from a unique prefix, runs across sources a page at a time, one
+run's whole picture (its notices, retraction state, write audit) and its changes a page
+at a time -- what `Ledger.resolve_run`, `runs_page`, `run_detail` and `changes_page`
+answer (the HTTP API's `/api/runs...`). Cursors are opaque texts (URL-safe base64 JSON)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ import base64
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from feedledger.api.audit import AuditEntry, audit_entries
+from feedledger.api import audit
+from feedledger.api._deprecated import deprecated
+from feedledger.api.audit import AuditEntry
 from feedledger.api.results import Change, Run, plain
-from feedledger.model.errors import ConfigError, NotFoundError
+from feedledger.context import Context
+from feedledger.model.errors import ConfigError, FeedledgerError, NotFoundError
 from feedledger.model.timeutil import from_us, iso, to_us
 from feedledger.model.types import RunKind, RunStatus
-
-if TYPE_CHECKING:
-    from feedledger.api.ledger import Ledger
 
 MAX_LIMIT = 1000
 
@@ -53,8 +54,28 @@ class RunsPage:
         return {"runs": [r.to_json() for r in self.runs], "next_cursor": self.next_cursor}
 
 
-def runs_page(
-    led: Ledger,
+def resolve_run(ctx: Context, run_id: str) -> str:
+    """`Ledger.resolve_run`: a whole run id from any unique prefix."""
+    from feedledger.ledger import run_ids  # lazy: SQLAlchemy, Arrow
+
+    return run_ids.resolve(ctx.store, run_id)
+
+
+def is_geo_run(ctx: Context, run_id: str) -> bool:
+    """Whether the run's source is a GIS one (its changes say `geometry_changed`)."""
+    from feedledger.ledger.runs import get_run  # lazy: SQLAlchemy, Arrow
+
+    found = get_run(ctx.store, run_id)
+    if found is None:
+        return False
+    try:
+        return ctx.workspace.source(found.source).is_geo
+    except FeedledgerError:  # a source since removed from the workspace
+        return False
+
+
+def read_runs_page(
+    ctx: Context,
     *,
     source: str | None = None,
     kind: str | RunKind | None = None,
@@ -62,11 +83,12 @@ def runs_page(
     limit: int = 50,
     cursor: str | None = None,
 ) -> RunsPage:
-    """A page of runs (of `source`, `kind` and `status` when given) after `cursor`."""
-    from feedledger.ledger import runs as pages
+    """`Ledger.runs_page`: a page of runs (of `source`, `kind` and `status` when given)
+    after `cursor`."""
+    from feedledger.ledger import runs as pages  # lazy: SQLAlchemy, Arrow
 
     if source is not None:
-        led.source(source)  # SourceNotFound
+        ctx.workspace.source(source)  # SourceNotFound
     kind_value = _enum(RunKind, kind, "kind")
     status_value = _enum(RunStatus, status, "status")
     after: tuple[int, str] | None = None
@@ -77,7 +99,7 @@ def runs_page(
         after = (found[0], str(found[1]))
     limit = check_limit(limit)
     rows = pages.page(
-        led.context.store,
+        ctx.store,
         sources=None if source is None else [source],
         kind=kind_value,
         status=status_value,
@@ -147,22 +169,21 @@ class RunDetail:
         }
 
 
-def run_detail(led: Ledger, run_id: str) -> RunDetail:
-    """The run `run_id` (or a unique prefix; NotFoundError if none)."""
-    from feedledger.ledger import runs as runs_table
-    from feedledger.ledger.views import run_page
+def read_run_detail(ctx: Context, run_id: str) -> RunDetail:
+    """`Ledger.run_detail`: the run `run_id` (or a unique prefix; NotFoundError if none)."""
+    from feedledger.ledger import runs as runs_table  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger.views import run_page as run_view  # lazy: SQLAlchemy, Arrow
+    from feedledger.notify.run_deliveries import by_notice  # lazy: SQLAlchemy, Arrow
 
-    whole = led.resolve_run(run_id)
-    store = led.context.store
+    whole = resolve_run(ctx, run_id)
+    store = ctx.store
     found = runs_table.get_run_shown(store, whole)
     if found is None:
         raise NotFoundError(f"no run {run_id!r}")
     by = [r for r, _at in runs_table.retracted_by(store, whole)]
     by += [r for r in found.retracted_by if r not in by]
     retracted = found.status == RunStatus.RETRACTED or bool(by)
-    from feedledger.notify.run_deliveries import by_notice
-
-    rows = run_page.notices(store, whole)
+    rows = run_view.notices(store, whole)
     sent = by_notice(store, [n.outbox_id for n in rows])
     notices = [
         RunNotice(
@@ -171,7 +192,7 @@ def run_detail(led: Ledger, run_id: str) -> RunDetail:
         )
         for n in rows
     ]  # fmt: skip
-    return RunDetail(Run.of(found), retracted, by, notices, audit_entries(led, run_id=whole))
+    return RunDetail(Run.of(found), retracted, by, notices, audit.entries(ctx, run_id=whole))
 
 
 @dataclass(frozen=True)
@@ -193,14 +214,15 @@ class ChangesPage:
         }
 
 
-def changes_page(
-    led: Ledger, run_id: str, *, limit: int = 200, cursor: str | None = None
+def read_changes_page(
+    ctx: Context, run_id: str, *, limit: int = 200, cursor: str | None = None
 ) -> ChangesPage:
-    """A page of `Ledger.changes(run_id)`, in its order (the changes, then the held
-    records), read after the cursor's keyset bound: a page costs its own rows."""
-    from feedledger.ledger.views import run_page as pages
+    """`Ledger.changes_page`: a page of `Ledger.changes(run_id)`, in its order (the
+    changes, then the held records), read after the cursor's keyset bound: a page costs
+    its own rows."""
+    from feedledger.ledger.views import run_page as pages  # lazy: SQLAlchemy, Arrow
 
-    whole = led.resolve_run(run_id)
+    whole = resolve_run(ctx, run_id)
     limit = check_limit(limit)
     phase, after = "c", None
     if cursor:
@@ -215,8 +237,8 @@ def changes_page(
         if not ok:
             raise ConfigError(f"cursor {cursor!r} is not a cursor this server gave")
         phase, after = found[0], (found[1], found[2])
-    store = led.context.store
-    geo = led._is_geo_run(whole)
+    store = ctx.store
+    geo = is_geo_run(ctx, whole)
     n_changes, n_held = pages.count(store, whole)
     items: list[Change] = []
     last: list[Any] | None = None
@@ -241,3 +263,38 @@ def changes_page(
     # the page is full of changes and none are left: the held records may follow
     nxt = encode_cursor(["o", -(2**62), ""]) if n_held else None
     return ChangesPage(whole, items, nxt, n_changes + n_held)
+
+
+# -- deprecated: the Ledger's methods (`led` typed loosely so that this module does not
+# import the one that imports it) -----------------------------------------------------
+def runs_page(
+    led: Any,
+    *,
+    source: str | None = None,
+    kind: str | RunKind | None = None,
+    status: str | RunStatus | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> RunsPage:
+    """Deprecated: `led.runs_page(source=, kind=, status=, limit=, cursor=)`."""
+    deprecated("feedledger.api.runs_page.runs_page(led, ...)", "led.runs_page(...)")
+    found: RunsPage = led.runs_page(
+        source=source, kind=kind, status=status, limit=limit, cursor=cursor
+    )
+    return found
+
+
+def run_detail(led: Any, run_id: str) -> RunDetail:
+    """Deprecated: `led.run_detail(run_id)`."""
+    deprecated("feedledger.api.runs_page.run_detail(led, run_id)", "led.run_detail(run_id)")
+    found: RunDetail = led.run_detail(run_id)
+    return found
+
+
+def changes_page(
+    led: Any, run_id: str, *, limit: int = 200, cursor: str | None = None
+) -> ChangesPage:
+    """Deprecated: `led.changes_page(run_id, limit=, cursor=)`."""
+    deprecated("feedledger.api.runs_page.changes_page(led, run_id, ...)", "led.changes_page(...)")
+    found: ChangesPage = led.changes_page(run_id, limit=limit, cursor=cursor)
+    return found

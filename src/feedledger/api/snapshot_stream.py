@@ -4,19 +4,18 @@ API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a 
 at a time), produced by a writer thread into a small bounded queue
 (`feedledger.ahead`), so memory stays bounded whatever the size and a reader that
 stops early stops the writer.
-`snapshot_bytes` gives UTF-8 chunks, `snapshot_chunks` the same as text."""
+`Source.snapshot_bytes` gives UTF-8 chunks, `Source.snapshot_chunks` the same as text."""
 
 from __future__ import annotations
 
 import codecs
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 from feedledger.ahead import Stopped, run_ahead
+from feedledger.api._deprecated import deprecated
 from feedledger.api.times import When
-
-if TYPE_CHECKING:
-    from feedledger.api.source import Source
+from feedledger.context import Context
 
 CHUNK_CHARS = 256 * 1024
 # rows fetched and written at a time: a long-running server keeps its growth per stream
@@ -56,59 +55,55 @@ class _QueueWriter:
         self.parts, self.size = [], 0
 
 
-def snapshot_chunks(
-    src: Source, *, valid: When, known_at: When | None = None, format: str = "csv"
-) -> Iterator[str]:
-    """The text of `src.export_snapshot(None, valid=, known_at=, format=)` in chunks
-    (`snapshot_bytes`, decoded)."""
+def decoded(chunks: Generator[bytes, None, None]) -> Iterator[str]:
+    """UTF-8 chunks as text (`Source.snapshot_chunks`); closing it closes `chunks`."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    chunks = snapshot_bytes(src, valid=valid, known_at=known_at, format=format)
 
-    def decoded() -> Iterator[str]:
+    def text() -> Iterator[str]:
         try:
             for chunk in chunks:
-                text = decoder.decode(chunk)
-                if text:
-                    yield text
+                part = decoder.decode(chunk)
+                if part:
+                    yield part
             tail = decoder.decode(b"", final=True)
             if tail:
                 yield tail
         finally:
             chunks.close()
 
-    return decoded()
+    return text()
 
 
-def snapshot_bytes(
-    src: Source, *, valid: When, known_at: When | None = None, format: str = "csv"
+def stream(
+    ctx: Context,
+    source: str,
+    source_format: str,
+    format: str,
+    valid_us: int,
+    known_us: int | None,
 ) -> Generator[bytes, None, None]:
-    """The bytes of `src.export_snapshot(None, valid=, known_at=, format=)` in chunks.
-    A refused format (ConfigError) or a bad time is raised here, before any chunk; an
-    error while streaming ends the stream early (raised from the iterator)."""
-    from feedledger.api.source_queries import check_export
-    from feedledger.pipeline import snapshot_export, snapshot_writers
-    from feedledger.pipeline.snapshot_order import field_order, layout_at
+    """`Source.snapshot_bytes` once its format is checked and its times read: the bytes
+    of the export of `source` at `valid_us` (as known at `known_us`) in chunks; an error
+    while streaming ends the stream early (raised from the iterator)."""
+    from feedledger.pipeline import snapshot_export, snapshot_writers  # lazy: Arrow, numba
+    from feedledger.pipeline.snapshot_order import field_order, layout_at  # lazy: SQLAlchemy, Arrow
 
-    check_export(format, None, geo=src.config.is_geo)
-    ctx = src.ledger.context
-    valid_us = src._us(valid, "valid")
-    known_us = src._opt_us(known_at, "known_at")
-    layout = layout_at(ctx, src.name, valid_us, known_us)
-    order = field_order(ctx, layout, src.config.format) if format != "jsonl" else []
+    layout = layout_at(ctx, source, valid_us, known_us)
+    order = field_order(ctx, layout, source_format) if format != "jsonl" else []
     crs = layout.crs if layout is not None else None
 
     def produce(handle: _QueueWriter) -> None:
         if format == "geojson":
-            from feedledger.pipeline.geo_export import write_geojson
+            from feedledger.pipeline.geo_export import write_geojson  # lazy: GIS sources only
 
-            found = snapshot_export.rows(ctx, src.name, valid_us, known_us)
+            found = snapshot_export.rows(ctx, source, valid_us, known_us)
             try:
                 write_geojson(found, handle, order, crs)  # type: ignore[arg-type]
             finally:
                 found.close()
             return
         got = snapshot_export.batches(
-            ctx, src.name, valid_us, known_us, geometry=False, batch=STREAM_BATCH_ROWS, stored=True
+            ctx, source, valid_us, known_us, geometry=False, batch=STREAM_BATCH_ROWS, stored=True
         )
         if format == "jsonl":
             snapshot_writers.write_jsonl(got, handle)  # type: ignore[arg-type]
@@ -138,6 +133,29 @@ def warm_up() -> None:
     compiled loops loaded, the writers' libraries run once: ~200 MiB and ~1 s in a
     fresh process; `pipeline.snapshot_writers.warm`). `feedledger serve` calls it at
     start, so that no request pays it and a stream's memory is the stream's own."""
-    from feedledger.pipeline.snapshot_writers import warm
+    from feedledger.pipeline.snapshot_writers import warm  # lazy: numba, Arrow
 
     warm()
+
+
+def snapshot_chunks(
+    src: Any, *, valid: When, known_at: When | None = None, format: str = "csv"
+) -> Iterator[str]:
+    """Deprecated: `src.snapshot_chunks(valid=, known_at=, format=)` (`src` a `Source`;
+    typed loosely so that this module does not import the one that imports it)."""
+    deprecated(
+        "feedledger.api.snapshot_stream.snapshot_chunks(src, ...)", "src.snapshot_chunks(...)"
+    )
+    found: Iterator[str] = src.snapshot_chunks(valid=valid, known_at=known_at, format=format)
+    return found
+
+
+def snapshot_bytes(
+    src: Any, *, valid: When, known_at: When | None = None, format: str = "csv"
+) -> Generator[bytes, None, None]:
+    """Deprecated: `src.snapshot_bytes(valid=, known_at=, format=)`."""
+    deprecated("feedledger.api.snapshot_stream.snapshot_bytes(src, ...)", "src.snapshot_bytes(...)")
+    found: Generator[bytes, None, None] = src.snapshot_bytes(
+        valid=valid, known_at=known_at, format=format
+    )
+    return found

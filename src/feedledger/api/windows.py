@@ -1,23 +1,25 @@
-"""Runs over a window of publication days through the public API: backfill and
-replay (`Source.backfill`/`replay`, and by name `Ledger.backfill`/`replay` as the CLI
-takes them), with typed plan and progress callbacks."""
+"""Runs over a window of publication days (`Source.backfill`, `Source.replay`): their
+typed plan and progress callbacks relayed to the pipeline, the pipeline's report as a
+typed result, and the one source name a command was given. The parameter lists are
+`Source`'s alone."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import date
+from typing import Any
 
-from feedledger.api.reports import Assessment, NothingToDo, Payload, WindowRun
-from feedledger.api.times import When, day
+from feedledger.api.results import Assessment, NothingToDo, Payload, WindowRun
 from feedledger.model.types import RunKind
 
-if TYPE_CHECKING:
-    from feedledger.context import Context
+OnPlan = Callable[[Assessment], None]
+OnReplayPlan = Callable[[list[Payload], list[date]], None]
+OnProgress = Callable[[int, int, Payload | None], None]  # done, total, payload applied
 
 
-def _window(result: Any) -> WindowRun | NothingToDo:
-    from feedledger.pipeline.runreport import NothingToDo as Nothing
+def window_result(result: Any) -> WindowRun | NothingToDo:
+    """The pipeline's report of a backfill or replay, typed."""
+    from feedledger.pipeline.runreport import NothingToDo as Nothing  # lazy: SQLAlchemy, Arrow
 
     if isinstance(result, Nothing):
         return NothingToDo(
@@ -26,20 +28,22 @@ def _window(result: Any) -> WindowRun | NothingToDo:
     return WindowRun.of(result)
 
 
-OnPlan = Callable[[Assessment], None]
-OnReplayPlan = Callable[[list[Payload], list[date]], None]
-OnProgress = Callable[[int, int, Payload | None], None]  # done, total, payload applied
+def plan_relay(on_plan: OnPlan | None) -> Any:
+    """A backfill's plan callback, as the pipeline calls it."""
+    if on_plan is None:
+        return None
+    return lambda plan: on_plan(Assessment.of(plan))
 
 
-def day_arg(ctx: Context, source: str, value: When | str, what: str) -> date | str:
-    """A window bound for the pipeline: text as typed (parsed there, in the source's
-    timezone), a date as it is, an instant's date in the source's timezone."""
-    if isinstance(value, datetime):
-        return day(value, ctx.workspace.source(source).timezone, what)
-    return value
+def replay_plan_relay(on_plan: OnReplayPlan | None) -> Any:
+    """A replay's plan callback, as the pipeline calls it."""
+    if on_plan is None:
+        return None
+    return lambda refs, missing: on_plan([Payload.of(r) for r in refs], list(missing))
 
 
-def _progress(progress: OnProgress | None) -> Any:
+def progress_relay(progress: OnProgress | None) -> Any:
+    """A progress callback, as the pipeline calls it (a payload ref, typed here)."""
     if progress is None:
         return None
 
@@ -49,66 +53,9 @@ def _progress(progress: OnProgress | None) -> Any:
     return step
 
 
-def run_backfill(
-    ctx: Context,
-    source: str | list[str],
-    start: When | str,
-    end: When | str,
-    *,
-    notify: bool = False,
-    fetch: bool = True,
-    allow_mass_delete: bool = False,
-    on_plan: OnPlan | None = None,
-    progress: OnProgress | None = None,
-) -> WindowRun | NothingToDo:
-    """`Source.backfill` / `Ledger.backfill` (`source`: ONE name; a list or a
-    comma-separated text of several is refused, as the CLI's `backfill a b` is)."""
-    from feedledger.pipeline.backfill import backfill
+def one_source(names: str | list[str]) -> str:
+    """The one source name of a backfill or replay as typed (the CLI's `backfill a b` or
+    `backfill a,b` is refused: ConfigError saying why, before anything is opened)."""
+    from feedledger.pipeline.backfill import one_source as one  # lazy: SQLAlchemy, Arrow
 
-    names = [source] if isinstance(source, str) else source
-    one = names[0] if len(names) == 1 and "," not in names[0] else None
-    return _window(
-        backfill(
-            ctx,
-            source,
-            day_arg(ctx, one, start, "start") if one else start,
-            day_arg(ctx, one, end, "end") if one else end,
-            notify=notify,
-            fetch=fetch,
-            allow_mass_delete=allow_mass_delete,
-            on_plan=(lambda plan: on_plan(Assessment.of(plan))) if on_plan else None,
-            progress=_progress(progress),
-        )
-    )
-
-
-def run_replay(
-    ctx: Context,
-    source: str | list[str],
-    start: When | str,
-    *,
-    notify: bool = False,
-    allow_mass_delete: bool = False,
-    on_plan: OnReplayPlan | None = None,
-    progress: OnProgress | None = None,
-) -> WindowRun | NothingToDo:
-    """`Source.replay` / `Ledger.replay` (`source` as in `run_backfill`)."""
-    from feedledger.pipeline.backfill import replay
-
-    names = [source] if isinstance(source, str) else source
-    one = names[0] if len(names) == 1 and "," not in names[0] else None
-    return _window(
-        replay(
-            ctx,
-            source,
-            day_arg(ctx, one, start, "start") if one else start,
-            notify=notify,
-            allow_mass_delete=allow_mass_delete,
-            on_plan=(
-                (lambda refs, missing: on_plan([Payload.of(r) for r in refs], list(missing)))
-                if on_plan
-                else None
-            ),
-            progress=_progress(progress),
-        )
-    )
+    return one(names)

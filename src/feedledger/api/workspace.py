@@ -11,6 +11,7 @@ from typing import Any
 
 from feedledger.config import Workspace as Workspace  # the configuration type, public here
 from feedledger.model.source import SourceConfig
+from feedledger.timing import stage
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,6 @@ class SchemaState:
 
 def load_workspace(config: str | os.PathLike[str] | None = None) -> Workspace:
     """The workspace of a feedledger.toml (None: ./feedledger.toml or $FEEDLEDGER_CONFIG)."""
-    from feedledger.timing import stage
-
     with stage("config"):
         return Workspace.load(Path(config) if config is not None else None)
 
@@ -69,8 +68,8 @@ def create(
 ) -> tuple[Workspace, Created]:
     """feedledger.toml, the store (schema by Alembic) and the archive folder (or check
     that the bucket answers); nothing is left behind when one of them fails."""
-    from feedledger.archive import open_archive
-    from feedledger.ledger import engine as eng
+    from feedledger.archive import open_archive  # lazy: zstandard, s3fs
+    from feedledger.ledger import engine as eng  # lazy: SQLAlchemy
 
     root = Path(path).resolve()
     if store:
@@ -95,7 +94,7 @@ def create(
 
 def upgrade_schema(config: str | os.PathLike[str] | None = None) -> SchemaChange:
     """Create or upgrade the store's schema to this version's head revision."""
-    from feedledger.ledger import engine as eng
+    from feedledger.ledger import engine as eng  # lazy: SQLAlchemy
 
     ws = load_workspace(config)
     engine = eng.make_engine(ws.store_url)
@@ -107,7 +106,7 @@ def upgrade_schema(config: str | os.PathLike[str] | None = None) -> SchemaChange
 
 def schema_state(config: str | os.PathLike[str] | None = None) -> SchemaState:
     """The store's schema revision and the one this version needs (nothing created)."""
-    from feedledger.ledger import engine as eng
+    from feedledger.ledger import engine as eng  # lazy: SQLAlchemy
 
     ws = load_workspace(config)
     engine = eng.make_engine(ws.store_url, create=False)
@@ -123,7 +122,7 @@ def missing_fetch_folder(src: SourceConfig) -> Path | None:
     location = (src.fetch or "").removeprefix("file://")
     if not location or "://" in location:
         return None
-    from feedledger.sources.templates import is_template
+    from feedledger.sources.templates import is_template  # lazy: httpx, the fetchers
 
     folder = Path(location).expanduser()
     if is_template(location):

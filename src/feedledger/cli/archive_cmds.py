@@ -129,7 +129,7 @@ def _list_rejected(ctx: typer.Context, source: str, json_out: bool) -> None:
     """Refused payloads, read from the archive alone (the source need not be declared:
     bytes sent under a mistyped name are listed under that name)."""
     with ledger(ctx) as led:  # the archive only: the store is not opened
-        items = led.rejected_payloads(source)
+        items = led.source(source, require_declared=False).rejected_payloads()
     if json_out:
         emit_json([item.to_json() for item in items])
         return

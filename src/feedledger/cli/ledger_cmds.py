@@ -24,8 +24,7 @@ from feedledger.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from feedledger.api.reports import Recovered
-    from feedledger.api.results import Ingested, Run, SnapshotGap
+    from feedledger.api.results import Ingested, Recovered, Run, SnapshotGap
 
 # The API's pipeline and ledger modules (Polars, SQLAlchemy) are imported inside its
 # calls, so `--help` is quick and `ingest` can import the store's driver while it parses.
@@ -116,8 +115,7 @@ def ingest_cmd(
     """Archive FILE and apply it as a live run (one transaction with its changes,
     outbox rows and the watermark advance)."""
     with ledger(ctx) as led:
-        result = led.ingest(
-            source,
+        result = led.source(source, require_declared=False).ingest(
             file,
             published_at=published_at,
             allow_mass_delete=allow_mass_delete,
@@ -150,7 +148,7 @@ def run_cmd(
     run of the newest. Several waiting (dated files after the watermark, or days the
     cadence expected): every one the source still serves is archived and applied
     oldest first as ONE backfill run, with gaps for the rest (as the scheduler does)."""
-    from feedledger.api.reports import NothingToDo, NotModified, Recovered
+    from feedledger.api.results import NothingToDo, NotModified, Recovered
 
     with ledger(ctx) as led:
         result = led.source(source).run(
@@ -185,7 +183,7 @@ def runs_cmd(
 
     A run whose writes were all retracted shows as retracted (when, by which run)."""
     with ledger(ctx) as led:
-        items = led.runs(source)
+        items = led.source(source).runs()
     if json_out:
         emit_json([r.to_json() for r in items])
         return
@@ -316,11 +314,11 @@ def snapshot_cmd(
     import warnings
 
     from feedledger.api.errors import GapWarning
-    from feedledger.api.source_queries import check_export
+    from feedledger.api.source import Source
 
     if output is not None and str(output) == "-":
         output = None  # the usual spelling of stdout, never a file named "-"
-    check_export(fmt, output)
+    Source.check_export(fmt, output)
     with ledger(ctx) as led:
         src = led.source(source)
         tz = src.config.timezone

@@ -29,7 +29,7 @@ from feedledger.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from feedledger.api.reports import Assessment, NothingToDo, Payload, WindowRun
+    from feedledger.api.results import Assessment, NothingToDo, Payload, WindowRun
     from feedledger.api.windows import OnProgress
 
 FROM_OPT = typer.Option(..., "--from", help="First date (YYYY-MM-DD, source timezone).")
@@ -103,7 +103,7 @@ def _warn_missing(source: str, days: list[date]) -> None:
 
 
 def _render_run(report: WindowRun | NothingToDo, json_out: bool) -> None:
-    from feedledger.api.reports import NothingToDo
+    from feedledger.api.results import NothingToDo
 
     if isinstance(report, NothingToDo):
         if report.hint:
@@ -190,12 +190,13 @@ def backfill_cmd(
     payloads older than the watermark in the window (late or restated, archived or
     fetched now) refuse it (exit 2), pointing at `replay`, which folds them in."""
 
+    from feedledger.api.windows import one_source
+
     def on_plan(plan: Assessment) -> None:
         _warn_missing(plan.source, plan.missing_dates)
 
     with ledger(ctx) as led, _progress("backfill", False, progress_every) as step:
-        report = led.backfill(
-            source,
+        report = led.source(one_source(source)).backfill(
             start,
             end,
             notify=notify,
@@ -220,13 +221,14 @@ def replay_cmd(
     """Retract the source's versions valid from --from on, then apply every archived
     payload from that date in publisher order (late and restated ones included)."""
 
+    from feedledger.api.windows import one_source
+
     def on_plan(refs: list[Payload], missing: list[date]) -> None:
         err.print(f"replaying {len(refs)} archived payload(s)")
         _warn_missing(refs[0].source, missing)
 
     with ledger(ctx) as led, _progress("replay", False, progress_every) as step:
-        report = led.replay(
-            source,
+        report = led.source(one_source(source)).replay(
             start,
             notify=notify,
             allow_mass_delete=allow_mass_delete,

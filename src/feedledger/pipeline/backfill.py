@@ -57,7 +57,9 @@ __all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
 Progress = Callable[[int, int, PayloadRef | None], None]
 
 
-def _one_source(source: str | list[str]) -> str:
+def one_source(source: str | list[str]) -> str:
+    """The one source name of a backfill or replay (`a,b` and several names are refused,
+    naming why)."""
     names = [source] if isinstance(source, str) else list(source)
     names = [n for part in names for n in part.split(",") if n.strip()]
     if len(names) != 1:
@@ -141,7 +143,7 @@ def backfill(
     on_plan: Callable[[Assessment], None] | None = None,
     progress: Progress | None = None,
 ) -> RunReport | NothingToDo:
-    src = ctx.workspace.source(_one_source(source))
+    src = ctx.workspace.source(one_source(source))
     lo, hi = window(src, start, end)
     fetched = fetch_window(ctx, src, lo, hi) if fetch else []
     span = (day_start_us(lo, src.timezone), day_start_us(hi + timedelta(days=1), src.timezone) - 1)
@@ -283,7 +285,7 @@ def replay(
     on_plan: Callable[[list[PayloadRef], list[date]], None] | None = None,
     progress: Progress | None = None,
 ) -> RunReport | NothingToDo:
-    src = ctx.workspace.source(_one_source(source))
+    src = ctx.workspace.source(one_source(source))
     day = parse_day(src, start, "--from")
     start_us = day_start_us(day, src.timezone)
     index_archive(ctx, src.name)

@@ -16,7 +16,6 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 import feedledger as fl
-from feedledger.api.calendar import calendar
 from feedledger.server.assets import STATIC, module_graph, static_file, version
 from feedledger.server.deps import JSONText, entity_key, ledger
 
@@ -175,4 +174,4 @@ def source_calendar(
     outside the cadence): `live`, `backfill`, `held`, `retracted`, `gap`, `late`,
     `waiting` or `missed`, with the run that applied it; at most a year and a day
     (default: from the source's first publication or gap to today)."""
-    return JSONText(calendar(led, source, start, end).to_json())
+    return JSONText(led.source(source).calendar(start, end).to_json())

@@ -8,7 +8,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 import feedledger as fl
-from feedledger.api.destination_status import destination_status
 from feedledger.server.deps import JSONText, ledger
 
 router = APIRouter(prefix="/api", tags=["destinations"])
@@ -21,7 +20,7 @@ def destinations(led: fl.Ledger = Depends(ledger)) -> JSONText:
 
 @router.get("/destinations/{name}", response_class=JSONText, summary="One destination")
 def destination(name: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
-    return JSONText(destination_status(led, name).to_json())
+    return JSONText(led.destination(name).status().to_json())
 
 
 @router.get(

@@ -8,7 +8,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 import feedledger as fl
-from feedledger.api.runs_page import changes_page, run_detail, runs_page
 from feedledger.server.deps import JSONText, ledger
 
 router = APIRouter(prefix="/api", tags=["runs"])
@@ -23,7 +22,7 @@ def runs(
     cursor: str | None = Query(None, description="`next_cursor` of the previous page"),
     led: fl.Ledger = Depends(ledger),
 ) -> JSONText:
-    page = runs_page(led, source=source, kind=kind, status=status, limit=limit, cursor=cursor)
+    page = led.runs_page(source=source, kind=kind, status=status, limit=limit, cursor=cursor)
     return JSONText(page.to_json())
 
 
@@ -35,13 +34,13 @@ def review(
 ) -> JSONText:
     """The live runs held for review (an unusual burst), newest first: release or
     retract each with `POST /api/runs/{run_id}/review`."""
-    page = runs_page(led, status="held", limit=limit, cursor=cursor)
+    page = led.runs_page(status="held", limit=limit, cursor=cursor)
     return JSONText(page.to_json())
 
 
 @router.get("/runs/{run_id}", response_class=JSONText, summary="One run")
 def run(run_id: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
-    return JSONText(run_detail(led, run_id).to_json())
+    return JSONText(led.run_detail(run_id).to_json())
 
 
 @router.get("/runs/{run_id}/changes", response_class=JSONText, summary="A run's changes, paged")
@@ -51,4 +50,4 @@ def changes(
     cursor: str | None = Query(None),
     led: fl.Ledger = Depends(ledger),
 ) -> JSONText:
-    return JSONText(changes_page(led, run_id, limit=limit, cursor=cursor).to_json())
+    return JSONText(led.changes_page(run_id, limit=limit, cursor=cursor).to_json())

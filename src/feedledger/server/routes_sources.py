@@ -9,8 +9,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 import feedledger as fl
-from feedledger.api.audit import audit_entries
-from feedledger.api.runs_page import runs_page
 from feedledger.server.deps import JSONText, entity_key, in_reader, instant, ledger
 from feedledger.server.problems import hide_password
 
@@ -77,9 +75,9 @@ def source(source: str, led: fl.Ledger = Depends(ledger)) -> JSONText:
         "frozen": bool(found and found[0].frozen),
         "health": health,
         "gaps": [g.to_json() for g in src.gaps()],
-        "runs": runs_page(led, source=source, limit=LAST_RUNS).to_json()["runs"],
+        "runs": led.runs_page(source=source, limit=LAST_RUNS).to_json()["runs"],
         # writes made over the HTTP API on the source or its runs (freeze, thaw...)
-        "audit": [a.to_json() for a in audit_entries(led, source=source)],
+        "audit": [a.to_json() for a in led.audit_entries(source=source)],
     }
     return JSONText(body)
 

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 import feedledger as fl
-from feedledger.api.audit import record_write
 from feedledger.server.auth import writer
 from feedledger.server.deps import JSONText, ledger
 
@@ -40,8 +39,8 @@ def _audited(
     asked: dict[str, Any],
 ) -> JSONText:
     data = result.to_json()
-    entry = record_write(
-        led, actor=actor, action=action, source=source, run_id=run_id,
+    entry = led.record_write(
+        actor=actor, action=action, source=source, run_id=run_id,
         detail={"request": asked, "result": data},
     )  # fmt: skip
     return JSONText({"result": data, "audit": entry.to_json()})

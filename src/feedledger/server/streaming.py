@@ -12,7 +12,6 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 import feedledger as fl
-from feedledger.api.snapshot_stream import snapshot_bytes
 from feedledger.server.deps import instant, ledger
 
 router = APIRouter(prefix="/api", tags=["sources"])
@@ -79,7 +78,7 @@ def snapshot(
         if strict:
             raise InGap(text + "; nothing streamed", inside, source=source)
         headers[GAP_HEADER] = f"{inside.gap.start.isoformat()}/{inside.gap.end.isoformat()}"
-    chunks = snapshot_bytes(src, valid=when, known_at=known, format=format)
+    chunks = src.snapshot_bytes(valid=when, known_at=known, format=format)
     name = f"{source}-{valid[:10]}.{format}"
     return StreamingResponse(
         chunks,
