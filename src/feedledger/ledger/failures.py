@@ -172,8 +172,7 @@ def _refused(exc: BaseException, place: Place) -> FeedledgerError | None:
     reason = _first_line(driver)
     if place.destination is not None:
         return StoreUnavailableError(
-            f"destination {place.destination} at {redact(place.url)} refused the write: "
-            f"{reason}",
+            f"destination {place.destination} at {redact(place.url)} refused the write: {reason}",
             hint="the batch under way was not written; run the same command again",
         )
     return StoreUnavailableError(

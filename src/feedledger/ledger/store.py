@@ -15,9 +15,8 @@ import polars as pl
 from sqlalchemy import Connection, Engine, select, update
 
 from feedledger.diff import STATE_SCHEMA
-from feedledger.ledger import bulk
+from feedledger.ledger import bulk, failures
 from feedledger.ledger import engine as eng
-from feedledger.ledger import failures
 from feedledger.ledger.records import Application, Watermark
 from feedledger.ledger.schema import (
     applications,

@@ -250,33 +250,14 @@ class Target:
             held.pop(d.key, None)
         return held
 
-    def failure(self, exc: BaseException) -> StoreUnavailableError | None:
+    def failure(self, exc: BaseException) -> FeedledgerError | None:
         """A driver's error under a write as one line naming the destination (exit 8):
         its connection lost (the batch not acknowledged: a rebuild run again resumes
         after its last acknowledged batch, the guard making a repeat harmless), or the
-        statement refused; None for anything else."""
-        from sqlalchemy.exc import DBAPIError
+        statement refused; None for anything else (ledger/failures.py's table)."""
+        from feedledger.ledger.failures import Place, translate
 
-        from feedledger.ledger.engine import lost_connection, redact
-
-        name, where = self.dest.name, redact(self.dest.url)
-        lost = lost_connection(exc, self.dest.url)
-        if lost is not None:
-            reason = lost.problem.split(": ", 1)[-1]
-            return StoreUnavailableError(
-                f"lost the connection to destination {name} at {where}: {reason}",
-                hint="the batch under way was not acknowledged; run the same command "
-                "again: a rebuild resumes after its last acknowledged batch",
-            )
-        driver = type(exc).__module__.split(".")[0] in ("psycopg", "sqlite3")
-        if not (driver or isinstance(exc, DBAPIError)):
-            return None
-        text_ = str(getattr(exc, "orig", None) or exc).strip()
-        reason = text_.splitlines()[0] if text_ else type(exc).__name__
-        return StoreUnavailableError(
-            f"destination {name} at {where} refused the write: {reason}",
-            hint="the batch under way was not written; run the same command again",
-        )
+        return translate(exc, Place(self.dest.url, destination=self.dest.name))
 
     # -- reading back (reconcile) -----------------------------------------------------------
     def rows(self, lo: str | None = None, hi: str | None = None) -> list[tuple[Any, ...]]:
