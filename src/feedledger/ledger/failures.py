@@ -184,9 +184,9 @@ def _refused(exc: BaseException, place: Place) -> FeedledgerError | None:
 
 # The table: (condition, its error for the place), most specific first.
 TABLE: list[tuple[str, Callable[[BaseException, Place], FeedledgerError | None]]] = [
+    ("connection lost", _lost),
     ("unreachable", _unreachable),
     ("environment", _environment),
-    ("connection lost", _lost),
     ("refused", _refused),
 ]
 
