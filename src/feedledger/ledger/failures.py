@@ -15,7 +15,7 @@ It is applied
   event, `guard`), so no SQLAlchemy error leaves the store's engine;
 * by `translating(place)` around raw-driver work (Store.translating), and
   `stream(place, batches)` around a streamed read;
-* by `destination_failure` to a destination's writes (sync/target.py).
+* by sync/target.py to a destination's writes and reads (`Place(url, destination=)`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Place:
 
     url: str
     destination: str | None = None
+    reading: bool = False  # a destination read back (reconcile, explain), not a write
 
 
 def redact(url: str) -> str:
@@ -170,6 +171,11 @@ def _refused(exc: BaseException, place: Place) -> FeedledgerError | None:
     if driver is None:
         return None
     reason = _first_line(driver)
+    if place.destination is not None and place.reading:
+        return StoreUnavailableError(
+            f"destination {place.destination} at {redact(place.url)} refused a read: {reason}",
+            hint="is its table still the one feedledger wrote? run the same command again",
+        )
     if place.destination is not None:
         return StoreUnavailableError(
             f"destination {place.destination} at {redact(place.url)} refused the write: {reason}",

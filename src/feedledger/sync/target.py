@@ -39,11 +39,13 @@ guard, in one BEGIN IMMEDIATE transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from feedledger import faults
+from feedledger.ledger import failures
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.guard import GUARD, judge
@@ -96,10 +98,10 @@ class Target:
                 )
             if self.geo and GEOMETRY not in found:  # a table made before geometry travelled
                 kind = "bytea" if self.postgres else "BLOB"
-                with self.engine.begin() as conn:
+                with self._mapped(), self.engine.begin() as conn:
                     conn.exec_driver_sql(f"ALTER TABLE {self.ident} ADD COLUMN {GEOMETRY} {kind}")
             return
-        with self.engine.begin() as conn:
+        with self._mapped(), self.engine.begin() as conn:
             for stmt in self._ddl():
                 conn.exec_driver_sql(stmt)
 
@@ -255,9 +257,12 @@ class Target:
         its connection lost (the batch not acknowledged: a rebuild run again resumes
         after its last acknowledged batch, the guard making a repeat harmless), or the
         statement refused; None for anything else (ledger/failures.py's table)."""
-        from feedledger.ledger.failures import Place, translate
+        return failures.translate(exc, failures.Place(self.dest.url, destination=self.dest.name))
 
-        return translate(exc, Place(self.dest.url, destination=self.dest.name))
+    def _mapped(self, *, reading: bool = False) -> AbstractContextManager[None]:
+        """A driver's error under the block as one line naming the destination."""
+        place = failures.Place(self.dest.url, destination=self.dest.name, reading=reading)
+        return failures.translating(place)
 
     # -- reading back (reconcile) -----------------------------------------------------------
     def rows(self, lo: str | None = None, hi: str | None = None) -> list[tuple[Any, ...]]:
@@ -271,13 +276,13 @@ class Target:
         if lo is not None and hi is not None:
             sql += " WHERE key >= :lo AND key <= :hi"
             params = {"lo": lo, "hi": hi}
-        with self.engine.connect() as conn:
+        with self._mapped(reading=True), self.engine.connect() as conn:
             return [tuple(r) for r in conn.execute(text(sql + " ORDER BY key"), params)]
 
     def held(self, keys: Sequence[str]) -> tuple[Any, ...] | None:
         """The row held for the first of `keys` present: (key, revision, generation,
         generation_rank, deleted, content_hash, written_at), or None."""
-        with self.engine.connect() as conn:
+        with self._mapped(reading=True), self.engine.connect() as conn:
             for key in keys:
                 row = conn.execute(
                     text(
@@ -294,7 +299,7 @@ class Target:
         """Per key range: (rows, sum of revisions mod 2^61, sum of generation ranks,
         tombstones) -- a checksum computed in the destination."""
         out = []
-        with self.engine.connect() as conn:
+        with self._mapped(reading=True), self.engine.connect() as conn:
             for lo, hi in bounds:
                 r = conn.execute(
                     text(
