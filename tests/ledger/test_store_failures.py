@@ -141,3 +141,29 @@ def test_a_postgresql_role_without_write_privilege_gets_one_feedledger_error(
         led.add_source("larimer", key=("parcel_id",))
         led.source("larimer").ingest(_csv(tmp_path, 5), published_at=date(2026, 8, 1))
     assert "permission denied" in _one_line(caught.value)
+
+
+def test_a_postgresql_statement_that_waits_past_its_lock_timeout_is_one_feedledger_error(
+    workspace: Workspace, make_source: object, tmp_path: Path
+) -> None:
+    """Another session holds the versions table locked; the store URL's lock_timeout
+    ends the ingest's wait: one FeedledgerError naming the timeout, nothing applied."""
+    if not workspace.store_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's lock_timeout")
+    make_source("larimer", "parcel_id")  # type: ignore[operator]
+    impatient = workspace.store_url.replace(
+        "search_path%3D", "lock_timeout%3D200%20-csearch_path%3D"
+    )
+    holder = create_engine(workspace.store_url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with holder.connect() as conn, conn.begin():
+            conn.execute(text("LOCK TABLE versions IN ACCESS EXCLUSIVE MODE"))
+            with (
+                fl.open(store=impatient, archive=tmp_path / "archive", root=workspace.root) as led,
+                pytest.raises(fl.StoreUnavailableError) as caught,
+            ):
+                led.add_source("larimer", key=("parcel_id",))
+                led.source("larimer").ingest(_csv(tmp_path, 5), published_at=date(2026, 8, 1))
+    finally:
+        holder.dispose()
+    assert "lock timeout" in _one_line(caught.value)
