@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from feedledger.cli.exit_codes import exit_code
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.jsonout import RawJSON, dumps
 
@@ -117,8 +118,6 @@ def when(value: int | datetime | None) -> str:
 
 
 def fail(error: FeedledgerError) -> None:
-    from feedledger.cli.exit_codes import exit_code
-
     err.print(f"[bold red]error:[/] {escape(str(error))}", markup=True, highlight=False)
     raise typer.Exit(exit_code(error))
 
