@@ -167,3 +167,23 @@ def test_a_postgresql_statement_that_waits_past_its_lock_timeout_is_one_feedledg
     finally:
         holder.dispose()
     assert "lock timeout" in _one_line(caught.value)
+
+
+def test_the_table_maps_database_errors_only() -> None:
+    """A driver's error (raw or wrapped by SQLAlchemy) is mapped; SQLAlchemy's own
+    errors of misuse and any other exception are not (they are bugs, not the store)."""
+    import sqlite3
+
+    from sqlalchemy.exc import DBAPIError, InvalidRequestError
+
+    from feedledger.ledger.failures import Place, translate
+
+    place = Place("sqlite:///ledger.db")
+    raw = sqlite3.OperationalError("no such table: versions")
+    wrapped = DBAPIError.instance("SELECT 1", {}, raw, sqlite3.Error)
+    for exc in (raw, wrapped):
+        failure = translate(exc, place)
+        assert isinstance(failure, fl.StoreUnavailableError)
+        assert "no such table: versions" in _one_line(failure)
+    for other in (InvalidRequestError("this transaction is inactive"), ValueError("x")):
+        assert translate(other, place) is None

@@ -95,11 +95,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 def is_driver_error(exc: BaseException) -> bool:
-    """An error class of SQLAlchemy or of a database driver (by its package)."""
-    return any(
-        cls.__module__.split(".")[0] in DRIVERS and cls.__name__.endswith("Error")
-        for cls in type(exc).__mro__
-    )
+    """A database's error: SQLAlchemy's DBAPIError (a driver's, wrapped), or a driver's
+    own (`Error` of sqlite3, psycopg, adbc_driver_manager). SQLAlchemy's other errors
+    are a misuse of it, a bug: not mapped."""
+    for cls in type(exc).__mro__:
+        root = cls.__module__.split(".")[0]
+        if root == "sqlalchemy" and cls.__name__ == "DBAPIError":
+            return True
+        if root in DRIVERS and root != "sqlalchemy" and cls.__name__ == "Error":
+            return True
+    return False
 
 
 def _driver(exc: BaseException) -> BaseException | None:
