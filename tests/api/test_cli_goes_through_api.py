@@ -19,11 +19,12 @@ from typer.testing import CliRunner
 import feedledger as fl
 from feedledger.api import workspace as api_ws
 from feedledger.api.demo import PARCEL, SOURCE, build_demo
-from feedledger.api.errors import store_failure
 from feedledger.api.ledger import open_config
 from feedledger.api.results import Gap, Version
 from feedledger.api.source import Source
 from feedledger.api.windows import one_source
+from feedledger.cli.exit_codes import exit_code
+from feedledger.ledger.failures import Place, translate
 
 CLI = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "cli"
 ALLOWED = ("feedledger.api", "feedledger.model", "feedledger.cli")
@@ -81,10 +82,10 @@ def test_error_boundary_is_the_root_group(tmp_path: Path) -> None:
 
     missing = tmp_path / "nowhere" / "feedledger.toml"
     result = CliRunner().invoke(app, ["--config", str(missing), "runs", "x"])
-    assert result.exit_code == fl.ConfigError("x").exit_code
+    assert result.exit_code == exit_code(fl.ConfigError("x"))
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "error:" in result.output and "Traceback" not in result.output
-    assert store_failure(ValueError("not a store error")) is None
+    assert translate(ValueError("not a store error"), Place("sqlite:///x")) is None
 
 
 def test_workspace_create_schema_and_open_config(store_url: str, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from feedledger.archive.s3client import (
     resolve_endpoint,
 )
 from feedledger.archive.sidecar import sidecar_bytes
+from feedledger.cli.exit_codes import exit_code
 from feedledger.config import Workspace
 from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef
@@ -255,7 +256,7 @@ def test_unreachable_endpoint_is_clear(
         message = str(info.value)
         assert "archive s3://somewhere/feeds" in message
         assert f"cannot reach the object store at {endpoint}" in message
-        assert "Traceback" not in message and info.value.exit_code == 8
+        assert "Traceback" not in message and exit_code(info.value) == 8
     assert time.monotonic() - started < 60
 
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from feedledger.cli.exit_codes import exit_code
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.jsonout import RawJSON, dumps
 
@@ -118,7 +119,7 @@ def when(value: int | datetime | None) -> str:
 
 def fail(error: FeedledgerError) -> None:
     err.print(f"[bold red]error:[/] {escape(str(error))}", markup=True, highlight=False)
-    raise typer.Exit(error.exit_code)
+    raise typer.Exit(exit_code(error))
 
 
 def _fail_on_environment(exc: Exception) -> None:
@@ -140,19 +141,16 @@ def _fail_on_environment(exc: Exception) -> None:
 
 
 def handle_error(exc: Exception) -> None:
-    """The CLI's error boundary (cli/app.py's root group): a FeedledgerError, an
-    environment failure or a refused SQL statement -> one line on stderr and the error's
-    exit code (raises typer.Exit). Returns for anything else, which the caller re-raises
-    (typer's own exits and usage errors pass through untouched)."""
+    """The CLI's error boundary (cli/app.py's root group): a FeedledgerError (the
+    library's; a refused SQL statement is one too, mapped where the store is) or an
+    environment failure -> one line on stderr and the error's exit code
+    (cli/exit_codes.py; raises typer.Exit). Returns for anything else, which the caller
+    re-raises (typer's own exits and usage errors pass through untouched), and, with
+    FEEDLEDGER_DEBUG=1, for an error whose hint offers the traceback."""
     if isinstance(exc, typer.Exit | typer.Abort | typer.TyperException):
         return
     if isinstance(exc, FeedledgerError):
+        if os.environ.get("FEEDLEDGER_DEBUG") and "FEEDLEDGER_DEBUG=1" in (exc.hint or ""):
+            return
         fail(exc)
     _fail_on_environment(exc)
-    if os.environ.get("FEEDLEDGER_DEBUG"):
-        return
-    from feedledger.api.errors import store_failure
-
-    failure = store_failure(exc)
-    if failure is not None:
-        fail(failure)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from feedledger.model.envfail import env_failure
+from feedledger.ledger.failures import PROBE, Place, guard
+from feedledger.ledger.failures import redact as redact
+from feedledger.ledger.failures import store_location as store_location
 from feedledger.model.errors import StoreUnavailableError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -19,11 +20,6 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD = "0013_observations"
 PAGE_SIZE = 16384
 CACHE_KIB = 65536  # the page cache of each SQLite connection
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced by ***."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
 
 
 def normalise_url(url: str) -> str:
@@ -81,74 +77,16 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         engine = create_engine(real, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
+        guard(engine, Place(url))
         return engine
     if real.startswith("postgresql"):
         _quiet_psycopg()
-        return create_engine(real, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+        engine = create_engine(real, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+        guard(engine, Place(url))
+        return engine
     raise StoreUnavailableError(
         f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
     )
-
-
-def store_location(url: str) -> str:
-    """The store's file (SQLite) or its redacted URL, for messages."""
-    real = normalise_url(url)
-    if real.startswith("sqlite"):
-        return real.split("sqlite:///", 1)[-1] or url
-    return redact(url)
-
-
-def write_failure(exc: BaseException, url: str) -> StoreUnavailableError | None:
-    """`exc` as one clear line when the environment failed under a store write (a full
-    disk, a read-only file system, no permission, an I/O error), naming the store's
-    path and the fix; None for anything else. The transaction was rolled back: nothing
-    of it was applied."""
-    failure = env_failure(exc)
-    if failure is None:
-        return None
-    where = store_location(url)
-    return StoreUnavailableError(
-        f"cannot write the store at {where}: {failure.cause} ({failure.detail})",
-        hint=f"{failure.fix(where)}; nothing of this transaction was applied",
-    )
-
-
-_LOST = (
-    "the connection is lost",
-    "terminating connection",
-    "server closed the connection",
-    "consuming input failed",
-    "connection is closed",
-    "connection has been closed",
-    "could not receive data from server",
-    "could not send data to server",
-)
-
-
-def lost_connection(exc: BaseException, url: str) -> StoreUnavailableError | None:
-    """`exc` as one clear line when the store's server ended the connection under a
-    statement (restart, failover, pg_terminate_backend, network); None otherwise. The
-    interrupted transaction was not committed: nothing of it was applied."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        item = todo.pop(0)
-        if item is None or id(item) in seen:
-            continue
-        seen.add(id(item))
-        text = str(getattr(item, "orig", None) or item).strip()
-        reason = text.splitlines()[0] if text else type(item).__name__
-        if getattr(item, "connection_invalidated", False) or any(
-            needle in text.lower() for needle in _LOST
-        ):
-            return StoreUnavailableError(
-                f"lost the connection to the store at {redact(url)}: {reason}",
-                hint="the server ended it (restart, failover, terminated backend or "
-                "network); nothing of the interrupted transaction was applied: run the "
-                "command again",
-            )
-        todo.extend([item.__cause__, item.__context__])
-    return None
 
 
 def _quiet_psycopg() -> None:
@@ -187,7 +125,10 @@ def current_revision(engine: Engine) -> str | None:
     """The store's schema revision, read from alembic_version (None if absent)."""
     with engine.connect() as conn:
         try:
-            rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+            rows = conn.execute(
+                text("SELECT version_num FROM alembic_version"),
+                execution_options={PROBE: True},  # no table yet: an answer, not a failure
+            ).all()
         except (OperationalError, ProgrammingError):
             return None
     return str(rows[0][0]) if rows else None
@@ -204,15 +145,10 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
 
 
 def check_reachable(engine: Engine, url: str) -> None:
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except (OperationalError, DBAPIError, ProgrammingError) as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise StoreUnavailableError(
-            f"cannot reach the store at {redact(url)}: {reason}",
-            hint="check the URL in feedledger.toml [store] (or FEEDLEDGER_STORE)",
-        ) from None
+    """StoreUnavailableError ('cannot reach the store at URL') when no connection can be
+    made (the engine's guard says so: ledger/failures.py)."""
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
 
 
 def check_schema(engine: Engine, url: str) -> None:

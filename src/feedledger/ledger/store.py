@@ -19,7 +19,7 @@ import polars as pl
 from sqlalchemy import Connection, Engine, select, update
 
 from feedledger.diff import STATE_SCHEMA
-from feedledger.ledger import bulk
+from feedledger.ledger import bulk, failures
 from feedledger.ledger import engine as eng
 from feedledger.ledger.records import Application, Watermark
 from feedledger.ledger.schema import (
@@ -123,16 +123,12 @@ class Store:
 
     @contextmanager
     def translating(self) -> Iterator[None]:
-        """A full disk, a read-only file system... under the block's writes, or the
-        server ending the connection, becomes one StoreUnavailableError naming the store
-        and the fix (eng.write_failure, eng.lost_connection)."""
-        try:
+        """A database's error under the block (a full disk, a read-only file system, the
+        server ending the connection, a refused statement...), raw drivers' included,
+        becomes feedledger's error naming the store and the fix (ledger/failures.py's
+        table; the engine's own statements are mapped by its guard already)."""
+        with failures.translating(failures.Place(self.url)):
             yield
-        except Exception as exc:
-            failure = eng.write_failure(exc, self.url) or eng.lost_connection(exc, self.url)
-            if failure is None:
-                raise
-            raise failure from exc
 
     def param(self, name: str) -> str:
         """A named placeholder in the driver's own style, for `exec_driver_sql` on hot

@@ -1,6 +1,7 @@
 """Error hierarchy. Every error names the source, the payload and the problem where known.
 
-The CLI prints `str(error)` as one line and exits with `error.exit_code`.
+The CLI prints `str(error)` as one line and exits with its code (cli/exit_codes.py);
+the server answers its problem response (server/problems.py).
 """
 
 from __future__ import annotations
@@ -8,8 +9,6 @@ from __future__ import annotations
 
 class FeedledgerError(Exception):
     """Base class: a clear, user-facing problem (never a bug)."""
-
-    exit_code = 1
 
     def __init__(
         self,
@@ -47,8 +46,6 @@ class FeedledgerError(Exception):
 class ConfigError(FeedledgerError):
     """feedledger.toml or a command-line value is invalid."""
 
-    exit_code = 2
-
 
 class FutureDateError(ConfigError):
     """A publisher date more than a day after now (refused unless --allow-future);
@@ -60,13 +57,9 @@ class FutureDateError(ConfigError):
 class NotFoundError(FeedledgerError):
     """An unknown source, run, payload or key."""
 
-    exit_code = 3
-
 
 class BadPayloadError(FeedledgerError):
     """The payload cannot be read or violates the source's contract (keys, encoding...)."""
-
-    exit_code = 4
 
 
 class AmbiguousPayloadError(BadPayloadError):
@@ -76,53 +69,38 @@ class AmbiguousPayloadError(BadPayloadError):
 class MassDeleteError(FeedledgerError):
     """A snapshot would delete more than the allowed share of live entities."""
 
-    exit_code = 5
-
 
 class StaleWatermarkError(FeedledgerError):
     """The payload is not after the source's watermark (publisher order would break).
     `published_at`: the publisher date a portal stated, when known (us UTC)."""
 
-    exit_code = 6
     published_at: int | None = None
 
 
 class LeaseHeldError(FeedledgerError):
     """Another run holds the source's lease."""
 
-    exit_code = 7
-
 
 class StoreUnavailableError(FeedledgerError):
     """The store URL cannot be reached or its schema is not at the expected revision."""
-
-    exit_code = 8
 
 
 class ArchiveUnavailableError(FeedledgerError):
     """The archive's object store cannot be used: unreachable, no bucket, no credentials."""
 
-    exit_code = 8
-
 
 class SourceFrozenError(FeedledgerError):
     """The source is frozen: live runs are refused (backfill, replay, retract allowed)."""
 
-    exit_code = 9
-
 
 class RetractConflictError(FeedledgerError):
     """Later runs were computed on top of what a retraction would remove."""
-
-    exit_code = 10
 
 
 class FetchError(FeedledgerError):
     """The source could not be fetched: unreachable, an HTTP or portal error answered, a
     redirect loop, the fetch deadline passed, the layer republished while downloaded.
     Nothing was archived; the same run can be tried again later."""
-
-    exit_code = 11
 
 
 class SourceNotFound(NotFoundError):

@@ -188,11 +188,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        from feedledger.api.errors import store_failure
-
-        failure = store_failure(exc)
-        if failure is not None:
-            return response(503, _scrub(request, str(failure)), _instance(request))
+        # (a database's error reaches here as a FeedledgerError: ledger/failures.py)
         log.exception("unexpected error serving %s", request.url.path)
         return response(
             500, "an unexpected error; see the server's log", _instance(request), "internal"

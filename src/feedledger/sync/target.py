@@ -39,11 +39,13 @@ guard, in one BEGIN IMMEDIATE transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from feedledger import faults
+from feedledger.ledger import failures
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.guard import GUARD, judge
@@ -96,10 +98,10 @@ class Target:
                 )
             if self.geo and GEOMETRY not in found:  # a table made before geometry travelled
                 kind = "bytea" if self.postgres else "BLOB"
-                with self.engine.begin() as conn:
+                with self._mapped(), self.engine.begin() as conn:
                     conn.exec_driver_sql(f"ALTER TABLE {self.ident} ADD COLUMN {GEOMETRY} {kind}")
             return
-        with self.engine.begin() as conn:
+        with self._mapped(), self.engine.begin() as conn:
             for stmt in self._ddl():
                 conn.exec_driver_sql(stmt)
 
@@ -250,33 +252,17 @@ class Target:
             held.pop(d.key, None)
         return held
 
-    def failure(self, exc: BaseException) -> StoreUnavailableError | None:
+    def failure(self, exc: BaseException) -> FeedledgerError | None:
         """A driver's error under a write as one line naming the destination (exit 8):
         its connection lost (the batch not acknowledged: a rebuild run again resumes
         after its last acknowledged batch, the guard making a repeat harmless), or the
-        statement refused; None for anything else."""
-        from sqlalchemy.exc import DBAPIError
+        statement refused; None for anything else (ledger/failures.py's table)."""
+        return failures.translate(exc, failures.Place(self.dest.url, destination=self.dest.name))
 
-        from feedledger.ledger.engine import lost_connection, redact
-
-        name, where = self.dest.name, redact(self.dest.url)
-        lost = lost_connection(exc, self.dest.url)
-        if lost is not None:
-            reason = lost.problem.split(": ", 1)[-1]
-            return StoreUnavailableError(
-                f"lost the connection to destination {name} at {where}: {reason}",
-                hint="the batch under way was not acknowledged; run the same command "
-                "again: a rebuild resumes after its last acknowledged batch",
-            )
-        driver = type(exc).__module__.split(".")[0] in ("psycopg", "sqlite3")
-        if not (driver or isinstance(exc, DBAPIError)):
-            return None
-        text_ = str(getattr(exc, "orig", None) or exc).strip()
-        reason = text_.splitlines()[0] if text_ else type(exc).__name__
-        return StoreUnavailableError(
-            f"destination {name} at {where} refused the write: {reason}",
-            hint="the batch under way was not written; run the same command again",
-        )
+    def _mapped(self, *, reading: bool = False) -> AbstractContextManager[None]:
+        """A driver's error under the block as one line naming the destination."""
+        place = failures.Place(self.dest.url, destination=self.dest.name, reading=reading)
+        return failures.translating(place)
 
     # -- reading back (reconcile) -----------------------------------------------------------
     def rows(self, lo: str | None = None, hi: str | None = None) -> list[tuple[Any, ...]]:
@@ -290,13 +276,13 @@ class Target:
         if lo is not None and hi is not None:
             sql += " WHERE key >= :lo AND key <= :hi"
             params = {"lo": lo, "hi": hi}
-        with self.engine.connect() as conn:
+        with self._mapped(reading=True), self.engine.connect() as conn:
             return [tuple(r) for r in conn.execute(text(sql + " ORDER BY key"), params)]
 
     def held(self, keys: Sequence[str]) -> tuple[Any, ...] | None:
         """The row held for the first of `keys` present: (key, revision, generation,
         generation_rank, deleted, content_hash, written_at), or None."""
-        with self.engine.connect() as conn:
+        with self._mapped(reading=True), self.engine.connect() as conn:
             for key in keys:
                 row = conn.execute(
                     text(
@@ -313,7 +299,7 @@ class Target:
         """Per key range: (rows, sum of revisions mod 2^61, sum of generation ranks,
         tombstones) -- a checksum computed in the destination."""
         out = []
-        with self.engine.connect() as conn:
+        with self._mapped(reading=True), self.engine.connect() as conn:
             for lo, hi in bounds:
                 r = conn.execute(
                     text(

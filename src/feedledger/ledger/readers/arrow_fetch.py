@@ -39,6 +39,7 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from feedledger.ahead import ahead
+from feedledger.ledger import failures
 from feedledger.ledger.readers import pg_copy
 from feedledger.ledger.store import Store
 
@@ -54,17 +55,21 @@ _NAME = "feedledger-fetch"
 def batches(
     store: Store, sql: str, params: Mapping[str, Any], schema: pa.Schema, *, batch: int
 ) -> Iterator[pa.RecordBatch]:
-    """Stream the rows of `sql` (placeholders `:name`) as batches of `schema`."""
+    """Stream the rows of `sql` (placeholders `:name`) as batches of `schema` (a
+    driver's error as feedledger's: ledger/failures.py)."""
+    place = failures.Place(store.url)
     path = _sqlite_file(store)
     if path is not None:
-        return ahead(_sqlite(path, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
+        found = failures.stream(place, _sqlite(path, sql, params, schema, batch))
+        return ahead(found, depth=PREFETCH, name=_NAME)
     if store.dialect == "postgresql":
         if _versions_bytes(store) < COPY_FROM_BYTES:
-            return ahead(_dbapi(store, sql, params, schema, batch), depth=PREFETCH, name=_NAME)
-        found = pg_copy.batches(store, sql, params, schema, batch)
+            found = failures.stream(place, _dbapi(store, sql, params, schema, batch))
+            return ahead(found, depth=PREFETCH, name=_NAME)
+        found = failures.stream(place, pg_copy.batches(store, sql, params, schema, batch))
         return ahead(found, depth=PREFETCH, name=_NAME)
     # (an in-memory SQLite store is one per thread: read in the reader's own)
-    return _dbapi(store, sql, params, schema, batch)
+    return failures.stream(place, _dbapi(store, sql, params, schema, batch))
 
 
 # PostgreSQL: COPY through the ADBC driver (ledger/readers/pg_copy.py) costs ~75 ms a read to
