@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 
 import feedledger as fl
 from feedledger.api import workspace as api_ws
-from feedledger.api.demo import PARCEL, SOURCE, build_demo
 from feedledger.api.errors import store_failure
 from feedledger.api.ledger import open_config
 from feedledger.api.results import Gap, Version
 from feedledger.api.source_queries import check_export
+from feedledger.demo import PARCEL, SOURCE, build_demo
 
 CLI = Path(__file__).resolve().parents[1] / "src" / "feedledger" / "cli"
 ALLOWED = ("feedledger.api", "feedledger.model", "feedledger.cli")

@@ -1,8 +1,9 @@
-"""A fake ArcGIS REST server (a FeatureServer and a MapServer layer), as a pytest fixture
-`arcgis`, in three flavours chosen by an indirect fixture parameter: "10.3" (no
-pagination), "10.8" (Esri JSON paging) and "11.1" (GeoJSON paging); "11.1" when unset::
-
-    @pytest.mark.parametrize("arcgis", FLAVOURS, indirect=True)
+"""A fake ArcGIS REST server: one layer, as a FeatureServer and a MapServer, answered
+the way ArcGIS Server / ArcGIS Online answer, on 127.0.0.1 in a thread. The one fake
+FeatureServer of the project: `feedledger demo` serves its zoning layer with it
+(demo/zoning.py) and the tests drive every knob below (tests/fakes/arcgis.py adds only
+the pytest fixture `arcgis`). Three flavours: "10.3" (no pagination), "10.8" (Esri JSON
+paging) and "11.1" (GeoJSON paging; the default, and the demo's).
 
 Shapes, from Esri's ArcGIS REST API reference (developers.arcgis.com/rest/services-reference,
 "Feature Layer", "Query (Feature Service/Layer)", "Error handling") and live layers such as
@@ -23,13 +24,17 @@ services*.arcgis.com/.../FeatureServer/0?f=pjson:
   spatialReference, fields, features: [{attributes, geometry: {rings}}]} and
   `exceededTransferLimit: true` only when more features match than were returned (Esri
   omits it otherwise). Outer rings are clockwise (Esri's "Geometry objects" page).
+  Pages (`resultOffset`/`resultRecordCount`, the count capped at maxRecordCount) are in
+  OBJECTID order.
   GeoJSON (`f=geojson`, RFC 7946 counter-clockwise outer rings; simplification: the fake
   keeps the layer's own coordinates where a real server reprojects to WGS84 unless `outSR`
   is given): a FeatureCollection whose features carry `id` (the object
   id), `properties` and `geometry`. `outSR=4326` (either format) answers WGS84 degrees:
   the fake's stand-in projection is the affine map `to_wgs84` (not the real State Plane
   transform; what matters is that degrees come back, and an Esri JSON answer states
-  `spatialReference` 4326); at 11.x the collection has
+  `spatialReference` 4326; a layer stored in WGS84, as the demo's, is answered as
+  stored); another `outSR` than the layer's own or 4326 is refused. At 11.x the
+  collection has
   `properties.exceededTransferLimit`, at 10.8 it has no such member (a client cannot page
   GeoJSON reliably there, so it pages Esri JSON).
   Without pagination (10.3) `resultOffset`/`resultRecordCount` are ignored, as an old server
@@ -38,14 +43,21 @@ services*.arcgis.com/.../FeatureServer/0?f=pjson:
 - Errors are answered with HTTP 200 and {"error": {"code", "message", "details"}}, e.g.
   498 "Invalid token." for a wrong token and 499 "Token Required." for none.
 
-Controls for the tests (attributes of `FakeArcGIS`): `features` (see `parcels()`),
-`edit_date`, `max_record_count`, `wkid`, `token` (required when set), `fail_first` (HTTP
-statuses answered to the first queries, 429 with `Retry-After`), `errors_first` (ArcGIS error
-codes answered as HTTP 200 to the first queries), `republish_after_pages` (after that many
-feature pages the layer is republished: edit date and one parcel change), `editing_info`
-(False: no editingInfo), `last_modified` (an HTTP Last-Modified header on the metadata),
-`hang` (queries wait on `release`, set at teardown; bounded by `HANG_LIMIT_S`). The request
-log is `server.log`; `query_requests` and `feature_requests` filter it.
+Knobs (attributes of `FakeArcGIS`, each may be changed between requests): `features` (see
+`parcels()`; a feature is {"attributes": {...}, "rings": [ring, ...]}), `fields`,
+`edit_date`, `schema_edit_date` (None: the data's `edit_date`), `max_record_count`, `wkid`
+(the layer's spatial reference), `extent` (xmin, ymin, xmax, ymax; None: the features'
+bounding box), `token` (required when set), `fail_first` (HTTP statuses answered to the
+first queries, 429 with `Retry-After`), `errors_first` (ArcGIS error codes answered as
+HTTP 200 to the first queries), `republish_after_pages` (after that many feature pages
+the layer is republished: edit date and one parcel change), `editing_info` (False: no
+editingInfo), `last_modified` (an HTTP Last-Modified header on the metadata), `hang`
+(queries wait on `release`, set when the server stops; bounded by `HANG_LIMIT_S`). The
+request log is `server.log`; `query_requests` and `feature_requests` filter it.
+`serving(fake)` / `running(flavour)` serve it until the block ends.
+
+Standard library only (and demo/local_server.py): importable by the demo, the tests and
+the benchmarks alike.
 """
 
 from __future__ import annotations
@@ -57,9 +69,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
-from fakes.server import FakeServer, Reply, Request, serve
+from feedledger.demo.local_server import FakeServer, Reply, Request, serve
 
 FLAVOURS = ("10.3", "10.8", "11.1")
 SERVICE = "/arcgis/rest/services/Zoning"
@@ -121,11 +131,17 @@ def arcgis_error(code: int, message: str | None = None) -> Reply:
 
 @dataclass
 class FakeArcGIS:
+    """The layer and how it answers (the knobs: see the module docstring). The defaults
+    are the tests' layer: 25 `parcels()` in State Plane feet (wkid 2227), pages of 10."""
+
     flavour: str = "11.1"
     features: list[Feature] = field(default_factory=lambda: parcels(25))
+    fields: list[dict[str, Any]] = field(default_factory=lambda: list(FIELDS))
     edit_date: int = 1_780_000_000_000  # epoch ms
+    schema_edit_date: int | None = 1_700_000_000_000  # None: edit_date
     max_record_count: int = 10
     wkid: int = 2227
+    extent: tuple[float, float, float, float] | None = (0, 0, 1, 1)
     token: str | None = None
     fail_first: list[int] = field(default_factory=list)
     errors_first: list[int] = field(default_factory=list)
@@ -181,7 +197,7 @@ class FakeArcGIS:
             return Reply(404, b"<html><body>Not Found</body></html>", "text/html")
         if self.token is not None and request.query.get("token") != self.token:
             return arcgis_error(499 if "token" not in request.query else 498)
-        if request.path == layer:
+        if request.path.rstrip("/") == layer:
             return self.metadata(layer)
         if request.path != f"{layer}/query":
             return arcgis_error(400, "Requested operation is not supported by this service.")
@@ -204,7 +220,7 @@ class FakeArcGIS:
             "type": "Feature Layer",
             "geometryType": "esriGeometryPolygon",
             "objectIdField": "OBJECTID",
-            "fields": FIELDS,
+            "fields": self.fields,
             "maxRecordCount": self.max_record_count,
             "supportedQueryFormats": "JSON, geoJSON, PBF" if self.paginates else "JSON, AMF",
             "advancedQueryCapabilities": {
@@ -212,7 +228,7 @@ class FakeArcGIS:
                 "supportsOrderBy": True,
             },
             "capabilities": "Map,Query,Data" if "MapServer" in layer else "Query",
-            "extent": {"xmin": 0, "ymin": 0, "xmax": 1, "ymax": 1, "spatialReference": sr},
+            "extent": {**self.bounds(), "spatialReference": sr},
             "sourceSpatialReference": sr,
         }
         if self.editing_info:
@@ -221,12 +237,24 @@ class FakeArcGIS:
                 if self.flavour == "10.3"
                 else {
                     "lastEditDate": self.edit_date,
-                    "schemaLastEditDate": 1_700_000_000_000,
+                    "schemaLastEditDate": self.edit_date
+                    if self.schema_edit_date is None
+                    else self.schema_edit_date,
                     "dataLastEditDate": self.edit_date,
                 }
             )
         headers = {"Last-Modified": self.last_modified} if self.last_modified else {}
         return Reply(200, json.dumps(meta).encode(), headers=headers)
+
+    def bounds(self) -> dict[str, float]:
+        """The metadata's extent: `extent`, or (None) the features' bounding box."""
+        if self.extent is not None:
+            xmin, ymin, xmax, ymax = self.extent
+        else:
+            points = [p for f in self.features for ring in f["rings"] for p in ring]
+            xs, ys = [p[0] for p in points] or [0.0], [p[1] for p in points] or [0.0]
+            xmin, ymin, xmax, ymax = min(xs), min(ys), max(xs), max(ys)
+        return {"xmin": xmin, "ymin": ymin, "xmax": xmax, "ymax": ymax}
 
     def query(self, request: Request) -> Reply:
         q = request.query
@@ -259,7 +287,7 @@ class FakeArcGIS:
         wkid = out_wkid(q.get("outSR"))
         if wkid not in (None, self.wkid, 4326):
             return arcgis_error(400, f"Invalid or missing input parameters: outSR={wkid}.")
-        if wkid == 4326:
+        if wkid == 4326 and self.wkid != 4326:
             page = [{**f, "rings": reproject(f["rings"])} for f in page]
         body = (
             self.geojson(page, names, exceeded)
@@ -276,7 +304,7 @@ class FakeArcGIS:
             "globalIdFieldName": "",
             "geometryType": "esriGeometryPolygon",
             "spatialReference": {"wkid": wkid, "latestWkid": wkid},
-            "fields": [f for f in FIELDS if names is None or f["name"] in names],
+            "fields": [f for f in self.fields if names is None or f["name"] in names],
             "features": [
                 {"attributes": pick(f["attributes"], names), "geometry": {"rings": f["rings"]}}
                 for f in page
@@ -309,10 +337,9 @@ def pick(attributes: dict[str, Any], names: set[str] | None) -> dict[str, Any]:
 
 
 @contextmanager
-def running(flavour: str = "11.1") -> Iterator[FakeArcGIS]:
-    """The fake, serving on 127.0.0.1 until the block ends (then any hang is released)."""
-    assert flavour in FLAVOURS, flavour
-    fake = FakeArcGIS(flavour=flavour)
+def serving(fake: FakeArcGIS) -> Iterator[FakeArcGIS]:
+    """`fake`, serving on 127.0.0.1 (a free port) until the block ends (then any hang is
+    released); its URL is `fake.url`."""
     with serve(fake.route) as server:
         fake.server = server
         try:
@@ -321,7 +348,9 @@ def running(flavour: str = "11.1") -> Iterator[FakeArcGIS]:
             fake.release.set()  # a hanging handler returns before the server shuts down
 
 
-@pytest.fixture(name="arcgis")
-def arcgis_fixture(request: pytest.FixtureRequest) -> Iterator[FakeArcGIS]:
-    with running(getattr(request, "param", "11.1")) as fake:
+@contextmanager
+def running(flavour: str = "11.1") -> Iterator[FakeArcGIS]:
+    """The tests' layer at `flavour`, serving on 127.0.0.1 until the block ends."""
+    assert flavour in FLAVOURS, flavour
+    with serving(FakeArcGIS(flavour=flavour)) as fake:
         yield fake

@@ -1,6 +1,6 @@
-"""The demo's zoning layer: six parcels as WGS84 polygons on the demo's own FeatureServer
-(pipeline/demo_featureserver.py), declared as an `--connector arcgis` source and run on
-three publication days, then once more with nothing new:
+"""The demo's zoning layer: six parcels as WGS84 polygons on the project's fake
+FeatureServer (demo/featureserver.py), declared as an `--connector arcgis` source and run
+on three publication days, then once more with nothing new:
 
 - day 1: the layer as first published;
 - day 2: parcel MOVED gets one vertex moved (its north-east corner, a lot-line
@@ -10,19 +10,28 @@ three publication days, then once more with nothing new:
 - a last run with the layer unchanged: nothing new, no feature downloaded.
 
 The server listens on 127.0.0.1 only while the demo runs; the source stays declared with
-its (then closed) port, so a later `feedledger run zoning` reports it unreachable."""
+its (then closed) port, so a later `feedledger run zoning` reports it unreachable.
+
+The runs go through the public API but for one call: each run is `pipeline.run.run_source`
+with the caller's clock (`now`: an hour after that day's edit), which `Source.run` does not
+take; on the real clock every day since the first edit would be due at once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from feedledger.config import Workspace, make_source
-from feedledger.context import Context
-from feedledger.pipeline.demo_featureserver import Feature, Layer, Ring, serving
-from feedledger.pipeline.run import run_source
+import feedledger as fl
+from feedledger.demo.featureserver import FakeArcGIS, Feature, serving
+
+# the one import under the public API (see the docstring): the run on the caller's clock
+from feedledger.pipeline.run import NothingNew, run_source
+
+if TYPE_CHECKING:
+    from feedledger import Ingested, Ledger, NothingToDo, NotModified
+
+Ring = list[list[float]]
 
 ZONING = "zoning"
 MOVED = "0714-22-1"  # vertex moved on day 2, rezoned on day 3
@@ -34,6 +43,13 @@ EDITS = [
     datetime(2026, 8, 5, 16, 5, tzinfo=UTC),
 ]
 MOVE = 0.00002  # degrees east (about 1.7 m at 40.6 N)
+WGS84 = 4326
+FIELDS: list[dict[str, Any]] = [
+    {"name": "OBJECTID", "type": "esriFieldTypeOID", "alias": "OBJECTID"},
+    {"name": "PARCEL_ID", "type": "esriFieldTypeString", "alias": "Parcel ID", "length": 16},
+    {"name": "ZONE", "type": "esriFieldTypeString", "alias": "Zoning district", "length": 8},
+    {"name": "ACRES", "type": "esriFieldTypeDouble", "alias": "Acres"},
+]
 
 # parcel id, zone, acres, south-west corner (lon, lat); each parcel 0.0004 x 0.0003 deg
 _PARCELS = [
@@ -63,60 +79,69 @@ def features(day: int) -> list[Feature]:
         if parcel == MOVED and day >= 2:
             zone = "MU-2"
         attributes = {"OBJECTID": oid, "PARCEL_ID": parcel, "ZONE": zone, "ACRES": acres}
-        out.append(Feature(attributes, ring))
+        out.append({"attributes": attributes, "rings": [ring]})
     return out
+
+
+def layer(day: int = 0) -> FakeArcGIS:
+    """The layer as published on `day`: an 11.1 FeatureServer layer stored in WGS84,
+    pages of 4, its extent the parcels' bounding box, its schema edited with its data."""
+    return FakeArcGIS(
+        features=features(day),
+        fields=FIELDS,
+        edit_date=_ms(EDITS[day]),
+        schema_edit_date=None,
+        max_record_count=4,
+        wkid=WGS84,
+        extent=None,
+    )
 
 
 def _ms(when: datetime) -> int:
     return int(when.timestamp() * 1000)
 
 
-@dataclass
-class ZoningResult:
-    """The layer's URL (closed once the demo returns), the publisher date of each day,
-    each run's result (IngestResult, NothingNew...) and the feature queries each run sent."""
+@dataclass(frozen=True)
+class ZoningDemo:
+    """The zoning part: the layer's URL (served only while the demo ran), the layer's
+    publisher date (editingInfo.dataLastEditDate) for each run, each run's result (the
+    last run: the layer unchanged, nothing new) and how many feature queries each sent."""
 
-    url: str = ""
-    published: list[datetime] = field(default_factory=lambda: list(EDITS))
-    results: list[Any] = field(default_factory=list)
+    url: str
+    published: list[datetime]
+    results: list[Ingested | NothingToDo | NotModified]
     feature_queries: list[int] = field(default_factory=list)
 
 
-def build_zoning(config_path: Path) -> ZoningResult:
-    """Serve the layer, declare the `zoning` source in the workspace at `config_path`,
-    and run it for each publication day, then once more with nothing new."""
-    layer = Layer(features(0), _ms(EDITS[0]))
-    out = ZoningResult()
-    with serving(layer) as url:
-        out.url = url
-        ws = Workspace.load(config_path)
-        ws.add_source(
-            make_source(
-                ZONING,
-                key=("PARCEL_ID",),
-                connector="arcgis",
-                fetch=url,
-                timezone="America/Denver",
-                cadence="daily",
-            )
+def run_zoning(led: Ledger) -> ZoningDemo:
+    """Serve the layer, declare the `zoning` source in `led`'s workspace, and run it for
+    each publication day, then once more with nothing new."""
+    results: list[Ingested | NothingToDo | NotModified] = []
+    queries: list[int] = []
+    with serving(layer(0)) as fake:
+        led.add_source(
+            ZONING,
+            key=("PARCEL_ID",),
+            connector="arcgis",
+            fetch=fake.url,
+            timezone="America/Denver",
+            cadence="daily",
         )
-        with Context(Workspace.load(config_path)) as ctx:
-            for day, edit in enumerate([*EDITS, EDITS[-1]]):
-                layer.features, layer.edit_date = features(min(day, 2)), _ms(edit)
-                before = len(layer.requests)
-                # the caller's clock: an hour after the edit, so only that day is due
-                now = (_ms(edit) + 3_600_000) * 1000
-                out.results.append(run_source(ctx, ZONING, now=now))
-                out.feature_queries.append(_feature_queries(layer, before))
-    return out
+        for day, edit in enumerate([*EDITS, EDITS[-1]]):
+            fake.features, fake.edit_date = features(min(day, 2)), _ms(edit)
+            before = len(fake.feature_requests)
+            # the caller's clock: an hour after the edit, so only that day is due
+            now = (_ms(edit) + 3_600_000) * 1000
+            results.append(_result(run_source(led.context, ZONING, now=now)))
+            queries.append(len(fake.feature_requests) - before)
+        url = fake.url
+    return ZoningDemo(url, list(EDITS), results, queries)
 
 
-def _feature_queries(layer: Layer, since: int) -> int:
-    """Queries after request `since` that asked for features (not counts or ids)."""
-    return sum(
-        1
-        for path, q in layer.requests[since:]
-        if path.endswith("/query")
-        and q.get("returnCountOnly") != "true"
-        and q.get("returnIdsOnly") != "true"
-    )
+def _result(result: Any) -> Ingested | NothingToDo | NotModified:
+    """A run's result as the public API types it (as `Source.run` answers)."""
+    if result is None:
+        return fl.NotModified(ZONING)
+    if isinstance(result, NothingNew):
+        return fl.NothingToDo(result.source, result.reason, None, result)
+    return fl.Ingested.of(result)
