@@ -1,6 +1,6 @@
 """ArcGIS connector benchmark: a 100,000-feature layer on the fake FeatureServer (11.1
-flavour, tests/fakes/arcgis.py) in pages of 2,000; `feedledger run` against the floor of
-merely downloading the same pages.
+flavour, src/feedledger/demo/featureserver.py) in pages of 2,000; `feedledger run`
+against the floor of merely downloading the same pages.
 
     .venv/bin/python bench/arcgis_bench.py [--n 100000] [--page 2000] [--repeat 3]
                                            [--vertices 10] [--prerendered]
@@ -76,9 +76,9 @@ def features(n: int, vertices: int) -> list[dict[str, Any]]:
 
 def serve(n: int, page: int, vertices: int, prerendered: bool) -> None:
     """The fake server's process: prints its layer URL, serves until stdin closes."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from fakes.arcgis import FakeArcGIS
-    from fakes.server import Reply, Request, serve
+    sys.path.insert(0, str(ROOT / "src"))  # this checkout's fake (feedledger/demo/)
+    from feedledger.demo.featureserver import FakeArcGIS
+    from feedledger.demo.local_server import Reply, Request, serve
 
     fake = FakeArcGIS(flavour="11.1", features=features(n, vertices), max_record_count=page)
     cache: dict[str, Reply] = {}

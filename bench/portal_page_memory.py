@@ -1,7 +1,8 @@
 """Peak memory of `feedledger run` on an ArcGIS layer served as ONE big page: 1,000
-features in a ~50 MB f=geojson page (the fake FeatureServer of tests/fakes/arcgis.py,
-11.1 flavour, on 127.0.0.1, in this process; `feedledger run` in a child process whose
-peak RSS is read from getrusage(RUSAGE_CHILDREN)).
+features in a ~50 MB f=geojson page (the fake FeatureServer of
+src/feedledger/demo/featureserver.py, 11.1 flavour, on 127.0.0.1, in this process;
+`feedledger run` in a child process whose peak RSS is read from
+getrusage(RUSAGE_CHILDREN)).
 
     PYTHONPATH=src .venv/bin/python bench/portal_page_memory.py [--n 1000] [--vertices 1250]
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's fake FeatureServer (feedledger/demo/)
 
 
 def features(n: int, vertices: int) -> list[dict[str, Any]]:
@@ -47,7 +48,7 @@ def features(n: int, vertices: int) -> list[dict[str, Any]]:
 
 def serve(n: int, vertices: int) -> None:
     """The fake server's process: prints its layer URL, serves until stdin closes."""
-    from fakes.arcgis import running
+    from feedledger.demo.featureserver import running
 
     with running("11.1") as fake:
         fake.features = features(n, vertices)

@@ -1,5 +1,5 @@
 """`feedledger demo` also serves a zoning layer from its own FeatureServer
-(pipeline/demo_featureserver.py), runs an `--connector arcgis` source over three
+(demo/featureserver.py), runs an `--connector arcgis` source over three
 publication days and shows a parcel's geometry change; a ring merely rotated is not one."""
 
 from __future__ import annotations
@@ -12,59 +12,67 @@ import httpx
 from typer.testing import CliRunner
 
 import feedledger as fl
-from feedledger.api.demo import MOVED, ROTATED, ZONING, build_demo
 from feedledger.cli.main import app
+from feedledger.demo import MOVED, ROTATED, ZONING, build_demo
+from feedledger.demo.featureserver import serving
+from feedledger.demo.zoning import EDITS, features, layer
 from feedledger.formats.geometry import geometry_changed
-from feedledger.pipeline.demo_featureserver import Layer, serving
-from feedledger.pipeline.demo_zoning import EDITS, features
 from feedledger.sources.arcgis import fetch_layer
 
 EDIT_MS = int(EDITS[0].timestamp() * 1000)
 
 
 def _geojson(feature: Any) -> dict[str, Any]:
-    return {"type": "Polygon", "coordinates": [feature.ring]}
+    return {"type": "Polygon", "coordinates": feature["rings"]}
+
+
+def _ring(feature: Any) -> Any:
+    return feature["rings"][0]
+
+
+def _attributes(feature: Any) -> Any:
+    return feature["attributes"]
 
 
 def _by_parcel(day: int) -> dict[str, Any]:
-    return {f.attributes["PARCEL_ID"]: f for f in features(day)}
+    return {f["attributes"]["PARCEL_ID"]: f for f in features(day)}
 
 
 def test_the_days_change_what_the_brief_says() -> None:
     day1, day2, day3 = _by_parcel(0), _by_parcel(1), _by_parcel(2)
-    moved, rotated = day2[MOVED].ring, day2[ROTATED].ring
-    assert len(set(map(tuple, moved)) - set(map(tuple, day1[MOVED].ring))) == 1
-    assert rotated != day1[ROTATED].ring and rotated[0] == rotated[-1]
+    moved, rotated = _ring(day2[MOVED]), _ring(day2[ROTATED])
+    assert len(set(map(tuple, moved)) - set(map(tuple, _ring(day1[MOVED])))) == 1
+    assert rotated != _ring(day1[ROTATED]) and rotated[0] == rotated[-1]
     pairs = [(day1[MOVED], day2[MOVED]), (day1[ROTATED], day2[ROTATED])]
     before = [_geojson(a) for a, _b in pairs]
     after = [_geojson(b) for _a, b in pairs]
     assert geometry_changed(before, after) == [True, False]
-    assert day2[MOVED].attributes == day1[MOVED].attributes  # a geometry change only
-    assert day3[MOVED].attributes["ZONE"] == "MU-2" and day3[MOVED].ring == moved
+    assert _attributes(day2[MOVED]) == _attributes(day1[MOVED])  # a geometry change only
+    assert _attributes(day3[MOVED])["ZONE"] == "MU-2" and _ring(day3[MOVED]) == moved
     others = [p for p in day1 if p != MOVED]
-    assert all(day3[p].attributes == day1[p].attributes for p in others)
+    assert all(_attributes(day3[p]) == _attributes(day1[p]) for p in others)
 
 
 def test_the_fake_featureserver_is_read_by_fetch_layer() -> None:
-    layer = Layer(features(0), EDIT_MS)
-    with serving(layer) as url:
+    with serving(layer(0)) as fake:
+        url, log = fake.url, fake.server.log  # type: ignore[union-attr]
         got = fetch_layer(url, name=ZONING)
         assert got.published_ms == EDIT_MS and got.data is not None
         lines = [json.loads(line) for line in got.data.decode().splitlines()]
         assert [f["properties"]["PARCEL_ID"] for f in lines] == list(_by_parcel(0))
         assert lines[0]["geometry"]["type"] == "Polygon"
         assert got.metadata["count"] == 6 and got.metadata["wkid"] == 4326
-        pages = [q for p, q in layer.requests if p.endswith("/query") and "resultOffset" in q]
+        pages = [r.query for r in log if r.path.endswith("/query") and "resultOffset" in r.query]
         assert [q["resultOffset"] for q in pages] == ["0", "4"]  # maxRecordCount 4
         # nothing new: the layer's date is not after the watermark, no query at all
-        asked = len(layer.requests)
+        asked = len(log)
         assert fetch_layer(url, name=ZONING, since_ms=EDIT_MS).nothing_new
-        assert [p for p, _q in layer.requests[asked:]] == [layer.requests[0][0]]
+        assert [r.path for r in log[asked:]] == [log[0].path]
 
 
 def test_the_fake_featureserver_answers_esri_json_ids_and_errors() -> None:
-    layer = Layer(features(0), EDIT_MS)
-    with serving(layer) as url:
+    with serving(layer(0)) as fake:
+        url = fake.url
 
         def ask(path: str = "/query", **params: str) -> Any:
             return httpx.get(url + path, params={"where": "1=1", **params}).json()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from fakes.server import FakeServer, Reply, Request, serve
+from feedledger.demo.local_server import FakeServer, Reply, Request, serve
 
 DATASET = "parcels"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from fakes.server import FakeServer, Reply, Request, serve
+from feedledger.demo.local_server import FakeServer, Reply, Request, serve
 
 DATASET = "abcd-1234"
 LOGIN_PAGE = b"<!DOCTYPE html><html><body><form>Sign in</form></body></html>"

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakes.arcgis import arcgis_fixture, parcels, running
+from fakes.arcgis import arcgis_fixture
+from feedledger.demo.featureserver import parcels, running
 from feedledger.formats.geo_pages import PageReader, page_reader
 from feedledger.formats.observations import Observations
 from feedledger.formats.readers import read_observations

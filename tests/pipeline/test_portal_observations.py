@@ -20,9 +20,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 import feedledger as fl
-from fakes.arcgis import FakeArcGIS, arcgis_fixture
+from fakes.arcgis import arcgis_fixture
 from fakes.ckan import FakeCkan, ckan_fixture
 from fakes.socrata import FakeSocrata, socrata_fixture
+from feedledger.demo.featureserver import FakeArcGIS
 from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import from_us, now_us

@@ -59,7 +59,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The demo workspace plus: a gap and a backfill on `larimer`, a destination over it,
     and a `permits` source whose fourth run is a burst held for review, its subscriber a
     webhook receiver."""
-    from feedledger.api.demo import build_demo
+    from feedledger.demo import build_demo
 
     root = tmp_path_factory.mktemp("dashboard")
     demo = build_demo(root / "ws")

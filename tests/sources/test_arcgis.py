@@ -1,7 +1,8 @@
 """The ArcGIS REST fetcher (sources/arcgis.py) against the fake FeatureServer/MapServer of
-tests/fakes/arcgis.py, at its three flavours: 10.3 (ids + objectIds batches, Esri JSON
-converted with arcgis2geojson), 10.8 (GeoJSON paging without exceededTransferLimit: a
-short page ends it) and 11.1 (GeoJSON paging with properties.exceededTransferLimit)."""
+feedledger/demo/featureserver.py, at its three flavours: 10.3 (ids + objectIds batches,
+Esri JSON converted with arcgis2geojson), 10.8 (GeoJSON paging without
+exceededTransferLimit: a short page ends it) and 11.1 (GeoJSON paging with
+properties.exceededTransferLimit)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from fakes.arcgis import FLAVOURS, FakeArcGIS, arcgis_fixture, parcels, running, to_wgs84
-from fakes.server import Reply, Request
+from fakes.arcgis import arcgis_fixture
+from feedledger.demo.featureserver import FLAVOURS, FakeArcGIS, parcels, running, to_wgs84
+from feedledger.demo.local_server import Reply, Request
 from feedledger.model.errors import BadPayloadError, FeedledgerError
 from feedledger.sources.arcgis import CONTENT_TYPE, Layer, fetch_layer
 

@@ -1,8 +1,9 @@
 """The ArcGIS REST connector end to end: `source add --connector arcgis`, then
 `run` (and the scheduler) fetch the layer from the fake FeatureServer of
-tests/fakes/arcgis.py at its three flavours, archive it as ONE GeoJSON sequence with the
-layer's metadata in its sidecar, and apply it through the geo reader; bad answers fail
-in one line with the ledger untouched; replay and reindex need the archive alone."""
+feedledger/demo/featureserver.py at its three flavours, archive it as ONE GeoJSON sequence
+with the layer's metadata in its sidecar, and apply it through the geo reader; bad
+answers fail in one line with the ledger untouched; replay and reindex need the archive
+alone."""
 
 from __future__ import annotations
 
@@ -14,18 +15,11 @@ from typing import Any
 
 import pytest
 
-from fakes.arcgis import (
-    FLAVOURS,
-    SERVICE,
-    FakeArcGIS,
-    arcgis_fixture,
-    parcels,
-    running,
-    to_wgs84,
-)
-from fakes.server import Reply, Request
+from fakes.arcgis import arcgis_fixture
 from feedledger.archive import LocalArchive
 from feedledger.config import Workspace
+from feedledger.demo.featureserver import FLAVOURS, SERVICE, FakeArcGIS, parcels, running, to_wgs84
+from feedledger.demo.local_server import Reply, Request
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from fakes.arcgis import FakeArcGIS, arcgis_fixture
+from fakes.arcgis import arcgis_fixture
+from feedledger.demo.featureserver import FakeArcGIS
 from helpers import Cli
 
 _ = (arcgis_fixture,)  # the `arcgis` fixture

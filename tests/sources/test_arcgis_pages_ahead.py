@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from fakes.arcgis import FakeArcGIS, parcels
-from fakes.server import Reply, Request, serve
+from feedledger.demo.featureserver import FakeArcGIS, parcels
+from feedledger.demo.local_server import Reply, Request, serve
 from feedledger.sources.arcgis import fetch_layer
 
 

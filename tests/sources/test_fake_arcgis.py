@@ -1,6 +1,7 @@
-"""The fake ArcGIS REST server (tests/fakes/arcgis.py) answers as Esri documents it, at each
-flavour: paging (or ids + objectIds batches at 10.3) covers every object id exactly once,
-returnCountOnly matches, and the token, error-as-200, 429, republish and hang behaviours."""
+"""The fake ArcGIS REST server (feedledger/demo/featureserver.py) answers as Esri
+documents it, at each flavour: paging (or ids + objectIds batches at 10.3) covers every
+object id exactly once, returnCountOnly matches, and the token, error-as-200, 429,
+republish and hang behaviours."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from fakes.arcgis import FLAVOURS, HANG_LIMIT_S, FakeArcGIS, arcgis_fixture, parcels, running
+from fakes.arcgis import arcgis_fixture
+from feedledger.demo.featureserver import FLAVOURS, HANG_LIMIT_S, FakeArcGIS, parcels, running
 
 _ = arcgis_fixture  # the `arcgis` fixture
 

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from fakes.arcgis import FakeArcGIS, arcgis_fixture
+from fakes.arcgis import arcgis_fixture
 from fakes.ckan import FakeCkan, ckan_fixture
-from fakes.server import Reply, Request
 from fakes.socrata import FakeSocrata, socrata_fixture
+from feedledger.demo.featureserver import FakeArcGIS
+from feedledger.demo.local_server import Reply, Request
 from helpers import Cli
 
 _ = (arcgis_fixture, socrata_fixture, ckan_fixture)  # the portal fixtures

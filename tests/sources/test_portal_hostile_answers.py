@@ -26,10 +26,11 @@ from typing import Any
 
 import pytest
 
-from fakes.arcgis import SERVICE, FakeArcGIS, arcgis_fixture, parcels
+from fakes.arcgis import arcgis_fixture
 from fakes.ckan import FakeCkan, ckan_fixture
-from fakes.server import Reply, Request
 from fakes.socrata import FakeSocrata, socrata_fixture
+from feedledger.demo.featureserver import SERVICE, FakeArcGIS, parcels
+from feedledger.demo.local_server import Reply, Request
 from helpers import Cli
 
 _ = (arcgis_fixture, socrata_fixture, ckan_fixture)  # the `arcgis`, `socrata`, `ckan` fixtures

@@ -12,8 +12,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from fakes.arcgis import FakeArcGIS, arcgis_fixture
-from fakes.server import Reply, Request
+from fakes.arcgis import arcgis_fixture
+from feedledger.demo.featureserver import FakeArcGIS
+from feedledger.demo.local_server import Reply, Request
 from helpers import Cli
 
 _ = (arcgis_fixture,)  # the `arcgis` fixture

@@ -1,21 +1,24 @@
-"""A demo workspace: a synthetic county parcel feed over a few weeks, ingested as a
-user would, with one parcel going R-1 -> MU-2 -> MU-3 and one deleted and re-published;
-then a zoning layer of polygons fetched from a FeatureServer (pipeline/demo_zoning.py)."""
+"""The demo workspace (`feedledger demo`): a synthetic county parcel feed over a few
+weeks, ingested payload by payload through the public API as a user would, with one
+parcel going R-1 -> MU-2 -> MU-3 and one deleted and re-published; then a zoning layer of
+polygons fetched from a FeatureServer served for the demo (demo/zoning.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from feedledger.config import Workspace, make_source
-from feedledger.context import Context
-from feedledger.ledger import engine as eng
-from feedledger.pipeline.demo_zoning import ZoningResult, build_zoning
-from feedledger.pipeline.ingest import IngestResult, ingest
+import feedledger as fl
+from feedledger.demo.zoning import ZoningDemo, run_zoning
+
+if TYPE_CHECKING:
+    from feedledger import Ingested
 
 SOURCE = "larimer"
 PARCEL = "0714-22-1"
@@ -58,18 +61,24 @@ def _csv(rows: list[tuple[str, str, str, str, str]]) -> bytes:
 OFFSETS = [0, 3, 7, 10, 14]
 
 
-@dataclass
-class DemoResult:
+@dataclass(frozen=True)
+class Demo:
+    """The demo workspace's folder and its ingested files, each with its live run, and
+    the zoning layer's runs (None when built without it)."""
+
     workspace: Path
-    results: list[IngestResult] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-    zoning: ZoningResult | None = None
+    files: list[Path]
+    results: list[Ingested]
+    zoning: ZoningDemo | None = None
 
 
-def build_demo(directory: Path, *, store_url: str | None = None, zoning: bool = True) -> DemoResult:
-    """(Re)create a demo workspace in `directory` and ingest the feed into it; then
-    (`zoning`) serve the zoning layer and run the `zoning` source over it."""
-    directory = directory.resolve()
+def build_demo(
+    directory: str | os.PathLike[str], *, store: str | None = None, zoning: bool = True
+) -> Demo:
+    """(Re)create the demo workspace in `directory` and ingest its payloads; open it with
+    `feedledger.open(demo.workspace)`. `zoning`: also serve the zoning layer on 127.0.0.1
+    for the time of the demo and run the `zoning` source (--connector arcgis) over it."""
+    directory = Path(directory).resolve()
     if (directory / "feedledger.toml").exists():
         for item in ("feedledger.toml", ".feedledger", "feed"):
             path = directory / item
@@ -77,12 +86,10 @@ def build_demo(directory: Path, *, store_url: str | None = None, zoning: bool = 
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
-    ws = Workspace.create(directory, store_url=store_url, archive=None)
-    engine = eng.make_engine(ws.store_url)
-    eng.upgrade(engine)
-    engine.dispose()
-    ws.add_source(
-        make_source(
+    files: list[Path] = []
+    results: list[Ingested] = []
+    with fl.init(directory, store=store) as led:
+        src = led.add_source(
             SOURCE,
             key=("parcel_id",),
             format="csv",
@@ -91,26 +98,20 @@ def build_demo(directory: Path, *, store_url: str | None = None, zoning: bool = 
             cadence="daily",
             fetch=str(directory / "feed"),
         )
-    )
-    feed = directory / "feed"
-    feed.mkdir(exist_ok=True)
-    out = DemoResult(workspace=directory)
-    with Context(Workspace.load(ws.config_path)) as ctx:
+        feed = directory / "feed"
+        feed.mkdir(exist_ok=True)
         for n, offset in enumerate(OFFSETS):
             day = START + timedelta(days=offset)
             path = feed / f"{SOURCE}_{day.isoformat()}.csv"
             path.write_bytes(_csv(_day(n)))
-            out.files.append(path)
-            out.results.append(
-                ingest(
-                    ctx,
-                    SOURCE,
+            files.append(path)
+            results.append(
+                src.ingest(
                     path.read_bytes(),
                     published_at=day.isoformat(),
-                    original_name=path.name,
+                    name=path.name,
                     content_type="text/csv",
                 )
             )
-    if zoning:
-        out.zoning = build_zoning(ws.config_path)
-    return out
+        layer = run_zoning(led) if zoning else None
+    return Demo(directory, files, results, layer)

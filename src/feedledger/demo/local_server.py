@@ -1,5 +1,6 @@
 """A tiny threaded HTTP server on 127.0.0.1 whose answers come from a Python callable,
-with a log of every request (path and query) for the tests to assert on."""
+with a log of every request (path and query) to count and assert on: under the demo's
+FeatureServer (demo/featureserver.py) and the tests' other fakes (tests/fakes/)."""
 
 from __future__ import annotations
 
