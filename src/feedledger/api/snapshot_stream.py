@@ -1,6 +1,6 @@
 """A source's snapshot as a stream of chunks (CSV, JSON lines, GeoJSON), for the HTTP
 API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a file
-(the same writers: `pipeline.snapshot_writers` for CSV and JSON lines, a batch of rows
+(the same writers: `pipeline.exports.writers` for CSV and JSON lines, a batch of rows
 at a time), produced by a writer thread into a small bounded queue
 (`feedledger.ahead`), so memory stays bounded whatever the size and a reader that
 stops early stops the writer.
@@ -86,8 +86,9 @@ def snapshot_bytes(
     A refused format (ConfigError) or a bad time is raised here, before any chunk; an
     error while streaming ends the stream early (raised from the iterator)."""
     from feedledger.api.source_queries import check_export
-    from feedledger.pipeline import snapshot_export, snapshot_writers
-    from feedledger.pipeline.snapshot_order import field_order, layout_at
+    from feedledger.pipeline.exports import snapshot as snapshot_export
+    from feedledger.pipeline.exports import writers as snapshot_writers
+    from feedledger.pipeline.exports.order import field_order, layout_at
 
     check_export(format, None, geo=src.config.is_geo)
     ctx = src.ledger.context
@@ -99,7 +100,7 @@ def snapshot_bytes(
 
     def produce(handle: _QueueWriter) -> None:
         if format == "geojson":
-            from feedledger.pipeline.geo_export import write_geojson
+            from feedledger.pipeline.exports.geo import write_geojson
 
             found = snapshot_export.rows(ctx, src.name, valid_us, known_us)
             try:
@@ -136,8 +137,8 @@ def _pump(produce: Callable[[_QueueWriter], None]) -> Generator[bytes, None, Non
 def warm_up() -> None:
     """Pay now, once per process, what a snapshot stream's first use costs (numba's
     compiled loops loaded, the writers' libraries run once: ~200 MiB and ~1 s in a
-    fresh process; `pipeline.snapshot_writers.warm`). `feedledger serve` calls it at
+    fresh process; `pipeline.exports.writers.warm`). `feedledger serve` calls it at
     start, so that no request pays it and a stream's memory is the stream's own."""
-    from feedledger.pipeline.snapshot_writers import warm
+    from feedledger.pipeline.exports.writers import warm
 
     warm()

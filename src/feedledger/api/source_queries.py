@@ -41,7 +41,7 @@ def check_export(
     format other than csv, jsonl, geojson, geoparquet or gpkg; a GIS format of a
     source without geometry (`geo` False; None: not known yet); geoparquet or gpkg to
     stdout (`output` None); an output path that cannot be a file."""
-    from feedledger.pipeline import snapshot_export
+    from feedledger.pipeline.exports import snapshot as snapshot_export
 
     path = Path(output) if output is not None else None
     snapshot_export.check_format(format, path, geo=geo)
@@ -168,7 +168,7 @@ class SourceQueries:
         """The store's batches (`ledger.snapshot_rows.batches`, the one fast path every
         snapshot reads through) cut into batches of exactly `batch_rows` (the last
         fewer)."""
-        from feedledger.pipeline import snapshot_export
+        from feedledger.pipeline.exports import snapshot as snapshot_export
 
         found = snapshot_export.batches(self._ctx, self.name, valid_us, known_us)
         held: list[pa.RecordBatch] = []
@@ -196,7 +196,7 @@ class SourceQueries:
         import pyarrow as pa
 
         from feedledger.ledger.attribute_columns import UnknownField, fields_of, text_columns
-        from feedledger.pipeline import snapshot_export
+        from feedledger.pipeline.exports import snapshot as snapshot_export
 
         valid_us = self._us(valid, "valid")
         known_us = self._opt_us(known_at, "known_at")
@@ -281,7 +281,7 @@ class SourceQueries:
         a file appears only when complete. Returns the number of entities written.
         Inside a standing gap: a `GapWarning`, or with `strict` an `InGap` error
         (nothing written)."""
-        from feedledger.pipeline import snapshot_export
+        from feedledger.pipeline.exports import snapshot as snapshot_export
 
         path = Path(output) if output is not None else None
         check_export(format, path, geo=self.config.is_geo)

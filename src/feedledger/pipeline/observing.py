@@ -13,7 +13,7 @@ The publisher's date is also checked here (B-items of issue 28): one that went b
 before the watermark with other content (a layer restored from a backup) is archived,
 not applied, said in one line and kept as the source's `date_problem` until a good
 fetch; a date ahead of the clock is refused where every date passes
-(pipeline/ingest.resolve_published_at) and kept as the problem too. `health` fails
+(pipeline/archiving.resolve_published_at) and kept as the problem too. `health` fails
 while a problem stands.
 """
 
@@ -45,9 +45,9 @@ def observes(src: SourceConfig) -> bool:
     if src.connector is not None:
         return True
     location = (src.fetch or "").strip()
-    from feedledger.pipeline.served import _kind
+    from feedledger.pipeline.served import location_kind
 
-    return bool(location) and _kind(location) == "url"
+    return bool(location) and location_kind(location) == "url"
 
 
 def observed(ctx: Context, src: SourceConfig, at: int, published_at: int | None) -> None:

@@ -57,13 +57,13 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
     first = wm is None or wm.published_at is None
     days = set() if first else set(missed_dates(ctx, src, now))
     location = (src.fetch or "").strip()
-    from feedledger.pipeline.served import _directory, _kind
+    from feedledger.pipeline.served import location_directory, location_kind
 
-    if location and _kind(location) == "directory":
+    if location and location_kind(location) == "directory":
         from feedledger.sources import list_dated
 
         try:
-            listed = list_dated(_directory(location), src.timezone, source=src.name)
+            listed = list_dated(location_directory(location), src.timezone, source=src.name)
         except FeedledgerError:
             listed = []  # an unreadable location: the fetch itself reports it
         after = None if wm is None else wm.published_at

@@ -40,7 +40,7 @@ class Offer:
     fetched: Fetched | None = None
 
 
-def _kind(location: str) -> str:
+def location_kind(location: str) -> str:
     from feedledger.sources import is_template
 
     if is_template(location):
@@ -50,7 +50,7 @@ def _kind(location: str) -> str:
     return "directory"
 
 
-def _directory(location: str) -> Path:
+def location_directory(location: str) -> Path:
     from urllib.parse import urlsplit
     from urllib.request import url2pathname
 
@@ -66,7 +66,7 @@ def window_days(src: SourceConfig, lo: date, hi: date) -> list[date]:
 
     from feedledger.model.cadence import expected_dates
 
-    if src.fetch and _kind(src.fetch.strip()) == "directory":
+    if src.fetch and location_kind(src.fetch.strip()) == "directory":
         return [lo + timedelta(days=i) for i in range((hi - lo).days + 1)]
     return expected_dates(src.cadence, src.timezone, lo, hi)
 
@@ -80,10 +80,12 @@ def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
         return []
     wanted = set(days)
     location = src.fetch.strip()
-    kind = _kind(location)
+    kind = location_kind(location)
     found: list[Offer] = []
     if kind == "directory":
-        for instant, path in list_dated(_directory(location), src.timezone, source=src.name):
+        for instant, path in list_dated(
+            location_directory(location), src.timezone, source=src.name
+        ):
             day = local_date(instant, src.timezone)
             if day in wanted:
                 found.append(Offer(day, path.name, instant, path=path))

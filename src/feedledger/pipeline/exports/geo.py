@@ -9,7 +9,7 @@
   `crs` member (the GeoJSON 2008 form GDAL reads and writes); a CRS stated only as WKT
   cannot be named there (GeoParquet and GeoPackage carry it).
 * **geoparquet** (GeoParquet 1.1.0) and **gpkg** (GeoPackage): typed columns
-  (`snapshot_columns`: one type per column inferred from the JSON values), a WKB
+  (`columns`: one type per column inferred from the JSON values), a WKB
   `geometry` column, the CRS of the payload in force (`payloads.crs`). A first pass
   reads the rows once from the store, learns the column types, the geometry types
   and the bounding box, and spools the rows (key, attributes, WKB) to an Arrow IPC
@@ -17,7 +17,7 @@
   writes the typed batches (ParquetWriter; pyogrio's `write_arrow` over a
   RecordBatchReader). Memory is bounded by the batch size, not by the source.
 
-The output appears under its name only when complete (`snapshot_export._into_place`).
+The output appears under its name only when complete (`snapshot._into_place`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import shapely
 
 from feedledger.formats.canonical import canonical, json_string
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline.snapshot_columns import ColumnTypes, parse, typed_columns
-from feedledger.pipeline.snapshot_order import ordered
+from feedledger.pipeline.exports.columns import ColumnTypes, parse, typed_columns
+from feedledger.pipeline.exports.order import ordered
 
 __all__ = ["spool", "write_geojson", "write_geoparquet", "write_gpkg"]
 

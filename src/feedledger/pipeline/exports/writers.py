@@ -2,7 +2,7 @@
 lines and Parquet, column-wise -- no Python object per entity on the common path.
 
 * **csv**: columns are the first entity's fields in the source's order
-  (`snapshot_order.ordered`); an entity with a field outside them is refused ("entities
+  (`order.ordered`); an entity with a field outside them is refused ("entities
   have different fields"), one lacking a field gets an empty cell. Cells are the
   values as `attribute_columns.batch_frame` gives them (a batch in the stored form is
   split at its field tokens, `attribute_split`: no JSON parsing); quoting is Python's
@@ -11,7 +11,7 @@ lines and Parquet, column-wise -- no Python object per entity on the common path
   holding `\\r` where this Python's csv does not quote it, and a single column (an
   empty cell alone is quoted): those batches go through `csv.writer` itself.
   A batch in the stored form with two columns or more is first rendered by a
-  compiled loop (`ledger.stored_render`, `snapshot_spliced`): the rows in the flat
+  compiled loop (`ledger.stored_render`, `spliced`): the rows in the flat
   form straight to their lines, the others the way above, spliced in row order.
 * **jsonl**: each entity's attributes text on its own line, canonical JSON (decoded
   from its stored form when the batch holds that).
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import io
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -45,8 +44,9 @@ from feedledger.ledger.attribute_columns import (
     first_fields,
 )
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline import snapshot_spliced
-from feedledger.pipeline.snapshot_order import ordered
+from feedledger.pipeline.exports import spliced
+from feedledger.pipeline.exports.order import ordered
+from feedledger.pipeline.stages import Stage
 
 __all__ = ["columns_of", "warm", "write_csv", "write_jsonl", "write_parquet"]
 
@@ -88,7 +88,7 @@ def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[
             names, columns = columns_of(got, order)
             _header(handle, columns)
             general = _csv_rows(names, columns)
-        if len(columns) < 2 or not snapshot_spliced.csv(got, handle, columns, general, DIFFERENT):
+        if len(columns) < 2 or not spliced.csv(got, handle, columns, general, DIFFERENT):
             general(got, handle)
         n += got.num_rows
     return n
@@ -165,7 +165,7 @@ def _tables(batches: Iterable[pa.RecordBatch], order: list[str]) -> Iterator[pa.
         if general is None:
             names, columns = columns_of(got, order)
             general = _general_table(names, columns)
-        table = snapshot_spliced.table(got, columns, general, DIFFERENT)
+        table = spliced.table(got, columns, general, DIFFERENT)
         if table is None:
             table = general(got)
         if "geometry" in got.schema.names and "geometry" not in columns:
@@ -243,20 +243,18 @@ def warm() -> None:
     write_jsonl([batch], io.BytesIO())
 
 
-def loading(fmt: str) -> threading.Thread | None:
+def loading(fmt: str) -> Stage[None] | None:
     """Start loading the compiled loops the `fmt` writer renders with (numba's import
-    and its cached code: ~0.3 CPU s of Python, once per process) in a thread of its
-    own, while the caller starts its fetch; the caller joins it when done. Loaded on
-    the first batch instead, the pipeline waited for it: the fetch and the PostgreSQL
-    server's scan stalled behind one batch (a 1M-parcel PostgreSQL Parquet snapshot,
-    alternated whole processes: 2.37-2.56 s before, 2.21-2.35 s with this). None when
-    there is nothing to load (JSON lines, or loaded already)."""
+    and its cached code: ~0.3 CPU s of Python, once per process) as a `Stage` (a
+    thread of its own), while the caller starts its fetch; the caller waits for it when
+    done. Loaded on the first batch instead, the pipeline waited for it: the fetch and
+    the PostgreSQL server's scan stalled behind one batch (a 1M-parcel PostgreSQL
+    Parquet snapshot, alternated whole processes: 2.37-2.56 s before, 2.21-2.35 s with
+    this). None when there is nothing to load (JSON lines, or loaded already)."""
     if fmt not in ("csv", "parquet") or fmt in _LOADED:
         return None
     _LOADED.add(fmt)
-    thread = threading.Thread(target=_load, args=(fmt,), name="feedledger-load", daemon=True)
-    thread.start()
-    return thread
+    return Stage("load", lambda: _load(fmt))
 
 
 _LOADED: set[str] = set()
