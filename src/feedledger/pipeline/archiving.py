@@ -206,7 +206,7 @@ def expand_files(
     """Check an `archive add` request before anything is archived: with `published_at`,
     exactly one file; otherwise every file must carry its publisher date in its name
     (the source's `published_from = "filename"`)."""
-    from feedledger.sources.directory import listing
+    from feedledger.sources.directory import listing  # lazy: the fetchers load httpx
 
     src = ctx.workspace.source(source)
     batch = Batch([])

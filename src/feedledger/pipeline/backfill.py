@@ -50,6 +50,7 @@ from feedledger.pipeline.assess import Assessment, assess_window, index_archive,
 from feedledger.pipeline.observing import observed_days
 from feedledger.pipeline.replay_retraction import withdraw
 from feedledger.pipeline.runreport import NothingToDo, RunReport, Step, finish
+from feedledger.pipeline.served import fill, window_days
 
 __all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
 
@@ -120,8 +121,6 @@ def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -
 def fetch_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> list[PayloadRef]:
     """Archive what the source's fetch location still serves for the window (every day
     of it from a directory; the cadence's days from a `{date}` template or a URL)."""
-    from feedledger.pipeline.served import fill, window_days
-
     if not src.fetch:
         return []
     new = fill(ctx, src, window_days(src, lo, hi))

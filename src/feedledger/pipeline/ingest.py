@@ -257,8 +257,8 @@ def apply_archived(
     allow_mass_delete: bool = False,
     ahead: Ahead | None = None,
 ) -> IngestResult:
-    from feedledger.ledger import leases
-    from feedledger.pipeline.apply import apply_observations, stale_error
+    from feedledger.ledger import leases  # lazy: see _warm_store
+    from feedledger.pipeline.apply import apply_observations, stale_error  # lazy: as above
 
     store = ctx.store
     done = store.application_of(ref.payload_id)

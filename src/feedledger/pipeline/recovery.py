@@ -24,10 +24,12 @@ from feedledger.model.cadence import local_date
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
+from feedledger.model.timeutil import now_us
 from feedledger.pipeline.assess import index_archive
 from feedledger.pipeline.backfill import Progress, RunReport, backfill
 from feedledger.pipeline.health import missed_dates
-from feedledger.pipeline.served import fill
+from feedledger.pipeline.observing import observed
+from feedledger.pipeline.served import fill, location_directory, location_kind
 
 
 @dataclass
@@ -57,10 +59,8 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
     first = wm is None or wm.published_at is None
     days = set() if first else set(missed_dates(ctx, src, now))
     location = (src.fetch or "").strip()
-    from feedledger.pipeline.served import location_directory, location_kind
-
     if location and location_kind(location) == "directory":
-        from feedledger.sources import list_dated
+        from feedledger.sources import list_dated  # lazy: the fetchers load httpx
 
         try:
             listed = list_dated(location_directory(location), src.timezone, source=src.name)
@@ -114,8 +114,5 @@ def recover(
     if isinstance(report, RunReport):
         out.report = report
         report.fetched = out.archived
-        from feedledger.model.timeutil import now_us
-        from feedledger.pipeline.observing import observed
-
         observed(ctx, src, now if now is not None else now_us(), held[-1].published_at)
     return out

@@ -41,6 +41,8 @@ from feedledger.pipeline import observing
 from feedledger.pipeline.backfill import Progress
 from feedledger.pipeline.health import SourceHealth, missed_dates
 from feedledger.pipeline.observing import DateWentBackError, observes
+from feedledger.pipeline.recovery import recover, waiting
+from feedledger.pipeline.run import live_run
 
 MAX_BACKOFF_S = 3600.0
 
@@ -126,8 +128,6 @@ def attempt(
     store = ctx.store
     state = schedule_state.get(store, src.name)
     before = store.watermark(src.name)
-    from feedledger.pipeline.recovery import waiting
-
     # the one decision `feedledger run` makes too: several publications waiting (cadence
     # days missed, or dated files after the watermark) -> recover, never the newest only
     missed = waiting(ctx, src, now)
@@ -148,8 +148,6 @@ def attempt(
                 "the scheduler resumes"
             )
         elif action == "recover":
-            from feedledger.pipeline.recovery import recover
-
             rec = recover(ctx, src, missed, progress=progress, now=now)
             if rec.report is None and observes(src):
                 # a portal or URL serves its current state, not the missed days: it is
@@ -167,8 +165,6 @@ def attempt(
                     result.detail["invalid_geometries"] = rec.report.invalid_geometries
             result.detail["archived_now"] = len(rec.archived)
         if action == "live":
-            from feedledger.pipeline.run import live_run
-
             got = live_run(ctx, src.name, now=now)
             if got is None or got.status == "already_applied":
                 result.outcome = unchanged

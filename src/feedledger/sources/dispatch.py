@@ -10,8 +10,10 @@ import httpx
 
 from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
+from feedledger.sources.ckan import fetch_ckan
 from feedledger.sources.dated import Fetched, FetchState
 from feedledger.sources.location import fetch_location
+from feedledger.sources.socrata import fetch_socrata
 from feedledger.sources.templates import is_template, newest_of_template
 
 if TYPE_CHECKING:
@@ -42,15 +44,11 @@ def fetch(
             "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
         )
     if src.connector == "socrata":
-        from feedledger.sources.socrata import fetch_socrata
-
         return fetch_socrata(src, watermark=watermark, client=client)
     if src.connector == "ckan":
-        from feedledger.sources.ckan import fetch_ckan
-
         return fetch_ckan(src, watermark=watermark, client=client)
     if src.connector == "arcgis":
-        from feedledger.sources.arcgis import fetch_arcgis
+        from feedledger.sources.arcgis import fetch_arcgis  # lazy: arcgis2geojson, msgspec
 
         return fetch_arcgis(src, watermark=watermark, client=client, sink=pages)
     location = src.fetch.strip()

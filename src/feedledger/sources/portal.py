@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -174,8 +175,6 @@ class Portal:
 def _until(value: str) -> float | None:
     """The seconds from now until `value`, an HTTP date (`Wed, 21 Oct 2099 07:28:00
     GMT`); None when it is not one or is already past."""
-    from email.utils import parsedate_to_datetime
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

@@ -22,6 +22,7 @@ The output appears under its name only when complete (`snapshot._into_place`).
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import warnings
@@ -237,7 +238,7 @@ def geo_metadata(found: Spooled, crs: str | None) -> dict[str, Any]:
 
 
 def write_geoparquet(found: Spooled, target: Path, order: list[str], crs: str | None) -> int:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: GeoParquet only (a GeoJSON stream needs none)
 
     columns = found.columns(order)
     schema = found.schema(columns, geo_metadata(found, crs))
@@ -249,7 +250,7 @@ def write_geoparquet(found: Spooled, target: Path, order: list[str], crs: str | 
 
 # -- GeoPackage -----------------------------------------------------------------------
 def write_gpkg(found: Spooled, target: Path, order: list[str], crs: str | None, layer: str) -> int:
-    import pyogrio
+    import pyogrio  # lazy: GDAL, for GeoPackage and PROJJSON only
 
     columns = found.columns(order)
     schema = found.schema(columns)
@@ -279,9 +280,7 @@ def _projjson_text(crs: str) -> str | None:
     """PROJJSON of a CRS given as an authority code or WKT, by GDAL (the one bundled
     with pyogrio, through an in-memory GeoPackage: no pyproj needed); None if GDAL
     cannot read it."""
-    import io
-
-    import pyogrio
+    import pyogrio  # lazy: GDAL, for GeoPackage and PROJJSON only
 
     table = pa.table({"geometry": pa.array([], pa.binary())})
     buffer = io.BytesIO()

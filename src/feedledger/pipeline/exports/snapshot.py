@@ -25,6 +25,7 @@ import pyarrow as pa
 from feedledger.context import Context
 from feedledger.ledger import snapshot_rows
 from feedledger.model.errors import ConfigError
+from feedledger.pipeline.exports import writers
 from feedledger.pipeline.exports.order import field_order, layout_at, ordered
 
 __all__ = [
@@ -145,7 +146,7 @@ def export(
         if fmt in ("geoparquet", "gpkg"):
             assert output is not None
             return _typed(found, fmt, output, order, crs, src.name)
-        from feedledger.pipeline.exports.geo import write_geojson
+        from feedledger.pipeline.exports.geo import write_geojson  # lazy: GIS (shapely)
 
         return _text(output, lambda h: write_geojson(found, h, order, crs))
     finally:
@@ -161,10 +162,8 @@ def _columnar(
     valid_us: int,
     known_us: int | None,
 ) -> int:
-    from feedledger.pipeline.exports import writers as w
-
     geo = fmt == "parquet"
-    loading = w.loading(fmt)
+    loading = writers.loading(fmt)
     try:
         found = batches(
             ctx, source, valid_us, known_us, geometry=geo, batch=EXPORT_BATCH_ROWS, stored=True
@@ -174,13 +173,13 @@ def _columnar(
             key = ctx.workspace.source(source).key
             try:
                 with _into_place(output) as part:
-                    return w.write_parquet(found, part, order, key)
+                    return writers.write_parquet(found, part, order, key)
             except OSError as exc:
                 msg = f"cannot write the snapshot to {output}: {exc.strerror or exc}"
                 raise ConfigError(msg) from None
         if fmt == "csv":
-            return _binary(output, lambda h: w.write_csv(found, h, order))
-        return _binary(output, lambda h: w.write_jsonl(found, h))
+            return _binary(output, lambda h: writers.write_csv(found, h, order))
+        return _binary(output, lambda h: writers.write_jsonl(found, h))
     finally:
         if loading is not None:
             loading.wait()
@@ -189,7 +188,7 @@ def _columnar(
 def _typed(
     found: Iterable[Row], fmt: str, output: Path, order: list[str], crs: str | None, layer: str
 ) -> int:
-    from feedledger.pipeline.exports import geo as geo_export
+    from feedledger.pipeline.exports import geo as geo_export  # lazy: GIS (shapely)
 
     spool_path = _beside(output, "spool")
     try:

@@ -34,14 +34,18 @@ from typing import IO
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from feedledger.ahead import ahead
+from feedledger.ledger import stored_render
+from feedledger.ledger.attr_codec import plan_book
 from feedledger.ledger.attribute_columns import (
     UnknownField,
     batch_frame,
     canonical_texts,
     concatenated,
     first_fields,
+    with_codebooks,
 )
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline.exports import spliced
@@ -147,8 +151,6 @@ def _general_table(names: list[str], columns: list[str]) -> Callable[[pa.RecordB
 
 
 def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
-    import pyarrow.compute as pc
-
     n = 0
     for got in _nonempty(batches):
         lines = pc.binary_join_element_wise(canonical_texts(got), pa.scalar("\n"), "")
@@ -188,7 +190,7 @@ def write_parquet(
     ...`); any other column's values are spread over every row group, its min/max
     would skip none. Computing them for every column took ~0.1 of the ~0.5 CPU s
     pyarrow spends writing 1M parcels (12 string columns)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: Parquet only (CSV and JSON lines need none)
 
     n = 0
     writer: pq.ParquetWriter | None = None
@@ -219,8 +221,6 @@ def _repeating(first: pa.Table) -> list[str]:
     every column by default and falls back page by page where it grows too big: on 1M
     parcels (12 string columns) writing took 0.60 CPU s that way, 0.48 with dictionaries
     for the repeating columns only, and the file was 34 MiB instead of 38."""
-    import pyarrow.compute as pc
-
     half = first.num_rows / 2
     return [
         name
@@ -262,8 +262,6 @@ _SAMPLE_FIELDS = ("a", "b", "n")
 
 
 def _load(fmt: str) -> None:
-    from feedledger.ledger import stored_render
-
     try:
         if fmt == "csv":
             stored_render.csv_lines(_sample(), list(_SAMPLE_FIELDS))
@@ -275,9 +273,6 @@ def _load(fmt: str) -> None:
 
 def _sample() -> pa.RecordBatch:
     """A small batch in the stored form (its codebook made here), of `_SAMPLE_FIELDS`."""
-    from feedledger.ledger.attr_codec import plan_book
-    from feedledger.ledger.attribute_columns import with_codebooks
-
     texts = [f'{{"a":"{i}, {i}","b":"v\\"{i}","n":{i}}}' for i in range(8)]
     book = plan_book(texts)
     stored = book.encode_series(pl.Series(texts)).to_arrow().cast(pa.string())
