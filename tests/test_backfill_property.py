@@ -25,7 +25,7 @@ from feedledger.ledger import queries
 from feedledger.ledger.records import Version
 from feedledger.ledger.runs import list_runs
 from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.backfill import NothingToDo, backfill, replay
+from feedledger.pipeline.catchup.backfill import NothingToDo, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
 from test_property import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace

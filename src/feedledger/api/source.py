@@ -151,7 +151,7 @@ class Source(SourceQueries):
         A publisher date more than a day ahead is refused unless `allow_future`; one
         gone back before the watermark with other content is refused (exit 6, archived)
         unless `accept_restored` applies it as a correction dated now."""
-        from feedledger.pipeline.recovery import Recovery
+        from feedledger.pipeline.catchup.recovery import Recovery
         from feedledger.pipeline.run import NothingNew, run_source
 
         result = run_source(
@@ -222,7 +222,7 @@ class Source(SourceQueries):
 
     def assess(self, start: When | str, end: When | str, *, fetch: bool = True) -> Assessment:
         """What a backfill of [start, end] would apply, and what is missing."""
-        from feedledger.pipeline.assess import assess
+        from feedledger.pipeline.catchup.assess import assess
 
         lo = day_arg(self._ctx, self.name, start, "start")
         hi = day_arg(self._ctx, self.name, end, "end")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def _window(result: Any) -> WindowRun | NothingToDo:
-    from feedledger.pipeline.runreport import NothingToDo as Nothing
+    from feedledger.pipeline.catchup.report import NothingToDo as Nothing
 
     if isinstance(result, Nothing):
         return NothingToDo(
@@ -63,7 +63,7 @@ def run_backfill(
 ) -> WindowRun | NothingToDo:
     """`Source.backfill` / `Ledger.backfill` (`source`: ONE name; a list or a
     comma-separated text of several is refused, as the CLI's `backfill a b` is)."""
-    from feedledger.pipeline.backfill import backfill
+    from feedledger.pipeline.catchup.backfill import backfill
 
     names = [source] if isinstance(source, str) else source
     one = names[0] if len(names) == 1 and "," not in names[0] else None
@@ -93,7 +93,7 @@ def run_replay(
     progress: OnProgress | None = None,
 ) -> WindowRun | NothingToDo:
     """`Source.replay` / `Ledger.replay` (`source` as in `run_backfill`)."""
-    from feedledger.pipeline.backfill import replay
+    from feedledger.pipeline.catchup.backfill import replay
 
     names = [source] if isinstance(source, str) else source
     one = names[0] if len(names) == 1 and "," not in names[0] else None

@@ -2,7 +2,7 @@
 index: `date_publication` (its source and publisher date, refused with the bytes kept
 under `rejected/`) then `archive_publication` (the bytes stored, the payload indexed).
 Used by an ingest (pipeline/ingest.py), `archive add` (`archive_add`), backfill's
-fetch (pipeline/served.py) and a connector's publication that went back in time
+fetch (pipeline/catchup/served.py) and a connector's publication that went back in time
 (pipeline/observing.py). Also: checking the files an `archive add` was given, and
 rebuilding the index from the archive folder."""
 

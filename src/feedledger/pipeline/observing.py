@@ -31,7 +31,7 @@ from feedledger.model.errors import AmbiguousPayloadError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.served import location_kind
+from feedledger.pipeline.catchup.served import location_kind
 
 if TYPE_CHECKING:
     from feedledger.model.errors import FutureDateError

@@ -2,7 +2,7 @@
 
 One publication waiting (the normal day): fetch the newest and ingest it as a live run
 (HTTP ETag/Last-Modified are remembered per source). More than one waiting -- dated
-files after the watermark, or days the cadence expected (pipeline/recovery.py
+files after the watermark, or days the cadence expected (pipeline/catchup/recovery.py
 `waiting`) -- is never a naive catch-up (docs/architecture.md, Invariant 5): the same `recover` the
 scheduler uses archives every publication the source still serves for those days and
 applies them oldest first as ONE backfill run, with gap records for the rest and one
@@ -27,18 +27,18 @@ from feedledger.model.errors import (
 )
 from feedledger.model.timeutil import DAY_US, iso, now_us
 from feedledger.pipeline import observing
+from feedledger.pipeline.catchup.recovery import recover as recover_days
+from feedledger.pipeline.catchup.recovery import waiting
+from feedledger.pipeline.catchup.served import offers
 from feedledger.pipeline.ingest import IngestResult, ingest
 from feedledger.pipeline.observing import DateWentBackError
-from feedledger.pipeline.recovery import recover as recover_days
-from feedledger.pipeline.recovery import waiting
-from feedledger.pipeline.served import offers
 from feedledger.sources import FetchState, fetch
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
     from feedledger.model.source import SourceConfig
-    from feedledger.pipeline.backfill import Progress
-    from feedledger.pipeline.recovery import Recovery
+    from feedledger.pipeline.catchup.backfill import Progress
+    from feedledger.pipeline.catchup.recovery import Recovery
     from feedledger.sources.dated import Fetched
 
 

@@ -5,7 +5,7 @@
   if the publisher has not published it yet (or is unreachable), try again with
   backoff from `retry_s`, doubling up to an hour, while the fetch window lasts
 * more than one due (an outage, a stopped scheduler)  -> never a naive catch-up:
-  `recovery = "auto"` fills the archive and backfills (pipeline/recovery.py);
+  `recovery = "auto"` fills the archive and backfills (pipeline/catchup/recovery.py);
   `"hold"` announces it once and waits for an operator
 
 Schedulers race: two may find the same source due at once, and the one that reaches the
@@ -38,10 +38,10 @@ from feedledger.model.errors import (
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.pipeline import observing
-from feedledger.pipeline.backfill import Progress
+from feedledger.pipeline.catchup.backfill import Progress
+from feedledger.pipeline.catchup.recovery import recover, waiting
 from feedledger.pipeline.health import SourceHealth, missed_dates
 from feedledger.pipeline.observing import DateWentBackError, observes
-from feedledger.pipeline.recovery import recover, waiting
 from feedledger.pipeline.run import live_run
 
 MAX_BACKOFF_S = 3600.0

@@ -10,7 +10,7 @@ GeoPackage).
 
 May import: the ledger's read side (`ledger.snapshot_rows` and the stored form's
 decoding), `formats`, `model`, `context`, `ahead` and `pipeline.stages`. Never the
-run side of the pipeline (ingest, apply, archiving, backfill, run), the fetchers
+run side of the pipeline (ingest, apply, archiving, catchup, run), the fetchers
 (`sources`), `notify` or `sync` (the `exports` contract of pyproject.toml); the API
 and the CLI import it, not the other way round.
 """

@@ -25,11 +25,11 @@ from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.assess import index_archive
-from feedledger.pipeline.backfill import Progress, RunReport, backfill
+from feedledger.pipeline.catchup.assess import index_archive
+from feedledger.pipeline.catchup.backfill import Progress, RunReport, backfill
+from feedledger.pipeline.catchup.served import fill, location_directory, location_kind
 from feedledger.pipeline.health import missed_dates
 from feedledger.pipeline.observing import observed
-from feedledger.pipeline.served import fill, location_directory, location_kind
 
 
 @dataclass
@@ -78,7 +78,7 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
 def served(
     ctx: Context, src: SourceConfig, days: list[date], *, allow_future: bool = False
 ) -> list[PayloadRef]:
-    """Archive what the publisher still serves for `days` (pipeline/served.py)."""
+    """Archive what the publisher still serves for `days` (pipeline/catchup/served.py)."""
     return fill(ctx, src, days, allow_future=allow_future)
 
 
