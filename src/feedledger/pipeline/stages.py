@@ -20,6 +20,7 @@ call already running can be: nothing a stage started outlives the block.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Generator
 from contextlib import suppress
 from types import TracebackType
@@ -37,9 +38,14 @@ class Stage(Generic[T]):
 
     def __init__(self, name: str, call: Callable[[], T]) -> None:
         self.name = name
+        self._ended = threading.Event()
 
         def work(put: Callable[[T], None]) -> None:
-            put(call())
+            try:
+                value = call()
+            finally:
+                self._ended.set()
+            put(value)
 
         self._out: Generator[T, None, None] = run_ahead(
             work, depth=2, name=f"feedledger-{name}", started=True
@@ -56,6 +62,10 @@ class Stage(Generic[T]):
                 self._taken = True
                 self._out.close()
         return self._value
+
+    def is_alive(self) -> bool:
+        """Whether the call is still running (as a thread's `is_alive`)."""
+        return not self._ended.is_set()
 
     def wait(self) -> None:
         """Wait for the call to end, its result or exception dropped."""
