@@ -31,7 +31,6 @@ from feedledger.model.errors import AmbiguousPayloadError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.catchup.served import location_kind
 
 if TYPE_CHECKING:
     from feedledger.model.errors import FutureDateError
@@ -48,6 +47,8 @@ def observes(src: SourceConfig) -> bool:
     if src.connector is not None:
         return True
     location = (src.fetch or "").strip()
+    from feedledger.sources import location_kind  # lazy: the fetchers load httpx
+
     return bool(location) and location_kind(location) == "url"
 
 

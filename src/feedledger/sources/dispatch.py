@@ -4,7 +4,10 @@ location -- a `{date}` template (`templates.py`) or one concrete location
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import httpx
 
@@ -18,6 +21,23 @@ from feedledger.sources.templates import is_template, newest_of_template
 
 if TYPE_CHECKING:
     from feedledger.sources.arcgis_query import PageSink
+
+
+def location_kind(location: str) -> str:
+    """What a fetch location is: "template" (it carries `{date}`), "url" (http or
+    https) or "directory" (a path or a file:// URL)."""
+    if is_template(location):
+        return "template"
+    if location.lower().startswith(("http://", "https://")):
+        return "url"
+    return "directory"
+
+
+def location_directory(location: str) -> Path:
+    """The folder a "directory" location names (a path, `~` expanded, or a file:// URL)."""
+    if location.lower().startswith("file://"):
+        return Path(url2pathname(urlsplit(location).path))
+    return Path(location).expanduser()
 
 
 def fetch(

@@ -27,7 +27,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline.catchup.assess import index_archive
 from feedledger.pipeline.catchup.backfill import Progress, RunReport, backfill
-from feedledger.pipeline.catchup.served import fill, location_directory, location_kind
+from feedledger.pipeline.catchup.served import fill
 from feedledger.pipeline.health import missed_dates
 from feedledger.pipeline.observing import observed
 
@@ -59,9 +59,9 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
     first = wm is None or wm.published_at is None
     days = set() if first else set(missed_dates(ctx, src, now))
     location = (src.fetch or "").strip()
-    if location and location_kind(location) == "directory":
-        from feedledger.sources import list_dated  # lazy: the fetchers load httpx
+    from feedledger.sources import list_dated, location_directory, location_kind  # lazy: httpx
 
+    if location and location_kind(location) == "directory":
         try:
             listed = list_dated(location_directory(location), src.timezone, source=src.name)
         except FeedledgerError:

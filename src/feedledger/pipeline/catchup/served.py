@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from feedledger.context import Context
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
@@ -42,25 +40,10 @@ class Offer:
     fetched: Fetched | None = None
 
 
-def location_kind(location: str) -> str:
-    from feedledger.sources import is_template  # lazy: the fetchers load httpx
-
-    if is_template(location):
-        return "template"
-    if location.lower().startswith(("http://", "https://")):
-        return "url"
-    return "directory"
-
-
-def location_directory(location: str) -> Path:
-    if location.lower().startswith("file://"):
-        return Path(url2pathname(urlsplit(location).path))
-    return Path(location).expanduser()
-
-
 def window_days(src: SourceConfig, lo: date, hi: date) -> list[date]:
     """The days of [lo, hi] worth asking the publisher for: every day from a directory
     (listing it costs nothing), the cadence's days from a template or a URL."""
+    from feedledger.sources import location_kind  # lazy: the fetchers load httpx
 
     if src.fetch and location_kind(src.fetch.strip()) == "directory":
         return [lo + timedelta(days=i) for i in range((hi - lo).days + 1)]
@@ -70,7 +53,13 @@ def window_days(src: SourceConfig, lo: date, hi: date) -> list[date]:
 def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
     """The publications the source's fetch location serves for `days`, oldest first.
     An unreachable publisher raises (nothing is called lost while it cannot be asked)."""
-    from feedledger.sources import fetch, fetch_day, list_dated  # lazy: httpx
+    from feedledger.sources import (  # lazy: httpx
+        fetch,
+        fetch_day,
+        list_dated,
+        location_directory,
+        location_kind,
+    )
 
     if not src.fetch or not days:
         return []
