@@ -260,7 +260,7 @@ def floor(root: Path, day: str) -> dict[str, Any]:
     """Rows/s of merely reading the rows the export streams, in this process (the
     store's query, no formatting, no HTTP): `pipeline.snapshot_export.rows`."""
     import feedledger as fl
-    from feedledger.pipeline import snapshot_export
+    from feedledger.pipeline.exports import snapshot as snapshot_export
 
     with fl.open(root) as led:
         src = led.source("parcels")

@@ -260,7 +260,7 @@ def old_csv(texts: list[str], order: list[str]) -> bytes:
 
     from feedledger.formats.canonical import RawNumber
     from feedledger.model.errors import ConfigError
-    from feedledger.pipeline.snapshot_order import ordered
+    from feedledger.pipeline.exports.order import ordered
 
     buf = io.StringIO()
     writer: Any = None

@@ -8,8 +8,9 @@ exception in the worker is raised in the reader, at its place in the stream. A r
 that stops early (closes the generator) stops the worker: its next `put` raises
 `Stopped`, which ends the thread quietly. `ahead(items)` runs an iterator that way.
 
-Used by the snapshot's store fetch (ledger/readers/arrow_fetch.py, ledger/readers/snapshot_rows.py)
-and the HTTP snapshot's writer thread (api/snapshot_stream.py).
+Used by the snapshot's store fetch (ledger/readers/arrow_fetch.py, ledger/readers/snapshot_rows.py),
+the HTTP snapshot's writer thread (api/snapshot_stream.py), and the pipeline's stages
+(pipeline/stages.py: one call started ahead of the step that needs its result).
 """
 
 from __future__ import annotations
@@ -41,10 +42,12 @@ def run_ahead(
     depth: int = 2,
     name: str = "feedledger-ahead",
     join_s: float | None = None,
+    started: bool = False,
 ) -> Generator[T, None, None]:
     """What `work(put)` puts, in order, `work` running in a thread (see the module doc);
     a reader that stops waits for the worker to end, `join_s` seconds at most if given
-    (the daemon thread then ends at its next `put`)."""
+    (the daemon thread then ends at its next `put`). The thread starts at the first
+    read, or at once when `started` (the generator must then be read or closed)."""
     out: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
@@ -70,9 +73,13 @@ def run_ahead(
             except Stopped:
                 return
 
-    def read() -> Generator[T, None, None]:
-        worker = threading.Thread(target=run, name=name, daemon=True)
+    worker = threading.Thread(target=run, name=name, daemon=True)
+    if started:
         worker.start()
+
+    def read() -> Generator[T, None, None]:
+        if not started:
+            worker.start()
         try:
             while True:
                 item = out.get()

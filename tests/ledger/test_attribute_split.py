@@ -30,7 +30,7 @@ from feedledger.ledger.encoding.columns import (
 from feedledger.ledger.readers import snapshot_rows
 from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
-from feedledger.pipeline import snapshot_writers
+from feedledger.pipeline.exports import writers as snapshot_writers
 from helpers import migrate, old_csv, refused_or, top_patterns
 
 _names = itertools.count()

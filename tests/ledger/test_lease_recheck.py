@@ -34,7 +34,7 @@ from feedledger.ledger.records import Run
 from feedledger.ledger.runs import list_runs
 from feedledger.ledger.schema import applications, gaps
 from feedledger.model.timeutil import to_us
-from feedledger.pipeline.backfill import NothingToDo, RunReport, backfill, replay
+from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from helpers import Cli
 from pipeline.test_backfill import at, fetch, outbox_rows, zonings

@@ -1,7 +1,7 @@
 """The compiled renderer of stored texts
 (ledger/encoding/render.py, stored_kernel.py) gives the CSV and Parquet columns the
 general writers give, byte for byte, for every batch -- the rows it takes and the rows
-it leaves to the general path spliced back in order (pipeline/snapshot_spliced.py) --
+it leaves to the general path spliced back in order (pipeline/exports/spliced.py) --
 over random records: escapes, quotes, commas, unicode, nulls, numbers as stated,
 booleans, missing fields, nested values, value tokens, several codebooks in one batch
 and fields outside the columns (the "different fields" error)."""
@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger.encoding.codec import Codebook, gains, plan, plan_book
 from feedledger.ledger.encoding.columns import with_codebooks
-from feedledger.pipeline import snapshot_spliced, snapshot_writers
+from feedledger.pipeline.exports import spliced as snapshot_spliced
+from feedledger.pipeline.exports import writers as snapshot_writers
 from helpers import old_csv, refused_or, top_patterns
 
 TEXTS = st.one_of(

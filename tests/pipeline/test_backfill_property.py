@@ -25,7 +25,7 @@ from feedledger.ledger import queries
 from feedledger.ledger.records import Version
 from feedledger.ledger.runs import list_runs
 from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.backfill import NothingToDo, backfill, replay
+from feedledger.pipeline.catchup.backfill import NothingToDo, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
 from pipeline.test_history_property import (

@@ -18,10 +18,11 @@ import pytest
 import shapely
 
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline import geo_export, snapshot_order
-from feedledger.pipeline.geo_export import projjson, write_geojson
-from feedledger.pipeline.snapshot_columns import ColumnTypes, parse, typed_columns
-from feedledger.pipeline.snapshot_order import ordered
+from feedledger.pipeline.exports import geo as geo_export
+from feedledger.pipeline.exports import order as snapshot_order
+from feedledger.pipeline.exports.columns import ColumnTypes, parse, typed_columns
+from feedledger.pipeline.exports.geo import projjson, write_geojson
+from feedledger.pipeline.exports.order import ordered
 from helpers import Cli, write_csv
 
 SRC = "parcels"

@@ -11,15 +11,15 @@ import feedledger
 PIPELINE = Path(feedledger.__file__).parent / "pipeline"
 MODULES = [
     "apply",
-    "assess",
-    "backfill",
+    "catchup/assess",
+    "catchup/backfill",
     "health",
     "ingest",
     "manual",
     "query",
     "retract",
     "review",
-    "runreport",
+    "catchup/report",
     "scheduling",
     "verify",
 ]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from feedledger.pipeline.snapshot_writers import _repeating
+from feedledger.pipeline.exports.writers import _repeating
 
 
 def test_only_the_repeating_columns_get_a_dictionary(tmp_path: Path) -> None:

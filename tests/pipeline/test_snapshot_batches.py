@@ -28,7 +28,7 @@ from feedledger.ledger.schema import CHANGE_CODES, versions
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import latest_per_key_sql, visible_sql
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline import snapshot_writers
+from feedledger.pipeline.exports import writers as snapshot_writers
 from helpers import Cli, migrate, old_cell, old_csv, refused_or, write_csv
 
 _names = itertools.count()

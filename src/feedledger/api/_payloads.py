@@ -86,7 +86,9 @@ def archive(
 def run_result(source: str, result: Any) -> Ingested | Recovered | NothingToDo | NotModified:
     """`Source.run`'s result typed: not modified, nothing new, several publications
     applied as one backfill (Recovered), or one live run."""
-    from feedledger.pipeline.recovery import Recovery  # lazy: SQLAlchemy, Arrow, the readers
+    from feedledger.pipeline.catchup.recovery import (
+        Recovery,  # lazy: SQLAlchemy, Arrow, the readers
+    )
 
     if result is None:
         return NotModified(source)

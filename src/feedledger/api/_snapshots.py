@@ -27,7 +27,7 @@ def check_export(
     """`Source.check_export`: a format other than csv, jsonl, geojson, geoparquet or gpkg;
     a GIS format of a source without geometry (`geo` False; None: not known yet);
     geoparquet or gpkg to stdout (`output` None); an output path that cannot be a file."""
-    from feedledger.pipeline import snapshot_export  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.exports import snapshot as snapshot_export  # lazy: SQLAlchemy, Arrow
 
     path = Path(output) if output is not None else None
     snapshot_export.check_format(format, path, geo=geo)
@@ -49,7 +49,7 @@ def cut_batches(
     """The store's batches (`ledger.snapshot_rows.batches`, the one fast path every
     snapshot reads through) cut into batches of exactly `batch_rows` (the last
     fewer)."""
-    from feedledger.pipeline import snapshot_export  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.exports import snapshot as snapshot_export  # lazy: SQLAlchemy, Arrow
 
     found = snapshot_export.batches(ctx, source, valid_us, known_us)
     held: list[pa.RecordBatch] = []
@@ -77,7 +77,7 @@ def frame(ctx: Context, source: str, valid_us: int, known_us: int | None) -> pl.
         fields_of,
         text_columns,
     )
-    from feedledger.pipeline import snapshot_export  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.exports import snapshot as snapshot_export  # lazy: SQLAlchemy, Arrow
 
     parts: list[pa.Table] = []
     for batch in snapshot_export.batches(ctx, source, valid_us, known_us):

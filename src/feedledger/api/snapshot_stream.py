@@ -1,6 +1,6 @@
 """A source's snapshot as a stream of chunks (CSV, JSON lines, GeoJSON), for the HTTP
 API's streamed `/snapshot`: the same bytes `Source.export_snapshot` writes to a file
-(the same writers: `pipeline.snapshot_writers` for CSV and JSON lines, a batch of rows
+(the same writers: `pipeline.exports.writers` for CSV and JSON lines, a batch of rows
 at a time), produced by a writer thread into a small bounded queue
 (`feedledger.ahead`), so memory stays bounded whatever the size and a reader that
 stops early stops the writer.
@@ -85,8 +85,9 @@ def stream(
     """`Source.snapshot_bytes` once its format is checked and its times read: the bytes
     of the export of `source` at `valid_us` (as known at `known_us`) in chunks; an error
     while streaming ends the stream early (raised from the iterator)."""
-    from feedledger.pipeline import snapshot_export, snapshot_writers  # lazy: Arrow, numba
-    from feedledger.pipeline.snapshot_order import field_order, layout_at  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.exports import snapshot as snapshot_export  # lazy: Arrow, numba
+    from feedledger.pipeline.exports import writers as snapshot_writers  # lazy: Arrow, numba
+    from feedledger.pipeline.exports.order import field_order, layout_at  # lazy: SQLAlchemy, Arrow
 
     layout = layout_at(ctx, source, valid_us, known_us)
     order = field_order(ctx, layout, source_format) if format != "jsonl" else []
@@ -94,7 +95,7 @@ def stream(
 
     def produce(handle: _QueueWriter) -> None:
         if format == "geojson":
-            from feedledger.pipeline.geo_export import write_geojson  # lazy: GIS sources only
+            from feedledger.pipeline.exports.geo import write_geojson  # lazy: GIS sources only
 
             found = snapshot_export.rows(ctx, source, valid_us, known_us)
             try:
@@ -131,9 +132,9 @@ def _pump(produce: Callable[[_QueueWriter], None]) -> Generator[bytes, None, Non
 def warm_up() -> None:
     """Pay now, once per process, what a snapshot stream's first use costs (numba's
     compiled loops loaded, the writers' libraries run once: ~200 MiB and ~1 s in a
-    fresh process; `pipeline.snapshot_writers.warm`). `feedledger serve` calls it at
+    fresh process; `pipeline.exports.writers.warm`). `feedledger serve` calls it at
     start, so that no request pays it and a stream's memory is the stream's own."""
-    from feedledger.pipeline.snapshot_writers import warm  # lazy: numba, Arrow
+    from feedledger.pipeline.exports.writers import warm  # lazy: numba, Arrow
 
     warm()
 

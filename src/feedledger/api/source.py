@@ -175,7 +175,7 @@ class Source:
         """Apply every archived payload of [start, end] after the watermark, oldest
         first, each at its own publisher date, as ONE run (gaps for missing days).
         `on_plan` hears the window's assessment first; `progress` each payload applied."""
-        from feedledger.pipeline.backfill import backfill  # lazy: SQLAlchemy, Arrow
+        from feedledger.pipeline.catchup.backfill import backfill  # lazy: SQLAlchemy, Arrow
 
         report = backfill(
             self.context,
@@ -201,7 +201,7 @@ class Source:
     ) -> WindowRun | NothingToDo:
         """Retract the versions valid from `start` on and re-apply the archive from it.
         `on_plan` hears the payloads to apply and the days without one first."""
-        from feedledger.pipeline.backfill import replay  # lazy: SQLAlchemy, Arrow
+        from feedledger.pipeline.catchup.backfill import replay  # lazy: SQLAlchemy, Arrow
 
         report = replay(
             self.context,
@@ -216,7 +216,7 @@ class Source:
 
     def assess(self, start: When | str, end: When | str, *, fetch: bool = True) -> Assessment:
         """What a backfill of [start, end] would apply, and what is missing."""
-        from feedledger.pipeline.assess import assess  # lazy: SQLAlchemy, Arrow
+        from feedledger.pipeline.catchup.assess import assess  # lazy: SQLAlchemy, Arrow
 
         lo, hi = self._day(start, "start"), self._day(end, "end")
         return Assessment.of(assess(self.context, self.name, lo, hi, fetch=fetch))
@@ -408,7 +408,9 @@ class Source:
         a file appears only when complete. Returns the number of entities written.
         Inside a standing gap: a `GapWarning`, or with `strict` an `InGap` error
         (nothing written)."""
-        from feedledger.pipeline import snapshot_export  # lazy: SQLAlchemy, Arrow
+        from feedledger.pipeline.exports import (
+            snapshot as snapshot_export,  # lazy: SQLAlchemy, Arrow
+        )
 
         path = Path(output) if output is not None else None
         _snapshots.check_export(format, path, geo=self.config.is_geo)

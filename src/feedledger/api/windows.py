@@ -19,7 +19,7 @@ OnProgress = Callable[[int, int, Payload | None], None]  # done, total, payload 
 
 def window_result(result: Any) -> WindowRun | NothingToDo:
     """The pipeline's report of a backfill or replay, typed."""
-    from feedledger.pipeline.runreport import NothingToDo as Nothing  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.catchup.report import NothingToDo as Nothing  # lazy: SQLAlchemy, Arrow
 
     if isinstance(result, Nothing):
         return NothingToDo(
@@ -56,6 +56,6 @@ def progress_relay(progress: OnProgress | None) -> Any:
 def one_source(names: str | list[str]) -> str:
     """The one source name of a backfill or replay as typed (the CLI's `backfill a b` or
     `backfill a,b` is refused: ConfigError saying why, before anything is opened)."""
-    from feedledger.pipeline.backfill import one_source as one  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.catchup.backfill import one_source as one  # lazy: SQLAlchemy, Arrow
 
     return one(names)

@@ -10,6 +10,7 @@ form. Decompression stops as soon as the output passes the source's `max_payload
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import zipfile
@@ -196,6 +197,4 @@ def decode_text(data: bytes, src: SourceConfig, label: str) -> bytes:
 
 
 def _is_utf8(encoding: str) -> bool:
-    import codecs
-
     return codecs.lookup(encoding).name == "utf-8"

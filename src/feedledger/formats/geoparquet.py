@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from feedledger.formats.compressed import not_parquet
 from feedledger.formats.gis import GisTable
 from feedledger.model.errors import BadPayloadError
 
@@ -51,8 +52,6 @@ def read_geoparquet(data: bytes, *, source: str, payload: str) -> GisTable:
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
-        from feedledger.formats.compressed import not_parquet
-
         why = not_parquet(data) or _one_line(exc)
         raise bad(f"not a readable GeoParquet file: {why}") from None
     names = table.column_names

@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyogrio
+import pyogrio.raw
 
 from feedledger.formats.finite import FeatureGeometryError, check_geojson_finite
 from feedledger.formats.gis_zip import gdb_folders, listing, member_names, repack
@@ -258,7 +259,7 @@ def _check_stated_crs(data: bytes, bad: Callable[[str], BadPayloadError]) -> Non
     `link`) is read by GDAL as WGS84 without a word: refused, naming what it states,
     so that its coordinates are not taken for degrees. Only the text before the
     features and after the last `]` is searched (where a top-level member sits)."""
-    from feedledger.sources.arcgis_query import _WGS84_NAME, _crs_name
+    from feedledger.sources.arcgis_query import WGS84_NAME, crs_name  # lazy: httpx
 
     features = data.find(b'"features"')
     regions = (data[: features if features >= 0 else _PROBE_BYTES], data[data.rfind(b"]") :])
@@ -270,8 +271,8 @@ def _check_stated_crs(data: bytes, bad: Callable[[str], BadPayloadError]) -> Non
             crs = json.loads(found.group(1))
         except ValueError:
             crs = found.group(1).decode("utf-8", "replace")
-        name = _crs_name(crs)
-        if name is not None and _WGS84_NAME.fullmatch(name):
+        name = crs_name(crs)
+        if name is not None and WGS84_NAME.fullmatch(name):
             return
         stated = name or json.dumps(crs, ensure_ascii=False, separators=(",", ":"))[:120]
         raise bad(
@@ -299,8 +300,6 @@ def _points_as_stored(table: pa.Table, meta: dict[str, Any], data: bytes, index:
     chunks = [c.storage if isinstance(c, pa.ExtensionArray) else c for c in column.chunks]
     if not any(_NAN_LE in c.buffers()[2].to_pybytes() for c in chunks if c.buffers()[2]):
         return table
-    import pyogrio.raw
-
     geometries = pyogrio.raw.read(data, layer=index, columns=[], read_geometry=True)[2]
     if geometries is None or len(geometries) != table.num_rows:
         return table

@@ -77,7 +77,7 @@ class Observations:
         picked = self.geometry.select(
             pl.col("wkb").gather(idx), pl.col("geometry_hash").gather(idx)
         )
-        import shapely  # here: a CSV or JSON payload never needs GEOS
+        import shapely  # lazy: a CSV or JSON payload never needs GEOS
 
         texts = shapely.to_geojson(shapely.from_wkb(picked.get_column("wkb").to_numpy()))
         # as a list: polars cannot cast an object array that starts with None to String

@@ -45,7 +45,7 @@ def read_observations(
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
     if src.is_geo:
-        # (imported here: the GIS readers and shapely cost a CSV ingest 0.1-0.3 s)
+        # lazy: the GIS readers and shapely cost a CSV ingest 0.1-0.3 s
         from feedledger.formats.geo_reader import read_geo
 
         pre = pre_read(label) if pre_read is not None else None

@@ -21,6 +21,7 @@ from feedledger.formats.canonical import (
     json_value,
     sparse_hashes,
 )
+from feedledger.formats.compressed import not_parquet
 from feedledger.formats.observations import (
     DELETE_FIELD,
     OBS_SCHEMA,
@@ -139,21 +140,19 @@ def json_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, A
 
 
 def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str, Any]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # lazy: a Parquet payload only
+    import pyarrow.parquet as pq  # lazy: a Parquet payload only
 
     try:
         table = pq.ParquetFile(pa.BufferReader(data)).read()  # (the file, not a dataset)
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
-        from feedledger.formats.compressed import not_parquet
-
         why = not_parquet(data) or clip(str(exc), 200)
         raise fail(src, label, f"cannot parse Parquet: {why}") from None
     names = table.column_names
     if len(set(names)) != len(names):
         dupes = sorted({clip(n) for n in names if names.count(n) > 1})[:5]
         raise fail(src, label, f"duplicate column name(s) in the Parquet schema: {dupes}")
-    from feedledger.formats.geoparquet import geo_metadata  # (GIS modules: on need)
+    from feedledger.formats.geoparquet import geo_metadata  # lazy: GIS modules, on need
 
     if geo_metadata(table.schema) is not None:  # its geometry is not an attribute
         raise fail(src, label, "this is GeoParquet: use --format geoparquet")
@@ -169,9 +168,9 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
 def _exact_nanoseconds(table: Any) -> Any:
     """Nanosecond timestamps, times and durations (pandas' and Spark's default) as the
     texts the GIS path gives them, nanoseconds kept (`formats.typed_columns`)."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: a Parquet payload only
 
-    from feedledger.formats.typed_columns import nanosecond_texts  # (it imports this)
+    from feedledger.formats.typed_columns import nanosecond_texts  # lazy: it imports this
 
     for i, column in enumerate(table.columns):
         texts = nanosecond_texts(column)
@@ -183,7 +182,7 @@ def _exact_nanoseconds(table: Any) -> Any:
 def _unreadable_column(table: Any) -> str:
     """Which column's values could not be read, and of what type (on the error path
     only: each column is tried alone)."""
-    from feedledger.formats.typed_columns import unreadable_column
+    from feedledger.formats.typed_columns import unreadable_column  # lazy: it imports this
 
     for name, column in zip(table.column_names, table.columns, strict=True):
         try:

@@ -12,7 +12,8 @@ from feedledger.diff import DiffResult, compute, next_state
 from feedledger.formats import Observations
 from feedledger.ledger.payload_txn import PayloadWrite, apply_payload
 from feedledger.ledger.records import Watermark
-from feedledger.ledger.store import Store
+from feedledger.ledger.runs import recent_change_counts
+from feedledger.ledger.store import Store, crs_refusal, payload_crs
 from feedledger.model.errors import MassDeleteError, StaleWatermarkError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
@@ -72,8 +73,6 @@ def check_crs(
     Nothing to compare with before the source's first payload, nor for other formats."""
     if not src.is_geo or applied is None:
         return
-    from feedledger.ledger.store import crs_refusal, payload_crs
-
     refusal = crs_refusal(src.name, label, obs.crs, payload_crs(store, applied))
     if refusal is not None:
         raise refusal
@@ -93,8 +92,6 @@ def _is_burst(store: Store, src: SourceConfig, changes: int) -> bool:
     source's first run: there is no normal yet)."""
     if changes <= src.hold_min_changes:
         return False
-    from feedledger.ledger.runs import recent_change_counts
-
     recent = sorted(recent_change_counts(store, src.name))
     if not recent:
         return False

@@ -221,6 +221,7 @@ def destination_lag(
     """Per destination (of `sources`, default all): how far its live route is behind
     its source -- outbox messages and changes after its cursor, and the age of the
     oldest (seconds at `now_us`); a paused route (a maintenance rebuild) says so."""
+    # lazy: the sync modules (a dozen) load only where destinations are asked about
     from feedledger.sync import manifests, registry
     from feedledger.sync.rebuild import resume_point
 

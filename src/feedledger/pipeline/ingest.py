@@ -2,10 +2,12 @@
 
 Order of work (and the crash boundaries the tests exercise):
   1. archive the bytes (content-addressed, fsynced)          -> `after_archive`
-     -- on a second core, while the payload is parsed and validated (bad input: clear
-     error, ledger untouched, bytes kept) and then diffed against the source's state
-     as it stands (read-only, ahead of the lease; `apply.diff_ahead`)
+     -- on a second core (the `archive` stage, pipeline/stages.py), while the payload
+     is parsed and validated (bad input: clear error, ledger untouched, bytes kept) and
+     then diffed against the source's state as it stands (read-only, ahead of the
+     lease; `apply.diff_ahead`)
   2. index the payload in the store                          -> `after_register`
+     (1 and 2: pipeline/archiving.archive_publication, as for every publication)
   3. refuse if already applied (nothing changes) or stale (not after the watermark)
   4. lease + run row, the diff (the one computed ahead, if the source has not changed
      since), ONE transaction for the payload                 -> `mid_transaction`,
@@ -18,31 +20,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger import faults
 from feedledger.context import Context
-from feedledger.model.errors import (
-    BadPayloadError,
-    ConfigError,
-    FeedledgerError,
-    NotFoundError,
-    StoreUnavailableError,
-)
+from feedledger.model.errors import BadPayloadError, ConfigError, StoreUnavailableError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import (
-    check_not_future,
-    epoch_us,
-    iso,
-    now_us,
-    parse_instant,
-    to_us,
-)
+from feedledger.model.timeutil import check_not_future, epoch_us, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
+from feedledger.pipeline.archiving import archive_publication, date_publication, keep_rejected
+from feedledger.pipeline.stages import Stages
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
@@ -51,9 +39,9 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
     from feedledger.pipeline.apply import Ahead, Applied
 
-# The ledger modules (SQLAlchemy, the driver) are imported by `_warm_store` on a second
-# thread while the payload is parsed, not when this module is imported; the readers
-# (polars) by `ingest` once the archive has the bytes on the other core.
+# The ledger modules (SQLAlchemy, the driver) are imported by `_warm_store` in the
+# `store` stage while the payload is parsed, not when this module is imported; the
+# readers (polars) by `ingest` once the archive has the bytes on the other core.
 
 
 @dataclass
@@ -91,48 +79,6 @@ class IngestResult:
         return data
 
 
-def _keep_rejected(
-    ctx: Context, source: str, data: bytes, name: str | None, reason: str, *, filed: bool = True
-) -> str:
-    """Bad input is still archived for inspection, even without a usable date/source
-    (filed under the source when it is known: `archive list SOURCE --rejected`).
-    Returns what the refusal adds: where the bytes were kept."""
-    where = ctx.archive.keep_rejected(source, data, original_name=name, reason=reason, filed=filed)
-    return f"the bytes are kept at {where}"
-
-
-def resolve_published_at(
-    src: SourceConfig,
-    published_at: str | int | None,
-    name: str | None,
-    *,
-    now: int | None = None,
-    allow_future: bool = False,
-) -> int | None:
-    """An explicit value wins; else the file name's date when the source says so.
-    Given `now` (the caller's clock, e.g. the fetch time), a date more than a day after
-    it is refused unless `allow_future` (timeutil.check_not_future): typed, named, or a
-    fetcher's (a portal's edit date, an HTTP Last-Modified) -- every date a payload is
-    archived or ingested with passes here."""
-    if isinstance(published_at, int):
-        if now is not None:
-            check_not_future(
-                published_at, now, what="the publisher's date", allow_future=allow_future
-            )
-        return published_at
-    found: int | None = None
-    if published_at is not None:
-        found = to_us(parse_instant(published_at, src.timezone, what="--published-at"))
-    elif src.published_from.by_filename and name:
-        from feedledger.sources import date_in_name
-
-        found = date_in_name(Path(name).name, src.timezone)
-    if found is not None and now is not None:
-        what = "--published-at" if published_at is not None else "publisher date in the name"
-        check_not_future(found, now, what=what, allow_future=allow_future)
-    return found
-
-
 def ingest(
     ctx: Context,
     source: str,
@@ -156,37 +102,24 @@ def ingest(
     stated about it) and index row, then is applied. `pre_read`: the payload as read
     while it downloaded (formats/geo_pages.py; see `read_observations`)."""
     fetched_at = fetched_at or now_us()
-    try:
-        src = ctx.workspace.source(source)
-    except FeedledgerError as exc:
-        kept = _keep_rejected(ctx, source, data, original_name, str(exc), filed=False)
-        raise NotFoundError(
-            f"{exc.problem}; {kept}", source=source, payload=original_name, hint=exc.hint
-        ) from None
-    try:
-        when = resolve_published_at(
-            src, published_at, original_name, now=fetched_at, allow_future=allow_future
-        )
-    except ConfigError as exc:
-        kept = _keep_rejected(ctx, source, data, original_name, str(exc))
-        exc.source, exc.payload = source, original_name  # kept: its type, its date
-        raise exc.extend(kept) from None
-    if when is None and src.published_from.field is None:
-        kept = _keep_rejected(ctx, source, data, original_name, "no publisher date")
-        raise ConfigError(
-            "no publisher date: pass --published-at DATE (the publisher's date, never "
-            f"today's by default); {kept}",
-            source=source,
-            payload=original_name,
-        )
+    src, when = date_publication(
+        ctx,
+        source,
+        data,
+        published_at=published_at,
+        original_name=original_name,
+        fetched_at=fetched_at,
+        allow_future=allow_future,
+        dated_by_field=True,
+    )
     label = original_name or "payload"
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        storing = pool.submit(ctx.archive.put_object, data, src.name)
+    with Stages() as stages:
+        storing = stages.start("archive", ctx.archive.put_object, data, src.name)
         # opening the store (driver import, connection, schema check) also overlaps the
         # parse; its errors surface below, after the bytes are archived
-        opening = pool.submit(_warm_store, ctx)
-        # imported now, not with this module: the archive hashes and compresses the
-        # bytes (no GIL) while polars and the readers load
+        opening = stages.start("store", _warm_store, ctx)
+        # lazy: the archive hashes and compresses the bytes (no GIL) while polars and
+        # the readers load
         from feedledger.formats import published_from_field, read_observations
 
         try:
@@ -203,7 +136,7 @@ def ingest(
                 )
         except (BadPayloadError, ConfigError) as exc:
             storing.result()
-            exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
+            exc.extend(keep_rejected(ctx, source, data, original_name, str(exc)))
             raise
         with stage("store_wait"):
             opened = opening.result()
@@ -215,42 +148,41 @@ def ingest(
     if src.is_geo and opened is None:
         # a layer in another CRS is bad input: refused before it claims its publication
         # slot (a reprojected file for the same date can follow), its bytes kept
-        from feedledger.pipeline.apply import check_source_crs
+        from feedledger.pipeline.apply import check_source_crs  # lazy: see _warm_store
 
         try:
             check_source_crs(ctx, src, label, obs)
         except BadPayloadError as exc:
-            exc.extend(_keep_rejected(ctx, source, data, original_name, str(exc)))
+            exc.extend(keep_rejected(ctx, source, data, original_name, str(exc)))
             raise
-    with stage("archive"):
-        ref, created = ctx.archive.put(
-            src.name,
-            data,
-            published_at=when,
-            fetched_at=fetched_at,
-            original_name=original_name,
-            content_type=content_type,
-            sha256=sha,
-            metadata=metadata,
-        )
-    faults.point("after_archive")
+
+    def store_for(ref: PayloadRef) -> Store:
+        if opened is not None:
+            raise _unreachable(opened, src.name, ref.label)
+        return _open_store(ctx, src.name, ref.label)
+
+    ref, created = archive_publication(
+        ctx,
+        src,
+        data,
+        published_at=when,
+        fetched_at=fetched_at,
+        original_name=original_name,
+        content_type=content_type,
+        metadata=metadata,
+        sha256=sha,
+        open_store=store_for,
+    )
     # the bytes are archived and parsed: drop them (freed at once where the caller
     # passed its only reference, as the CLI's `ingest` and `run` do)
     del data
-    with stage("store_open"):
-        if opened is not None:
-            raise _unreachable(opened, src.name, ref.label)
-        store = _open_store(ctx, src.name, ref.label)
-    with stage("register"):
-        store.register_payload(ref)
-    faults.point("after_register")
     return apply_archived(
         ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete, ahead=ahead
     )
 
 
 def _diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | None:
-    from feedledger.pipeline.apply import diff_ahead
+    from feedledger.pipeline.apply import diff_ahead  # lazy: see _warm_store
 
     return diff_ahead(ctx, src, obs)
 
@@ -278,7 +210,7 @@ def _warm_store(ctx: Context) -> StoreUnavailableError | None:
     store is returned, not raised."""
     try:
         ctx.store.checkpoint()
-        import feedledger.pipeline.apply  # noqa: F401 - imported here, off the main thread
+        import feedledger.pipeline.apply  # noqa: F401 - lazy: imported here, off the main thread
     except StoreUnavailableError as exc:
         return exc
     return None
@@ -325,8 +257,8 @@ def apply_archived(
     allow_mass_delete: bool = False,
     ahead: Ahead | None = None,
 ) -> IngestResult:
-    from feedledger.ledger import leases
-    from feedledger.pipeline.apply import apply_observations, stale_error
+    from feedledger.ledger import leases  # lazy: see _warm_store
+    from feedledger.pipeline.apply import apply_observations, stale_error  # lazy: as above
 
     store = ctx.store
     done = store.application_of(ref.payload_id)

@@ -11,7 +11,7 @@ from feedledger.ledger.records import Gap
 from feedledger.model.cadence import day_start_us
 from feedledger.model.errors import ConfigError
 from feedledger.model.types import RunKind
-from feedledger.pipeline.assess import window
+from feedledger.pipeline.catchup.assess import window
 
 
 def add_gap(ctx: Context, source: str, start: str | date, end: str | date, reason: str) -> Gap:

@@ -13,22 +13,24 @@ The publisher's date is also checked here (B-items of issue 28): one that went b
 before the watermark with other content (a layer restored from a backup) is archived,
 not applied, said in one line and kept as the source's `date_problem` until a good
 fetch; a date ahead of the clock is refused where every date passes
-(pipeline/ingest.resolve_published_at) and kept as the problem too. `health` fails
+(pipeline/archiving.resolve_published_at) and kept as the problem too. `health` fails
 while a problem stands.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import date
 from typing import TYPE_CHECKING
 
 from feedledger.context import Context
 from feedledger.ledger import schedule_state
-from feedledger.model.cadence import local_date
+from feedledger.model.cadence import due_at, local_date
 from feedledger.model.errors import AmbiguousPayloadError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
+from feedledger.pipeline.archiving import archive_add
 
 if TYPE_CHECKING:
     from feedledger.model.errors import FutureDateError
@@ -45,9 +47,9 @@ def observes(src: SourceConfig) -> bool:
     if src.connector is not None:
         return True
     location = (src.fetch or "").strip()
-    from feedledger.pipeline.served import _kind
+    from feedledger.sources import location_kind  # lazy: the fetchers load httpx
 
-    return bool(location) and _kind(location) == "url"
+    return bool(location) and location_kind(location) == "url"
 
 
 def observed(ctx: Context, src: SourceConfig, at: int, published_at: int | None) -> None:
@@ -71,7 +73,6 @@ def observed_days(ctx: Context, src: SourceConfig, days: list[date]) -> set[date
     spans = schedule_state.observed_spans(ctx.store, src.name)
     if not spans:
         return set()
-    from feedledger.model.cadence import due_at
 
     def seen(d: date) -> bool:
         at = due_at(src.cadence, src.timezone, d, src.publish_at)
@@ -90,8 +91,6 @@ def went_back(ctx: Context, src: SourceConfig, got: Fetched, at: int) -> StaleWa
     at the watermark: nothing changed (an observation; the StaleWatermarkError to
     raise says "nothing new"). Other bytes: archived for replay, never applied, the
     problem kept for `health`, and the DateWentBackError to raise says what to do."""
-    from feedledger.pipeline.archiving import archive_add
-
     assert got.data is not None and got.published_at is not None
     wm = ctx.store.watermark(src.name)
     assert wm is not None and wm.published_at is not None
@@ -156,7 +155,5 @@ def future(ctx: Context, src: SourceConfig, exc: FutureDateError) -> None:
 def as_correction(got: Fetched, at: int) -> Fetched:
     """`run --accept-restored`: the restored publication dated `at` (the fetch), its
     own date kept in its sidecar."""
-    from dataclasses import replace
-
     meta = {**(got.metadata or {}), "restored_publisher_date": iso(got.published_at)}
     return replace(got, published_at=at, metadata=meta)

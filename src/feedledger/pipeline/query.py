@@ -7,7 +7,8 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
-from feedledger.ledger import queries
+from feedledger.ledger import gaps, queries
+from feedledger.ledger.readers import read_entity
 from feedledger.ledger.records import Gap, Version
 from feedledger.model.errors import NotFoundError
 from feedledger.model.source import SourceConfig
@@ -44,8 +45,6 @@ def instant_end(src: SourceConfig, text: str | None, what: str) -> int | None:
 def history(
     ctx: Context, source: str, key: str, *, include_retracted: bool, known_at: str | int | None
 ) -> list[Version]:
-    from feedledger.ledger.readers import read_entity
-
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
     found = read_entity(
@@ -78,9 +77,6 @@ def asof(
     with `gap` None and that observation as `next_observed`. These three answers hold
     for every key; otherwise a key the source never had is a NotFoundError, as in
     `history`."""
-    from feedledger.ledger import gaps
-    from feedledger.ledger.readers import read_entity
-
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None
@@ -145,8 +141,6 @@ def _before_first(chain: list[Version], observed: list[int]) -> dict[str, Any]:
 def _gap_at(
     ctx: Context, src: SourceConfig, at_us: int, known_at: int | None, observed: list[int]
 ) -> Gap | None:
-    from feedledger.ledger import gaps
-
     pieces = gaps.standing(ctx.store, src.name, src.timezone, known_at=known_at, observed=observed)
     return next((g for g in pieces if g.start_at <= at_us < g.end_at), None)
 
@@ -190,8 +184,6 @@ def list_gaps(
     """The source's standing gaps as `asof` judges them (`gaps.standing`: recorded gaps
     minus the days observed since); with `include_retracted`, also the retracted gap
     records, whole."""
-    from feedledger.ledger import gaps
-
     src = ctx.workspace.source(source)
     k = instant(src, known_at, "--known-at")
     found = gaps.standing(ctx.store, src.name, src.timezone, known_at=k)
@@ -208,8 +200,6 @@ def snapshot_gap(
     """The standing gap `valid` falls in, with the publisher dates (UTC microseconds) of
     the source's last and next observation around it (`{"gap", "last_observed_at",
     "next_observed_at"}`), or None."""
-    from feedledger.ledger import gaps
-
     src = ctx.workspace.source(source)
     valid_us = instant(src, valid, "--valid")
     assert valid_us is not None

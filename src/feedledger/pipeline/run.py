@@ -2,7 +2,7 @@
 
 One publication waiting (the normal day): fetch the newest and ingest it as a live run
 (HTTP ETag/Last-Modified are remembered per source). More than one waiting -- dated
-files after the watermark, or days the cadence expected (pipeline/recovery.py
+files after the watermark, or days the cadence expected (pipeline/catchup/recovery.py
 `waiting`) -- is never a naive catch-up (docs/architecture.md, Invariant 5): the same `recover` the
 scheduler uses archives every publication the source still serves for those days and
 applies them oldest first as ONE backfill run, with gap records for the rest and one
@@ -18,16 +18,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feedledger.context import Context
-from feedledger.model.errors import ConfigError, SourceFrozenError, StaleWatermarkError
+from feedledger.ledger.leases import frozen
+from feedledger.model.errors import (
+    ConfigError,
+    FutureDateError,
+    SourceFrozenError,
+    StaleWatermarkError,
+)
 from feedledger.model.timeutil import DAY_US, iso, now_us
+from feedledger.pipeline import observing
+from feedledger.pipeline.catchup.recovery import recover as recover_days
+from feedledger.pipeline.catchup.recovery import waiting
+from feedledger.pipeline.catchup.served import offers
 from feedledger.pipeline.ingest import IngestResult, ingest
+from feedledger.pipeline.observing import DateWentBackError
+from feedledger.sources import FetchState, fetch
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
     from feedledger.model.source import SourceConfig
-    from feedledger.pipeline.backfill import Progress
-    from feedledger.pipeline.recovery import Recovery
-    from feedledger.sources import FetchState
+    from feedledger.pipeline.catchup.backfill import Progress
+    from feedledger.pipeline.catchup.recovery import Recovery
     from feedledger.sources.dated import Fetched
 
 
@@ -53,8 +64,6 @@ def _state_path(ctx: Context, source: str) -> Path:
 
 
 def _load_state(path: Path) -> FetchState | None:
-    from feedledger.sources import FetchState
-
     try:
         return FetchState(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
@@ -79,8 +88,6 @@ def run_source(
     A publisher date ahead of the clock is refused unless `allow_future`; one gone back
     before the watermark with other content is refused unless `accept_restored`
     (pipeline/observing.py); either is kept as the source's date problem."""
-    from feedledger.model.errors import FutureDateError
-
     try:
         return _run_source(
             ctx,
@@ -93,8 +100,6 @@ def run_source(
             accept_restored=accept_restored,
         )
     except FutureDateError as exc:
-        from feedledger.pipeline import observing
-
         observing.future(ctx, ctx.workspace.source(source), exc)
         raise
 
@@ -112,10 +117,6 @@ def _run_source(
 ) -> IngestResult | Recovery | NothingNew | None:
     src = ctx.workspace.source(source)
     _need_fetch(src.name, src.fetch)
-    from feedledger.ledger.leases import frozen
-    from feedledger.pipeline.recovery import recover as recover_days
-    from feedledger.pipeline.recovery import waiting
-
     clock = now if now is not None else now_us()
     with ctx.store.engine.connect() as conn:
         ice = frozen(conn, src.name)
@@ -137,8 +138,6 @@ def _run_source(
             return rec
         # the publisher serves none of the waiting days yet: the newest it serves is
         # fetched as usual (already applied, not modified, or not after the watermark)
-    from feedledger.pipeline.observing import DateWentBackError
-
     try:
         return live_run(
             ctx,
@@ -174,8 +173,6 @@ def _need_fetch(source: str, fetch: str | None) -> None:
 
 def _refuse(ctx: Context, source: str, days: list[Any]) -> None:
     """--no-recover: refuse when the source serves more than one waiting publication."""
-    from feedledger.pipeline.served import offers
-
     src = ctx.workspace.source(source)
     found = offers(src, days)
     if len(found) <= 1:
@@ -208,9 +205,7 @@ def live_run(
     src = ctx.workspace.source(source)
     _need_fetch(source, src.fetch)
     assert src.fetch is not None
-    from feedledger.formats.geo_pages import page_reader
-    from feedledger.pipeline import observing
-    from feedledger.sources import FetchState, fetch
+    from feedledger.formats.geo_pages import page_reader  # lazy: shapely, pyogrio (a fetch)
 
     path = _state_path(ctx, source)
     fetched_at = now_us()
@@ -271,8 +266,6 @@ def live_run(
 def _not_after(ctx: Context, src: SourceConfig, got: Fetched, clock: int) -> None:
     """An HTTP source answered a payload not after the watermark: the same date is an
     observation; an earlier one with other content is a date gone back."""
-    from feedledger.pipeline import observing
-
     if not observing.observes(src):
         return  # a folder's newest file behind the watermark: nothing to do
     wm = ctx.store.watermark(src.name)

@@ -5,7 +5,7 @@
   if the publisher has not published it yet (or is unreachable), try again with
   backoff from `retry_s`, doubling up to an hour, while the fetch window lasts
 * more than one due (an outage, a stopped scheduler)  -> never a naive catch-up:
-  `recovery = "auto"` fills the archive and backfills (pipeline/recovery.py);
+  `recovery = "auto"` fills the archive and backfills (pipeline/catchup/recovery.py);
   `"hold"` announces it once and waits for an operator
 
 Schedulers race: two may find the same source due at once, and the one that reaches the
@@ -38,9 +38,11 @@ from feedledger.model.errors import (
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.pipeline import observing
-from feedledger.pipeline.backfill import Progress
+from feedledger.pipeline.catchup.backfill import Progress
+from feedledger.pipeline.catchup.recovery import recover, waiting
 from feedledger.pipeline.health import SourceHealth, missed_dates
 from feedledger.pipeline.observing import DateWentBackError, observes
+from feedledger.pipeline.run import live_run
 
 MAX_BACKOFF_S = 3600.0
 
@@ -126,8 +128,6 @@ def attempt(
     store = ctx.store
     state = schedule_state.get(store, src.name)
     before = store.watermark(src.name)
-    from feedledger.pipeline.recovery import waiting
-
     # the one decision `feedledger run` makes too: several publications waiting (cadence
     # days missed, or dated files after the watermark) -> recover, never the newest only
     missed = waiting(ctx, src, now)
@@ -148,8 +148,6 @@ def attempt(
                 "the scheduler resumes"
             )
         elif action == "recover":
-            from feedledger.pipeline.recovery import recover
-
             rec = recover(ctx, src, missed, progress=progress, now=now)
             if rec.report is None and observes(src):
                 # a portal or URL serves its current state, not the missed days: it is
@@ -167,8 +165,6 @@ def attempt(
                     result.detail["invalid_geometries"] = rec.report.invalid_geometries
             result.detail["archived_now"] = len(rec.archived)
         if action == "live":
-            from feedledger.pipeline.run import live_run
-
             got = live_run(ctx, src.name, now=now)
             if got is None or got.status == "already_applied":
                 result.outcome = unchanged

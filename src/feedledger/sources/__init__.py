@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from feedledger.sources.dated import Fetched, FetchState, date_in_name
 from feedledger.sources.directory import fetch_directory, list_dated, read_file
-from feedledger.sources.dispatch import fetch
+from feedledger.sources.dispatch import fetch, location_directory, location_kind
 from feedledger.sources.http import fetch_http
 from feedledger.sources.templates import fetch_day, for_day, is_template
 
@@ -26,5 +26,7 @@ __all__ = [
     "for_day",
     "is_template",
     "list_dated",
+    "location_directory",
+    "location_kind",
     "read_file",
 ]

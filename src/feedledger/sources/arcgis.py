@@ -50,7 +50,7 @@ from feedledger.model.source import (
 from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.arcgis_query import OUT_WKID, PageSink, Plan, Session, download, plan
 from feedledger.sources.dated import Fetched
-from feedledger.sources.http import _http_date, display_url
+from feedledger.sources.http import display_url, http_date
 from feedledger.sources.portal import Portal, Sleep, nothing_new, stated
 from feedledger.sources.redact import redacted
 
@@ -101,7 +101,7 @@ def _layer_date(session: Session, meta: dict[str, Any]) -> int | None:
     header = session.portal.last_headers.get("last-modified")
     if header:
         try:
-            return _http_date(header, "UTC") // 1000
+            return http_date(header, "UTC") // 1000
         except ConfigError as exc:
             raise BadPayloadError(
                 f"cannot parse the layer's Last-Modified header {header!r} as a date",

@@ -38,7 +38,7 @@ from arcgis2geojson import arcgis2geojson
 
 from feedledger.model.errors import BadPayloadError, FetchError
 from feedledger.sources.arcgis_ahead import PagesAhead
-from feedledger.sources.http import _too_large, display_url
+from feedledger.sources.http import display_url, too_large
 from feedledger.sources.json_slices import split_features, split_page
 from feedledger.sources.portal import Portal
 
@@ -218,7 +218,7 @@ def _geojson_line(session: Session, plan: Plan, raw: Any, text: str) -> Line:
 # (urn:ogc:def:crs:OGC:1.3:CRS84, OGC:CRS84, .../def/crs/OGC/1.3/CRS84) or EPSG 4326
 # (EPSG:4326, urn:ogc:def:crs:EPSG::4326, .../def/crs/EPSG/0/4326), as servers write
 # them with the axes in x=longitude order
-_WGS84_NAME = re.compile(
+WGS84_NAME = re.compile(
     r"(?:urn:ogc:def:crs:ogc:(?:1\.3)?:crs84|ogc:crs84|crs84|epsg:4326"
     r"|urn:ogc:def:crs:epsg:(?:[\d.]*:)?4326"
     r"|https?://www\.opengis\.net/def/crs/(?:ogc/1\.3/crs84|epsg/0/4326))",
@@ -226,7 +226,7 @@ _WGS84_NAME = re.compile(
 )
 
 
-def _crs_name(crs: Any) -> str | None:
+def crs_name(crs: Any) -> str | None:
     """What a GeoJSON 2008 `crs` member names: `{"type": "name", "properties": {"name":
     N}}`, the older `{"type": "EPSG", "properties": {"code": C}}`; else None."""
     if not isinstance(crs, dict) or not isinstance(crs.get("properties"), dict):
@@ -247,8 +247,8 @@ def _check_geojson_crs(session: Session, crs: Any) -> None:
     as WGS84), so metres would be taken for degrees."""
     if crs is None:
         return
-    name = _crs_name(crs)
-    if name is not None and _WGS84_NAME.fullmatch(name):
+    name = crs_name(crs)
+    if name is not None and WGS84_NAME.fullmatch(name):
         return
     stated = name or json.dumps(crs, separators=(",", ":"))[:120]
     raise session.fail(
@@ -363,7 +363,7 @@ def _checked(
             seen.add(ident)
             size += len(line) + 1
             if size > limit:
-                raise _too_large(session.portal.src, session.shown)
+                raise too_large(session.portal.src, session.shown)
             lines.append(line)
             if len(lines) > counted:
                 return lines

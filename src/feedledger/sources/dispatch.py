@@ -4,18 +4,40 @@ location -- a `{date}` template (`templates.py`) or one concrete location
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import httpx
 
 from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
+from feedledger.sources.ckan import fetch_ckan
 from feedledger.sources.dated import Fetched, FetchState
 from feedledger.sources.location import fetch_location
+from feedledger.sources.socrata import fetch_socrata
 from feedledger.sources.templates import is_template, newest_of_template
 
 if TYPE_CHECKING:
     from feedledger.sources.arcgis_query import PageSink
+
+
+def location_kind(location: str) -> str:
+    """What a fetch location is: "template" (it carries `{date}`), "url" (http or
+    https) or "directory" (a path or a file:// URL)."""
+    if is_template(location):
+        return "template"
+    if location.lower().startswith(("http://", "https://")):
+        return "url"
+    return "directory"
+
+
+def location_directory(location: str) -> Path:
+    """The folder a "directory" location names (a path, `~` expanded, or a file:// URL)."""
+    if location.lower().startswith("file://"):
+        return Path(url2pathname(urlsplit(location).path))
+    return Path(location).expanduser()
 
 
 def fetch(
@@ -42,15 +64,11 @@ def fetch(
             "source has no fetch location", source=src.name, hint="set fetch in feedledger.toml"
         )
     if src.connector == "socrata":
-        from feedledger.sources.socrata import fetch_socrata
-
         return fetch_socrata(src, watermark=watermark, client=client)
     if src.connector == "ckan":
-        from feedledger.sources.ckan import fetch_ckan
-
         return fetch_ckan(src, watermark=watermark, client=client)
     if src.connector == "arcgis":
-        from feedledger.sources.arcgis import fetch_arcgis
+        from feedledger.sources.arcgis import fetch_arcgis  # lazy: arcgis2geojson, msgspec
 
         return fetch_arcgis(src, watermark=watermark, client=client, sink=pages)
     location = src.fetch.strip()

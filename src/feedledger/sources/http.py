@@ -45,7 +45,7 @@ def _disposition_filename(value: str | None) -> str | None:
     return name or None
 
 
-def _http_date(value: str, tz: str) -> int:
+def http_date(value: str, tz: str) -> int:
     """An HTTP date (RFC 9110), or failing that an ISO-8601 timestamp, as us UTC."""
     try:
         parsed = parsedate_to_datetime(value)
@@ -60,7 +60,7 @@ def _size(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def _too_large(src: SourceConfig, shown: str, declared: int | None = None) -> BadPayloadError:
+def too_large(src: SourceConfig, shown: str, declared: int | None = None) -> BadPayloadError:
     limit = f"this source's max_payload_bytes of {_size(src.max_payload_bytes)}"
     problem = (
         f"the response declares {_size(declared)} (Content-Length), over {limit}; "
@@ -77,7 +77,7 @@ def _too_large(src: SourceConfig, shown: str, declared: int | None = None) -> Ba
     )
 
 
-def _deadline_error(src: SourceConfig, shown: str) -> FetchError:
+def deadline_error(src: SourceConfig, shown: str) -> FetchError:
     return FetchError(
         f"fetching {shown} took longer than this source's fetch_deadline_s of "
         f"{src.fetch_deadline_s:g} s; given up, nothing was archived",
@@ -87,7 +87,7 @@ def _deadline_error(src: SourceConfig, shown: str) -> FetchError:
     )
 
 
-def _read_body(response: httpx.Response, src: SourceConfig, shown: str, deadline: float) -> bytes:
+def read_body(response: httpx.Response, src: SourceConfig, shown: str, deadline: float) -> bytes:
     """The response body, refused once it passes `max_payload_bytes` (checked against a
     declared Content-Length first, then as it arrives) or once the fetch passes its
     deadline (checked after each read; a read itself waits at most TIMEOUT_SECONDS).
@@ -96,7 +96,7 @@ def _read_body(response: httpx.Response, src: SourceConfig, shown: str, deadline
     limit = src.max_payload_bytes
     declared = response.headers.get("content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-        raise _too_large(src, shown, int(declared))
+        raise too_large(src, shown, int(declared))
     received = 0
     with tempfile.TemporaryFile(prefix="feedledger-fetch-") as spool:
         # decoded bytes are counted, so a compressed response cannot slip past the limit;
@@ -104,9 +104,9 @@ def _read_body(response: httpx.Response, src: SourceConfig, shown: str, deadline
         for chunk in response.iter_bytes():
             received += len(chunk)
             if received > limit:
-                raise _too_large(src, shown)
+                raise too_large(src, shown)
             if time.monotonic() > deadline:
-                raise _deadline_error(src, shown)
+                raise deadline_error(src, shown)
             spool.write(chunk)
         spool.seek(0)
         return spool.read()
@@ -156,10 +156,10 @@ def fetch_http(
                     f"HTTP {response.status_code} {response.reason_phrase} from {shown}".rstrip(),
                     source=src.name,
                 )
-            data = _read_body(response, src, shown, deadline)
+            data = read_body(response, src, shown, deadline)
     except httpx.TimeoutException as exc:
         if time.monotonic() >= deadline:
-            raise _deadline_error(src, shown) from exc
+            raise deadline_error(src, shown) from exc
         raise FetchError(
             f"cannot reach {shown}: timed out ({type(exc).__name__})", source=src.name
         ) from exc
@@ -187,7 +187,7 @@ def fetch_http(
                 hint="set published_from to 'filename' or 'field:NAME'",
             )
         try:
-            published_at = _http_date(value, src.timezone)
+            published_at = http_date(value, src.timezone)
         except ConfigError as exc:
             raise BadPayloadError(
                 f"cannot parse the {header} header {value!r} as a date",

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ from feedledger.model.errors import (
 )
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
-from feedledger.sources.http import TIMEOUT_SECONDS, _deadline_error, _read_body, display_url
+from feedledger.sources.http import TIMEOUT_SECONDS, deadline_error, display_url, read_body
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_ATTEMPTS = 5  # one request and at most four retries
@@ -103,7 +104,7 @@ class Portal:
                         and status != 429
                         and "json" in content_type.lower()
                     ):
-                        body = _read_body(response, self.src, shown, self.deadline)
+                        body = read_body(response, self.src, shown, self.deadline)
                         self.last_headers = dict(response.headers)
                         return body, content_type
                     retry = status in RETRY_STATUSES and attempt < MAX_ATTEMPTS
@@ -111,7 +112,7 @@ class Portal:
                     reason = f"HTTP {status} {response.reason_phrase}".rstrip()
             except httpx.TimeoutException as exc:
                 if time.monotonic() >= self.deadline:
-                    raise _deadline_error(self.src, shown) from exc
+                    raise deadline_error(self.src, shown) from exc
                 raise FetchError(
                     f"cannot reach {shown}: timed out ({type(exc).__name__})", source=self.src.name
                 ) from exc
@@ -143,7 +144,7 @@ class Portal:
                     hint="run again later",
                 )
             if wait > left:
-                raise _deadline_error(self.src, shown)
+                raise deadline_error(self.src, shown)
             sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -174,8 +175,6 @@ class Portal:
 def _until(value: str) -> float | None:
     """The seconds from now until `value`, an HTTP date (`Wed, 21 Oct 2099 07:28:00
     GMT`); None when it is not one or is already past."""
-    from email.utils import parsedate_to_datetime
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

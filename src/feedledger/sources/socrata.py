@@ -16,7 +16,7 @@ from feedledger.model.errors import BadPayloadError, FetchError
 from feedledger.model.source import DEFAULT_PAGE_SIZE, SOCRATA_URL_RE, SourceConfig
 from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.dated import Fetched
-from feedledger.sources.http import _too_large, display_url
+from feedledger.sources.http import display_url, too_large
 from feedledger.sources.portal import Portal, Sleep, nothing_new, stated
 
 
@@ -64,7 +64,7 @@ def _all_rows(portal: Portal, url: str) -> list[object]:
         body, _type = portal.get(url, params)
         received += len(body)
         if received > src.max_payload_bytes:
-            raise _too_large(src, display_url(url))
+            raise too_large(src, display_url(url))
         page = _parse_page(portal, url, body)
         rows.extend(page)
         if len(page) < size:

@@ -1,6 +1,6 @@
 """A stored-form batch's CSV lines or Parquet columns from the compiled renderer
-(`ledger.encoding.render`) for the rows it takes, the general writer's
-(`snapshot_writers`) for the others, spliced back in row order: the output is the
+(`ledger.stored_render`) for the rows it takes, the general writer's
+(`writers`) for the others, spliced back in row order: the output is the
 general writer's, byte for byte (its rows are the same function of each row).
 
 A row outside the columns raises the writers' "different fields" error, as the

@@ -1,11 +1,11 @@
 """`snapshot`: the whole source as it stood at a valid time, written as CSV, JSON lines,
-Parquet or, for a GIS source, GeoJSON, GeoParquet or GeoPackage (`geo_export`).
+Parquet or, for a GIS source, GeoJSON, GeoParquet or GeoPackage (`geo`).
 
 CSV, Parquet and the GIS formats put their columns in the SOURCE's field order
-(`snapshot_order`); JSON lines keep each entity's stored attributes text as it is
+(`order`); JSON lines keep each entity's stored attributes text as it is
 (canonical JSON, fields in code-point order). Rows are streamed from the store as
-Arrow batches (`ledger.readers.snapshot_rows.batches`), never held whole; CSV, JSON lines and
-Parquet are written a batch at a time, column-wise (`snapshot_writers`). The output
+Arrow batches (`ledger.snapshot_rows.batches`), never held whole; CSV, JSON lines and
+Parquet are written a batch at a time, column-wise (`writers`). The output
 file is written beside its final name and moved into place only when complete, so a
 refused or failed export leaves nothing behind. The binary formats
 (Parquet, GeoParquet, GeoPackage) need a file: they are refused on stdout.
@@ -25,7 +25,8 @@ import pyarrow as pa
 from feedledger.context import Context
 from feedledger.ledger.readers import snapshot_rows
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline.snapshot_order import field_order, layout_at, ordered
+from feedledger.pipeline.exports import writers
+from feedledger.pipeline.exports.order import field_order, layout_at, ordered
 
 __all__ = [
     "EXPORTS",
@@ -39,7 +40,7 @@ __all__ = [
     "rows",
 ]
 
-GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")  # pipeline/geo_export.py (imported lazily)
+GEO_EXPORTS = ("geojson", "geoparquet", "gpkg")  # pipeline/exports/geo.py (imported lazily)
 EXPORTS = ("csv", "jsonl", "parquet", *GEO_EXPORTS)
 _FILE_ONLY = ("parquet", "geoparquet", "gpkg")
 # rows fetched and split at a time by a CSV/JSON lines/Parquet export: each batch costs
@@ -106,7 +107,7 @@ def batches(
     """Arrow batches (`key`, `attributes`, and for a GIS source `geometry` unless
     `geometry` is False) of every entity present (`ledger.readers.snapshot_rows.batches`), of
     about `batch` rows fetched at a time; `stored`: the attributes in their stored
-    form, for the writers (`snapshot_writers`)."""
+    form, for the writers (`writers`)."""
     src = ctx.workspace.source(source)
     geo = geometry and src.is_geo
     return snapshot_rows.batches(
@@ -115,7 +116,7 @@ def batches(
 
 
 def column_order(ctx: Context, source: str, valid_us: int, known_us: int | None) -> list[str]:
-    """The source's field order at `valid_us` (see `snapshot_order`); [] if unknown."""
+    """The source's field order at `valid_us` (see `order`); [] if unknown."""
     src = ctx.workspace.source(source)
     return field_order(ctx, layout_at(ctx, src.name, valid_us, known_us), src.format)
 
@@ -145,7 +146,7 @@ def export(
         if fmt in ("geoparquet", "gpkg"):
             assert output is not None
             return _typed(found, fmt, output, order, crs, src.name)
-        from feedledger.pipeline.geo_export import write_geojson
+        from feedledger.pipeline.exports.geo import write_geojson  # lazy: GIS (shapely)
 
         return _text(output, lambda h: write_geojson(found, h, order, crs))
     finally:
@@ -161,10 +162,8 @@ def _columnar(
     valid_us: int,
     known_us: int | None,
 ) -> int:
-    from feedledger.pipeline import snapshot_writers as w
-
     geo = fmt == "parquet"
-    loading = w.loading(fmt)
+    loading = writers.loading(fmt)
     try:
         found = batches(
             ctx, source, valid_us, known_us, geometry=geo, batch=EXPORT_BATCH_ROWS, stored=True
@@ -174,22 +173,22 @@ def _columnar(
             key = ctx.workspace.source(source).key
             try:
                 with _into_place(output) as part:
-                    return w.write_parquet(found, part, order, key)
+                    return writers.write_parquet(found, part, order, key)
             except OSError as exc:
                 msg = f"cannot write the snapshot to {output}: {exc.strerror or exc}"
                 raise ConfigError(msg) from None
         if fmt == "csv":
-            return _binary(output, lambda h: w.write_csv(found, h, order))
-        return _binary(output, lambda h: w.write_jsonl(found, h))
+            return _binary(output, lambda h: writers.write_csv(found, h, order))
+        return _binary(output, lambda h: writers.write_jsonl(found, h))
     finally:
         if loading is not None:
-            loading.join()
+            loading.wait()
 
 
 def _typed(
     found: Iterable[Row], fmt: str, output: Path, order: list[str], crs: str | None, layer: str
 ) -> int:
-    from feedledger.pipeline import geo_export
+    from feedledger.pipeline.exports import geo as geo_export  # lazy: GIS (shapely)
 
     spool_path = _beside(output, "spool")
     try:

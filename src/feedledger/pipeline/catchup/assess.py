@@ -24,6 +24,7 @@ from feedledger.model.errors import AmbiguousPayloadError, ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, parse_instant, zone
+from feedledger.pipeline.catchup.served import offers, window_days
 from feedledger.pipeline.observing import observed_days
 
 
@@ -166,8 +167,6 @@ def assess(
     lo, hi = window(src, start, end)
     plan = assess_window(ctx, src, lo, hi)
     if fetch and src.fetch:
-        from feedledger.pipeline.served import offers, window_days
-
         days = window_days(src, lo, hi)
         have = {p.published_at for p in plan.archived}
         have_days = {local_date(p.published_at, src.timezone) for p in plan.archived}

@@ -13,7 +13,7 @@ JSON values of every exported entity (a first pass, `ColumnTypes.observe`):
   array, or an integer too wide for 64 bits -> string, each value as its JSON text
   (strings as themselves, like the CSV export).
 
-Columns follow the source's field order (see `snapshot_order.ordered`).
+Columns follow the source's field order (see `order.ordered`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
   `crs` member (the GeoJSON 2008 form GDAL reads and writes); a CRS stated only as WKT
   cannot be named there (GeoParquet and GeoPackage carry it).
 * **geoparquet** (GeoParquet 1.1.0) and **gpkg** (GeoPackage): typed columns
-  (`snapshot_columns`: one type per column inferred from the JSON values), a WKB
+  (`columns`: one type per column inferred from the JSON values), a WKB
   `geometry` column, the CRS of the payload in force (`payloads.crs`). A first pass
   reads the rows once from the store, learns the column types, the geometry types
   and the bounding box, and spools the rows (key, attributes, WKB) to an Arrow IPC
@@ -17,11 +17,12 @@
   writes the typed batches (ParquetWriter; pyogrio's `write_arrow` over a
   RecordBatchReader). Memory is bounded by the batch size, not by the source.
 
-The output appears under its name only when complete (`snapshot_export._into_place`).
+The output appears under its name only when complete (`snapshot._into_place`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import warnings
@@ -37,8 +38,8 @@ import shapely
 
 from feedledger.formats.canonical import canonical, json_string
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline.snapshot_columns import ColumnTypes, parse, typed_columns
-from feedledger.pipeline.snapshot_order import ordered
+from feedledger.pipeline.exports.columns import ColumnTypes, parse, typed_columns
+from feedledger.pipeline.exports.order import ordered
 
 __all__ = ["spool", "write_geojson", "write_geoparquet", "write_gpkg"]
 
@@ -237,7 +238,7 @@ def geo_metadata(found: Spooled, crs: str | None) -> dict[str, Any]:
 
 
 def write_geoparquet(found: Spooled, target: Path, order: list[str], crs: str | None) -> int:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: GeoParquet only (a GeoJSON stream needs none)
 
     columns = found.columns(order)
     schema = found.schema(columns, geo_metadata(found, crs))
@@ -249,7 +250,7 @@ def write_geoparquet(found: Spooled, target: Path, order: list[str], crs: str | 
 
 # -- GeoPackage -----------------------------------------------------------------------
 def write_gpkg(found: Spooled, target: Path, order: list[str], crs: str | None, layer: str) -> int:
-    import pyogrio
+    import pyogrio  # lazy: GDAL, for GeoPackage and PROJJSON only
 
     columns = found.columns(order)
     schema = found.schema(columns)
@@ -279,9 +280,7 @@ def _projjson_text(crs: str) -> str | None:
     """PROJJSON of a CRS given as an authority code or WKT, by GDAL (the one bundled
     with pyogrio, through an in-memory GeoPackage: no pyproj needed); None if GDAL
     cannot read it."""
-    import io
-
-    import pyogrio
+    import pyogrio  # lazy: GDAL, for GeoPackage and PROJJSON only
 
     table = pa.table({"geometry": pa.array([], pa.binary())})
     buffer = io.BytesIO()

@@ -11,12 +11,12 @@ publisher date as `valid_from`, as one run holding the source's lease throughout
   published on or after D (and the gaps after D), moving the watermark back, then applies
   every archived payload from D on, late ones included. In the retraction's transaction
   it cancels what it retracted and nobody was delivered yet, and queues one retraction
-  notice for whoever was (pipeline/replay_retraction.py), as `retract` does.
+  notice for whoever was (pipeline/catchup/replay_retraction.py), as `retract` does.
 
 Each payload commits in its own transaction (versions, outbox rows -- `suppressed`
 unless `notify` -- application, watermark advance). The publication days of the window
 the archive does not hold become gap records, and ONE summary notification is queued,
-in a last transaction (pipeline/runreport.py). A window with nothing to apply is not an
+in a last transaction (pipeline/catchup/report.py). A window with nothing to apply is not an
 error: `NothingToDo` (exit 0).
 
 What there is to do is decided twice: before the lease (to say "nothing to do" without
@@ -46,10 +46,17 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
 from feedledger.pipeline.apply import apply_observations
-from feedledger.pipeline.assess import Assessment, assess_window, index_archive, parse_day, window
+from feedledger.pipeline.catchup.assess import (
+    Assessment,
+    assess_window,
+    index_archive,
+    parse_day,
+    window,
+)
+from feedledger.pipeline.catchup.replay_retraction import withdraw
+from feedledger.pipeline.catchup.report import NothingToDo, RunReport, Step, finish
+from feedledger.pipeline.catchup.served import fill, window_days
 from feedledger.pipeline.observing import observed_days
-from feedledger.pipeline.replay_retraction import withdraw
-from feedledger.pipeline.runreport import NothingToDo, RunReport, Step, finish
 
 __all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
 
@@ -122,8 +129,6 @@ def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -
 def fetch_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> list[PayloadRef]:
     """Archive what the source's fetch location still serves for the window (every day
     of it from a directory; the cadence's days from a `{date}` template or a URL)."""
-    from feedledger.pipeline.served import fill, window_days
-
     if not src.fetch:
         return []
     new = fill(ctx, src, window_days(src, lo, hi))

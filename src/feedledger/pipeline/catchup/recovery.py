@@ -24,10 +24,12 @@ from feedledger.model.cadence import local_date
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
-from feedledger.pipeline.assess import index_archive
-from feedledger.pipeline.backfill import Progress, RunReport, backfill
+from feedledger.model.timeutil import now_us
+from feedledger.pipeline.catchup.assess import index_archive
+from feedledger.pipeline.catchup.backfill import Progress, RunReport, backfill
+from feedledger.pipeline.catchup.served import fill
 from feedledger.pipeline.health import missed_dates
-from feedledger.pipeline.served import fill
+from feedledger.pipeline.observing import observed
 
 
 @dataclass
@@ -57,13 +59,11 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
     first = wm is None or wm.published_at is None
     days = set() if first else set(missed_dates(ctx, src, now))
     location = (src.fetch or "").strip()
-    from feedledger.pipeline.served import _directory, _kind
+    from feedledger.sources import list_dated, location_directory, location_kind  # lazy: httpx
 
-    if location and _kind(location) == "directory":
-        from feedledger.sources import list_dated
-
+    if location and location_kind(location) == "directory":
         try:
-            listed = list_dated(_directory(location), src.timezone, source=src.name)
+            listed = list_dated(location_directory(location), src.timezone, source=src.name)
         except FeedledgerError:
             listed = []  # an unreadable location: the fetch itself reports it
         after = None if wm is None else wm.published_at
@@ -78,7 +78,7 @@ def waiting(ctx: Context, src: SourceConfig, now: int) -> list[date]:
 def served(
     ctx: Context, src: SourceConfig, days: list[date], *, allow_future: bool = False
 ) -> list[PayloadRef]:
-    """Archive what the publisher still serves for `days` (pipeline/served.py)."""
+    """Archive what the publisher still serves for `days` (pipeline/catchup/served.py)."""
     return fill(ctx, src, days, allow_future=allow_future)
 
 
@@ -114,8 +114,5 @@ def recover(
     if isinstance(report, RunReport):
         out.report = report
         report.fetched = out.archived
-        from feedledger.model.timeutil import now_us
-        from feedledger.pipeline.observing import observed
-
         observed(ctx, src, now if now is not None else now_us(), held[-1].published_at)
     return out

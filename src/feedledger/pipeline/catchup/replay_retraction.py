@@ -10,7 +10,7 @@
   that were delivered any message of those runs (notify/fanout.py), the correction the
   seed asks for ("notifications cannot be recalled and are corrected with one message").
 
-The replay's summary, queued when the run ends (pipeline/runreport.py), goes to every
+The replay's summary, queued when the run ends (pipeline/catchup/report.py), goes to every
 subscriber and says what was retracted first.
 """
 

@@ -2,7 +2,7 @@
 lines and Parquet, column-wise -- no Python object per entity on the common path.
 
 * **csv**: columns are the first entity's fields in the source's order
-  (`snapshot_order.ordered`); an entity with a field outside them is refused ("entities
+  (`order.ordered`); an entity with a field outside them is refused ("entities
   have different fields"), one lacking a field gets an empty cell. Cells are the
   values as `encoding.columns.batch_frame` gives them (a batch in the stored form is
   split at its field tokens, `encoding.split`: no JSON parsing); quoting is Python's
@@ -11,7 +11,7 @@ lines and Parquet, column-wise -- no Python object per entity on the common path
   holding `\\r` where this Python's csv does not quote it, and a single column (an
   empty cell alone is quoted): those batches go through `csv.writer` itself.
   A batch in the stored form with two columns or more is first rendered by a
-  compiled loop (`ledger.encoding.render`, `snapshot_spliced`): the rows in the flat
+  compiled loop (`ledger.stored_render`, `spliced`): the rows in the flat
   form straight to their lines, the others the way above, spliced in row order.
 * **jsonl**: each entity's attributes text on its own line, canonical JSON (decoded
   from its stored form when the batch holds that).
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import io
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -35,18 +34,23 @@ from typing import IO
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from feedledger.ahead import ahead
+from feedledger.ledger.encoding import render
+from feedledger.ledger.encoding.codec import plan_book
 from feedledger.ledger.encoding.columns import (
     UnknownField,
     batch_frame,
     canonical_texts,
     concatenated,
     first_fields,
+    with_codebooks,
 )
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline import snapshot_spliced
-from feedledger.pipeline.snapshot_order import ordered
+from feedledger.pipeline.exports import spliced
+from feedledger.pipeline.exports.order import ordered
+from feedledger.pipeline.stages import Stage
 
 __all__ = ["columns_of", "warm", "write_csv", "write_jsonl", "write_parquet"]
 
@@ -88,7 +92,7 @@ def write_csv(batches: Iterable[pa.RecordBatch], handle: IO[bytes], order: list[
             names, columns = columns_of(got, order)
             _header(handle, columns)
             general = _csv_rows(names, columns)
-        if len(columns) < 2 or not snapshot_spliced.csv(got, handle, columns, general, DIFFERENT):
+        if len(columns) < 2 or not spliced.csv(got, handle, columns, general, DIFFERENT):
             general(got, handle)
         n += got.num_rows
     return n
@@ -147,8 +151,6 @@ def _general_table(names: list[str], columns: list[str]) -> Callable[[pa.RecordB
 
 
 def write_jsonl(batches: Iterable[pa.RecordBatch], handle: IO[bytes]) -> int:
-    import pyarrow.compute as pc
-
     n = 0
     for got in _nonempty(batches):
         lines = pc.binary_join_element_wise(canonical_texts(got), pa.scalar("\n"), "")
@@ -165,7 +167,7 @@ def _tables(batches: Iterable[pa.RecordBatch], order: list[str]) -> Iterator[pa.
         if general is None:
             names, columns = columns_of(got, order)
             general = _general_table(names, columns)
-        table = snapshot_spliced.table(got, columns, general, DIFFERENT)
+        table = spliced.table(got, columns, general, DIFFERENT)
         if table is None:
             table = general(got)
         if "geometry" in got.schema.names and "geometry" not in columns:
@@ -188,7 +190,7 @@ def write_parquet(
     ...`); any other column's values are spread over every row group, its min/max
     would skip none. Computing them for every column took ~0.1 of the ~0.5 CPU s
     pyarrow spends writing 1M parcels (12 string columns)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: Parquet only (CSV and JSON lines need none)
 
     n = 0
     writer: pq.ParquetWriter | None = None
@@ -219,8 +221,6 @@ def _repeating(first: pa.Table) -> list[str]:
     every column by default and falls back page by page where it grows too big: on 1M
     parcels (12 string columns) writing took 0.60 CPU s that way, 0.48 with dictionaries
     for the repeating columns only, and the file was 34 MiB instead of 38."""
-    import pyarrow.compute as pc
-
     half = first.num_rows / 2
     return [
         name
@@ -243,20 +243,18 @@ def warm() -> None:
     write_jsonl([batch], io.BytesIO())
 
 
-def loading(fmt: str) -> threading.Thread | None:
+def loading(fmt: str) -> Stage[None] | None:
     """Start loading the compiled loops the `fmt` writer renders with (numba's import
-    and its cached code: ~0.3 CPU s of Python, once per process) in a thread of its
-    own, while the caller starts its fetch; the caller joins it when done. Loaded on
-    the first batch instead, the pipeline waited for it: the fetch and the PostgreSQL
-    server's scan stalled behind one batch (a 1M-parcel PostgreSQL Parquet snapshot,
-    alternated whole processes: 2.37-2.56 s before, 2.21-2.35 s with this). None when
-    there is nothing to load (JSON lines, or loaded already)."""
+    and its cached code: ~0.3 CPU s of Python, once per process) as a `Stage` (a
+    thread of its own), while the caller starts its fetch; the caller waits for it when
+    done. Loaded on the first batch instead, the pipeline waited for it: the fetch and
+    the PostgreSQL server's scan stalled behind one batch (a 1M-parcel PostgreSQL
+    Parquet snapshot, alternated whole processes: 2.37-2.56 s before, 2.21-2.35 s with
+    this). None when there is nothing to load (JSON lines, or loaded already)."""
     if fmt not in ("csv", "parquet") or fmt in _LOADED:
         return None
     _LOADED.add(fmt)
-    thread = threading.Thread(target=_load, args=(fmt,), name="feedledger-load", daemon=True)
-    thread.start()
-    return thread
+    return Stage("load", lambda: _load(fmt))
 
 
 _LOADED: set[str] = set()
@@ -264,8 +262,6 @@ _SAMPLE_FIELDS = ("a", "b", "n")
 
 
 def _load(fmt: str) -> None:
-    from feedledger.ledger.encoding import render
-
     try:
         if fmt == "csv":
             render.csv_lines(_sample(), list(_SAMPLE_FIELDS))
@@ -277,9 +273,6 @@ def _load(fmt: str) -> None:
 
 def _sample() -> pa.RecordBatch:
     """A small batch in the stored form (its codebook made here), of `_SAMPLE_FIELDS`."""
-    from feedledger.ledger.encoding.codec import plan_book
-    from feedledger.ledger.encoding.columns import with_codebooks
-
     texts = [f'{{"a":"{i}, {i}","b":"v\\"{i}","n":{i}}}' for i in range(8)]
     book = plan_book(texts)
     stored = book.encode_series(pl.Series(texts)).to_arrow().cast(pa.string())

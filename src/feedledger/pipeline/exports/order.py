@@ -56,7 +56,7 @@ def payload_fields(data: bytes, fmt: str) -> list[str]:
             text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
             return [str(name) for name in next(csv.reader(text), [])]
         if fmt == "parquet":
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # lazy: a Parquet payload's names only
 
             return list(pq.read_schema(io.BytesIO(data)).names)
         if fmt in ("json", "jsonl"):

@@ -13,13 +13,13 @@ of every catch-up (`run`, the scheduler's recovery, `backfill`) and what `assess
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from feedledger.context import Context
-from feedledger.model.cadence import local_date
-from feedledger.model.errors import AmbiguousPayloadError
+from feedledger.model.cadence import day_start_us, expected_dates, local_date
+from feedledger.model.errors import AmbiguousPayloadError, StaleWatermarkError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.pipeline.archiving import archive_add
@@ -40,33 +40,12 @@ class Offer:
     fetched: Fetched | None = None
 
 
-def _kind(location: str) -> str:
-    from feedledger.sources import is_template
-
-    if is_template(location):
-        return "template"
-    if location.lower().startswith(("http://", "https://")):
-        return "url"
-    return "directory"
-
-
-def _directory(location: str) -> Path:
-    from urllib.parse import urlsplit
-    from urllib.request import url2pathname
-
-    if location.lower().startswith("file://"):
-        return Path(url2pathname(urlsplit(location).path))
-    return Path(location).expanduser()
-
-
 def window_days(src: SourceConfig, lo: date, hi: date) -> list[date]:
     """The days of [lo, hi] worth asking the publisher for: every day from a directory
     (listing it costs nothing), the cadence's days from a template or a URL."""
-    from datetime import timedelta
+    from feedledger.sources import location_kind  # lazy: the fetchers load httpx
 
-    from feedledger.model.cadence import expected_dates
-
-    if src.fetch and _kind(src.fetch.strip()) == "directory":
+    if src.fetch and location_kind(src.fetch.strip()) == "directory":
         return [lo + timedelta(days=i) for i in range((hi - lo).days + 1)]
     return expected_dates(src.cadence, src.timezone, lo, hi)
 
@@ -74,16 +53,24 @@ def window_days(src: SourceConfig, lo: date, hi: date) -> list[date]:
 def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
     """The publications the source's fetch location serves for `days`, oldest first.
     An unreachable publisher raises (nothing is called lost while it cannot be asked)."""
-    from feedledger.sources import fetch, fetch_day, list_dated
+    from feedledger.sources import (  # lazy: httpx
+        fetch,
+        fetch_day,
+        list_dated,
+        location_directory,
+        location_kind,
+    )
 
     if not src.fetch or not days:
         return []
     wanted = set(days)
     location = src.fetch.strip()
-    kind = _kind(location)
+    kind = location_kind(location)
     found: list[Offer] = []
     if kind == "directory":
-        for instant, path in list_dated(_directory(location), src.timezone, source=src.name):
+        for instant, path in list_dated(
+            location_directory(location), src.timezone, source=src.name
+        ):
             day = local_date(instant, src.timezone)
             if day in wanted:
                 found.append(Offer(day, path.name, instant, path=path))
@@ -108,9 +95,7 @@ def offers(src: SourceConfig, days: list[date]) -> list[Offer]:
 def _connector_now(src: SourceConfig, first: date) -> list[Fetched]:
     """A portal connector serves only what the portal has now: fetched only when its
     publisher date falls on or after the first wanted day (else nothing is downloaded)."""
-    from feedledger.model.cadence import day_start_us
-    from feedledger.model.errors import StaleWatermarkError
-    from feedledger.sources import fetch
+    from feedledger.sources import fetch  # lazy: httpx
 
     try:
         return [fetch(src, watermark=day_start_us(first, src.timezone) - 1)]
@@ -124,7 +109,7 @@ def fill(
     """Archive what the publisher still serves for `days`; returns the payloads new to
     the archive. Two payloads claiming one publisher timestamp: the archive keeps what
     it has (`archive reindex` reports these)."""
-    from feedledger.sources import read_file
+    from feedledger.sources import read_file  # lazy: httpx
 
     new: list[PayloadRef] = []
     for offer in offers(src, days):
