@@ -1,5 +1,5 @@
 """The columnar diff (feedledger.diff.compute) equals the reference formulation
-(tests/diff_reference.py) on random states and payloads: revisions, tombstones, delete
+(tests/diff/diff_reference.py) on random states and payloads: revisions, tombstones, delete
 markers, both payload kinds, and key-hash collisions forced by a degenerate `kh`."""
 
 from __future__ import annotations

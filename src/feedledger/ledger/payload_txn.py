@@ -50,7 +50,7 @@ class PayloadWrite:
     write exactly what they wrote before.
 
     `fields_id`: the codebook the attribute texts are written against (set by
-    `apply_payload`, ledger/encoding/encoding.py; None: stored as canonical JSON).
+    `apply_payload`, ledger/encoding/codebooks.py; None: stored as canonical JSON).
     """
 
     ref: PayloadRef
@@ -112,7 +112,7 @@ def _apply_staged(
 
 def _compact(store: Store, write: PayloadWrite) -> PayloadWrite:
     """`write` with its attribute texts encoded against the source's codebook chosen
-    from a sample of them (ledger/encoding/encoding.py)."""
+    from a sample of them (ledger/encoding/codebooks.py)."""
     idx = write.versions.get_column("idx").drop_nulls()
     if idx.is_empty():
         return write

@@ -7,7 +7,7 @@ report.
 
 `source_facts`: what `health` reports of one source from the ledger, read through one
 connection: frozen, the lease, runs held for review, the last fetch;
-tests/test_i16_health.py checks the two agree."""
+tests/pipeline/test_health.py checks the two agree."""
 
 from __future__ import annotations
 
