@@ -8,11 +8,9 @@ from typing import Any
 
 import typer
 
-from feedledger.cli.app import app
 from feedledger.cli.common import out, table, when
 
 
-@app.command("demo")
 def demo(
     directory: Path = typer.Option(
         Path("demo-workspace"), "--dir", help="Folder for the demo workspace (recreated)."

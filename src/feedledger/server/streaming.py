@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 import feedledger as fl
+from feedledger.api.errors import InGap, gap_text
 from feedledger.api.snapshot_stream import snapshot_bytes
 from feedledger.server.deps import instant, ledger
 
@@ -65,8 +66,6 @@ def snapshot(
     ),
     led: fl.Ledger = Depends(ledger),
 ) -> StreamingResponse:
-    from feedledger.api.errors import InGap, gap_text
-
     src = led.source(source)
     tz = src.config.timezone
     when = instant(valid, tz, "valid")
