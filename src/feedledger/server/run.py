@@ -54,7 +54,7 @@ def serve(
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Run until SIGTERM/SIGINT. `announce` hears the URL once the socket is bound."""
-    # the CLI turns the cyclic collector off for its short-lived commands (cli/main.py);
+    # the CLI turns the cyclic collector off for its short-lived commands (cli/process.py);
     # a server lives long: without it, every reference cycle a request leaves would stay
     gc.enable()
 
