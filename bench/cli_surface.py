@@ -366,6 +366,12 @@ VOLATILE_NUMBER = re.compile(
     r"|(\()[0-9.]+( s\))"
 )
 MESSAGE_ID = re.compile(r"\bmsg_[0-9a-f]{32}\b")
+# a refused payload's file: its sha256's first 16 characters and a random suffix
+REJECTED_FILE = re.compile(r"(/rejected/[^/\s\"]+/[0-9a-f]{16})-[0-9a-f]{8}\b")
+# rates and elapsed times in progress lines ("0.2 payloads/s; 6 s elapsed")
+PROGRESS = re.compile(r"\b[0-9.]+( \w+/s\b|( s)? elapsed| s\b(?=;|$))", re.M)
+# random ids other than run ids: the 16 hex digits of a manifest's id...
+HEX16_ID = re.compile(r'"\w*_id": "([0-9a-f]{16})"')
 
 
 def normalise(text: str, tmp: Path) -> str:
@@ -374,19 +380,23 @@ def normalise(text: str, tmp: Path) -> str:
     text = text.replace(str(Path(sys.executable).parent), "<bin>")
     uuids = re.findall(UUID, text)
     short = {u[:8]: u for u in uuids}
+    others = "|".join(sorted(set(HEX16_ID.findall(text))))
     numbers: dict[str, int] = {}
 
     def ident(match: re.Match[str]) -> str:
         token = match.group(0)
-        full = token if len(token) == 36 else short[token[:8]]
+        full = token if len(token) in (16, 36) else short[token[:8]]
         cut = "…" if token.endswith("…") else ""
         return f"<id {numbers.setdefault(full, len(numbers) + 1)}>{cut}"
 
     # a whole id, or the first 8 characters of one (tables), perhaps cut further on (…)
-    prefixes = "|".join(map(re.escape, short))
-    if prefixes:
-        cut = rf"(?<![0-9a-f])(?:{prefixes})(?:[0-9a-f-]*…|(?![0-9a-f-]))"
-        text = re.sub(rf"{UUID}|{cut}", ident, text)
+    patterns = [UUID]
+    if short:
+        prefixes = "|".join(map(re.escape, short))
+        patterns.append(rf"(?<![0-9a-f])(?:{prefixes})(?:[0-9a-f-]*…|(?![0-9a-f-]))")
+    if others:
+        patterns.append(rf"(?<![0-9a-f])(?:{others})(?![0-9a-f])")
+    text = re.sub("|".join(patterns), ident, text)
     today = datetime.now(UTC).date()
     near = {str(today + timedelta(days=d)): d for d in range(-40, 2)}
 
@@ -405,6 +415,8 @@ def normalise(text: str, tmp: Path) -> str:
     text = TIMESTAMP.sub(stamp, text)
     text = VOLATILE_NUMBER.sub(lambda m: f"{m.group(1) or m.group(2)}<n>{m.group(3) or ''}", text)
     text = MESSAGE_ID.sub("msg_<id>", text)
+    text = REJECTED_FILE.sub(r"\1-<id>", text)
+    text = PROGRESS.sub(r"<n>\1", text)
     return LOCAL_PORT.sub(r"\1:<port>", text)
 
 
