@@ -146,10 +146,14 @@ DAY2 = [HEADER, ["1", "R1", "10"], ["2", "R3", "20"], ["3", "C1", "30"], ["5", "
 DAY4 = [HEADER, ["1", "R1", "11"], ["2", "R3", "20"], ["5", "MU", "50"], ["6", "I1", "60"]]
 
 
+# the day the run started: the fetching source's files are dated from it, and the
+# normalisation writes dates near it as `<today-N>` (a run across midnight UTC differs)
+TODAY = datetime.now(UTC).date()
+
+
 def days_ago(n: int) -> str:
-    """A date relative to today (the fetching source's publications must be recent; the
-    normalisation writes it back as `<today-N>`)."""
-    return str(datetime.now(UTC).date() - timedelta(days=n))
+    """A date relative to today (the fetching source's publications must be recent)."""
+    return str(TODAY - timedelta(days=n))
 
 
 def workspace_section(runner: Runner, out: list[str]) -> None:
@@ -397,8 +401,7 @@ def normalise(text: str, tmp: Path) -> str:
     if others:
         patterns.append(rf"(?<![0-9a-f])(?:{others})(?![0-9a-f])")
     text = re.sub("|".join(patterns), ident, text)
-    today = datetime.now(UTC).date()
-    near = {str(today + timedelta(days=d)): d for d in range(-40, 2)}
+    near = {str(TODAY + timedelta(days=d)): d for d in range(-40, 2)}
 
     def stamp(match: re.Match[str]) -> str:
         """A time of the clock (a date near today with a time of day) is `<now>`; a date
