@@ -17,12 +17,16 @@ tree) and writes, in a fixed order:
    destination, a sync and a manifest, the demo) and every command that takes `--json`,
    with and without it: each command's exit code, stdout and stderr.
 
-Every command runs as its own process (`python -m feedledger ...`) with COLUMNS=100,
-TERM=dumb, NO_COLOR=1 and TZ=UTC. Values that change from run to run are replaced by
-placeholders: run ids (full and 8-character) and other random ids by `<id N>` (numbered
-by first appearance, so the same id is the same placeholder), times of the clock
-(transaction times, `started_at`, ages in seconds) by `<now>`, the temporary folder by
-`<tmp>`, durations by `<dur>`.
+Every command runs as its own process (`python -m feedledger ...`) with TERM=dumb,
+NO_COLOR=1, TZ=UTC and COLUMNS=100 (400 for the workspace's commands: their tables are
+never wrapped or cut, so an id or a time is whole and its placeholder exact). Values
+that change from run to run are replaced by placeholders: run ids (whole or their first
+8 characters) and other random ids by `<id N>` (numbered by first appearance: the same
+id, the same placeholder), times of the clock (transaction times, `started_at`) by
+`<now>`, the temporary folder by `<tmp>`, durations, rates and process ids by `<n>`,
+dates near the day the run started by `<today-N>`. Source f's calendar is relative to
+that day, so two runs compare only if neither crossed midnight UTC (a run takes about
+10 minutes on an idle machine).
 """
 
 from __future__ import annotations
