@@ -1,5 +1,9 @@
 """Content-addressed, write-once payload archive (Invariant 1: archive first).
 
+May import: `feedledger.model` and the leaf utilities (`timing`, `faults`, `ahead`);
+never its siblings `sources` and `config` or a layer above, nor SQL (pyproject's
+[tool.importlinter]).
+
 The archive's rules are written once (`archive/core.py`) over a small blob-store
 protocol (`archive/blobs.py`: create-once, read, exists, list, hold a slot) that two
 backends provide: a local (or mounted) folder (`archive/local.py`), and S3-compatible

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import typer
 
-from feedledger.cli.app import archive_app
 from feedledger.cli.common import (
     JSON_OPT,
     emit_json,
@@ -22,11 +21,11 @@ from feedledger.cli.common import (
     table,
     when,
 )
+from feedledger.model.cadence import day_start_us
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import to_us, zone
 
 
-@archive_app.command("add")
 def add(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -67,7 +66,6 @@ def add(
         emit_json(results[0] if single else results)
 
 
-@archive_app.command("list")
 def list_(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -120,8 +118,6 @@ def _last_us(end: date | datetime, tz: str) -> int:
     """The last microsecond `end` includes (a date: the end of its day in `tz`)."""
     if isinstance(end, datetime):
         return to_us(end)
-    from feedledger.model.cadence import day_start_us
-
     return day_start_us(end + timedelta(days=1), tz) - 1
 
 
@@ -143,7 +139,6 @@ def _list_rejected(ctx: typer.Context, source: str, json_out: bool) -> None:
     )
 
 
-@archive_app.command("reindex")
 def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Rebuild the payload index in the store from the archive alone (folder or bucket)."""
     with ledger(ctx) as led:
@@ -160,7 +155,7 @@ def reindex_cmd(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
 @contextmanager
 def _bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str | None], None]]:
     """A per-payload progress bar on stderr (nothing when stderr is not a terminal)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # lazy: bars only
 
     if quiet or not err.is_terminal:
         yield lambda _done, _total, _payload: None
@@ -176,7 +171,6 @@ def _mib(n: int) -> str:
     return f"{n / 1048576:,.1f} MiB"
 
 
-@archive_app.command("compact")
 def compact_cmd(
     ctx: typer.Context,
     source: str | None = typer.Argument(None, help="Only this source's payloads."),
@@ -205,7 +199,6 @@ def compact_cmd(
         raise typer.Exit(1)
 
 
-@archive_app.command("verify")
 def verify_cmd(
     ctx: typer.Context,
     source: str | None = typer.Argument(None, help="Only this source's payloads."),

@@ -17,9 +17,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from feedledger.cli import process
 from feedledger.cli.exit_codes import exit_code
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.jsonout import RawJSON, dumps
+from feedledger.model.timeutil import from_us, parse_instant, to_us
 
 if TYPE_CHECKING:
     from feedledger.api.ledger import Ledger
@@ -29,11 +31,6 @@ out = Console(highlight=False, soft_wrap=True, emoji=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:
     out.width = 160  # piped output: do not squeeze tables into 80 columns
 err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-
-# Set by the console entry point (cli.main.main), whose process ends right after the
-# command: an SQLite store then leaves its write-ahead log for the next writer to
-# checkpoint instead of checkpointing on the way out (see Store.close).
-LEAVE_WAL = False
 
 JSON_OPT = typer.Option(False, "--json", help="Print stable JSON on stdout (see README).")
 
@@ -46,7 +43,7 @@ def config_path(ctx: typer.Context) -> Path | None:
 
 def workspace(ctx: typer.Context) -> Workspace:
     """The workspace's configuration (the scheduler face runs on it)."""
-    from feedledger.api.workspace import load_workspace
+    from feedledger.api.workspace import load_workspace  # lazy: --help loads no API
 
     return load_workspace(config_path(ctx))
 
@@ -54,16 +51,14 @@ def workspace(ctx: typer.Context) -> Workspace:
 @contextmanager
 def ledger(ctx: typer.Context) -> Iterator[Ledger]:
     """The workspace named by the global options, opened through the public API."""
-    from feedledger.api.ledger import open_config
+    from feedledger.api.ledger import open_config  # lazy: --help loads no API
 
-    with open_config(config_path(ctx), leave_wal=LEAVE_WAL) as led:
+    with open_config(config_path(ctx), leave_wal=process.LEAVE_WAL) as led:
         yield led
 
 
 def instant(text: str, tz: str, what: str) -> datetime:
     """A time typed on the command line (YYYY-MM-DD: 00:00 in `tz`; or ISO-8601)."""
-    from feedledger.model.timeutil import parse_instant
-
     return parse_instant(text, tz, what=what)
 
 
@@ -109,8 +104,6 @@ def when(value: int | datetime | None) -> str:
     """Compact UTC time for tables (JSON output keeps full ISO-8601)."""
     if value is None:
         return ""
-    from feedledger.model.timeutil import from_us, to_us
-
     if isinstance(value, datetime):
         value = to_us(value)
     text = from_us(value).strftime("%Y-%m-%d %H:%M:%S")

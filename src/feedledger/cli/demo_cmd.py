@@ -9,11 +9,9 @@ from pathlib import Path
 
 import typer
 
-from feedledger.cli.app import app
 from feedledger.cli.common import out, table, when
 
 
-@app.command("demo")
 def demo(
     directory: Path = typer.Option(
         Path("demo-workspace"), "--dir", help="Folder for the demo workspace (recreated)."

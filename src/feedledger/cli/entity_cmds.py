@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from feedledger.cli.app import app
 from feedledger.cli.common import (
     JSON_OPT,
     emit_json,
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from feedledger.api.results import Gap, Version
 
 
-@app.command("history")
 def history_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -41,7 +39,7 @@ def history_cmd(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Versions of one entity in valid-time order (valid_to derived)."""
-    from feedledger.api.results import Version
+    from feedledger.api.results import Version  # lazy: --help loads no API
 
     with ledger(ctx) as led:
         src = led.source(source)
@@ -92,7 +90,6 @@ def history_cmd(
     )
 
 
-@app.command("asof")
 def asof_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import typer
 
-from feedledger.cli.app import app, gap_app
 from feedledger.cli.common import JSON_OPT, emit_json, ledger, opt_instant, out, table, when
 from feedledger.cli.recovery_cmds import FROM_OPT, TO_OPT
 
 
-@app.command("gaps")
 def gaps_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -45,7 +43,6 @@ def gaps_cmd(
     )
 
 
-@gap_app.command("add")
 def gap_add_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -68,7 +65,6 @@ def gap_add_cmd(
     )
 
 
-@app.command("freeze")
 def freeze_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -87,7 +83,6 @@ def freeze_cmd(
         )
 
 
-@app.command("thaw")
 def thaw_cmd(
     ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
 ) -> None:

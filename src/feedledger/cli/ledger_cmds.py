@@ -3,13 +3,13 @@ asof are in entity_cmds.py). Each parses its text, calls the public API, renders
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
-from feedledger.cli.app import app
 from feedledger.cli.common import (
     JSON_OPT,
     emit_json,
@@ -97,7 +97,6 @@ def _render_recovery(rec: Recovered, json_out: bool) -> None:
     )
 
 
-@app.command("ingest")
 def ingest_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(..., help="Source name."),
@@ -124,7 +123,6 @@ def ingest_cmd(
     _render_ingest(result, json_out)
 
 
-@app.command("run")
 def run_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(..., help="Source name (must have --fetch)."),
@@ -148,7 +146,11 @@ def run_cmd(
     run of the newest. Several waiting (dated files after the watermark, or days the
     cadence expected): every one the source still serves is archived and applied
     oldest first as ONE backfill run, with gaps for the rest (as the scheduler does)."""
-    from feedledger.api.results import NothingToDo, NotModified, Recovered
+    from feedledger.api.results import (  # lazy: --help loads no API
+        NothingToDo,
+        NotModified,
+        Recovered,
+    )
 
     with ledger(ctx) as led:
         result = led.source(source).run(
@@ -175,7 +177,6 @@ def run_cmd(
     _render_ingest(result, json_out)
 
 
-@app.command("runs")
 def runs_cmd(
     ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
 ) -> None:
@@ -220,7 +221,6 @@ def _run_status(r: Run) -> str:
     return text
 
 
-@app.command("changes")
 def changes_cmd(
     ctx: typer.Context,
     run: str = typer.Option(
@@ -270,7 +270,6 @@ def changes_cmd(
         )
 
 
-@app.command("watermark")
 def watermark_cmd(
     ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
 ) -> None:
@@ -286,7 +285,6 @@ def watermark_cmd(
         )
 
 
-@app.command("snapshot")
 def snapshot_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(...),
@@ -311,10 +309,8 @@ def snapshot_cmd(
     """Write the whole source as it stood at --valid (streaming); columns in the
     source's field order (CSV and the GIS formats). Inside a gap it warns on stderr
     (`--strict`: refuses)."""
-    import warnings
-
-    from feedledger.api.errors import GapWarning
-    from feedledger.api.source import Source
+    from feedledger.api.errors import GapWarning  # lazy: --help loads no API
+    from feedledger.api.source import Source  # lazy: --help loads no API
 
     if output is not None and str(output) == "-":
         output = None  # the usual spelling of stdout, never a file named "-"
@@ -337,7 +333,6 @@ def snapshot_cmd(
         err.print(f"{source}: no entity at --valid {valid}{known_note}; nothing written")
 
 
-@app.command("verify")
 def verify_cmd(
     ctx: typer.Context, source: str = typer.Argument(...), json_out: bool = JSON_OPT
 ) -> None:
@@ -360,7 +355,7 @@ def verify_cmd(
 
 def _gap_notice(source: str, valid: str, inside: SnapshotGap, strict: bool) -> None:
     """`snapshot --valid D` inside a standing gap: say so (or refuse with --strict)."""
-    from feedledger.api.errors import InGap, gap_text
+    from feedledger.api.errors import InGap, gap_text  # lazy: --help loads no API
 
     text = gap_text(source, valid, inside)
     if strict:

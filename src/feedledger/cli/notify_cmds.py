@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from feedledger.cli.app import notify_app, subscriber_app
 from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table, when
 
 if TYPE_CHECKING:
     from feedledger.api.notify import Dispatched, DispatchProgress
 
 
-@subscriber_app.command("add")
 def subscriber_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Subscriber name."),
@@ -61,7 +59,6 @@ def subscriber_add(
         out.print(f"subscriber {sub.name}: {sub.kind} {sub.target}")
 
 
-@subscriber_app.command("list")
 def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Subscribers, by name."""
     with ledger(ctx) as led:
@@ -87,7 +84,6 @@ def subscriber_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     )
 
 
-@subscriber_app.command("remove")
 def subscriber_remove(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
     """Remove a subscriber (its undelivered messages are cancelled)."""
     with ledger(ctx) as led:
@@ -98,7 +94,6 @@ def subscriber_remove(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) 
         out.print(f"removed subscriber {name} ({cancelled} undelivered message(s) cancelled)")
 
 
-@notify_app.command("dispatch")
 def notify_dispatch(
     ctx: typer.Context,
     once: bool = typer.Option(
@@ -169,8 +164,8 @@ def _progress(quiet: bool) -> Iterator[DispatchProgress | None]:
     if quiet or not err.is_terminal:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-    from rich.progress import Progress as Bar
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn  # lazy: bars only
+    from rich.progress import Progress as Bar  # lazy: bars only
 
     with Bar(
         TextColumn("dispatch"),
@@ -189,7 +184,6 @@ def _progress(quiet: bool) -> Iterator[DispatchProgress | None]:
         yield step
 
 
-@notify_app.command("status")
 def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Per subscriber: pending, failed (to retry), delivered, dead, cancelled, being sent
     now by a running dispatcher (claimed); the oldest pending message's age."""
@@ -228,7 +222,6 @@ def notify_status(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     out.print("outbox: " + ", ".join(f"{k} {v}" for k, v in sorted(data["outbox"].items())))
 
 
-@notify_app.command("retry")
 def notify_retry(
     ctx: typer.Context,
     subscriber: str | None = typer.Option(None, "--subscriber", help="Only this subscriber."),
@@ -243,7 +236,6 @@ def notify_retry(
         out.print(f"{n} dead message(s) pending again")
 
 
-@notify_app.command("correction")
 def notify_correction(
     ctx: typer.Context,
     run_id: str = typer.Argument(..., help="The run whose notifications went out wrongly."),

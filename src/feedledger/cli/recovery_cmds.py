@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from feedledger.cli.app import app
 from feedledger.cli.common import (
     JSON_OPT,
     emit_json,
@@ -27,6 +26,7 @@ from feedledger.cli.common import (
     warn_invalid_geometries,
     when,
 )
+from feedledger.cli.sync_render import CountLog, rate_column
 
 if TYPE_CHECKING:
     from feedledger.api.results import Assessment, NothingToDo, Payload, WindowRun
@@ -59,9 +59,7 @@ def dates(days: list[date]) -> str:
 def _progress(label: str, quiet: bool, every_s: float = 10.0) -> Iterator[OnProgress]:
     """A per-payload progress bar on stderr (counts and rate); when stderr is not a
     terminal (a log), a plain line every `every_s` seconds (0: none) and at the end."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from feedledger.cli.sync_render import CountLog, rate_column
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # lazy: bars only
 
     if quiet or (not err.is_terminal and every_s <= 0):
         yield lambda _done, _total, _ref: None
@@ -103,7 +101,7 @@ def _warn_missing(source: str, days: list[date]) -> None:
 
 
 def _render_run(report: WindowRun | NothingToDo, json_out: bool) -> None:
-    from feedledger.api.results import NothingToDo
+    from feedledger.api.results import NothingToDo  # lazy: --help loads no API
 
     if isinstance(report, NothingToDo):
         if report.hint:
@@ -143,7 +141,6 @@ def _render_run(report: WindowRun | NothingToDo, json_out: bool) -> None:
     out.print(f"  {report.summary}")
 
 
-@app.command("assess")
 def assess_cmd(
     ctx: typer.Context,
     source: str = typer.Argument(..., help="Source name."),
@@ -166,7 +163,6 @@ def assess_cmd(
     _render_plan(plan)
 
 
-@app.command("backfill")
 def backfill_cmd(
     ctx: typer.Context,
     source: list[str] = typer.Argument(..., help="ONE source name."),
@@ -208,7 +204,6 @@ def backfill_cmd(
     _render_run(report, json_out)
 
 
-@app.command("replay")
 def replay_cmd(
     ctx: typer.Context,
     source: list[str] = typer.Argument(..., help="ONE source name."),
@@ -238,7 +233,6 @@ def replay_cmd(
     _render_run(report, json_out)
 
 
-@app.command("retract")
 def retract_cmd(
     ctx: typer.Context,
     run_id: str = typer.Argument(
@@ -266,7 +260,6 @@ def retract_cmd(
     )
 
 
-@app.command("review")
 def review_cmd(
     ctx: typer.Context,
     run_id: str = typer.Argument(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 
 import typer
 
-from feedledger.cli.app import app
 from feedledger.cli.common import (
     JSON_OPT,
+    config_path,
     emit_json,
     err,
     instant,
@@ -20,9 +21,9 @@ from feedledger.cli.common import (
     workspace,
 )
 from feedledger.model.errors import ConfigError
+from feedledger.model.timeutil import from_us, now_us
 
 
-@app.command("scheduler")
 def scheduler(
     ctx: typer.Context,
     workers: int = typer.Option(2, "--workers", min=1, help="Sources run at once here."),
@@ -66,8 +67,6 @@ def scheduler(
     source, run_id, outcome, counts and duration). SIGTERM / SIGINT: no new runs; a
     backfill stops after its current payload; leases are released; exit 0.
     """
-    import threading
-
     stopping = threading.Event()
 
     def stop(_signum: int, _frame: object) -> None:
@@ -76,9 +75,8 @@ def scheduler(
     signal.signal(signal.SIGTERM, stop)  # from the start: a stop while starting is clean
     signal.signal(signal.SIGINT, stop)
 
-    from feedledger.cli.common import config_path
-    from feedledger.scheduler.loop import Options, Scheduler
-    from feedledger.scheduler.metrics import Metrics
+    from feedledger.scheduler.loop import Options, Scheduler  # lazy: --help loads no scheduler
+    from feedledger.scheduler.metrics import Metrics  # lazy: --help loads no scheduler
 
     ws = workspace(ctx)
     if not any(s.fetch for s in ws.sources.values()):
@@ -103,7 +101,6 @@ def scheduler(
         sched.close()
 
 
-@app.command("health")
 def health(
     ctx: typer.Context,
     sources: list[str] | None = typer.Argument(None, help="Only these sources."),
@@ -121,8 +118,6 @@ def health(
     wrong (ahead of the clock, or gone back before the watermark with other content),
     0 otherwise. A fetch that found nothing new observed the source: not missed.
     """
-    from feedledger.model.timeutil import from_us, now_us
-
     when = instant(at, "UTC", "--at") if at else from_us(now_us())
     with ledger(ctx) as led:
         names = [n for part in sources or [] for n in part.split(",") if n]

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from feedledger.cli.app import app
 from feedledger.cli.common import config_path
 
 
-@app.command("serve")
 def serve_cmd(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
@@ -31,7 +29,7 @@ def serve_cmd(
 ) -> None:
     """Serve the JSON API (OpenAPI at /docs) and the dashboard. Read-only unless
     --token-env names a variable that is set; SIGTERM shuts down gracefully."""
-    from feedledger.server.run import serve
+    from feedledger.server.run import serve  # lazy: the server stack (FastAPI, uvicorn)
 
     config = config_path(ctx)
     try:

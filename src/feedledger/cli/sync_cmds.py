@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from feedledger.cli import sync_render as render
-from feedledger.cli.app import app, destination_app, manifest_app
 from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table
 from feedledger.model.errors import ConfigError
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
     from feedledger.api.destination import RebuildProgress
 
 
-@destination_app.command("add")
 def destination_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Destination name."),
@@ -62,7 +60,6 @@ def destination_add(
         out.print(f"destination {dest.name}: {dest.kind} table {dest.table} for {dest.source}")
 
 
-@destination_app.command("list")
 def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Destinations, by name."""
     with ledger(ctx) as led:
@@ -75,7 +72,6 @@ def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     table("destinations", ["name", "source", "kind", "table", "generation", "paused"], rows)
 
 
-@destination_app.command("remove")
 def destination_remove(ctx: typer.Context, name: str) -> None:
     """Forget a destination (its table is left as it is)."""
     with ledger(ctx) as led:
@@ -83,7 +79,6 @@ def destination_remove(ctx: typer.Context, name: str) -> None:
     out.print(f"removed destination {name}")
 
 
-@manifest_app.command("create")
 def manifest_create(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Manifest name."),
@@ -107,7 +102,6 @@ def manifest_create(
         out.print(f"manifest {man.name}: {man.population:,} keys of {man.source} ({kind})")
 
 
-@manifest_app.command("show")
 def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> None:
     """A manifest: boundary, generation, population, and whether it is reconstructible."""
     with ledger(ctx) as led:
@@ -118,7 +112,6 @@ def manifest_show(ctx: typer.Context, name: str, json_out: bool = JSON_OPT) -> N
     render.manifest(data)
 
 
-@manifest_app.command("list")
 def manifest_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Manifests, by name."""
     with ledger(ctx) as led:
@@ -144,7 +137,7 @@ def _progress(quiet: bool, label: str, every_s: float) -> Iterator[RebuildProgre
     if quiet:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # lazy: bars only
 
     columns = (
         TextColumn("rebuild"),
@@ -162,7 +155,6 @@ def _progress(quiet: bool, label: str, every_s: float) -> Iterator[RebuildProgre
         yield step
 
 
-@app.command("sync")
 def sync(
     ctx: typer.Context,
     destination: str = typer.Argument(..., help="Destination name."),
@@ -252,7 +244,6 @@ def _stop_on_signals() -> threading.Event:
     return stopping
 
 
-@app.command("sync-explain")
 def sync_explain(
     ctx: typer.Context,
     destination: str = typer.Argument(..., help="Destination name."),
@@ -270,7 +261,6 @@ def sync_explain(
         render.explain(data)
 
 
-@app.command("reconcile")
 def reconcile(
     ctx: typer.Context,
     destination: str = typer.Argument(..., help="Destination name."),

@@ -9,7 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.text import Text
+
 from feedledger.cli.common import out, table
+from feedledger.model.destination import is_deletion
 
 SHOWN = 10  # findings listed per kind (all are counted)
 FINDINGS = ("missing", "extra", "duplicates", "stale", "wrong_generation", "unresolved")
@@ -102,8 +105,7 @@ def sync(data: dict[str, Any]) -> None:
 
 def rate_column(unit: str) -> Any:
     """A Rich progress column: the task's rate in `unit`s a second (blank until known)."""
-    from rich.progress import ProgressColumn
-    from rich.text import Text
+    from rich.progress import ProgressColumn  # lazy: bars only
 
     class Rate(ProgressColumn):
         def render(self, task: Any) -> Text:
@@ -182,8 +184,6 @@ class ProgressLog:
 
 
 def explain(data: dict[str, Any]) -> None:
-    from feedledger.model.destination import is_deletion
-
     held = data["held"]
     where = f"{data['destination']} ({data['source']}) key {key_text(data['key'])}"
     if held is None:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from feedledger.cli.app import app, db_app, source_app
 from feedledger.cli.common import JSON_OPT, config_path, emit_json, err, ledger, out, table
 from feedledger.model.defaults import (
     DEFAULT_FETCH_DEADLINE_S,
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from feedledger.model.source import SourceConfig
 
 
-@app.command()
 def init(
     store: str | None = typer.Option(
         None,
@@ -45,7 +43,7 @@ def init(
 ) -> None:
     """Create feedledger.toml, the store (schema via Alembic) and the archive folder (or
     check that the archive's bucket answers)."""
-    from feedledger.api.workspace import create
+    from feedledger.api.workspace import create  # lazy: --help loads no API
 
     _ws, created = create(
         directory, store=store, archive=archive, archive_endpoint_url=archive_endpoint
@@ -60,10 +58,9 @@ def init(
     out.print("Next: feedledger source add NAME --key FIELD [--format csv] ...")
 
 
-@db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Create or upgrade the store's schema to this version's head revision."""
-    from feedledger.api.workspace import upgrade_schema
+    from feedledger.api.workspace import upgrade_schema  # lazy: --help loads no API
 
     change = upgrade_schema(config_path(ctx))
     if json_out:
@@ -72,10 +69,9 @@ def db_upgrade(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
         out.print(f"schema {change.before or '(empty)'} -> {change.after}")
 
 
-@db_app.command("current")
 def db_current(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """Show the schema revision of the store and the one this version needs."""
-    from feedledger.api.workspace import schema_state
+    from feedledger.api.workspace import schema_state  # lazy: --help loads no API
 
     state = schema_state(config_path(ctx))
     if json_out:
@@ -93,7 +89,7 @@ def _source_json(src: SourceConfig) -> dict[str, object]:
 def _warn_fetch(src: SourceConfig) -> None:
     """A local fetch location that does not exist is worth a warning now (it may be a
     mount that is not there yet, so not an error); URLs are not probed."""
-    from feedledger.api.workspace import missing_fetch_folder
+    from feedledger.api.workspace import missing_fetch_folder  # lazy: --help loads no API
 
     folder = missing_fetch_folder(src)
     if folder is not None:
@@ -104,7 +100,6 @@ def _warn_fetch(src: SourceConfig) -> None:
         )
 
 
-@source_app.command("add")
 def source_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Source name, e.g. larimer."),
@@ -270,7 +265,6 @@ def source_add(
         )
 
 
-@source_app.command("list")
 def source_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     """List declared sources."""
     with ledger(ctx) as led:
@@ -297,7 +291,6 @@ def source_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
     )
 
 
-@source_app.command("remove")
 def source_remove(ctx: typer.Context, name: str) -> None:
     """Remove a source's declaration (its history stays in the ledger)."""
     with ledger(ctx) as led:

@@ -1,4 +1,10 @@
-"""Payload readers: bytes -> columnar observations (Arrow/Polars).
+"""Payload readers: bytes -> columnar observations (Arrow/Polars): CSV, JSON lines,
+JSON, Parquet and the GIS formats (GeoJSON, shapefile, GeoPackage, FileGDB,
+FlatGeobuf, GeoParquet), their geometry checks and canonical record hashing.
+
+May import: `feedledger.archive`, `feedledger.sources`, `feedledger.config`,
+`feedledger.model` and the leaf utilities (`timing`, `faults`, `ahead`); never its
+sibling `feedledger.diff` or a layer above, nor SQL (pyproject's [tool.importlinter]).
 
 The names below are imported on first use (PEP 562 `__getattr__`): a module that needs
 only `formats.canonical` or `formats.keys` (a snapshot, a query) does not load every

@@ -28,6 +28,8 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import leases
 from feedledger.model.timeutil import iso, now_us
+from feedledger.notify.dispatch import dispatch
+from feedledger.notify.subscriptions import listing
 from feedledger.pipeline.health import health
 from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
 from feedledger.scheduler.metrics import Metrics
@@ -178,9 +180,6 @@ class Scheduler:
                 self.emit({"event": "error", "source": h.source, "error": f"alert: {exc}"})
 
     def _dispatch(self) -> None:
-        from feedledger.notify.dispatch import dispatch
-        from feedledger.notify.subscriptions import listing
-
         try:
             if not listing(self.store):
                 return

@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 
 class Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import (  # lazy: only with --metrics-port
+            CollectorRegistry,
+            Counter,
+            Gauge,
+            Histogram,
+        )
 
         self.registry = CollectorRegistry()
         r = self.registry
@@ -63,7 +68,7 @@ class Metrics:
         )
 
     def serve(self, port: int, addr: str) -> None:
-        from prometheus_client import start_http_server
+        from prometheus_client import start_http_server  # lazy: only with --metrics-port
 
         start_http_server(port, addr=addr, registry=self.registry)
 

@@ -2,5 +2,11 @@
 endpoints under /api (OpenAPI at /docs), writes only with a bearer token, and the
 dashboard's pages (server/pages.py, server/static/).
 
-A face like the CLI: it uses only `feedledger.api`, the top-level names and
-`feedledger.model`; it holds no SQL."""
+Holds: `app` (the application and its lifespan), `run` (uvicorn, one or N workers),
+`problems` (errors as RFC 9457 problem details), `auth`, `deps`, the `routes_*`
+modules, `fastpath`, `streaming`, `docs`, `pages` + `assets` + `static/`.
+
+May import: `feedledger.api`, the top-level names and `feedledger.model` (a face like
+the CLI); never `feedledger.cli` or `feedledger.scheduler`, the layers under the API
+(ledger, pipeline, archive, sources, notify, sync, context, config), nor SQL
+(pyproject's [tool.importlinter] contracts)."""

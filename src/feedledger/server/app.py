@@ -20,8 +20,19 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 import feedledger as fl
-from feedledger.server import problems
+from feedledger.api.ledger import open_config
+from feedledger.api.snapshot_stream import warm_up
+from feedledger.server import (
+    docs,
+    problems,
+    routes_destinations,
+    routes_runs,
+    routes_sources,
+    routes_writes,
+    streaming,
+)
 from feedledger.server.auth import Token, parse_tokens
+from feedledger.server.fastpath import EntityFastPath
 
 # what `feedledger serve` hands to the worker processes (uvicorn's factory takes no
 # arguments): the workspace's feedledger.toml and the name of the token variable
@@ -57,8 +68,6 @@ def create_app(
         _ = led.context.store
         app.state.scrub = problems.Scrubber(led.workspace.root, [t.secret for t in tokens])
         if warm:
-            from feedledger.api.snapshot_stream import warm_up
-
             await asyncio.to_thread(warm_up)
         # what start-up made (modules, the app, the ledger) lives as long as the process:
         # kept out of the cyclic collector's full passes, which otherwise walked it all
@@ -88,23 +97,11 @@ def create_app(
     app.state.scrub = problems.Scrubber(None, [t.secret for t in tokens])
     app.state.not_found_page = None
     problems.install(app)
-
-    from feedledger.server import (
-        docs,
-        routes_destinations,
-        routes_runs,
-        routes_sources,
-        routes_writes,
-        streaming,
-    )
-
     for module in (routes_sources, streaming, routes_runs, routes_destinations, routes_writes):
         app.include_router(module.router)
     app.include_router(docs.router)
     _mount_pages(app)
     # the plain asof/history requests answered before routing (server/fastpath.py)
-    from feedledger.server.fastpath import EntityFastPath
-
     app.add_middleware(EntityFastPath)
     return app
 
@@ -143,8 +140,6 @@ def tokens_from_env(var: str | None) -> list[Token]:
 def app_from_env() -> FastAPI:
     """The factory uvicorn's worker processes call (`--workers N`): the workspace and the
     token variable as `feedledger serve` put them in the environment."""
-    from feedledger.api.ledger import open_config
-
     config = os.environ.get(CONFIG_ENV) or None
     tokens = tokens_from_env(os.environ.get(TOKEN_ENV_ENV))
     # not warmed: what a snapshot stream's first use costs (~140 MiB and ~2 s a process,

@@ -10,6 +10,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -33,8 +34,6 @@ router = APIRouter(include_in_schema=False)
 
 @cache
 def _folder() -> Path:
-    import fastapi_offline
-
     return Path(fastapi_offline.__file__).parent / "static"
 
 

@@ -8,6 +8,7 @@ the process exits 0."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -18,9 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 
+import uvicorn
+from uvicorn.supervisors import Multiprocess, multiprocess
 from uvicorn.supervisors.multiprocess import Process as _Worker
 
 import feedledger as fl
+from feedledger.api.ledger import open_config
 from feedledger.server.app import (
     CONFIG_ENV,
     GO_FILE,
@@ -50,11 +54,7 @@ def serve(
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Run until SIGTERM/SIGINT. `announce` hears the URL once the socket is bound."""
-    import gc
-
-    import uvicorn
-
-    # the CLI turns the cyclic collector off for its short-lived commands (cli/main.py);
+    # the CLI turns the cyclic collector off for its short-lived commands (cli/process.py);
     # a server lives long: without it, every reference cycle a request leaves would stay
     gc.enable()
 
@@ -72,8 +72,6 @@ def serve(
     signal.signal(signal.SIGTERM, _ignore)
     signal.signal(signal.SIGINT, _ignore)
     if workers > 1:
-        from uvicorn.supervisors import Multiprocess, multiprocess
-
         os.environ[CONFIG_ENV] = config or ""
         os.environ[TOKEN_ENV_ENV] = token_env or ""
         shared = not hasattr(socket, "SO_REUSEPORT")
@@ -106,8 +104,6 @@ def serve(
         finally:
             shutil.rmtree(ready, ignore_errors=True)
         return
-    from feedledger.api.ledger import open_config
-
     with open_config(config) as probe:  # refuse a bad workspace before binding
         probe.sources()
     sock = _bind(host, port)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 import feedledger as fl
+from feedledger.api.errors import InGap, gap_text
 from feedledger.server.deps import instant, ledger
 
 router = APIRouter(prefix="/api", tags=["sources"])
@@ -64,8 +65,6 @@ def snapshot(
     ),
     led: fl.Ledger = Depends(ledger),
 ) -> StreamingResponse:
-    from feedledger.api.errors import InGap, gap_text
-
     src = led.source(source)
     tz = src.config.timezone
     when = instant(valid, tz, "valid")

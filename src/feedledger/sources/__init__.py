@@ -1,4 +1,9 @@
-"""Fetchers: get the newest payload a source has published (directory, HTTP).
+"""Fetchers: get the newest payload a source has published (directory, HTTP, the
+portal connectors).
+
+May import: `feedledger.model` and the leaf utilities (`timing`, `faults`, `ahead`);
+never its siblings `archive` and `config` or a layer above, nor SQL (pyproject's
+[tool.importlinter]).
 
 Modules, lowest first: `dated` (values), `directory` and `http` (one kind of location
 each), `location` (one concrete location, by scheme), `templates` (`{date}` locations,
