@@ -4,7 +4,9 @@ A name starting with one underscore is its module's own business: every module u
 src/feedledger is parsed with `ast`, and an import of another feedledger module's
 `_name` (`from feedledger.x import _name`) or an attribute use `module._name` of an
 imported feedledger module fails the test. Binding a public name under a private alias
-(`from feedledger.notify import tables as _notify_tables`) is allowed.
+(`from feedledger.notify import tables as _notify_tables`) is allowed. A module whose
+own name starts with an underscore (`api/_payloads.py`) is private to its package, as
+httpx's `_models` are: its package's modules may import it, no other module may.
 """
 
 from __future__ import annotations
@@ -33,6 +35,18 @@ def _is_module(dotted: str) -> bool:
     ).is_file()
 
 
+def _private_package(dotted: str, here: str) -> str | None:
+    """`dotted` when it names a private module (`feedledger.api._payloads`) that `here`
+    is not in the package of; else None."""
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        if _private(part) and _is_module(".".join(parts[: i + 1])):
+            package = ".".join(parts[:i])
+            if here != package and not here.startswith(package + "."):
+                return dotted
+    return None
+
+
 def _absolute(node: ast.ImportFrom, here: str, is_package: bool) -> str:
     if not node.level:
         return node.module or ""
@@ -52,8 +66,15 @@ def _offences(path: Path) -> list[str]:
             origin = _absolute(node, here, path.name == "__init__.py")
             if origin != "feedledger" and not origin.startswith("feedledger."):
                 continue
+            outside = _private_package(origin, here)
+            if outside:
+                found.append(f"{here}:{node.lineno} imports {outside}")
             for alias in node.names:
-                if _private(alias.name) and origin != here:
+                if _is_module(f"{origin}.{alias.name}") and not _private_package(
+                    f"{origin}.{alias.name}", here
+                ):
+                    modules[alias.asname or alias.name] = f"{origin}.{alias.name}"
+                elif _private(alias.name) and origin != here:
                     found.append(f"{here}:{node.lineno} imports {origin}.{alias.name}")
                 elif _is_module(f"{origin}.{alias.name}"):
                     modules[alias.asname or alias.name] = f"{origin}.{alias.name}"
