@@ -56,9 +56,9 @@ class RunsPage:
 
 def resolve_run(ctx: Context, run_id: str) -> str:
     """`Ledger.resolve_run`: a whole run id from any unique prefix."""
-    from feedledger.ledger import run_ids  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger import runs  # lazy: SQLAlchemy, Arrow
 
-    return run_ids.resolve(ctx.store, run_id)
+    return runs.resolve_id(ctx.store, run_id)
 
 
 def is_geo_run(ctx: Context, run_id: str) -> bool:

@@ -6,11 +6,16 @@ or `reopen` for a resumed backfill), counts what its payload transactions applie
 (`count`), and is finished with the lease's release (`finish`), or marked
 `abandoned` when its holder died (`abandon`). Functions taking a `Connection` run
 inside the caller's transaction; the others open their own.
+
+Run ids as people type them (`resolve_id`): the whole id or any unique prefix (as git
+takes hashes). Tables show run ids cut short; every command that takes a RUN_ID resolves
+it here, so what a table shows can be typed back.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +23,7 @@ from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, sele
 
 from feedledger.ledger.records import Run
 from feedledger.ledger.schema import applications, gaps, outbox, outcomes, runs, write_audit
-from feedledger.model.errors import LeaseHeldError
+from feedledger.model.errors import ConfigError, LeaseHeldError, NotFoundError
 from feedledger.model.timeutil import now_us
 
 if TYPE_CHECKING:
@@ -379,3 +384,35 @@ def kinds_and_statuses(conn: Connection, run_ids: list[str]) -> dict[str, tuple[
         stmt = select(runs.c.run_id, runs.c.kind, runs.c.status).where(runs.c.run_id.in_(chunk))
         found.update({r.run_id: (r.kind, r.status) for r in conn.execute(stmt)})
     return found
+
+
+_SHOWN = 10  # matches named in an "ambiguous" error
+_PREFIX = re.compile(r"^[0-9A-Za-z-]+$")
+
+
+def resolve_id(store: Store, text: str) -> str:
+    """The full run id `text` names: itself, or the one run id it is a prefix of.
+
+    Unknown: NotFoundError (exit 3). A prefix of several: ConfigError (exit 2) listing
+    the matches (source, kind, run id) so the user can pick one."""
+    wanted = text.strip()
+    if not wanted or not _PREFIX.match(wanted):
+        raise NotFoundError(
+            f"unknown run id {text!r}", hint="list runs with `feedledger runs SOURCE`"
+        )
+    if run_exists(store, wanted):
+        return wanted
+    # run ids are letters, digits and '-': no LIKE wildcard can occur in the prefix
+    rows = with_prefix(store, wanted.lower(), _SHOWN + 1)
+    if not rows:
+        raise NotFoundError(
+            f"unknown run id {text!r}", hint="list runs with `feedledger runs SOURCE`"
+        )
+    if len(rows) == 1:
+        return str(rows[0].run_id)
+    named = ", ".join(f"{r.run_id} ({r.source} {r.kind})" for r in rows[:_SHOWN])
+    more = " and more" if len(rows) > _SHOWN else ""
+    raise ConfigError(
+        f"run id prefix {text!r} is ambiguous: it matches {named}{more}",
+        hint="give more characters of the run id",
+    )
