@@ -14,7 +14,6 @@ from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.ingest import ingest as apply
-from feedledger.pipeline.run import NothingNew
 
 
 def content_type(name: str) -> str | None:
@@ -86,9 +85,10 @@ def archive(
 def run_result(source: str, result: Any) -> Ingested | Recovered | NothingToDo | NotModified:
     """`Source.run`'s result typed: not modified, nothing new, several publications
     applied as one backfill (Recovered), or one live run."""
-    from feedledger.pipeline.catchup.recovery import (
-        Recovery,  # lazy: SQLAlchemy, Arrow, the readers
+    from feedledger.pipeline.catchup.recovery import (  # lazy: the payload readers
+        Recovery,
     )
+    from feedledger.pipeline.run import NothingNew  # lazy: a snapshot loads no payload reader
 
     if result is None:
         return NotModified(source)
