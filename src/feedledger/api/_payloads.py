@@ -14,7 +14,6 @@ from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.ingest import ingest as apply
-from feedledger.pipeline.run import NothingNew
 
 
 def content_type(name: str) -> str | None:
@@ -89,6 +88,7 @@ def run_result(source: str, result: Any) -> Ingested | Recovered | NothingToDo |
     from feedledger.pipeline.catchup.recovery import (
         Recovery,  # lazy: SQLAlchemy, Arrow, the readers
     )
+    from feedledger.pipeline.run import NothingNew  # lazy: the fetchers, as above
 
     if result is None:
         return NotModified(source)

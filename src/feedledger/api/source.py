@@ -48,7 +48,6 @@ from feedledger.api.windows import (
 from feedledger.context import Context
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, now_us
-from feedledger.pipeline.run import run_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -151,6 +150,8 @@ class Source:
         A publisher date more than a day ahead is refused unless `allow_future`; one
         gone back before the watermark with other content is refused (exit 6, archived)
         unless `accept_restored` applies it as a correction dated now."""
+        from feedledger.pipeline.run import run_source  # lazy: the fetchers and the readers
+
         result = run_source(
             self.context,
             self.name,
