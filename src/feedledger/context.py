@@ -34,7 +34,7 @@ class Context:
         """The workspace's archive: a local folder or S3-compatible object storage
         (s3fs is imported only then)."""
         if self._archive is None:
-            from feedledger.archive import open_archive
+            from feedledger.archive import open_archive  # lazy: not for store-only commands
 
             self._archive = open_archive(
                 self.workspace.archive_location,
@@ -46,7 +46,7 @@ class Context:
     @property
     def store(self) -> Store:
         if self._store is None:
-            from feedledger.ledger.store import Store
+            from feedledger.ledger.store import Store  # lazy: SQLAlchemy, while a parse runs
 
             self._store = Store(self.workspace.store_url)
         return self._store
@@ -54,7 +54,7 @@ class Context:
     @property
     def cache(self) -> StateCache:
         if self._cache is None:
-            from feedledger.ledger.statecache import StateCache
+            from feedledger.ledger.statecache import StateCache  # lazy: polars, as above
 
             self._cache = StateCache(self.workspace.state_dir / "state", self.store)
         return self._cache

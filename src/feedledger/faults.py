@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 ENV = "FEEDLEDGER_FAULT"
 
@@ -46,8 +47,6 @@ def point(name: str, count: int | None = None) -> None:
     if count is not None and len(parts) > 1 and parts[1] != str(count):
         return
     if pause:
-        import time
-
         time.sleep(float(os.environ.get("FEEDLEDGER_FAULT_PAUSE_S", "5")))
         return
     if kill:

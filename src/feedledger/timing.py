@@ -31,7 +31,7 @@ def stage(name: str) -> Iterator[None]:
     finally:
         _stages.append((name, time.perf_counter() - start))
         if _RSS:
-            import resource
+            import resource  # lazy: POSIX only (none on Windows), for =rss
 
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
             _stages.append((f"{name}.peak_mib", float(peak)))

@@ -106,7 +106,7 @@ def open_archive(
     `keyframe_every(source)`: a standalone frame every so many payloads (default 30)."""
     text = str(location)
     if is_object_store_url(text):
-        from feedledger.archive.objectstore import S3Archive
+        from feedledger.archive.objectstore import S3Archive  # lazy: ~3 ms, s3:// only
 
         return S3Archive(text, endpoint_url=endpoint_url, keyframe_every=keyframe_every)
     if "://" in text:

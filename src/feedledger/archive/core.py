@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from feedledger.archive import maintain
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery, Objects, raw_rel
 from feedledger.archive.rejected import (
@@ -234,19 +235,15 @@ class BlobArchive:
     ) -> builtins.list[CompactItem]:
         """Compress the raw objects of the accepted payloads (of `source`, or all) in
         place, crash-safe (`archive/maintain.py`); one item per payload."""
-        from feedledger.archive.maintain import compact
-
         refs = self.scan(source)
         with self._blobs.writing():
-            return compact(self.objects, self._blobs, refs, progress)
+            return maintain.compact(self.objects, self._blobs, refs, progress)
 
     def verify(
         self, source: str | None = None, progress: Progress | None = None
     ) -> builtins.list[VerifyItem]:
         """Read back every accepted payload (of `source`, or all) and check its sha256."""
-        from feedledger.archive.maintain import verify
-
-        return verify(self.objects, self.scan(source), progress)
+        return maintain.verify(self.objects, self.scan(source), progress)
 
     # -- reading -----------------------------------------------------------------------
 

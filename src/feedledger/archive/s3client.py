@@ -123,7 +123,7 @@ class S3Client:
         with self._lock:
             if self._fs is None:
                 try:
-                    import s3fs
+                    import s3fs  # lazy: optional extra (feedledger[s3])
                 except ImportError as exc:
                     raise ConfigError(
                         f"the archive {self.url} is on S3-compatible storage, which needs s3fs",
@@ -143,8 +143,8 @@ class S3Client:
 
     def _fail(self, exc: BaseException, doing: str) -> FeedledgerError:
         """A clear error naming the archive for whatever s3fs/botocore raised."""
-        from botocore import exceptions as bx
-        from fsspec.exceptions import FSTimeoutError
+        from botocore import exceptions as bx  # lazy: s3fs's, as above
+        from fsspec.exceptions import FSTimeoutError  # lazy: s3fs's, as above
 
         where = self.endpoint_url or "AWS S3"
         code = _error_code(exc)

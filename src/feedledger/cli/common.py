@@ -19,6 +19,7 @@ from rich.table import Table
 
 from feedledger.cli import process
 from feedledger.cli.exit_codes import exit_code
+from feedledger.model.envfail import env_failure, failing_path
 from feedledger.model.errors import FeedledgerError
 from feedledger.model.jsonout import RawJSON, dumps
 from feedledger.model.timeutil import from_us, parse_instant, to_us
@@ -119,8 +120,6 @@ def _fail_on_environment(exc: Exception) -> None:
     """A full disk, a read-only file system, no permission... that no layer below turned
     into a FeedledgerError: still one line naming the path and the fix, not a traceback
     or a misleading schema hint (FEEDLEDGER_DEBUG=1 keeps the traceback)."""
-    from feedledger.model.envfail import env_failure, failing_path
-
     failure = env_failure(exc)
     if failure is None or os.environ.get("FEEDLEDGER_DEBUG"):
         return

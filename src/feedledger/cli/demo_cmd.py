@@ -22,8 +22,8 @@ def demo(
     parcel's bitemporal history and as-of answers; then fetch a zoning layer from a
     FeatureServer served on 127.0.0.1 for the demo and show a parcel's geometry change."""
     # the demo (and the API under it) is imported when the command runs, not at start-up
-    from feedledger.demo import build_demo
-    from feedledger.demo.report import Table, report
+    from feedledger.demo import build_demo  # lazy: see above
+    from feedledger.demo.report import Table, report  # lazy: see above
 
     for item in report(build_demo(directory, store=store)):
         if isinstance(item, Table):

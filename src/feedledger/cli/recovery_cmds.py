@@ -186,7 +186,7 @@ def backfill_cmd(
     payloads older than the watermark in the window (late or restated, archived or
     fetched now) refuse it (exit 2), pointing at `replay`, which folds them in."""
 
-    from feedledger.api.windows import one_source
+    from feedledger.api.windows import one_source  # lazy: --help loads no API
 
     def on_plan(plan: Assessment) -> None:
         _warn_missing(plan.source, plan.missing_dates)
@@ -216,7 +216,7 @@ def replay_cmd(
     """Retract the source's versions valid from --from on, then apply every archived
     payload from that date in publisher order (late and restated ones included)."""
 
-    from feedledger.api.windows import one_source
+    from feedledger.api.windows import one_source  # lazy: --help loads no API
 
     def on_plan(refs: list[Payload], missing: list[date]) -> None:
         err.print(f"replaying {len(refs)} archived payload(s)")

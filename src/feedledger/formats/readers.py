@@ -46,7 +46,7 @@ def read_observations(
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
     if src.is_geo:
         # lazy: the GIS readers and shapely cost a CSV ingest 0.1-0.3 s
-        from feedledger.formats.geo_reader import read_geo
+        from feedledger.formats.geo_reader import read_geo  # lazy: see above
 
         pre = pre_read(label) if pre_read is not None else None
         obs = pre if pre is not None else read_geo(_geo_bytes(data, src, label), src, label)

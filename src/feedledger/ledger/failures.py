@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sqlalchemy import event
+
 from feedledger.model.envfail import env_failure
 from feedledger.model.errors import FeedledgerError, StoreUnavailableError
 
@@ -236,7 +238,6 @@ def guard(engine: Any, place: Place) -> None:
     """Every statement of `engine` (a SQLAlchemy Engine) that fails raises feedledger's
     error instead of SQLAlchemy's (its `handle_error` event). The pool's pre-ping and a
     statement run with the `PROBE` execution option keep theirs."""
-    from sqlalchemy import event
 
     def handle(ctx: Any) -> BaseException | None:
         if ctx.is_pre_ping:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
 
-from feedledger.model.timeutil import zone
+from feedledger.model.timeutil import from_us, to_us, zone
 
 
 def expected_dates(cadence: str, tz: str, start: date, end: date) -> list[date]:
@@ -22,7 +22,7 @@ def expected_dates(cadence: str, tz: str, start: date, end: date) -> list[date]:
         return days
     if cadence == "weekdays":
         return [d for d in days if d.weekday() < 5]
-    from croniter import croniter
+    from croniter import croniter  # lazy: croniter only for cron cadences
 
     tzinfo = zone(tz)
     first = datetime.combine(start, time(0), tzinfo) - timedelta(microseconds=1)
@@ -41,13 +41,11 @@ def expected_dates(cadence: str, tz: str, start: date, end: date) -> list[date]:
 def due_at(cadence: str, tz: str, day: date, publish_at: str = "00:00") -> int:
     """When the publication of `day` is due, as UTC microseconds: `publish_at` (HH:MM,
     local) on that day; for a cron cadence, its first firing that day."""
-    from feedledger.model.timeutil import to_us
-
     tzinfo = zone(tz)
     if cadence in ("daily", "weekdays"):
         hour, minute = (int(x) for x in publish_at.split(":"))
         return to_us(datetime.combine(day, time(hour, minute), tzinfo))
-    from croniter import croniter
+    from croniter import croniter  # lazy: croniter only for cron cadences
 
     start = datetime.combine(day, time(0), tzinfo) - timedelta(microseconds=1)
     fire: datetime = croniter(cadence, start).get_next(datetime)
@@ -78,15 +76,11 @@ def next_due(cadence: str, tz: str, now_us: int, publish_at: str = "00:00") -> i
 
 def local_date(instant_us: int, tz: str) -> date:
     """The calendar date of an instant in the source's timezone."""
-    from feedledger.model.timeutil import from_us
-
     return from_us(instant_us).astimezone(zone(tz)).date()
 
 
 def day_start_us(day: date, tz: str) -> int:
     """00:00 of `day` in the source's timezone, as UTC microseconds."""
-    from feedledger.model.timeutil import to_us
-
     return to_us(datetime.combine(day, time(0), zone(tz)))
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from feedledger.model.errors import ConfigError
+from feedledger.model.timeutil import iso
 
 # The content hash of a tombstone row: a record the source deleted (the hash of
 # b"\x00tombstone", sync.transform.content_hash(None)), or one the transform left out
@@ -72,8 +73,6 @@ class Destination:
     paused_at: int | None = None
 
     def to_json(self) -> dict[str, object]:
-        from feedledger.model.timeutil import iso
-
         return {
             "name": self.name,
             "source": self.source,

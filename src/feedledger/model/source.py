@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from pydantic import (
 from feedledger.model.defaults import DEFAULT_FETCH_DEADLINE_S as DEFAULT_FETCH_DEADLINE_S
 from feedledger.model.defaults import DEFAULT_GEOMETRY_GRID as DEFAULT_GEOMETRY_GRID
 from feedledger.model.defaults import DEFAULT_MAX_PAYLOAD_BYTES as DEFAULT_MAX_PAYLOAD_BYTES
+from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import zone
 from feedledger.model.types import PayloadKind
 
@@ -149,8 +151,6 @@ def check_name(value: str, what: str = "source") -> str:
     """`value` if it is a valid name (see `name_problem`), else a ConfigError (exit 2)."""
     problem = name_problem(value, what)
     if problem is not None:
-        from feedledger.model.errors import ConfigError
-
         raise ConfigError(problem)
     return value
 
@@ -202,7 +202,7 @@ def validate_cadence(value: str) -> str:
     """`daily`, `weekdays`, or a 5-field cron expression (croniter)."""
     if value in ("daily", "weekdays"):
         return value
-    from croniter import croniter
+    from croniter import croniter  # lazy: croniter only for cron cadences
 
     if not croniter.is_valid(value) or len(value.split()) != 5:
         raise ValueError(
@@ -289,8 +289,6 @@ class SourceConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _tz(cls, value: str) -> str:
-        from feedledger.model.errors import ConfigError
-
         try:
             zone(value)
         except ConfigError as exc:
@@ -380,8 +378,6 @@ def parse_csv_delimiter(value: str) -> str:
 def check_encoding(value: str) -> str:
     """`value` if Python knows it as a text encoding (utf-8, latin-1, cp1252, utf-16...);
     a ValueError otherwise."""
-    import codecs
-
     try:
         info = codecs.lookup(value)
     except LookupError:

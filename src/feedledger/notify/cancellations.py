@@ -37,7 +37,7 @@ def cancel_epoch(store: Store) -> int:
 
 def _bump_epoch(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as upsert
+        from sqlalchemy.dialects.postgresql import insert as upsert  # lazy: the store's dialect
     else:
         from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
     stmt = upsert(counters).values(name=EPOCH, value=1)

@@ -75,7 +75,7 @@ def add_subscriber(
 
 
 def _check_url(url: str) -> None:
-    import httpx
+    import httpx  # lazy: httpx only when a webhook subscriber is added
 
     try:
         parsed = httpx.URL(url)

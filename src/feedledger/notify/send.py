@@ -108,7 +108,7 @@ async def post(
     policy: Policy,
     rng: random.Random,
 ) -> Outcome:
-    import httpx
+    import httpx  # lazy: httpx only when a webhook is sent
 
     body = d.body.encode("utf-8")
     try:
@@ -164,7 +164,7 @@ def describe(exc: BaseException, target: str) -> str:
 
 
 def _host(target: str) -> str:
-    import httpx
+    import httpx  # lazy: httpx only for a webhook's failure
 
     try:
         url = httpx.URL(target)

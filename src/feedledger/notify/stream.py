@@ -100,7 +100,7 @@ class Stream:
         return keep, skipped
 
     async def _webhook(self) -> None:
-        import httpx
+        import httpx  # lazy: httpx only for a webhook subscriber
 
         s, policy = self.shared, self.shared.policy
         secret, missing = signing_secret(self.sub)

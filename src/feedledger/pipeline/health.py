@@ -222,8 +222,8 @@ def destination_lag(
     its source -- outbox messages and changes after its cursor, and the age of the
     oldest (seconds at `now_us`); a paused route (a maintenance rebuild) says so."""
     # lazy: the sync modules (a dozen) load only where destinations are asked about
-    from feedledger.sync import manifests, registry
-    from feedledger.sync.rebuild import resume_point
+    from feedledger.sync import manifests, registry  # lazy: see above
+    from feedledger.sync.rebuild import resume_point  # lazy: see above
 
     got = []
     mans = manifests.listing(ctx.store)

@@ -120,7 +120,7 @@ def ingest(
         opening = stages.start("store", _warm_store, ctx)
         # lazy: the archive hashes and compresses the bytes (no GIL) while polars and
         # the readers load
-        from feedledger.formats import published_from_field, read_observations
+        from feedledger.formats import published_from_field, read_observations  # lazy: see above
 
         try:
             with stage("read"):

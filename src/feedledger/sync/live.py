@@ -11,6 +11,7 @@ with the rebuild (sync/rebuild.py): reading versions, building documents.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger.queries import changed_keys
-from feedledger.model.destination import Destination
+from feedledger.model.destination import Destination, generation_rank
 from feedledger.model.timeutil import now_us
 from feedledger.sync import registry
 from feedledger.sync import state as sync_state
@@ -77,8 +78,6 @@ class Builder:
     """Docs for one destination: its transform, generation and revision rule."""
 
     def __init__(self, ctx: Context, dest: Destination, generation: str | None = None) -> None:
-        from feedledger.model.destination import generation_rank
-
         self.transform = load(dest.transform)
         self.generation = generation or dest.generation
         self.rank = generation_rank(self.generation)
@@ -142,8 +141,6 @@ class Builder:
 
 
 def _key_text(key: str) -> str:
-    import json
-
     try:
         fields = json.loads(key)
     except ValueError:

@@ -27,6 +27,7 @@ from feedledger.sync import manifests, registry, versions
 from feedledger.sync import state as sync_state
 from feedledger.sync.manifests import Manifest
 from feedledger.sync.target import Target
+from feedledger.sync.transform import revision_of
 
 BUCKET = 10_000
 MISSING_VERDICTS_SHOWN = 100  # keys without a verdict listed by reconcile (all are counted)
@@ -206,8 +207,6 @@ def _expected(
     """(revision, deleted) per key from the ledger's current state: for the manifest's
     keys (what the destination must hold) and for the others (what may explain a row
     the live route wrote since)."""
-    from feedledger.sync.transform import revision_of
-
     state = versions.current_state(ctx.store, source)
     mine: dict[str, tuple[int, bool]] = {}
     others: dict[str, tuple[int, bool]] = {}
@@ -231,9 +230,7 @@ def _bounds(keys: Sequence[str]) -> list[tuple[str, str]]:
 def _sums(
     expected: dict[str, tuple[int, bool]], keys: Sequence[str], lo: str, hi: str, rank: int
 ) -> tuple[int, int, int, int]:
-    import bisect
-
-    a, b = bisect.bisect_left(keys, lo), bisect.bisect_right(keys, hi)
+    a, b = bisect_left(keys, lo), bisect_right(keys, hi)
     part = [expected[k] for k in keys[a:b]]
     return (
         len(part),

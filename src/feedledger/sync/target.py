@@ -46,6 +46,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from feedledger import faults
 from feedledger.ledger import failures
+from feedledger.ledger.engine import normalise_url
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.guard import GUARD, judge
@@ -340,8 +341,6 @@ _ACCEPTED = object()
 
 def _engine(dest: Destination) -> Engine:
     if dest.kind == "postgres":
-        from feedledger.ledger.engine import normalise_url
-
         return create_engine(normalise_url(dest.url), pool_pre_ping=True)
     engine = create_engine(f"sqlite:///{dest.url}", connect_args={"timeout": 60})
 

@@ -159,8 +159,8 @@ def build(
 def wkb_of(texts: list[str | None]) -> list[bytes | str | None]:
     """Each GeoJSON text as ISO WKB (None for none), or -- a geometry GEOS cannot read --
     the problem, as one line (that record is rejected, the others written)."""
-    import numpy as np
-    import shapely
+    import numpy as np  # lazy: numpy, shapely only for a geometry destination
+    import shapely  # lazy: as above
 
     def one(text: str | None) -> bytes | str | None:
         try:
