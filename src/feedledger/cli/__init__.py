@@ -12,4 +12,4 @@ May import: `feedledger.api`, `feedledger.model`, the top-level names (`feedledg
 and `feedledger.server` (`serve` starts it); never the layers under the API (ledger,
 pipeline, archive, sources, notify, sync, context, config) nor SQL (pyproject's
 [tool.importlinter] contracts). At module level only what `--help` needs: typer, Rich
-and light `model` modules (tests/test_cli_startup.py)."""
+and light `model` modules (tests/cli/test_startup.py)."""
