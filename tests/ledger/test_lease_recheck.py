@@ -37,8 +37,8 @@ from feedledger.model.timeutil import to_us
 from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from helpers import Cli
-from pipeline.test_backfill import at, fetch, outbox_rows, zonings
-from pipeline.test_missed_publications import OTHER, SRC, WEEK, publish, setup
+from pipeline.backfill_scenario import at, fetch, outbox_rows, zonings
+from pipeline.missed_week import OTHER, SRC, WEEK, publish, setup
 
 # the scheduler's clock: the evening of the last day of the week (America/Denver)
 NOW = to_us(datetime(2026, 8, 11, 18, 0, tzinfo=UTC))

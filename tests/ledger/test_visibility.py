@@ -21,7 +21,7 @@ from feedledger.ledger.visibility import (
     visible_sql,
 )
 from helpers import Cli
-from pipeline.test_backfill import SRC, backfill, ingest_args, outage
+from pipeline.backfill_scenario import SRC, backfill, ingest_args, outage
 
 
 def _ledger_with_retractions(cli: Cli, tmp_path: Path) -> None:

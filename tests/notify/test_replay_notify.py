@@ -28,7 +28,7 @@ from feedledger.notify.subscriptions import listing
 from feedledger.notify.tables import deliveries
 from helpers import Cli
 from notify.test_webhooks import dispatch, file_lines
-from pipeline.test_backfill import SRC, archive, declare, fetch, ingest_args, outbox_rows
+from pipeline.backfill_scenario import SRC, archive, declare, fetch, ingest_args, outbox_rows
 
 UNDELIVERED = ("pending", "failed", "dead")
 

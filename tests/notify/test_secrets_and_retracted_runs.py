@@ -37,7 +37,7 @@ from notify.test_webhooks import (
     receivers,
     serve,
 )
-from pipeline.test_backfill import declare, ingest_args
+from pipeline.backfill_scenario import declare, ingest_args
 
 __all__ = ["receivers", "started"]  # fixtures
 

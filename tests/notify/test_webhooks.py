@@ -33,7 +33,7 @@ from feedledger.faults import InjectedFailure
 from feedledger.ledger.store import Store
 from feedledger.notify.tables import deliveries
 from helpers import Cli, write_csv
-from pipeline.test_backfill import (
+from pipeline.backfill_scenario import (
     ARCHIVED,
     KEY,
     LIVE,

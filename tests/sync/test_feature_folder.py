@@ -23,7 +23,7 @@ from feedledger.sync import tables
 from feedledger.sync import versions as sync_versions
 from helpers import Cli
 from ledger.test_visibility import _instants, _ledger_with_retractions
-from pipeline.test_backfill import SRC
+from pipeline.backfill_scenario import SRC
 
 PACKAGE = Path(feedledger.__file__).parent
 SYNC_TABLES = ("destinations", "manifests", "manifest_keys", "sync_outcomes",
