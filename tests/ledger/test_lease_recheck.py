@@ -227,11 +227,11 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
     from feedledger.ledger import notices
     from feedledger.model.errors import ConfigError
     from feedledger.pipeline.review import review
-    from pipeline.test_review import _burst
-    from pipeline.test_review import _setup as review_setup
+    from pipeline.held_burst import held_burst
+    from pipeline.held_burst import setup as review_setup
 
     review_setup(cli, tmp_path)
-    held = _burst(cli, tmp_path)["run_id"]
+    held = held_burst(cli, tmp_path)["run_id"]
     real = notices.settle
     rival: list[Any] = []
 
