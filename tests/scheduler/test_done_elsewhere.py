@@ -21,7 +21,7 @@ from feedledger.model.timeutil import to_us
 from feedledger.pipeline.scheduling import Attempt, attempt
 from feedledger.scheduler.metrics import Metrics
 from helpers import Cli
-from ledger.test_lease_recheck import NOW, rival_before_lease
+from ledger.lease_rival import NOW, rival_before_lease
 from pipeline.backfill_scenario import at
 from pipeline.missed_week import SRC, WEEK, setup
 
