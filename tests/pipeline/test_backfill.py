@@ -1,7 +1,7 @@
 """Recovering a missed week through the CLI (the seed's backfill procedure), on SQLite
 and PostgreSQL: backfill in publisher order, resume after an interruption or a kill,
 gaps for the days the archive lacks, freezes, leases. Replay and retraction (and bad
-requests): test_retract.py, which shares the helpers below.
+requests): test_retract.py, which shares the helpers of backfill_scenario.py.
 
 The scenario is the seed's: parcel 0714-22-1 of `larimer` (America/Denver) was R-0 when
 the 2026-08-02 payload was applied live; the scheduler was then down, and the archive
