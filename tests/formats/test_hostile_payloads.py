@@ -378,7 +378,7 @@ def test_error_lines_quoting_payload_content_are_capped() -> None:
 
 
 def test_through_ingest_one_line_bytes_kept_under_rejected(cli: Cli, tmp_path: Path) -> None:
-    from pipeline.test_bad_input import is_archived, ledger_dump, one_message
+    from pipeline.bad_input_checks import is_archived, ledger_dump, one_message
 
     for fmt in ("csv", "jsonl", "json", "parquet"):
         cli("source", "add", f"s-{fmt}", "--key", "id", "--format", fmt)

@@ -20,7 +20,7 @@ from sqlalchemy import Table, select
 from feedledger.config import Workspace
 from feedledger.ledger.schema import applications, gaps, outcomes, versions
 from helpers import Cli
-from pipeline.test_backfill import backfill, fetch, ingest_args, outage
+from pipeline.backfill_scenario import backfill, fetch, ingest_args, outage
 
 HISTORY = (versions, applications, gaps, outcomes)
 MARKS = ("retracted_at", "retracted_by")

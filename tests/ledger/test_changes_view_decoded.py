@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from feedledger.ledger import engine as eng
 from feedledger.ledger.encoding import Decoder
 from helpers import BACKENDS, Cli, backend_store, write_csv
-from ledger.test_compact_versions import _load_previous_release
+from ledger.previous_release import load_previous_release
 
 SRC = "parcels"
 HEADER = ["id", "city", "owner", "note"]
@@ -138,7 +138,7 @@ def test_a_store_with_codebooks_before_the_migration_reads_decoded(
     """A store of the previous release (0009), upgraded to head: 0011 made codebooks
     with value segments; 0012 fills their tokens, and the view decodes every row."""
     with backend_store(backend, tmp_path) as url:
-        _load_previous_release(url)
+        load_previous_release(url)
         engine = eng.make_engine(url)
         try:
             eng.upgrade(engine)

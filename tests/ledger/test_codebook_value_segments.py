@@ -32,7 +32,7 @@ from feedledger.ledger.encoding.codec import (
 )
 from feedledger.ledger.schema import CHANGE_NAMES
 from helpers import BACKENDS, Cli, backend_store
-from ledger.test_compact_versions import FIXTURE, _load_previous_release, canonical
+from ledger.previous_release import FIXTURE, canonical, load_previous_release
 
 M11: Any = importlib.import_module("feedledger.ledger.migrations.versions.0011_version_values")
 
@@ -177,7 +177,7 @@ def _alembic(url: str, target: str, down: bool = False) -> None:
 def test_migration_0011_converts_a_0010_store_and_back(backend: str, tmp_path: Path) -> None:
     expected = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
     with backend_store(backend, tmp_path) as url:
-        _load_previous_release(url)
+        load_previous_release(url)
         _alembic(url, "0010")
         before = _contents(url)
         assert {change for change, _ in before.values()} == set(CHANGE_NAMES)

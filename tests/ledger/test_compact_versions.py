@@ -24,15 +24,11 @@ from feedledger.ledger import engine as eng
 from feedledger.ledger.encoding import codebooks
 from feedledger.ledger.encoding.codec import TOKENS, Codebook, covers, gains, plan, row_patterns
 from helpers import BACKENDS, Cli, backend_store, migrate, write_csv
+from ledger.previous_release import FIXTURE, canonical, load_previous_release
 
-FIXTURE = Path(__file__).parent / "fixtures" / "previous_release_store"
 MIGRATION: Any = importlib.import_module(
     "feedledger.ledger.migrations.versions.0010_compact_versions"
 )
-
-
-def canonical(record: dict[str, Any]) -> str:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 # -- the codec ----------------------------------------------------------------------------
@@ -164,48 +160,11 @@ def test_compact_versions_answer_the_json_of_canonical_ones(
 # -- migration 0010 over a store the previous release populated ---------------------------
 
 
-def _load_previous_release(url: str) -> None:
-    """The store at 0009 with the rows `make_store.py` left (previous release's code)."""
-    from alembic import command
-
-    engine = eng.make_engine(url, create=True)
-    try:
-        with engine.begin() as conn:
-            command.upgrade(eng._config(conn), "0009")
-        meta = sa.MetaData()
-        meta.reflect(engine)
-        data = json.loads((FIXTURE / "rows.json").read_text(encoding="utf-8"))
-        with engine.begin() as conn:
-            for name, table in data.items():
-                t = meta.tables[name]
-                rows = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
-                for row in rows:
-                    for col, value in row.items():
-                        if isinstance(t.c[col].type, sa.Boolean) and value is not None:
-                            row[col] = bool(value)
-                conn.execute(t.delete())
-                conn.execute(t.insert(), rows)
-                if conn.dialect.name == "postgresql":  # rows came with their serial ids
-                    for col in t.primary_key.columns:
-                        seq = conn.execute(
-                            sa.text("SELECT pg_get_serial_sequence(:t, :c)"),
-                            {"t": name, "c": col.name},
-                        ).scalar_one()
-                        if seq:
-                            conn.execute(
-                                sa.text(
-                                    f"SELECT setval('{seq}', (SELECT max({col.name}) FROM {name}))"
-                                )
-                            )
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_migration_converts_a_previous_release_store(backend: str, tmp_path: Path) -> None:
     expected = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
     with backend_store(backend, tmp_path) as url:
-        _load_previous_release(url)
+        load_previous_release(url)
         root = tmp_path / "ws"
         root.mkdir()
         toml = (FIXTURE / "feedledger.toml").read_text(encoding="utf-8")

@@ -18,9 +18,7 @@ decided there was work, just before it takes the source's lease. SQLite and Post
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,41 +35,14 @@ from feedledger.model.timeutil import to_us
 from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from helpers import Cli
-from pipeline.test_backfill import at, fetch, outbox_rows, zonings
-from pipeline.test_missed_publications import OTHER, SRC, WEEK, publish, setup
-
-# the scheduler's clock: the evening of the last day of the week (America/Denver)
-NOW = to_us(datetime(2026, 8, 11, 18, 0, tzinfo=UTC))
-
-Rival = Callable[[Context], Any]
+from ledger.lease_rival import NOW, rival_before_lease
+from pipeline.backfill_scenario import at, fetch, outbox_rows, zonings
+from pipeline.missed_week import OTHER, SRC, WEEK, publish, setup
 
 
 def denver(day: str) -> int:
     """00:00 America/Denver (MDT) of an August `day`, in microseconds."""
     return to_us(datetime.fromisoformat(at(day)))
-
-
-@contextmanager
-def rival_before_lease(
-    monkeypatch: pytest.MonkeyPatch, ws: Workspace, rival: Rival
-) -> Iterator[list[Any]]:
-    """The first `leases.leased_run` anybody asks for first lets `rival` run whole, in a
-    context of its own (another worker), then goes on. Yields what the rival returned."""
-    real = leases.leased_run
-    done: list[Any] = []
-
-    @contextmanager
-    def leased_run(*args: Any, **kwargs: Any) -> Iterator[leases.LeasedRun]:
-        if not done:
-            done.append(None)
-            with Context(Workspace.load(ws.config_path)) as other:
-                done[0] = rival(other)
-        with real(*args, **kwargs) as run:
-            yield run
-
-    monkeypatch.setattr(leases, "leased_run", leased_run)
-    yield done
-    monkeypatch.setattr(leases, "leased_run", real)
 
 
 def source_runs(ws: Workspace) -> list[Run]:
@@ -227,11 +198,11 @@ def test_a_release_after_a_rival_retracted_the_held_run_is_refused(
     from feedledger.ledger import notices
     from feedledger.model.errors import ConfigError
     from feedledger.pipeline.review import review
-    from pipeline.test_review import _burst
-    from pipeline.test_review import _setup as review_setup
+    from pipeline.held_burst import held_burst
+    from pipeline.held_burst import setup as review_setup
 
     review_setup(cli, tmp_path)
-    held = _burst(cli, tmp_path)["run_id"]
+    held = held_burst(cli, tmp_path)["run_id"]
     real = notices.settle
     rival: list[Any] = []
 

@@ -19,29 +19,12 @@ locks are per file; a CSV source never loads it.)
 from __future__ import annotations
 
 import json
-import mmap
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-MAGIC = b"SQLite format 3\x00"
-
-
-def sqlite_engines(maps: str) -> list[str]:
-    """The files mapped in `maps` (the text of a /proc/PID/maps) that hold an SQLite
-    engine."""
-    paths = {f[5] for f in (line.split() for line in maps.splitlines()) if len(f) >= 6}
-    engines = []
-    for name in sorted(p for p in paths if p.startswith("/")):
-        try:
-            with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                if m.find(MAGIC) >= 0:
-                    engines.append(name)
-        except (OSError, ValueError):  # gone, a device, empty
-            continue
-    return engines
-
+from ledger.sqlite_mappings import sqlite_engines
 
 _SCRIPT = textwrap.dedent(
     """

@@ -21,21 +21,8 @@ from feedledger.ledger.visibility import (
     visible_sql,
 )
 from helpers import Cli
-from pipeline.test_backfill import SRC, backfill, ingest_args, outage
-
-
-def _ledger_with_retractions(cli: Cli, tmp_path: Path) -> None:
-    outage(cli, tmp_path)  # a live run, then a week archived
-    first = backfill(cli)
-    cli.json("retract", first["run_id"])  # versions, applications and gaps retracted
-    backfill(cli)  # the same week again
-    cli.json(*ingest_args(tmp_path, "2026-08-12", "MU-4"))
-
-
-def _instants(rows: list[Any]) -> list[int | None]:
-    """Every transaction time at which visibility can change, either side of it."""
-    times = {t for r in rows for t in (r.recorded_at, r.retracted_at) if t is not None}
-    return [None, *sorted({t + d for t in times for d in (-1, 0, 1)})]
+from ledger.retracted_ledger import ledger_with_retractions, visibility_instants
+from pipeline.backfill_scenario import SRC
 
 
 def _ids(conn: Any, stmt: Any, params: dict[str, Any] | None = None) -> set[Any]:
@@ -43,7 +30,7 @@ def _ids(conn: Any, stmt: Any, params: dict[str, Any] | None = None) -> set[Any]
 
 
 def test_known_at_forms_agree(cli: Cli, workspace: Workspace, tmp_path: Path) -> None:
-    _ledger_with_retractions(cli, tmp_path)
+    ledger_with_retractions(cli, tmp_path)
     store = Store(workspace.store_url)
     try:
         with store.engine.connect() as conn:
@@ -55,7 +42,7 @@ def test_known_at_forms_agree(cli: Cli, workspace: Workspace, tmp_path: Path) ->
             for table, pk in tables:
                 rows = list(conn.execute(select(table).where(table.c.source == SRC)))
                 assert any(r.retracted_at is not None for r in rows), table.name
-                for k in _instants(rows):
+                for k in visibility_instants(rows):
                     by_python = {
                         (r._mapping[pk],)
                         for r in rows
@@ -76,13 +63,13 @@ def test_known_at_forms_agree(cli: Cli, workspace: Workspace, tmp_path: Path) ->
 
 
 def test_latest_per_key_forms_agree(cli: Cli, workspace: Workspace, tmp_path: Path) -> None:
-    _ledger_with_retractions(cli, tmp_path)
+    ledger_with_retractions(cli, tmp_path)
     cols = ["key", "version_id", "deleted"]
     store = Store(workspace.store_url)
     try:
         with store.engine.connect() as conn:
             rows = list(conn.execute(select(versions).where(versions.c.source == SRC)))
-            for k in _instants(rows):
+            for k in visibility_instants(rows):
                 latest: dict[str, Any] = {}
                 for r in rows:
                     if not is_visible(r.recorded_at, r.retracted_at, k):

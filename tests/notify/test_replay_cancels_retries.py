@@ -14,9 +14,9 @@ from sqlalchemy import select
 import feedledger as fl
 from feedledger.notify.tables import deliveries
 from helpers import Cli
-from notify.test_replay_notify import stale
-from notify.test_webhooks import dispatch
-from pipeline.test_backfill import SRC, declare, fetch, ingest_args
+from notify.receivers import dispatch
+from notify.stale_news import stale
+from pipeline.backfill_scenario import SRC, declare, fetch, ingest_args
 
 REFUSED = "http://127.0.0.1:9/hook"  # the discard port: nothing listens, refused at once
 

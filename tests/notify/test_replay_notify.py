@@ -20,17 +20,16 @@ from sqlalchemy import select
 
 import feedledger as fl
 from feedledger.faults import ENV as FAULT_ENV
-from feedledger.ledger.schema import applications, outbox
+from feedledger.ledger.schema import applications
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import fanout
 from feedledger.notify.subscriptions import listing
 from feedledger.notify.tables import deliveries
 from helpers import Cli
-from notify.test_webhooks import dispatch, file_lines
-from pipeline.test_backfill import SRC, archive, declare, fetch, ingest_args, outbox_rows
-
-UNDELIVERED = ("pending", "failed", "dead")
+from notify.receivers import dispatch, file_lines
+from notify.stale_news import deliverable, stale
+from pipeline.backfill_scenario import SRC, archive, declare, fetch, ingest_args, outbox_rows
 
 
 def fan_out(cli: Cli) -> int:
@@ -54,40 +53,6 @@ def three_runs(cli: Cli, tmp_path: Path) -> dict[str, Any]:
     assert fan_out(cli) == 2  # 08-03's one change, to each subscriber
     pending = cli.json(*ingest_args(tmp_path, "2026-08-04", "R-2"))
     return {"delivered": delivered, "fanned": fanned, "pending": pending}
-
-
-def deliverable(cli: Cli) -> list[tuple[str, str, str]]:
-    """(topic, run, payload) of every message that may still go out: outbox rows not
-    fanned out yet, and undelivered messages (each change of a digest)."""
-    rows, msgs = fetch(
-        cli.ws,
-        select(outbox).where(outbox.c.status.in_(("pending", "held"))),
-        select(deliveries, outbox.c.run_id, outbox.c.payload_id)
-        .join(outbox, outbox.c.outbox_id == deliveries.c.outbox_id)
-        .where(deliveries.c.status.in_(UNDELIVERED)),
-    )
-    out = [(r.topic, r.run_id, r.payload_id) for r in rows]
-    for m in msgs:
-        if m.topic == "digest":
-            out += [
-                ("changes", c["run_id"], c["payload_id"]) for c in json.loads(m.body)["changes"]
-            ]
-        else:
-            out.append((m.topic if m.topic != "change" else "changes", m.run_id, m.payload_id))
-    return out
-
-
-def stale(cli: Cli) -> list[tuple[str, str, str]]:
-    """Deliverable news the ledger no longer holds: a change set of an application
-    retracted, or a summary of a run with any application retracted."""
-    (apps,) = fetch(cli.ws, select(applications))
-    gone = {(a.run_id, a.payload_id) for a in apps if a.retracted_at is not None}
-    hit = {run for run, _payload in gone}
-    return [
-        m
-        for m in deliverable(cli)
-        if (m[0] == "changes" and (m[1], m[2]) in gone) or (m[0] == "summary" and m[1] in hit)
-    ]
 
 
 def test_a_replay_cancels_what_it_retracted_and_tells_only_who_heard(

@@ -27,19 +27,9 @@ from feedledger.notify.deliveries import Outcome
 from feedledger.notify.subscriptions import listing
 from feedledger.notify.tables import deliveries, subscribers
 from helpers import Cli, write_csv
-from notify.test_claims import Gated, finish, receiver, spawn, started, wait_until
-from notify.test_webhooks import (
-    Receiver,
-    Reply,
-    dispatch,
-    file_lines,
-    live_payload,
-    receivers,
-    serve,
-)
-from pipeline.test_backfill import declare, ingest_args
-
-__all__ = ["receivers", "started"]  # fixtures
+from notify.gated_dispatch import Gated, finish, receiver, spawn, wait_until
+from notify.receivers import Receiver, Reply, dispatch, file_lines, live_payload, serve
+from pipeline.backfill_scenario import declare, ingest_args
 
 SECRET = "whsec_" + "c2VjcmV0LWtleS1mb3ItdGVzdHM="
 

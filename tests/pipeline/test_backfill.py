@@ -1,7 +1,7 @@
 """Recovering a missed week through the CLI (the seed's backfill procedure), on SQLite
 and PostgreSQL: backfill in publisher order, resume after an interruption or a kill,
 gaps for the days the archive lacks, freezes, leases. Replay and retraction (and bad
-requests): test_retract.py, which shares the helpers below.
+requests): test_retract.py, which shares the helpers of backfill_scenario.py.
 
 The scenario is the seed's: parcel 0714-22-1 of `larimer` (America/Denver) was R-0 when
 the 2026-08-02 payload was applied live; the scheduler was then down, and the archive
@@ -29,116 +29,36 @@ from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.ledger import engine as eng
 from feedledger.ledger import leases
-from feedledger.ledger.schema import metadata, outbox, versions
+from feedledger.ledger.schema import versions
 from feedledger.ledger.store import Store
 from feedledger.notify import tables as _notify_tables  # noqa: F401  (its tables in `metadata`)
 from feedledger.sync import tables as _sync_tables  # noqa: F401  (its tables in `metadata`)
 from helpers import Cli, backend_store, write_csv
-
-SRC = "larimer"
-KEY, OTHER = "0714-22-1", "0714-22-2"
-HEADER = ["parcel", "zoning", "owner"]
-LIVE = ("2026-08-02", "R-0")
-ARCHIVED = (("2026-08-04", "R-1"), ("2026-08-06", "MU-2"), ("2026-08-09", "MU-3"))
-WINDOW = ("--from", "2026-08-03", "--to", "2026-08-11")
-MISSING = ["2026-08-03", "2026-08-05", "2026-08-07", "2026-08-08", "2026-08-10", "2026-08-11"]
-VOLATILE = {"run_id", "recorded_at"}  # differ between two workspaces with the same history
-
-
-def at(day: str, hour: int = 6) -> str:
-    """00:00 America/Denver of `day` as the CLI prints it (MDT = 06:00Z, MST = 07:00Z)."""
-    return f"{day}T{hour:02d}:00:00+00:00"
-
+from pipeline.backfill_scenario import (
+    ARCHIVED,
+    KEY,
+    LIVE,
+    MISSING,
+    OTHER,
+    SRC,
+    WINDOW,
+    archive,
+    at,
+    backfill,
+    declare,
+    dump,
+    error_line,
+    fetch,
+    ingest_args,
+    normalised,
+    outage,
+    outbox_rows,
+    runs_by_kind,
+    verified,
+    zonings,
+)
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def ingest_args(tmp_path: Path, day: str, zoning: str) -> list[str]:
-    rows = [[KEY, zoning, "county"], [OTHER, "A", "x"]]
-    path = write_csv(tmp_path / f"{SRC}_{day}.csv", HEADER, rows)
-    return ["ingest", SRC, str(path), "--published-at", day]
-
-
-def archive(cli: Cli, tmp_path: Path, *payloads: tuple[str, str]) -> None:
-    for day, zoning in payloads:
-        _ingest, source, path, *when = ingest_args(tmp_path, day, zoning)
-        cli("archive", "add", source, path, *when)
-
-
-def declare(cli: Cli) -> None:
-    cli("source", "add", SRC, "--key", "parcel", "--timezone", "America/Denver")
-
-
-def outage(cli: Cli, tmp_path: Path) -> dict[str, Any]:
-    """The seed's situation; returns the live run of 08-02."""
-    declare(cli)
-    live = cli.json(*ingest_args(tmp_path, *LIVE))
-    archive(cli, tmp_path, *ARCHIVED)
-    return live
-
-
-def backfill(cli: Cli, *extra: str) -> dict[str, Any]:
-    result: dict[str, Any] = cli.json("backfill", SRC, *WINDOW, *extra)
-    return result
-
-
-def zonings(cli: Cli, *extra: str) -> list[tuple[str, str]]:
-    return [
-        (h["valid_from"], h["attributes"]["zoning"]) for h in cli.json("history", SRC, KEY, *extra)
-    ]
-
-
-def normalised(cli: Cli) -> dict[str, Any]:
-    """Standing history of both parcels, the gaps and the watermark, minus run ids and
-    transaction times."""
-
-    def strip(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{k: v for k, v in i.items() if k not in VOLATILE} for i in items]
-
-    return {
-        "history": {k: strip(cli.json("history", SRC, k)) for k in (KEY, OTHER)},
-        "gaps": strip(cli.json("gaps", SRC)),
-        "watermark": cli.json("watermark", SRC),
-    }
-
-
-def fetch(ws: Workspace, *stmts: Any) -> list[list[Any]]:
-    """The rows of each statement, read through one connection."""
-    store = Store(ws.store_url)
-    try:
-        with store.engine.connect() as conn:
-            return [list(conn.execute(stmt)) for stmt in stmts]
-    finally:
-        store.close()
-
-
-def outbox_rows(ws: Workspace) -> list[Any]:
-    return fetch(ws, select(outbox).order_by(outbox.c.outbox_id))[0]
-
-
-def dump(ws: Workspace, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """Every row of every ledger table, for "nothing changed" checks."""
-    names = [name for name in metadata.tables if name not in skip]
-    found = fetch(ws, *(select(metadata.tables[name]) for name in names))
-    return {
-        name: sorted(json.dumps(list(r), default=str) for r in rows)
-        for name, rows in zip(names, found, strict=True)
-    }
-
-
-def error_line(result: Any) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    return str(lines[0])
-
-
-def verified(cli: Cli) -> bool:
-    result = cli("verify", SRC, "--json", expect=None)
-    return result.exit_code == 0 and bool(json.loads(result.stdout)["ok"])
-
-
-def runs_by_kind(cli: Cli, kind: str) -> list[dict[str, Any]]:
-    return [r for r in cli.json("runs", SRC) if r["kind"] == kind]
 
 
 _REFERENCE: dict[str, dict[str, Any]] = {}

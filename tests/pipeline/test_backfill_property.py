@@ -28,14 +28,7 @@ from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.catchup.backfill import NothingToDo, backfill, replay
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
-from pipeline.test_history_property import (
-    KEYS,
-    Payload,
-    csv_bytes,
-    day,
-    expected_history,
-    fresh_workspace,
-)
+from pipeline.history_model import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace
 
 SOURCE = "s"
 WINDOW = ("2026-08-01", "2026-08-20")

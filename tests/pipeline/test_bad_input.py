@@ -7,7 +7,6 @@ compares a non-empty ledger, on SQLite and on PostgreSQL (`cli`/`workspace` fixt
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 from collections.abc import Callable
@@ -18,21 +17,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tomlkit
-from sqlalchemy import select
 from typer.testing import Result
 
 from feedledger.config import Workspace
-from feedledger.ledger.schema import metadata
-from feedledger.ledger.store import Store
 from helpers import Cli
+from pipeline.bad_input_checks import is_archived, ledger_dump, one_message
 
 FIRST = "2026-08-01"
 NEXT = "2026-08-02"
 
 # Exit codes (model/errors.py)
 CONFIG, NOT_FOUND, BAD_PAYLOAD, MASS_DELETE, STALE, STORE_UNAVAILABLE = 2, 3, 4, 5, 6, 8
-
-LEDGER_TABLES = ("versions", "watermarks", "applications", "outbox", "outcomes")
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:
@@ -52,38 +47,6 @@ GOOD: dict[str, bytes] = {
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def ledger_dump(ws: Workspace) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of the ledger tables, ordered by all columns."""
-    store = Store(ws.store_url)
-    try:
-        with store.engine.connect() as conn:
-            dump = {}
-            for name in LEDGER_TABLES:
-                table = metadata.tables[name]
-                stmt = select(table).order_by(*table.c)
-                dump[name] = [tuple(row) for row in conn.execute(stmt)]
-            return dump
-    finally:
-        store.close()
-
-
-def is_archived(ws: Workspace, data: bytes) -> bool:
-    """The bytes are kept as an object file named by their sha256 under objects/."""
-    sha = hashlib.sha256(data).hexdigest()
-    objects = ws.archive_root / "objects"
-    return any(p.is_file() and p.read_bytes() == data for p in objects.rglob(sha))
-
-
-def one_message(result: Result) -> str:
-    """The command failed with exactly one clear line on stderr, nothing on stdout."""
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"expected one error line, got: {result.stderr!r}"
-    assert lines[0].startswith("error: "), lines[0]
-    assert "Traceback" not in result.stderr
-    assert result.stdout.strip() == "", result.stdout
-    return lines[0]
 
 
 def source_name(fmt: str) -> str:

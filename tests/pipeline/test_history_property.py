@@ -5,26 +5,18 @@ history as one uninterrupted run. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import os
-import tempfile
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger import faults
-from feedledger.config import Workspace, make_source
+from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import queries
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.verify import verify
-from helpers import PG_ENV, PG_SKIP, migrate, pg_schema_url
-
-KEYS = ["a", "b", "ab", "c", "d"]
-Payload = dict[str, str]  # key -> value ("" allowed)
+from pipeline.history_model import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace
 
 payloads = st.lists(
     st.dictionaries(
@@ -33,60 +25,6 @@ payloads = st.lists(
     min_size=1,
     max_size=6,
 )
-
-
-@contextmanager
-def fresh_workspace(backend: str) -> Iterator[Workspace]:
-    with tempfile.TemporaryDirectory() as tmp:
-        schema = None
-        if backend == "sqlite":
-            url = f"sqlite:///{tmp}/l.db"
-        else:
-            base = os.environ.get(PG_ENV)
-            if not base:
-                pytest.skip(PG_SKIP)
-            import psycopg
-
-            schema = f"p_{uuid.uuid4().hex[:12]}"
-            with psycopg.connect(base, autocommit=True) as conn:
-                conn.execute(f"CREATE SCHEMA {schema}")
-            url = pg_schema_url(base, schema)
-        try:
-            ws = Workspace.create(Path(tmp) / "ws", store_url=url, archive=None)
-            migrate(ws.store_url)
-            ws.add_source(make_source("s", key=("id",), mass_delete_threshold=1.0))
-            yield ws
-        finally:
-            if schema:
-                import psycopg
-
-                with psycopg.connect(os.environ[PG_ENV], autocommit=True) as conn:
-                    conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
-def csv_bytes(p: Payload) -> bytes:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["id", "v"])
-    for k in sorted(p):
-        w.writerow([k, p[k]])
-    return buf.getvalue().encode()
-
-
-def expected_history(seq: list[Payload]) -> dict[str, list[tuple[int, str | None]]]:
-    """Naive model: per key, (payload index, value or None for deleted) at each change."""
-    hist: dict[str, list[tuple[int, str | None]]] = {}
-    state: dict[str, str] = {}
-    for i, p in enumerate(seq):
-        for k in set(state) | set(p):
-            before, after = state.get(k), p.get(k)
-            if before != after:
-                hist.setdefault(k, []).append((i, after))
-        state = dict(p)
-    return hist
 
 
 def ledger_history(ws: Workspace, seq_len: int) -> dict[str, list[tuple[int, str | None]]]:
@@ -102,10 +40,6 @@ def ledger_history(ws: Workspace, seq_len: int) -> dict[str, list[tuple[int, str
                 out.setdefault(k, []).append((idx, value))
         assert verify(ctx, "s")["ok"]
     return out
-
-
-def day(i: int) -> str:
-    return f"2026-08-{i + 1:02d}"
 
 
 def run_sequence(ws: Workspace, seq: list[Payload], fail_at: tuple[int, str] | None) -> None:

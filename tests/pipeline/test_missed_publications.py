@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import signal
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.model.timeutil import to_us
 from helpers import Cli, write_csv
-from pipeline.test_backfill import (
+from pipeline.backfill_scenario import (
     at,
     dump,
     error_line,
@@ -32,37 +32,7 @@ from pipeline.test_backfill import (
     verified,
     zonings,
 )
-
-SRC = "larimer"
-KEY, OTHER = "0714-22-1", "0714-22-2"
-HEADER = ["parcel", "zoning", "owner"]
-WEEK = [(date(2026, 8, 3) + timedelta(days=i)).isoformat() for i in range(9)]  # 08-03..08-11
-
-
-def zoning_of(day: str) -> str:
-    return "R-1" if day < "2026-08-06" else ("MU-2" if day < "2026-08-09" else "MU-3")
-
-
-def publish(folder: Path, day: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [[KEY, zoning_of(day), "county"], [OTHER, "A", f"owner-{day}"]]
-    return write_csv(folder / f"{SRC}_{day}.csv", HEADER, rows)
-
-
-def setup(cli: Cli, tmp_path: Path, days: list[str] = WEEK, *extra: str) -> Path:
-    """The source with its fetch folder; 08-02 applied live; `days` waiting."""
-    feed = tmp_path / "exports"
-    first = write_csv(tmp_path / f"{SRC}_2026-08-02.csv", HEADER, [[KEY, "R-0", "county"]])
-    cli("source", "add", SRC, "--key", "parcel", "--timezone", "America/Denver")
-    cli("ingest", SRC, str(first), "--published-at", "2026-08-02")
-    cli(
-        "source", "add", SRC, "--key", "parcel", "--timezone", "America/Denver",
-        "--fetch", str(feed), "--replace", *extra,
-    )  # fmt: skip
-    for day in days:
-        publish(feed, day)
-    return feed
-
+from pipeline.missed_week import HEADER, KEY, SRC, WEEK, publish, setup
 
 WHOLE_WEEK = [
     (at("2026-08-02"), "R-0"),

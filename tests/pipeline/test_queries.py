@@ -20,7 +20,16 @@ from feedledger.config import Workspace
 from feedledger.ledger.schema import runs
 from feedledger.ledger.store import Store
 from helpers import Cli, write_csv
-from pipeline.test_backfill import KEY, SRC, archive, at, backfill, error_line, ingest_args, outage
+from pipeline.backfill_scenario import (
+    KEY,
+    SRC,
+    archive,
+    at,
+    backfill,
+    error_line,
+    ingest_args,
+    outage,
+)
 
 # -- run ids by any unique prefix ------------------------------------------------
 

@@ -15,7 +15,7 @@ from feedledger.config import Workspace
 from feedledger.ledger import leases
 from feedledger.ledger.store import Store
 from helpers import Cli
-from pipeline.test_backfill import (
+from pipeline.backfill_scenario import (
     ARCHIVED,
     KEY,
     LIVE,

@@ -8,40 +8,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import Cli, write_csv
-
-
-def _day(tmp_path: Path, day: int, values: dict[int, str]) -> list[str]:
-    rows = [[str(i), values.get(i, "a")] for i in range(30)]
-    path = write_csv(tmp_path / f"s_2026-08-{day:02d}.csv", ["id", "v"], rows)
-    return ["ingest", "s", str(path), "--published-at", f"2026-08-{day:02d}"]
-
-
-def _setup(cli: Cli, tmp_path: Path) -> Path:
-    cli("source", "add", "s", "--key", "id", "--hold-factor", "5", "--hold-min-changes", "10")
-    out = tmp_path / "sub.jsonl"
-    cli("subscriber", "add", "f", "--file", str(out))
-    cli.json(*_day(tmp_path, 1, {}))  # first load: 30 changes, never held (no normal yet)
-    cli.json(*_day(tmp_path, 2, {0: "b"}))  # 1 change
-    cli.json(*_day(tmp_path, 3, {0: "b", 1: "c"}))  # 1 change
-    return out
+from helpers import Cli
+from pipeline.held_burst import held_burst, ingest_day, setup
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def _burst(cli: Cli, tmp_path: Path) -> dict[str, Any]:
-    burst = cli.json(*_day(tmp_path, 4, {i: "z" for i in range(30)}))  # 30 changes
-    assert burst["held_for_review"] is True and burst["changes"] == 30
-    runs = {r["run_id"]: r for r in cli.json("runs", "s")}
-    assert runs[burst["run_id"]]["status"] == "held"
-    return burst
-
-
 def test_held_run_sends_nothing_until_released(cli: Cli, tmp_path: Path) -> None:
-    out = _setup(cli, tmp_path)
-    burst = _burst(cli, tmp_path)
+    out = setup(cli, tmp_path)
+    burst = held_burst(cli, tmp_path)
     # its versions are written (current state moved) ...
     assert cli.json("asof", "s", "5", "--valid", "2026-08-04")["version"]["attributes"]["v"] == "z"
     cli("notify", "dispatch", "--once")
@@ -62,8 +39,8 @@ def test_held_run_sends_nothing_until_released(cli: Cli, tmp_path: Path) -> None
 
 
 def test_held_run_retracted_from_review_never_notifies(cli: Cli, tmp_path: Path) -> None:
-    out = _setup(cli, tmp_path)
-    burst = _burst(cli, tmp_path)
+    out = setup(cli, tmp_path)
+    burst = held_burst(cli, tmp_path)
     retracted = cli.json("review", burst["run_id"], "--retract")
     assert retracted["action"] == "retracted" and retracted["notifications_cancelled"] == 1
     cli("notify", "dispatch", "--once")
@@ -79,8 +56,8 @@ def test_held_run_retracted_from_review_never_notifies(cli: Cli, tmp_path: Path)
 
 
 def test_review_bad_requests(cli: Cli, tmp_path: Path) -> None:
-    _setup(cli, tmp_path)
-    burst = _burst(cli, tmp_path)
+    setup(cli, tmp_path)
+    burst = held_burst(cli, tmp_path)
     assert "exactly one" in cli("review", burst["run_id"], expect=2).stderr
     both = cli("review", burst["run_id"], "--release", "--retract", expect=2)
     assert "exactly one" in both.stderr
@@ -105,9 +82,9 @@ def test_digest_subscriber_gets_one_message_per_window(
     digest_out, each_out = tmp_path / "digest.jsonl", tmp_path / "each.jsonl"
     cli("subscriber", "add", "d", "--file", str(digest_out), "--digest", "hourly")
     cli("subscriber", "add", "e", "--file", str(each_out))
-    cli.json(*_day(tmp_path, 1, {}))  # 30 added
+    cli.json(*ingest_day(tmp_path, 1, {}))  # 30 added
     cli("notify", "dispatch", "--once")
-    cli.json(*_day(tmp_path, 2, {0: "b", 1: "b"}))  # 2 changed
+    cli.json(*ingest_day(tmp_path, 2, {0: "b", 1: "b"}))  # 2 changed
     cli("notify", "dispatch", "--once")
     assert len(_lines(each_out)) == 32
     assert _lines(digest_out) == []  # the hour is still open
@@ -130,7 +107,7 @@ def test_digest_subscriber_gets_one_message_per_window(
         "1",
     ]
     # changes fanned out after the window's digest went out get a digest of their own
-    cli.json(*_day(tmp_path, 3, {0: "c"}))
+    cli.json(*ingest_day(tmp_path, 3, {0: "c"}))
     cli("notify", "dispatch", "--once")
     rows = {s["subscriber"]: s for s in cli.json("notify", "status")["subscribers"]}
     assert rows["d"]["delivered"] == 1 and rows["d"]["pending"] == 1

@@ -21,9 +21,9 @@ from feedledger.model.timeutil import to_us
 from feedledger.pipeline.scheduling import Attempt, attempt
 from feedledger.scheduler.metrics import Metrics
 from helpers import Cli
-from ledger.test_lease_recheck import NOW, rival_before_lease
-from pipeline.test_backfill import at
-from pipeline.test_missed_publications import SRC, WEEK, setup
+from ledger.lease_rival import NOW, rival_before_lease
+from pipeline.backfill_scenario import at
+from pipeline.missed_week import SRC, WEEK, setup
 
 # the evening of 08-03 in America/Denver: one publication (08-03's) due
 ONE_DUE = to_us(datetime(2026, 8, 4, 4, 0, tzinfo=UTC))

@@ -32,7 +32,7 @@ import httpx
 import feedledger as fl
 from feedledger.config import Workspace
 from helpers import migrate, start_serve
-from ledger.test_sqlite_single_library import sqlite_engines
+from ledger.sqlite_mappings import sqlite_engines
 
 ROWS = 2000  # entities of the snapshot source
 SNAPSHOTS = 10  # streamed by serve

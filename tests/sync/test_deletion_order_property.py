@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedledger.sync.transform import Doc, content_hash
-from sync.test_guard import dest_kind, place, target  # noqa: F401  (fixtures)
+from sync.guard_destinations import target
 
 KEYS = ["a", "b", "c"]
 State = tuple[int, bool]  # (revision, deleted): its position in the revision order
@@ -74,7 +74,7 @@ def test_the_generator_makes_equal_revision_deletions() -> None:
 
 
 def test_any_interleaving_with_equal_revision_deletions_ends_at_the_ledgers_state(
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     # one table for every example (keys of their own); fewer examples on PostgreSQL,
     # where each guarded write is a round trip

@@ -19,15 +19,7 @@ from feedledger.sync.target import Target
 from feedledger.sync.transform import build, content_hash
 from feedledger.sync.versions import VersionRow
 from helpers import Cli, write_csv
-from sync.test_guard import (  # noqa: F401  (fixtures)
-    SRC,
-    declare,
-    dest_kind,
-    doc,
-    held,
-    place,
-    target,
-)
+from sync.guard_destinations import SRC, declare, doc, held, target
 
 
 def day(cli: Cli, tmp_path: Path, date: str, rows: list[list[str]], *, rev: bool = True) -> None:
@@ -46,7 +38,7 @@ def outcomes(report: dict[str, object]) -> dict[str, int]:
 
 
 def test_the_guard_orders_a_deletion_just_after_the_revision_it_deletes(
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     t: Target = target(place)
     try:
@@ -83,7 +75,7 @@ def test_the_guard_orders_a_deletion_just_after_the_revision_it_deletes(
 
 
 def test_a_record_the_transform_left_out_is_not_a_deletion(
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     """A transform's None ("not in this destination") is a tombstone in the place of its
     revision: a newer generation at the same revision may bring the record back. A
@@ -123,7 +115,7 @@ def test_a_record_the_transform_left_out_is_not_a_deletion(
 def test_a_snapshot_deletion_reaches_the_destination_and_reconcile_agrees(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     declare(cli, place)
@@ -162,7 +154,7 @@ def test_a_snapshot_deletion_reaches_the_destination_and_reconcile_agrees(
 def test_a_rebuild_writes_the_deletion_over_the_same_revision(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     declare(cli, place)
@@ -187,7 +179,7 @@ def test_a_rebuild_writes_the_deletion_over_the_same_revision(
 def test_reconcile_reports_a_deletion_the_destination_lacks_as_stale_not_newer(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     declare(cli, place)
@@ -207,7 +199,7 @@ def test_reconcile_reports_a_deletion_the_destination_lacks_as_stale_not_newer(
 def test_a_changes_delete_marker_without_revision_reaches_the_destination(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev", "--kind", "changes",
         "--format", "jsonl")  # fmt: skip
@@ -239,7 +231,7 @@ def test_a_changes_delete_marker_without_revision_reaches_the_destination(
 def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_back(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     declare(cli, place)
@@ -276,7 +268,7 @@ def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_b
 def test_without_a_revision_field_deletion_and_return_work_as_before(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id")
     declare(cli, place)

@@ -23,17 +23,7 @@ from sqlalchemy import create_engine, text
 
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli
-from sync.test_guard import (  # noqa: F401  (fixtures)
-    PG_ENV,
-    SRC,
-    base,
-    declare,
-    dest_kind,
-    held,
-    place,
-    supplier_day,
-    target,
-)
+from sync.guard_destinations import PG_ENV, SRC, base, declare, held, supplier_day, target
 
 # -- 19: destination names -------------------------------------------------------------------
 
@@ -57,7 +47,7 @@ def test_destination_names_are_validated_like_source_names(
 def test_a_batch_whose_verdicts_fail_to_record_is_repeated_and_reconcile_names_it(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(50))
@@ -91,7 +81,7 @@ def test_a_batch_whose_verdicts_fail_to_record_is_repeated_and_reconcile_names_i
 @pytest.fixture(params=["MyTable", "select"])
 def odd_place(
     request: pytest.FixtureRequest,
-    dest_kind: str,  # noqa: F811
+    dest_kind: str,
     tmp_path: Path,
 ) -> Iterator[tuple[str, str, str]]:
     table = str(request.param)
@@ -146,7 +136,7 @@ def test_mixed_case_and_reserved_table_names_work_on_both_destinations(
 def test_sync_explain_names_the_guards_reason_for_v404(
     cli: Cli,
     tmp_path: Path,
-    place: tuple[str, str, str],  # noqa: F811
+    place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", [*base(5), ["V-404", "7", "acme"]])

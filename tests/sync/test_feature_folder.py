@@ -22,8 +22,8 @@ from feedledger.ledger.visibility import latest_per_key, visible
 from feedledger.sync import tables
 from feedledger.sync import versions as sync_versions
 from helpers import Cli
-from ledger.test_visibility import _instants, _ledger_with_retractions
-from pipeline.test_backfill import SRC
+from ledger.retracted_ledger import ledger_with_retractions, visibility_instants
+from pipeline.backfill_scenario import SRC
 
 PACKAGE = Path(feedledger.__file__).parent
 SYNC_TABLES = ("destinations", "manifests", "manifest_keys", "sync_outcomes",
@@ -83,14 +83,14 @@ def _by_rule(conn: Any, k: int | None) -> dict[str, tuple[Any, ...]]:
 def test_sync_reads_follow_the_ledgers_rules(
     cli: Cli, workspace: Workspace, tmp_path: Path
 ) -> None:
-    _ledger_with_retractions(cli, tmp_path)
+    ledger_with_retractions(cli, tmp_path)
     store = Store(workspace.store_url)
     try:
         # the ledger's rules first, in one connection (a store connection holds SQLite's
         # write lock: the reads under test open their own afterwards)
         with store.engine.connect() as conn:
             rows = list(conn.execute(select(versions).where(versions.c.source == SRC)))
-            instants = _instants(rows)
+            instants = visibility_instants(rows)
             wanted = {k: _by_rule(conn, k) for k in instants}
         assert any(r.retracted_at is not None for r in rows)
         keys = sorted({r.key for r in rows})

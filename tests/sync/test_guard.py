@@ -7,13 +7,10 @@ concurrent live writer in a second process, and bad input.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,54 +18,10 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from feedledger.faults import ENV as FAULT_ENV
-from feedledger.model.destination import Destination, generation_rank
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, content_hash
-from helpers import Cli, write_csv
-
-PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
-SRC = "suppliers"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def dest_kind(request: pytest.FixtureRequest) -> str:
-    if request.param == "postgres" and not os.environ.get(PG_ENV):
-        pytest.skip(f"PostgreSQL destination not tested: set {PG_ENV}")
-    return str(request.param)
-
-
-@pytest.fixture
-def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    """(kind, url or path, table) for a fresh destination table, dropped afterwards."""
-    table = f"t_{uuid.uuid4().hex[:12]}"
-    if dest_kind == "sqlite":
-        yield "sqlite", str(tmp_path / "dest.db"), table
-        return
-    url = os.environ[PG_ENV]
-    yield "postgres", url, table
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
-    with engine.begin() as conn:
-        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
-    engine.dispose()
-
-
-def target(place: tuple[str, str, str]) -> Target:
-    kind, url, table = place
-    t = Target(Destination("d", SRC, kind, url, table, ("name",)))  # type: ignore[arg-type]
-    t.ensure()
-    return t
-
-
-def doc(key: str, rev: int, body: dict[str, Any] | None, gen: str = "M-3") -> Doc:
-    text_ = None if body is None else json.dumps(body, sort_keys=True, separators=(",", ":"))
-    k = json.dumps([key])
-    return Doc(k, rev, gen, generation_rank(gen), content_hash(text_), body is None, text_)
-
-
-def held(t: Target, key: str) -> tuple[int, str, bool] | None:
-    rows = {r[0]: r for r in t.rows()}
-    r = rows.get(json.dumps([key]))
-    return None if r is None else (int(r[1]), r[2], bool(r[4]))
+from helpers import Cli
+from sync.guard_destinations import SRC, base, declare, doc, held, supplier_day, target
 
 
 def verdicts(t: Target, *docs: Doc) -> list[str]:
@@ -131,21 +84,6 @@ def test_generation_guard_and_tombstones_survive_a_restart(place: tuple[str, str
 
 
 # -- through the CLI ------------------------------------------------------------------------
-
-
-def supplier_day(cli: Cli, tmp_path: Path, day: str, rows: list[list[str]]) -> None:
-    path = write_csv(tmp_path / f"{SRC}_{day}.csv", ["id", "rev", "name"], rows)
-    cli("ingest", SRC, str(path))
-
-
-def declare(cli: Cli, place: tuple[str, str, str], *extra: str) -> None:
-    kind, url, table = place
-    cli("destination", "add", "search", "--source", SRC, f"--{kind}", url, "--table", table,
-        "--text-fields", "name", *extra)  # fmt: skip
-
-
-def base(n: int = 30) -> list[list[str]]:
-    return [[f"V-{i}", "1", f"supplier {i}"] for i in range(n)]
 
 
 def test_v404_rebuild_reads_7_live_writes_8_and_8_stays(

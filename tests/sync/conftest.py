@@ -1,0 +1,35 @@
+"""Fixtures of the sync tests: a fresh destination table on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from sync.guard_destinations import PG_ENV
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def dest_kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres" and not os.environ.get(PG_ENV):
+        pytest.skip(f"PostgreSQL destination not tested: set {PG_ENV}")
+    return str(request.param)
+
+
+@pytest.fixture
+def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """(kind, url or path, table) for a fresh destination table, dropped afterwards."""
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    if dest_kind == "sqlite":
+        yield "sqlite", str(tmp_path / "dest.db"), table
+        return
+    url = os.environ[PG_ENV]
+    yield "postgres", url, table
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+    engine.dispose()
