@@ -5,7 +5,7 @@ src/feedledger is parsed with `ast`, and an import of another feedledger module'
 `_name` (`from feedledger.x import _name`) or an attribute use `module._name` of an
 imported feedledger module fails the test. Binding a public name under a private alias
 (`from feedledger.notify import tables as _notify_tables`) is allowed. A module whose
-own name starts with an underscore (`api/_payloads.py`) is private to its package, as
+own name starts with an underscore (`api/_source/`) is private to its package, as
 httpx's `_models` are: its package's modules may import it, no other module may.
 """
 
@@ -36,7 +36,7 @@ def _is_module(dotted: str) -> bool:
 
 
 def _private_package(dotted: str, here: str) -> str | None:
-    """`dotted` when it names a private module (`feedledger.api._payloads`) that `here`
+    """`dotted` when it names a private module (`feedledger.api._source`) that `here`
     is not in the package of; else None."""
     parts = dotted.split(".")
     for i, part in enumerate(parts):

@@ -14,8 +14,9 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api import _payloads, _snapshots, archive, history_frame, snapshot_stream
+from feedledger.api import archive, snapshot_stream
 from feedledger.api import calendar as calendars
+from feedledger.api._source import history_frame, payloads, snapshots
 from feedledger.api.archive import PayloadFiles, Rejected
 from feedledger.api.calendar import Calendar
 from feedledger.api.results import (
@@ -126,7 +127,7 @@ class Source:
         """Archive a payload (a file path, or bytes) and apply it as a live run.
         `published_at` may also be text as the CLI takes it (YYYY-MM-DD: 00:00 in the
         source's timezone, or ISO-8601); unparseable text is refused like bad bytes."""
-        return _payloads.ingest(
+        return payloads.ingest(
             self.context,
             self.name,
             payload,
@@ -160,7 +161,7 @@ class Source:
             allow_future=allow_future,
             accept_restored=accept_restored,
         )
-        return _payloads.run_result(self.name, result)
+        return payloads.run_result(self.name, result)
 
     def backfill(
         self,
@@ -258,7 +259,7 @@ class Source:
         """Archive a payload without applying it (a later backfill applies it);
         `published_at` as in `ingest` (text as the CLI takes it too)."""
         when = self._published(published_at, allow_future)
-        return _payloads.archive(self.context, self.name, payload, when, name, allow_future)
+        return payloads.archive(self.context, self.name, payload, when, name, allow_future)
 
     def payload_files(
         self, paths: list[str | os.PathLike[str]], *, published_at: str | None = None
@@ -317,7 +318,7 @@ class Source:
         `recorded_at`, `retracted_at` (Datetime UTC), `run_id`, `payload_id`,
         `backfill`, `deleted`, `change`, `revision`, one String column per attribute
         (values as the snapshot writes them) and for a GIS source `geometry` (WKB);
-        see `feedledger.api.history_frame`. A key never recorded: NotFoundError, as
+        see `feedledger.api._source.history_frame`. A key never recorded: NotFoundError, as
         `history`."""
         found: list[Version] = []
         for one in history_frame.keys_asked(self.name, key, keys):
@@ -362,8 +363,8 @@ class Source:
         Inside a standing gap: a `GapWarning` (the state as last observed), or with
         `strict` an `InGap` error, raised by this call, before any batch."""
         valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        _snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
-        return _snapshots.cut_batches(self.context, self.name, valid_us, known_us, batch_rows)
+        snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
+        return snapshots.cut_batches(self.context, self.name, valid_us, known_us, batch_rows)
 
     def snapshot(
         self, *, valid: When, known_at: When | None = None, strict: bool = False
@@ -374,14 +375,14 @@ class Source:
         order (as the CSV export). Inside a standing gap: a `GapWarning` (the rows are
         the state as last observed), or with `strict` an `InGap` error."""
         valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        _snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
-        return _snapshots.frame(self.context, self.name, valid_us, known_us)
+        snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
+        return snapshots.frame(self.context, self.name, valid_us, known_us)
 
     def snapshot_gap(self, *, valid: When, known_at: When | None = None) -> SnapshotGap | None:
         """The standing gap `valid` falls in (the source was not observed then), with
         its last and next observation around it; None outside every gap."""
         valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        return _snapshots.snapshot_gap(self.context, self.name, valid_us, known_us)
+        return snapshots.snapshot_gap(self.context, self.name, valid_us, known_us)
 
     @staticmethod
     def check_export(
@@ -392,7 +393,7 @@ class Source:
         jsonl, geojson, geoparquet or gpkg; a GIS format of a source without geometry
         (`geo` False; None: not known yet); geoparquet or gpkg to stdout (`output`
         None); an output path that cannot be a file."""
-        _snapshots.check_export(format, output, geo=geo)
+        snapshots.check_export(format, output, geo=geo)
 
     def export_snapshot(
         self,
@@ -414,9 +415,9 @@ class Source:
         )
 
         path = Path(output) if output is not None else None
-        _snapshots.check_export(format, path, geo=self.config.is_geo)
+        snapshots.check_export(format, path, geo=self.config.is_geo)
         valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        _snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
+        snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
         return snapshot_export.export(self.context, self.name, path, format, valid_us, known_us)
 
     def snapshot_bytes(
@@ -426,7 +427,7 @@ class Source:
         memory bounded whatever the size (the HTTP API's streamed `/snapshot`). A
         refused format (ConfigError) or a bad time is raised here, before any chunk; an
         error while streaming ends the stream early (raised from the iterator)."""
-        _snapshots.check_export(format, None, geo=self.config.is_geo)
+        snapshots.check_export(format, None, geo=self.config.is_geo)
         valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
         return snapshot_stream.stream(
             self.context, self.name, self.config.format, format, valid_us, known_us
