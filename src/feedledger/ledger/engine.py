@@ -9,9 +9,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from feedledger.ledger.failures import PROBE, Place, guard
-from feedledger.ledger.failures import redact as redact
-from feedledger.ledger.failures import store_location as store_location
+from feedledger.ledger.failures import PROBE, Place, guard, redact
 from feedledger.model.errors import StoreUnavailableError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
