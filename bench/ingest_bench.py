@@ -194,12 +194,12 @@ def url_with_database(url: str, database: str) -> str:
 class Postgres:
     """Creates (and drops) the benchmark's own scratch database on a PostgreSQL server."""
 
-    def __init__(self, admin_url: str) -> None:
+    def __init__(self, admin_url: str, suffix: str = "") -> None:
         import psycopg
 
         self._psycopg = psycopg
         self.admin_url = admin_url
-        self.database = f"feedledger_bench_{os.getpid()}"
+        self.database = f"feedledger_bench_{os.getpid()}{suffix}"
         self.store_url = url_with_database(admin_url, self.database)
         try:
             with self._connect() as conn:

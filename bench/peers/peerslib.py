@@ -138,20 +138,28 @@ class Tool:
 class Feedledger(Tool):
     backend: str = "sqlite"
     pg: ib.Postgres | None = None
+    # a baseline tree's src/ run through the same venv (run.py --base-src); None: this one
+    base_src: Path | None = None
+
+    @property
+    def exe(self) -> list[Any]:
+        if self.base_src is None:
+            return [FEEDLEDGER]
+        return ["env", f"PYTHONPATH={self.base_src.resolve()}", FEEDLEDGER]
 
     def setup(self, ws: Path) -> None:
         super().setup(ws)
-        init: list[Any] = [FEEDLEDGER, "init"]
+        init: list[Any] = [*self.exe, "init"]
         if self.backend == "postgresql":
             assert self.pg is not None
             self.pg.recreate()
             init += ["--store", self.pg.store_url]
         ib.run_measured(init, ws, self.timeout)
-        add = [FEEDLEDGER, "source", "add", SOURCE, "--key", "parcel_id", "--format", "csv"]
+        add = [*self.exe, "source", "add", SOURCE, "--key", "parcel_id", "--format", "csv"]
         ib.run_measured([*add, "--kind", "snapshot"], ws, self.timeout)
 
     def argv(self, f: DayFile) -> list[Any]:
-        return [FEEDLEDGER, "ingest", SOURCE, f.path, "--published-at", f.published_at, "--json"]
+        return [*self.exe, "ingest", SOURCE, f.path, "--published-at", f.published_at, "--json"]
 
     def check(self, f: DayFile, out: dict[str, Any], proc: Proc) -> None:
         counts = ib.extract_counts(out)
@@ -164,7 +172,7 @@ class Feedledger(Tool):
         return self.ws / ".feedledger" / "ledger.db"
 
     def run(self, *args: Any) -> Proc:
-        return ib.run_measured([FEEDLEDGER, *args], self.ws, self.timeout)
+        return ib.run_measured([*self.exe, *args], self.ws, self.timeout)
 
 
 @dataclass
