@@ -30,8 +30,13 @@ A GIS source's table has one more column, `geometry_wkb` (BLOB / bytea: the vers
 geometry as ISO WKB, NULL for none and for a tombstone), added to an older table that
 lacks it; the document carries the same geometry as GeoJSON (sync/transform.py).
 
-PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
-and returns, for the rows it did not write, the row held (read from the same snapshot).
+PostgreSQL: the batch is COPYed (binary) into a temporary table, then ONE statement
+classifies each row against the row held (an index probe per key, no lock), upserts
+only those the guard may accept (so a batch the destination already holds writes and
+locks nothing) and answers, for a batch of 20,000, only the minority: the keys written
+or the keys already current, whichever are fewer, and the keys neither (their held rows
+are then read for `judge`). The upsert keeps the guard in its WHERE: what decides a
+write is the row held when the upsert meets it, never the classification.
 SQLite: the batch is classified against the rows held and upserted with the same
 guard, in one BEGIN IMMEDIATE transaction.
 """
@@ -49,7 +54,7 @@ from feedledger.ledger import failures
 from feedledger.ledger.engine import normalise_url
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
-from feedledger.sync.guard import GUARD, judge
+from feedledger.sync.guard import GUARD, current_sql, guard_sql, judge
 from feedledger.sync.guard import evidence as guard_evidence
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
@@ -142,7 +147,7 @@ class Target:
         if not docs:
             return []
         try:
-            held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+            got = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
         except FeedledgerError:
             raise
         except Exception as exc:
@@ -150,13 +155,21 @@ class Target:
             if failure is None:
                 raise
             raise failure from exc
-        if not held:  # the common case: every doc written
-            return [Verdict(d.key, "accepted", d.revision, d.generation, d.content_hash)
+        # held: the rows judged here; every other doc's verdict is `default`, but for
+        # those in `listed`: `other`
+        held, default, listed = got
+        other = "already_current" if default == "accepted" else "accepted"
+        if not held and not listed:  # the common case: one verdict for the batch
+            return [Verdict(d.key, default, d.revision, d.generation, d.content_hash)
                     for d in docs]  # fmt: skip
         out = []
         for d in docs:
             row = held.get(d.key, _ACCEPTED)
-            verdict, reason = ("accepted", None) if row is _ACCEPTED else judge(d, row)
+            if row is _ACCEPTED:
+                verdict = other if d.key in listed else default
+                out.append(Verdict(d.key, verdict, d.revision, d.generation, d.content_hash))
+                continue
+            verdict, reason = judge(d, row)
             evidence = guard_evidence(d, row) if verdict == "unresolved" else None
             out.append(
                 Verdict(d.key, verdict, d.revision, d.generation, d.content_hash, reason, evidence)
@@ -176,37 +189,50 @@ class Target:
             f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
         )
 
-    def _write_postgres(self, docs: Sequence[Doc]) -> dict[str, Any]:
+    def _write_postgres(self, docs: Sequence[Doc]) -> tuple[dict[str, Any], str, set[str]]:
         raw = self.engine.raw_connection()
         try:
             cur = raw.cursor()
+            # the document as text: parsed into jsonb only for the rows written
             cur.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
                 "generation text, generation_rank bigint, content_hash text, deleted boolean, "
-                f"doc jsonb, {GEOMETRY} bytea) ON COMMIT DELETE ROWS"
+                f"doc text, {GEOMETRY} bytea) ON COMMIT DELETE ROWS; "
+                # the classification's rows, and the hashed NOT IN of the keys written
+                "SET LOCAL work_mem = '64MB'"
             )
             cols = ", ".join(self.columns)
-            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN") as copy:
-                for d in docs:  # psycopg's C adaptation: faster than building the text here
+            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(_STAGE_TYPES[: len(self.columns)])
+                for d in docs:  # psycopg's C adaptation: faster than building the rows here
                     row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
                            d.doc)  # fmt: skip
                     copy.write_row((*row, d.wkb) if self.geo else row)
             self.writes += 1
             faults.point("destination_staged", self.writes)
-            upsert = self._upsert_sql(f"SELECT {cols} FROM fl_stage")
-            # the held document only where it is evidence (same revision and generation,
-            # different content: unresolved), as text: no JSON decoding of every row held
-            cur.execute(
-                f"WITH up AS ({upsert} RETURNING t.key) "
-                f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
-                f"h.deleted, CASE WHEN h.revision = s.revision AND h.generation_rank = "
-                f"s.generation_rank AND h.content_hash <> s.content_hash THEN h.doc::text END "
-                f"FROM fl_stage s JOIN {self.ident} h ON h.key = s.key "
-                "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
-            )
-            held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}
+            cur.execute(self._classified_upsert())
+            judged: list[str] = []
+            listed: set[str] = set()
+            default = "accepted"
+            for key, code in cur.fetchall():
+                if key is None:  # the header: which keys are listed
+                    default = "already_current" if code == "W" else "accepted"
+                elif code == "j":
+                    judged.append(key)
+                else:
+                    listed.add(key)
+            held: dict[str, Any] = {}
+            if judged:
+                # not written, not current: the rows held now (what the upsert met),
+                # the document as text (evidence only where unresolved)
+                cur.execute(
+                    "SELECT key, revision, generation, generation_rank, content_hash, "
+                    f"deleted, doc::text FROM {self.ident} WHERE key = ANY(%s)",
+                    (judged,),
+                )
+                held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}
             raw.commit()
-            return held
+            return held, default, listed
         except BaseException:
             try:
                 raw.rollback()
@@ -218,7 +244,36 @@ class Target:
         finally:
             raw.close()
 
-    def _write_sqlite(self, docs: Sequence[Doc]) -> dict[str, Any]:
+    def _classified_upsert(self) -> str:
+        """The one statement of a PostgreSQL batch (see the module): `c` classifies each
+        staged row against the row held (a LATERAL probe by key: a nested loop on the
+        primary key whatever the statistics of a table growing under a rebuild), `up`
+        upserts those the guard may accept, and the answer is a header row (NULL, 'W':
+        the keys written are listed, every other one is already current; 'C': the keys
+        already current are listed, every other one was written) with the listed keys,
+        and (key, 'j') for each key neither written nor current."""
+        staged = ", ".join(f"s.{c}" for c in self.columns)
+        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
+        held = (
+            f"SELECT revision, generation_rank, content_hash, deleted FROM {self.ident} "
+            "WHERE key = s.key LIMIT 1"
+        )
+        upsert = self._upsert_sql(f"SELECT {values} FROM c WHERE newer")
+        return (
+            f"WITH c AS MATERIALIZED (SELECT {staged}, "
+            f"coalesce({guard_sql('s', 'h')}, true) AS newer, "
+            f"coalesce({current_sql('s', 'h')}, false) AS cur "
+            f"FROM fl_stage s LEFT JOIN LATERAL ({held}) h ON true), "
+            f"up AS ({upsert} RETURNING t.key), "
+            "n AS (SELECT (SELECT count(*) FROM up) <= (SELECT count(*) FROM c WHERE cur) AS w) "
+            "SELECT NULL, CASE WHEN n.w THEN 'W' ELSE 'C' END FROM n "
+            "UNION ALL SELECT up.key, 'w' FROM up, n WHERE n.w "
+            "UNION ALL SELECT c.key, 'c' FROM c, n WHERE c.cur AND NOT n.w "
+            "UNION ALL SELECT c.key, 'j' FROM c WHERE NOT c.cur "
+            "AND c.key NOT IN (SELECT key FROM up)"
+        )
+
+    def _write_sqlite(self, docs: Sequence[Doc]) -> tuple[dict[str, Any], str, set[str]]:
         keys = [d.key for d in docs]
         held: dict[str, Any] = {}
         with self.engine.begin() as conn:
@@ -251,7 +306,7 @@ class Target:
                 )
         for d in write:
             held.pop(d.key, None)
-        return held
+        return held, "accepted", set()
 
     def failure(self, exc: BaseException) -> FeedledgerError | None:
         """A driver's error under a write as one line naming the destination (exit 8):
@@ -337,6 +392,8 @@ class _Held:
 
 
 _ACCEPTED = object()
+# the binary COPY's types of fl_stage's columns, in COLUMNS order (and the geometry's)
+_STAGE_TYPES = ["text", "int8", "text", "int8", "text", "bool", "text", "bytea"]
 
 
 def _engine(dest: Destination) -> Engine:
