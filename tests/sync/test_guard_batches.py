@@ -16,11 +16,11 @@ def by_key(t: Target, docs: list[Doc]) -> dict[str, str]:
     return {v.key.strip('[]"'): v.verdict for v in t.write(docs)}
 
 
-def held_rows(t: Target, place: tuple[str, str, str]) -> dict[str, tuple[int, ...]]:
-    """written_at of every row, and on PostgreSQL its xmin and xmax (a row rewritten or
-    locked changes them)."""
+def held_rows(place: tuple[str, str, str]) -> dict[str, tuple[int, ...]]:
+    """revision and written_at of every row, and on PostgreSQL its xmin and xmax (a row
+    rewritten or locked changes them)."""
     kind, url, table = place
-    cols = "key, written_at"
+    cols = "key, revision, written_at"
     if kind == "postgres":
         cols += ", xmin::text::bigint, xmax::text::bigint"
     if kind == "postgres":
@@ -81,15 +81,28 @@ def test_every_key_of_a_mixed_batch_gets_its_own_verdict(place: tuple[str, str, 
 def test_a_batch_the_destination_already_holds_writes_and_locks_nothing(
     place: tuple[str, str, str],
 ) -> None:
+    docs = [doc(f"K-{i}", 3, {"name": f"k{i}"}) for i in range(40)]
     t = target(place)
     try:
-        docs = [doc(f"K-{i}", 3, {"name": f"k{i}"}) for i in range(40)]
         assert set(by_key(t, docs).values()) == {"accepted"}
-        before = held_rows(t, place)
-        assert set(by_key(t, docs).values()) == {"already_current"}
-        after = held_rows(t, place)
-        assert after == before
-        if place[0] == "postgres":
-            assert {row[2] for row in after.values()} == {0}  # never locked
     finally:
         t.close()
+    before = held_rows(place)
+    # a resync (another process: a Target that has not just written most of a batch,
+    # which would upsert its next batch first)
+    t = target(place)
+    try:
+        assert set(by_key(t, docs).values()) == {"already_current"}
+        # ... and a batch with one key changed writes that one only
+        changed = [*docs[:5], doc("K-5", 4, {"name": "k5 four"}), *docs[6:]]
+        got = by_key(t, changed)
+    finally:
+        t.close()
+    assert got == {**{f"K-{i}": "already_current" for i in range(40)}, "K-5": "accepted"}
+    after = held_rows(place)
+    assert {k: v for k, v in after.items() if "K-5" not in k} == {
+        k: v for k, v in before.items() if "K-5" not in k
+    }
+    assert after[doc("K-5", 4, {}).key] != before[doc("K-5", 4, {}).key]
+    if place[0] == "postgres":
+        assert {row[3] for k, row in after.items() if "K-5" not in k} == {0}  # never locked

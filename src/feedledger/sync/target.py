@@ -35,8 +35,10 @@ classifies each row against the row held (an index probe per key, no lock), upse
 only those the guard may accept (so a batch the destination already holds writes and
 locks nothing) and answers, for a batch of 20,000, only the minority: the keys written
 or the keys already current, whichever are fewer, and the keys neither (their held rows
-are then read for `judge`). The upsert keeps the guard in its WHERE: what decides a
-write is the row held when the upsert meets it, never the classification.
+are then read for `judge`). After a batch mostly written (a rebuild into an empty
+table) the next is upserted first instead, with no probe besides the upsert's own, and
+only the keys not written are judged. Either way the upsert keeps the guard in its
+WHERE: what decides a write is the row held when the upsert meets it.
 SQLite: the batch is classified against the rows held and upserted with the same
 guard, in one BEGIN IMMEDIATE transaction.
 """
@@ -73,6 +75,9 @@ class Target:
         self.geo = geo  # a GIS source: the geometry_wkb column is written too
         self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
         self.writes = 0  # batches written (PostgreSQL), for the fault point
+        # PostgreSQL: the last batch wrote most of its rows (a rebuild into an empty
+        # table), so the next one is upserted first and classified after (see the module)
+        self.writing = False
 
     def close(self) -> None:
         self.engine.dispose()
@@ -210,7 +215,7 @@ class Target:
                     copy.write_row((*row, d.wkb) if self.geo else row)
             self.writes += 1
             faults.point("destination_staged", self.writes)
-            cur.execute(self._classified_upsert())
+            cur.execute(self._upsert_first() if self.writing else self._classified_upsert())
             judged: list[str] = []
             listed: set[str] = set()
             default = "accepted"
@@ -221,6 +226,11 @@ class Target:
                     judged.append(key)
                 else:
                     listed.add(key)
+            # the next batch is likely this one's kind: most of it written, or not
+            written = len(listed)
+            if default == "accepted":
+                written = len(docs) - written - len(judged)
+            self.writing = 2 * written > len(docs)
             held: dict[str, Any] = {}
             if judged:
                 # not written, not current: the rows held now (what the upsert met),
@@ -243,6 +253,18 @@ class Target:
             raise
         finally:
             raw.close()
+
+    def _upsert_first(self) -> str:
+        """The batch upserted as staged (the guard in its WHERE), answering a header
+        (NULL, 'C': every key not listed was written) and (key, 'j') for each key not
+        written: in a rebuild into an empty table, none -- and no probe of the rows held
+        besides the upsert's own."""
+        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
+        upsert = self._upsert_sql(f"SELECT {values} FROM fl_stage")
+        return (
+            f"WITH up AS ({upsert} RETURNING t.key) SELECT NULL, 'C' "
+            "UNION ALL SELECT s.key, 'j' FROM fl_stage s WHERE s.key NOT IN (SELECT key FROM up)"
+        )
 
     def _classified_upsert(self) -> str:
         """The one statement of a PostgreSQL batch (see the module): `c` classifies each
