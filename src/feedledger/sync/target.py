@@ -30,17 +30,9 @@ A GIS source's table has one more column, `geometry_wkb` (BLOB / bytea: the vers
 geometry as ISO WKB, NULL for none and for a tombstone), added to an older table that
 lacks it; the document carries the same geometry as GeoJSON (sync/transform.py).
 
-PostgreSQL: the batch is COPYed (binary) into a temporary table, then ONE statement
-classifies each row against the row held (an index probe per key, no lock), upserts
-only those the guard may accept (so a batch the destination already holds writes and
-locks nothing) and answers, for a batch of 20,000, only the minority: the keys written
-or the keys already current, whichever are fewer, and the keys neither (their held rows
-are then read for `judge`). After a batch mostly written (a rebuild into an empty
-table) the next is upserted first instead, with no probe besides the upsert's own, and
-only the keys not written are judged. Either way the upsert keeps the guard in its
-WHERE: what decides a write is the row held when the upsert meets it.
-SQLite: the batch is classified against the rows held and upserted with the same
-guard, in one BEGIN IMMEDIATE transaction.
+PostgreSQL: the batch is COPYed into a temporary table and ONE statement upserts it
+(sync/pg_batch.py). SQLite: the batch is classified against the rows held and upserted
+with the same guard, in one BEGIN IMMEDIATE transaction.
 """
 
 from __future__ import annotations
@@ -51,13 +43,13 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
-from feedledger import faults
 from feedledger.ledger import failures
 from feedledger.ledger.engine import normalise_url
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
-from feedledger.sync.guard import GUARD, current_sql, guard_sql, judge
+from feedledger.sync.guard import GUARD, judge
 from feedledger.sync.guard import evidence as guard_evidence
+from feedledger.sync.pg_batch import Batches
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
@@ -74,10 +66,11 @@ class Target:
         self.postgres = dest.kind == "postgres"
         self.geo = geo  # a GIS source: the geometry_wkb column is written too
         self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
-        self.writes = 0  # batches written (PostgreSQL), for the fault point
-        # PostgreSQL: the last batch wrote most of its rows (a rebuild into an empty
-        # table), so the next one is upserted first and classified after (see the module)
-        self.writing = False
+        self.batches = (
+            Batches(self.engine, self.ident, self.columns, self._upsert_sql)
+            if self.postgres
+            else None
+        )
 
     def close(self) -> None:
         self.engine.dispose()
@@ -152,7 +145,11 @@ class Target:
         if not docs:
             return []
         try:
-            got = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+            if self.batches is not None:
+                rows, default, listed = self.batches.write(docs, geo=self.geo)
+                got = ({r[0]: _Held(*r[1:]) for r in rows}, default, listed)
+            else:
+                got = self._write_sqlite(docs)
         except FeedledgerError:
             raise
         except Exception as exc:
@@ -192,107 +189,6 @@ class Target:
         return (
             f"INSERT INTO {self.ident} AS t ({cols}) {source} "
             f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
-        )
-
-    def _write_postgres(self, docs: Sequence[Doc]) -> tuple[dict[str, Any], str, set[str]]:
-        raw = self.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            # the document as text: parsed into jsonb only for the rows written
-            cur.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
-                "generation text, generation_rank bigint, content_hash text, deleted boolean, "
-                f"doc text, {GEOMETRY} bytea) ON COMMIT DELETE ROWS; "
-                # the classification's rows, and the hashed NOT IN of the keys written
-                "SET LOCAL work_mem = '64MB'"
-            )
-            cols = ", ".join(self.columns)
-            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(_STAGE_TYPES[: len(self.columns)])
-                for d in docs:  # psycopg's C adaptation: faster than building the rows here
-                    row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
-                           d.doc)  # fmt: skip
-                    copy.write_row((*row, d.wkb) if self.geo else row)
-            self.writes += 1
-            faults.point("destination_staged", self.writes)
-            cur.execute(self._upsert_first() if self.writing else self._classified_upsert())
-            judged: list[str] = []
-            listed: set[str] = set()
-            default = "accepted"
-            for key, code in cur.fetchall():
-                if key is None:  # the header: which keys are listed
-                    default = "already_current" if code == "W" else "accepted"
-                elif code == "j":
-                    judged.append(key)
-                else:
-                    listed.add(key)
-            # the next batch is likely this one's kind: most of it written, or not
-            written = len(listed)
-            if default == "accepted":
-                written = len(docs) - written - len(judged)
-            self.writing = 2 * written > len(docs)
-            held: dict[str, Any] = {}
-            if judged:
-                # not written, not current: the rows held now (what the upsert met),
-                # the document as text (evidence only where unresolved)
-                cur.execute(
-                    "SELECT key, revision, generation, generation_rank, content_hash, "
-                    f"deleted, doc::text FROM {self.ident} WHERE key = ANY(%s)",
-                    (judged,),
-                )
-                held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}
-            raw.commit()
-            return held, default, listed
-        except BaseException:
-            try:
-                raw.rollback()
-            except Exception:
-                # the connection is gone (its server ended it): out of the pool, so no
-                # reset of it is tried (and logged) when it is returned
-                raw.invalidate()
-            raise
-        finally:
-            raw.close()
-
-    def _upsert_first(self) -> str:
-        """The batch upserted as staged (the guard in its WHERE), answering a header
-        (NULL, 'C': every key not listed was written) and (key, 'j') for each key not
-        written: in a rebuild into an empty table, none -- and no probe of the rows held
-        besides the upsert's own."""
-        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
-        upsert = self._upsert_sql(f"SELECT {values} FROM fl_stage")
-        return (
-            f"WITH up AS ({upsert} RETURNING t.key) SELECT NULL, 'C' "
-            "UNION ALL SELECT s.key, 'j' FROM fl_stage s WHERE s.key NOT IN (SELECT key FROM up)"
-        )
-
-    def _classified_upsert(self) -> str:
-        """The one statement of a PostgreSQL batch (see the module): `c` classifies each
-        staged row against the row held (a LATERAL probe by key: a nested loop on the
-        primary key whatever the statistics of a table growing under a rebuild), `up`
-        upserts those the guard may accept, and the answer is a header row (NULL, 'W':
-        the keys written are listed, every other one is already current; 'C': the keys
-        already current are listed, every other one was written) with the listed keys,
-        and (key, 'j') for each key neither written nor current."""
-        staged = ", ".join(f"s.{c}" for c in self.columns)
-        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
-        held = (
-            f"SELECT revision, generation_rank, content_hash, deleted FROM {self.ident} "
-            "WHERE key = s.key LIMIT 1"
-        )
-        upsert = self._upsert_sql(f"SELECT {values} FROM c WHERE newer")
-        return (
-            f"WITH c AS MATERIALIZED (SELECT {staged}, "
-            f"coalesce({guard_sql('s', 'h')}, true) AS newer, "
-            f"coalesce({current_sql('s', 'h')}, false) AS cur "
-            f"FROM fl_stage s LEFT JOIN LATERAL ({held}) h ON true), "
-            f"up AS ({upsert} RETURNING t.key), "
-            "n AS (SELECT (SELECT count(*) FROM up) <= (SELECT count(*) FROM c WHERE cur) AS w) "
-            "SELECT NULL, CASE WHEN n.w THEN 'W' ELSE 'C' END FROM n "
-            "UNION ALL SELECT up.key, 'w' FROM up, n WHERE n.w "
-            "UNION ALL SELECT c.key, 'c' FROM c, n WHERE c.cur AND NOT n.w "
-            "UNION ALL SELECT c.key, 'j' FROM c WHERE NOT c.cur "
-            "AND c.key NOT IN (SELECT key FROM up)"
         )
 
     def _write_sqlite(self, docs: Sequence[Doc]) -> tuple[dict[str, Any], str, set[str]]:
@@ -414,8 +310,6 @@ class _Held:
 
 
 _ACCEPTED = object()
-# the binary COPY's types of fl_stage's columns, in COLUMNS order (and the geometry's)
-_STAGE_TYPES = ["text", "int8", "text", "int8", "text", "bool", "text", "bytea"]
 
 
 def _engine(dest: Destination) -> Engine:
