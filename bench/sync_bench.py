@@ -1,6 +1,7 @@
 """Destination rebuild and reconcile benchmark: N parcels into a PostgreSQL search table.
 
     .venv/bin/python bench/sync_bench.py [--n 1000000] [--sqlite-destination] [--keep]
+        [--payload FILE --published-at DATE] [--rounds R]
 
 Day 1 of the ``gen_parcels.py`` feed (N parcels, generated in a child process or reused
 from the cache in ``bench/.work/``) is ingested into a fresh SQLite workspace. A
@@ -14,9 +15,19 @@ Then, each one whole ``feedledger`` process, timed from spawn to exit:
     feedledger sync bench --manifest m --json        # again: every key already_current
 
 documents/s = N / wall of a sync process. Targets (N = 1,000,000, PostgreSQL): rebuild
->= 50,000 documents/s, reconcile <= 15 s. The table is dropped and the workspace removed
-at the end unless ``--keep``. Results: a Markdown table on stdout, JSON in
-``bench/results/sync-latest.json`` (bench/resultfiles.py); progress on stderr.
+>= 50,000 documents/s, reconcile <= 15 s.
+
+The server's floor (PostgreSQL): the same N documents (copied once from the destination
+after the first rebuild into an unlogged staging table of the same column types) are
+loaded into a fresh table of the destination's shape (``LIKE ... INCLUDING ALL``: the
+primary key, the generated tsvector and its GIN index) by ONE statement, ``INSERT ...
+SELECT ... ON CONFLICT (key) DO UPDATE ... WHERE <the guard>``, then the same statement
+again (the no-op rerun). With ``--rounds R`` the floor and the sync (rebuild into a
+dropped table, then resync) alternate R times, the order flipping each round; the table
+gives medians and the ratios floor / sync (>= 1: the sync keeps the server's pace).
+The table is dropped and the workspace removed at the end unless ``--keep``. Results: a
+Markdown table on stdout, JSON in ``bench/results/sync-latest.json``
+(bench/resultfiles.py); progress on stderr.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import os
 import resource
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -36,6 +48,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from feedledger.sync.guard import GUARD
+from feedledger.sync.target import COLUMNS
 from ingest_bench import (
     BENCH_DIR,
     DEFAULT_SEED,
@@ -120,6 +134,77 @@ class Destination:
                 conn.execute(f"DROP TABLE IF EXISTS {self.table}")
 
 
+class Floor:
+    """The server's pace: the same documents, loaded server-side from a staging table into
+    a fresh table of the destination's shape in one guarded statement, then again (a
+    no-op: every row is current). Timed around the statement (its commit included)."""
+
+    def __init__(self, pg_url: str, table: str) -> None:
+        self.pg_url, self.dest = pg_url, table
+        self.stage, self.table = f"{table}_floor_stage", f"{table}_floor"
+
+    def _conn(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(psycopg_url(self.pg_url), autocommit=True)
+
+    def stage_from_destination(self) -> None:
+        cols = ", ".join(COLUMNS)
+        with self._conn() as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {self.stage}")
+            conn.execute(
+                f"CREATE UNLOGGED TABLE {self.stage} AS SELECT {cols} FROM {self.dest} ORDER BY key"
+            )
+            conn.execute(f"VACUUM ANALYZE {self.stage}")
+            # the documents as text, as a client sends them (parsed into jsonb by the load)
+            text_cols = ", ".join("doc::text AS doc" if c == "doc" else c for c in COLUMNS)
+            conn.execute(f"DROP TABLE IF EXISTS {self.stage}_text")
+            conn.execute(
+                f"CREATE UNLOGGED TABLE {self.stage}_text AS SELECT {text_cols} FROM {self.stage}"
+            )
+            conn.execute(f"VACUUM ANALYZE {self.stage}_text")
+
+    def run(self) -> dict[str, float]:
+        cols = ", ".join(COLUMNS)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
+        now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
+        values = ", ".join("doc::jsonb" if c == "doc" else c for c in COLUMNS)
+
+        def upsert(stage: str, select: str) -> str:
+            return (
+                f"INSERT INTO {self.table} AS t ({cols}) SELECT {select} FROM {stage} "
+                f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
+            )
+
+        out: dict[str, float] = {}
+        with self._conn() as conn:
+            steps = (
+                ("floor_load", upsert(self.stage, cols)),
+                ("floor_noop", upsert(self.stage, cols)),
+                ("floor_load_text", upsert(self.stage + "_text", values)),
+            )
+            for step, sql in steps:
+                if step != "floor_noop":
+                    conn.execute(f"DROP TABLE IF EXISTS {self.table}")
+                    conn.execute(f"CREATE TABLE {self.table} (LIKE {self.dest} INCLUDING ALL)")
+                t0 = time.perf_counter()
+                cur = conn.execute(sql)
+                out[step] = time.perf_counter() - t0
+                out[step + "_rows"] = cur.rowcount
+        log(
+            f"  floor load     {out['floor_load']:7.2f}s  (rows {out['floor_load_rows']:,}); "
+            f"no-op {out['floor_noop']:.2f}s (rows {out['floor_noop_rows']:,}); "
+            f"load from text {out['floor_load_text']:.2f}s"
+        )
+        return out
+
+    def drop(self) -> None:
+        with self._conn() as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {self.table}")
+            conn.execute(f"DROP TABLE IF EXISTS {self.stage}")
+            conn.execute(f"DROP TABLE IF EXISTS {self.stage}_text")
+
+
 def run_json(argv: list[str], ws: Path, timeout: float, ok_codes: tuple[int, ...] = (0,)) -> Proc:
     """run_measured, also accepting the exit codes in ``ok_codes`` (reconcile exits 1 when
     the destination is not complete, with its JSON report on stdout)."""
@@ -174,23 +259,71 @@ def markdown(result: dict[str, Any]) -> str:
             inproc = f"{out.get('seconds', 0):.2f}"
         target_txt = "-" if not target else f"{target}: {'met' if met else 'MISSED'}"
         lines.append(
-            f"| {kind} | {n:,} | {s['step']} | {s['wall_s']:.2f} | {inproc} "
+            f"| {kind} | {n:,} | {s['step']} r{s['round']} | {s['wall_s']:.2f} | {inproc} "
             f"| {s['documents_per_s']:,.0f} | {s['maxrss_kib'] / 1024:.0f} | {verdict} "
             f"| {target_txt} |"
         )
+    for f in result.get("floor", []):
+        for step, label in (
+            ("floor_load", "floor (one statement)"),
+            ("floor_noop", "floor no-op"),
+            ("floor_load_text", "floor from text docs"),
+        ):
+            lines.append(
+                f"| {kind} | {n:,} | {label} r{f['round']} | {f[step]:.2f} | - "
+                f"| {n / f[step]:,.0f} | - | rows written {f[step + '_rows']:,} | - |"
+            )
+    for step, r in result.get("ratios", {}).items():
+        lines.append(
+            f"\n{step}: floor {r['floor_s']:.2f} s / sync {r['wall_s']:.2f} s wall = "
+            f"**{r['floor_over_wall']:.3f}** (in-process {r['in_process_s']:.2f} s: "
+            f"{r['floor_over_in_process']:.3f}); medians of {r['rounds']} rounds"
+        )
     return "\n".join(lines)
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def ratios(steps: list[dict[str, Any]], floors: list[dict[str, float]]) -> dict[str, Any]:
+    """Medians over rounds, and floor / sync (>= 1: as fast as the server's floor): by the
+    whole process's wall clock and by the seconds the sync reports itself."""
+    out: dict[str, Any] = {}
+    for step, fkey in (
+        ("rebuild", "floor_load"),
+        ("resync", "floor_noop"),
+        ("rebuild", "floor_load_text"),
+    ):
+        wall = _median([s["wall_s"] for s in steps if s["step"] == step])
+        inproc = _median([s["output"]["seconds"] for s in steps if s["step"] == step])
+        fl = _median([f[fkey] for f in floors])
+        out[f"{step} vs {fkey}"] = {
+            "floor_s": round(fl, 3),
+            "wall_s": round(wall, 3),
+            "in_process_s": round(inproc, 3),
+            "floor_over_wall": round(fl / wall, 3),
+            "floor_over_in_process": round(fl / inproc, 3),
+            "rounds": len(floors),
+        }
+    return out
 
 
 def check(result: dict[str, Any]) -> list[str]:
     """What is wrong with the run (empty: the outcomes and the table are as they must be)."""
     n, problems = result["n"], []
+    for s in result["steps"]:
+        got = s["output"].get("outcomes", {})
+        want = {"rebuild": "accepted", "resync": "already_current"}.get(s["step"])
+        if want is not None and (got.get(want) != n or sum(got.values()) != n):
+            problems.append(f"round {s['round']} {s['step']}: outcomes {got}, not {want} {n}")
+    for f in result.get("floor", []):
+        if f["floor_load_rows"] != n or f["floor_noop_rows"] != 0 or f["floor_load_text_rows"] != n:
+            problems.append(
+                f"round {f['round']} floor: rows {f['floor_load_rows']}, "
+                f"then {f['floor_noop_rows']}"
+            )
     by = {s["step"]: s["output"] for s in result["steps"]}
-    accepted = by["rebuild"].get("outcomes", {}).get("accepted")
-    if accepted != n:
-        problems.append(f"rebuild: accepted {accepted} != {n}")
-    current = by["resync"].get("outcomes", {}).get("already_current")
-    if current != n:
-        problems.append(f"second sync: already_current {current} != {n}")
     if by["reconcile"].get("complete") is not True:
         problems.append("reconcile: complete is not true")
     if result["destination"]["rows"] != n:
@@ -219,13 +352,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per command")
     ap.add_argument("--keep", action="store_true", help="keep the workspace and the table")
+    ap.add_argument(
+        "--payload",
+        type=Path,
+        help="day 1's CSV to ingest instead of generating one (with --published-at)",
+    )
+    ap.add_argument("--published-at", help="the payload's published-at date (with --payload)")
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="floor / sync rounds, alternating (%(default)s)"
+    )
     args = ap.parse_args(argv)
     if args.n < 1:
         ap.error("--n must be >= 1")
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
+    if (args.payload is None) != (args.published_at is None):
+        ap.error("--payload and --published-at go together")
 
     machine = machine_info()
     log(f"== N = {args.n:,}: data")
-    payload_file, gen = generate_day1(args.n, args.seed, args.timeout)
+    if args.payload is not None:
+        payload_file = args.payload
+        gen = {"day": {"path": str(payload_file), "published_at": args.published_at}}
+    else:
+        payload_file, gen = generate_day1(args.n, args.seed, args.timeout)
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     kind = "sqlite" if args.sqlite_destination else "postgres"
     ws = Path(tempfile.mkdtemp(prefix=f"sync-{kind}-n{args.n}-", dir=RUNS_DIR))
@@ -250,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     failed = False
+    floor: Floor | None = None
     try:
         machine["postgresql"] = dest.server_version()
         setup: dict[str, Any] = {}
@@ -271,10 +422,33 @@ def main(argv: list[str] | None = None) -> int:
         log(f"== {kind} destination, table {args.table}")
         sync = [fl, "sync", DESTINATION, "--manifest", MANIFEST, "--json"]
         rec = [fl, "reconcile", DESTINATION, "--manifest", MANIFEST, "--json"]
-        steps = [measured_step("rebuild", sync, ws, t, args.n)]
-        steps.append(measured_step("reconcile", rec, ws, t, args.n, ok_codes=(0, 1)))
-        steps.append(measured_step("resync", sync, ws, t, args.n))
+        if kind == "postgres":
+            floor = Floor(args.postgres_url, args.table)
+        steps: list[dict[str, Any]] = []
+        floors: list[dict[str, float]] = []
+        for r in range(args.rounds):
+            log(f"-- round {r + 1} of {args.rounds}")
+            # the floor needs the documents (staged from the first rebuild): sync first
+            # in round 1, then the order flips every round
+            order = ("sync", "floor") if r % 2 == 0 else ("floor", "sync")
+            for what in order:
+                if what == "floor":
+                    if floor is not None:
+                        floors.append({"round": r + 1, **floor.run()})
+                    continue
+                if r:
+                    dest.drop()  # a rebuild into an empty table again
+                steps.append({"round": r + 1, **measured_step("rebuild", sync, ws, t, args.n)})
+                if r == 0:
+                    recon = measured_step("reconcile", rec, ws, t, args.n, ok_codes=(0, 1))
+                    steps.append({"round": 1, **recon})
+                    if floor is not None:
+                        floor.stage_from_destination()
+                steps.append({"round": r + 1, **measured_step("resync", sync, ws, t, args.n)})
         result["steps"] = steps
+        result["floor"] = floors
+        if floors:
+            result["ratios"] = ratios(steps, floors)
         result["destination"] = {
             "kind": kind,
             "table": args.table,
@@ -295,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             with contextlib.suppress(Exception):
                 dest.drop()
+            if floor is not None:
+                with contextlib.suppress(Exception):
+                    floor.drop()
             if not failed:
                 shutil.rmtree(ws, ignore_errors=True)
 

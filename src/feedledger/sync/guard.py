@@ -20,16 +20,32 @@ def _gone(row: str) -> str:
     )
 
 
-# position p = (revision, deleted): a deletion sorts just after the revision it deletes
-_NEWER = (
-    "(excluded.revision > t.revision OR "
-    f"(excluded.revision = t.revision AND {_gone('excluded')} > {_gone('t')}))"
-)
-_SAME = f"excluded.revision = t.revision AND {_gone('excluded')} = {_gone('t')}"
-GUARD = (
-    f"({_NEWER} AND excluded.generation_rank >= t.generation_rank) "
-    f"OR ({_SAME} AND excluded.generation_rank > t.generation_rank)"
-)
+def guard_sql(new: str, held: str) -> str:
+    """The SQL condition under which the incoming row `new` replaces the row `held` (table
+    aliases): position p = (revision, deleted), a deletion sorting just after the revision
+    it deletes."""
+    newer = (
+        f"({new}.revision > {held}.revision OR "
+        f"({new}.revision = {held}.revision AND {_gone(new)} > {_gone(held)}))"
+    )
+    same = f"{new}.revision = {held}.revision AND {_gone(new)} = {_gone(held)}"
+    return (
+        f"({newer} AND {new}.generation_rank >= {held}.generation_rank) "
+        f"OR ({same} AND {new}.generation_rank > {held}.generation_rank)"
+    )
+
+
+def current_sql(new: str, held: str) -> str:
+    """The SQL condition of `judge`'s already_current: same position, same generation,
+    same content."""
+    return (
+        f"({new}.revision = {held}.revision AND {_gone(new)} = {_gone(held)} AND "
+        f"{new}.generation_rank = {held}.generation_rank AND "
+        f"{new}.content_hash = {held}.content_hash)"
+    )
+
+
+GUARD = guard_sql("excluded", "t")  # the conditional upsert's WHERE
 
 
 def judge(d: Doc, held: Any | None) -> tuple[str, str | None]:

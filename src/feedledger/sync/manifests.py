@@ -15,6 +15,7 @@ from feedledger.ledger.store import Store
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
 from feedledger.sync.tables import manifest_keys, manifests
+from feedledger.sync.versions import fetch_all
 
 BATCH = 10_000
 
@@ -122,7 +123,7 @@ def keys(store: Store, manifest_id: str, after: str | None = None, limit: int = 
         sql += f" AND key > {store.param('a')}"
     sql += f" ORDER BY key LIMIT {int(limit)}"
     with store.engine.connect() as conn:
-        return [r[0] for r in conn.exec_driver_sql(sql, {"m": manifest_id, "a": after}).all()]
+        return [r[0] for r in fetch_all(conn, sql, {"m": manifest_id, "a": after})]
 
 
 def all_keys(store: Store, manifest_id: str) -> list[str]:

@@ -30,10 +30,9 @@ A GIS source's table has one more column, `geometry_wkb` (BLOB / bytea: the vers
 geometry as ISO WKB, NULL for none and for a tombstone), added to an older table that
 lacks it; the document carries the same geometry as GeoJSON (sync/transform.py).
 
-PostgreSQL: the batch is COPYed into a temporary table, then ONE statement upserts it
-and returns, for the rows it did not write, the row held (read from the same snapshot).
-SQLite: the batch is classified against the rows held and upserted with the same
-guard, in one BEGIN IMMEDIATE transaction.
+PostgreSQL: the batch is COPYed into a temporary table and ONE statement upserts it
+(sync/pg_batch.py). SQLite: the batch is classified against the rows held and upserted
+with the same guard, in one BEGIN IMMEDIATE transaction.
 """
 
 from __future__ import annotations
@@ -44,13 +43,13 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
-from feedledger import faults
 from feedledger.ledger import failures
 from feedledger.ledger.engine import normalise_url
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.guard import GUARD, judge
 from feedledger.sync.guard import evidence as guard_evidence
+from feedledger.sync.pg_batch import Batches
 from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
@@ -67,7 +66,11 @@ class Target:
         self.postgres = dest.kind == "postgres"
         self.geo = geo  # a GIS source: the geometry_wkb column is written too
         self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
-        self.writes = 0  # batches written (PostgreSQL), for the fault point
+        self.batches = (
+            Batches(self.engine, self.ident, self.columns, self._upsert_sql)
+            if self.postgres
+            else None
+        )
 
     def close(self) -> None:
         self.engine.dispose()
@@ -142,7 +145,11 @@ class Target:
         if not docs:
             return []
         try:
-            held = self._write_postgres(docs) if self.postgres else self._write_sqlite(docs)
+            if self.batches is not None:
+                rows, default, listed = self.batches.write(docs, geo=self.geo)
+                got = ({r[0]: _Held(*r[1:]) for r in rows}, default, listed)
+            else:
+                got = self._write_sqlite(docs)
         except FeedledgerError:
             raise
         except Exception as exc:
@@ -150,13 +157,21 @@ class Target:
             if failure is None:
                 raise
             raise failure from exc
-        if not held:  # the common case: every doc written
-            return [Verdict(d.key, "accepted", d.revision, d.generation, d.content_hash)
+        # held: the rows judged here; every other doc's verdict is `default`, but for
+        # those in `listed`: `other`
+        held, default, listed = got
+        other = "already_current" if default == "accepted" else "accepted"
+        if not held and not listed:  # the common case: one verdict for the batch
+            return [Verdict(d.key, default, d.revision, d.generation, d.content_hash)
                     for d in docs]  # fmt: skip
         out = []
         for d in docs:
             row = held.get(d.key, _ACCEPTED)
-            verdict, reason = ("accepted", None) if row is _ACCEPTED else judge(d, row)
+            if row is _ACCEPTED:
+                verdict = other if d.key in listed else default
+                out.append(Verdict(d.key, verdict, d.revision, d.generation, d.content_hash))
+                continue
+            verdict, reason = judge(d, row)
             evidence = guard_evidence(d, row) if verdict == "unresolved" else None
             out.append(
                 Verdict(d.key, verdict, d.revision, d.generation, d.content_hash, reason, evidence)
@@ -176,49 +191,7 @@ class Target:
             f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
         )
 
-    def _write_postgres(self, docs: Sequence[Doc]) -> dict[str, Any]:
-        raw = self.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
-                "generation text, generation_rank bigint, content_hash text, deleted boolean, "
-                f"doc jsonb, {GEOMETRY} bytea) ON COMMIT DELETE ROWS"
-            )
-            cols = ", ".join(self.columns)
-            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN") as copy:
-                for d in docs:  # psycopg's C adaptation: faster than building the text here
-                    row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
-                           d.doc)  # fmt: skip
-                    copy.write_row((*row, d.wkb) if self.geo else row)
-            self.writes += 1
-            faults.point("destination_staged", self.writes)
-            upsert = self._upsert_sql(f"SELECT {cols} FROM fl_stage")
-            # the held document only where it is evidence (same revision and generation,
-            # different content: unresolved), as text: no JSON decoding of every row held
-            cur.execute(
-                f"WITH up AS ({upsert} RETURNING t.key) "
-                f"SELECT s.key, h.revision, h.generation, h.generation_rank, h.content_hash, "
-                f"h.deleted, CASE WHEN h.revision = s.revision AND h.generation_rank = "
-                f"s.generation_rank AND h.content_hash <> s.content_hash THEN h.doc::text END "
-                f"FROM fl_stage s JOIN {self.ident} h ON h.key = s.key "
-                "WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.key = s.key)"
-            )
-            held = {r[0]: _Held(*r[1:]) for r in cur.fetchall()}
-            raw.commit()
-            return held
-        except BaseException:
-            try:
-                raw.rollback()
-            except Exception:
-                # the connection is gone (its server ended it): out of the pool, so no
-                # reset of it is tried (and logged) when it is returned
-                raw.invalidate()
-            raise
-        finally:
-            raw.close()
-
-    def _write_sqlite(self, docs: Sequence[Doc]) -> dict[str, Any]:
+    def _write_sqlite(self, docs: Sequence[Doc]) -> tuple[dict[str, Any], str, set[str]]:
         keys = [d.key for d in docs]
         held: dict[str, Any] = {}
         with self.engine.begin() as conn:
@@ -251,7 +224,7 @@ class Target:
                 )
         for d in write:
             held.pop(d.key, None)
-        return held
+        return held, "accepted", set()
 
     def failure(self, exc: BaseException) -> FeedledgerError | None:
         """A driver's error under a write as one line naming the destination (exit 8):

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from sqlalchemy import Connection
+
 from feedledger.ledger.encoding import Decoder
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import LATEST_ORDER, visible_sql
@@ -31,6 +33,18 @@ class VersionRow(NamedTuple):
     version_id: int
     valid_from: int
     geometry: str | None = None  # GIS sources: GeoJSON text as stated (None: no geometry)
+
+
+def fetch_all(conn: Connection, sql: str, params: dict[str, Any]) -> list[Any]:
+    """All rows of `sql` (the driver's own parameter style) as the driver's tuples,
+    through its own cursor: on the rebuild's hot path SQLAlchemy's Row objects cost
+    more than the query."""
+    cur = conn.connection.cursor()
+    try:
+        cur.execute(sql, params)
+        return list(cur.fetchall())
+    finally:
+        cur.close()
 
 
 def _versions_sql(store: Store, known_at: int | None, keys: int = 0, geo: bool = False) -> str:
@@ -83,7 +97,7 @@ def latest(
         ]
     with store.engine.connect() as conn:
         for sql, params in parts:
-            for r in conn.exec_driver_sql(sql, {"s": source, "k": known_at, **params}).all():
+            for r in fetch_all(conn, sql, {"s": source, "k": known_at, **params}):
                 if r[0] in wanted:
                     out[r[0]] = r  # oldest first: the last one wins
         rows = list(out.values())

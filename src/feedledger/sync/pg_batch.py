@@ -1,0 +1,147 @@
+"""A PostgreSQL destination's guarded batch (sync/target.py's write there).
+
+The batch is COPYed (binary; the documents as text, parsed into jsonb only for the rows
+written) into a temporary table, then ONE statement classifies each row against the row
+held (an index probe per key, no lock), upserts only those the guard may accept (so a
+batch the destination already holds writes and locks nothing) and answers, for a batch
+of 20,000, only the minority: the keys written or the keys already current, whichever
+are fewer, and the keys neither (their held rows are then read for `judge`). After a
+batch mostly written (a rebuild into an empty table) the next is upserted first instead,
+with no probe besides the upsert's own, and only the keys not written are judged. Either
+way the upsert keeps the guard in its WHERE: what decides a write is the row held when
+the upsert meets it, in any process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Engine
+
+from feedledger import faults
+from feedledger.sync.guard import current_sql, guard_sql
+from feedledger.sync.transform import Doc
+
+# the binary COPY's types of fl_stage's columns, in sync/target.py's COLUMNS order (and
+# a GIS source's geometry_wkb)
+STAGE_TYPES = ["text", "int8", "text", "int8", "text", "bool", "text", "bytea"]
+
+
+class Batches:
+    """Guarded batches into one PostgreSQL table, through `engine`: `upsert_sql(source)`
+    is the table's conditional upsert of the rows `source` selects."""
+
+    def __init__(
+        self, engine: Engine, ident: str, columns: Sequence[str], upsert_sql: Callable[[str], str]
+    ) -> None:
+        self.engine, self.ident, self.columns = engine, ident, tuple(columns)
+        self.upsert_sql = upsert_sql
+        self.writes = 0  # batches staged, for the fault point
+        # the last batch wrote most of its rows (a rebuild into an empty table): the
+        # next one is upserted first, and classified after
+        self.writing = False
+
+    def write(self, docs: Sequence[Doc], *, geo: bool) -> tuple[list[Any], str, set[str]]:
+        """Write a batch; returns the rows held for the keys to judge (key, revision,
+        generation, generation_rank, content_hash, deleted, doc text), the verdict of
+        every other key but the listed ones, and the listed keys (the other verdict)."""
+        raw = self.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            # the document as text: parsed into jsonb only for the rows written
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
+                "generation text, generation_rank bigint, content_hash text, deleted boolean, "
+                "doc text, geometry_wkb bytea) ON COMMIT DELETE ROWS; "
+                # the classification's rows, and the hashed NOT IN of the keys written
+                "SET LOCAL work_mem = '64MB'"
+            )
+            cols = ", ".join(self.columns)
+            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(STAGE_TYPES[: len(self.columns)])
+                for d in docs:  # psycopg's C adaptation: faster than building the rows here
+                    row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
+                           d.doc)  # fmt: skip
+                    copy.write_row((*row, d.wkb) if geo else row)
+            self.writes += 1
+            faults.point("destination_staged", self.writes)
+            cur.execute(self._upsert_first() if self.writing else self._classified_upsert())
+            judged: list[str] = []
+            listed: set[str] = set()
+            default = "accepted"
+            for key, code in cur.fetchall():
+                if key is None:  # the header: which keys are listed
+                    default = "already_current" if code == "W" else "accepted"
+                elif code == "j":
+                    judged.append(key)
+                else:
+                    listed.add(key)
+            # the next batch is likely this one's kind: most of it written, or not
+            written = len(listed)
+            if default == "accepted":
+                written = len(docs) - written - len(judged)
+            self.writing = 2 * written > len(docs)
+            held: list[Any] = []
+            if judged:
+                # not written, not current: the rows held now (what the upsert met),
+                # the document as text (evidence only where unresolved)
+                cur.execute(
+                    "SELECT key, revision, generation, generation_rank, content_hash, "
+                    f"deleted, doc::text FROM {self.ident} WHERE key = ANY(%s)",
+                    (judged,),
+                )
+                held = list(cur.fetchall())
+            raw.commit()
+            return held, default, listed
+        except BaseException:
+            try:
+                raw.rollback()
+            except Exception:
+                # the connection is gone (its server ended it): out of the pool, so no
+                # reset of it is tried (and logged) when it is returned
+                raw.invalidate()
+            raise
+        finally:
+            raw.close()
+
+    def _upsert_first(self) -> str:
+        """The batch upserted as staged (the guard in its WHERE), answering a header
+        (NULL, 'C': every key not listed was written) and (key, 'j') for each key not
+        written: in a rebuild into an empty table, none -- and no probe of the rows held
+        besides the upsert's own."""
+        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
+        upsert = self.upsert_sql(f"SELECT {values} FROM fl_stage")
+        return (
+            f"WITH up AS ({upsert} RETURNING t.key) SELECT NULL, 'C' "
+            "UNION ALL SELECT s.key, 'j' FROM fl_stage s WHERE s.key NOT IN (SELECT key FROM up)"
+        )
+
+    def _classified_upsert(self) -> str:
+        """The one statement of a PostgreSQL batch (see the module): `c` classifies each
+        staged row against the row held (a LATERAL probe by key: a nested loop on the
+        primary key whatever the statistics of a table growing under a rebuild), `up`
+        upserts those the guard may accept, and the answer is a header row (NULL, 'W':
+        the keys written are listed, every other one is already current; 'C': the keys
+        already current are listed, every other one was written) with the listed keys,
+        and (key, 'j') for each key neither written nor current."""
+        staged = ", ".join(f"s.{c}" for c in self.columns)
+        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
+        held = (
+            f"SELECT revision, generation_rank, content_hash, deleted FROM {self.ident} "
+            "WHERE key = s.key LIMIT 1"
+        )
+        upsert = self.upsert_sql(f"SELECT {values} FROM c WHERE newer")
+        return (
+            f"WITH c AS MATERIALIZED (SELECT {staged}, "
+            f"coalesce({guard_sql('s', 'h')}, true) AS newer, "
+            f"coalesce({current_sql('s', 'h')}, false) AS cur "
+            f"FROM fl_stage s LEFT JOIN LATERAL ({held}) h ON true), "
+            f"up AS ({upsert} RETURNING t.key), "
+            "n AS (SELECT (SELECT count(*) FROM up) <= (SELECT count(*) FROM c WHERE cur) AS w) "
+            "SELECT NULL, CASE WHEN n.w THEN 'W' ELSE 'C' END FROM n "
+            "UNION ALL SELECT up.key, 'w' FROM up, n WHERE n.w "
+            "UNION ALL SELECT c.key, 'c' FROM c, n WHERE c.cur AND NOT n.w "
+            "UNION ALL SELECT c.key, 'j' FROM c WHERE NOT c.cur "
+            "AND c.key NOT IN (SELECT key FROM up)"
+        )
