@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Paired PostgreSQL first-load comparison of two source trees (issue 30 target 4,
+# bench/README.md "PostgreSQL first load"):
+#
+#   bench/ab_pg_first.sh ROUNDS SRC_A LABEL_A SRC_B LABEL_B
+#
+# e.g. the tree before against this one:
+#   mkdir -p /tmp/base && git archive 9c0eca1 src | tar -x -C /tmp/base
+#   bench/ab_pg_first.sh 5 /tmp/base/src before "$PWD/src" now
+#
+# ROUNDS times and for each tree (the order alternating): a fresh scratch database on
+# the server of FEEDLEDGER_BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres),
+# `init --store`, `source add`, then day 1 of gen_parcels.py's 1M roll ingested under
+# /usr/bin/time: one line per run, the ingest's wall and CPU (user + sys) seconds and
+# peak RSS, and the server backend's CPU seconds (when the server is this host). Both
+# trees run through this checkout's .venv with PYTHONPATH=SRC, so only the source differs.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=$1
+declare -A src=([$3]=$2 [$5]=$4)
+labels=("$3" "$5")
+admin=${FEEDLEDGER_BENCH_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/postgres}
+data=${FEEDLEDGER_AB_DATA:-$here/.work/parcels-v1-n1000000-s20260801}
+[ -f "$data/parcels_2026-08-01.csv" ] || "$here/../.venv/bin/python" "$here/gen_parcels.py" --n 1000000 --days 1 >/dev/null
+work=$(mktemp -d "${TMPDIR:-/tmp}/ab_pg_first.XXXX")
+db=feedledger_ab_first_$$
+sqlq() { psql -qAt "$admin" -c "$1"; }
+trap 'cd /; rm -rf "$work"; sqlq "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null' EXIT
+store=${admin%/*}/$db
+for r in $(seq 1 "$rounds"); do
+  order=("${labels[@]}")
+  if [ $((r % 2)) = 0 ]; then order=("${labels[1]}" "${labels[0]}"); fi
+  for label in "${order[@]}"; do
+    sqlq "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
+    sqlq "CREATE DATABASE $db" >/dev/null
+    rm -rf "$work/run" && mkdir "$work/run" && cd "$work/run"
+    fl() { PYTHONPATH=${src[$label]} "$here/../.venv/bin/python" -m feedledger "$@"; }
+    fl init --store "$store" >/dev/null
+    fl source add parcels --key parcel_id --format csv --kind snapshot >/dev/null
+    # the CPU of the backend that COPYs the versions: its pid found once, then read
+    # from /proc while the ingest runs (the last reading counts)
+    ( pid=""
+      while [ -z "$pid" ]; do
+        pid=$(sqlq "SELECT pid FROM pg_stat_activity WHERE datname = '$db' AND query LIKE 'COPY versions%' LIMIT 1" 2>/dev/null || true)
+        sleep 0.5
+      done
+      while [ -r "/proc/$pid/stat" ]; do
+        awk '{print $14 + $15}' "/proc/$pid/stat" >"$work/server" 2>/dev/null || true
+        sleep 0.2
+      done ) &
+    poller=$!
+    PYTHONPATH=${src[$label]} /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
+      "$here/../.venv/bin/python" -m feedledger ingest parcels "$data/parcels_2026-08-01.csv" \
+      --published-at 2026-08-01 --json >/dev/null
+    kill "$poller"; wait "$poller" 2>/dev/null || true
+    server=$(awk '{print $1 / 100}' "$work/server" 2>/dev/null || echo "?")
+    rm -f "$work/server"
+    read -r wall user sys rss <"$work/time"
+    echo "$label round=$r wall=$wall cpu=$(python3 -c "print(round($user + $sys, 2))") server_cpu=$server rss_mib=$((rss / 1024))"
+  done
+done
