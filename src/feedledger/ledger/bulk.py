@@ -1,4 +1,5 @@
-"""Bulk reads and writes, per backend: executemany on SQLite, COPY on PostgreSQL.
+"""Bulk reads and writes, per backend: executemany on SQLite, COPY on PostgreSQL (the
+versions in COPY's binary format, built column by column in Arrow).
 
 These run on the DBAPI connection underneath an open SQLAlchemy transaction, so they
 commit or roll back with it. Everything is driven from Polars frames: no per-row
@@ -170,14 +171,14 @@ def insert_versions(
             tuple(constants[c] for c in VERSION_CONSTANT),
         )
         return
+    lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
+    parts = (part.with_columns(lits) for part in version_parts(frame, encode, geometries))
     if _is_sqlite(conn):
-        lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
-        parts = (part.with_columns(lits) for part in version_parts(frame, encode, geometries))
         for part in parts:
             insert_frame(conn, "versions", part)
-    else:
-        parts = version_parts(frame, encode, geometries)
-        _copy_versions_binary(conn, varying, constants, parts, frame.height)
+    else:  # binary, the constants encoded once (`parts` above is never started)
+        raw = version_parts(frame, encode, geometries)
+        _copy_versions_binary(conn, varying, constants, raw, frame.height)
 
 
 _LATEST_COLUMNS = ["key", "version_id", "content_hash", "revision", "deleted"]
@@ -405,7 +406,7 @@ def binary_rows(part: pl.DataFrame, kinds: list[str], tail: bytes, *, fields: in
     empty = pa.scalar(b"", pa.large_binary())
     rows = pc.binary_join_element_wise(*pieces, empty, null_handling="skip")
     offsets = np.frombuffer(rows.buffers()[1], dtype=np.int64, count=n + 1, offset=rows.offset * 8)
-    return memoryview(rows.buffers()[2])[int(offsets[0]) : int(offsets[-1])]  # type: ignore[index]
+    return memoryview(rows.buffers()[2])[int(offsets[0]) : int(offsets[-1])]
 
 
 def _big_endian(values: np.ndarray, dtype: str) -> np.ndarray:
