@@ -6,7 +6,8 @@ A first load into an empty versions table builds the table's secondary indexes a
 its COPY, in the payload's transaction: afterwards the same indexes exist (rebuilt), a
 crash during the COPY leaves the empty table with its indexes, and a table that already
 holds rows, or that another transaction is using, is written with its indexes in place
-(never rebuilt, never waited for). SQLite takes its own path: nothing to defer."""
+(never rebuilt, never waited for). SQLite (its own path, nothing to defer) stores the
+same values."""
 
 from __future__ import annotations
 
@@ -24,16 +25,16 @@ from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.ledger import bulk
 from feedledger.ledger.store import Store
-from helpers import backend_store, migrate
+from helpers import BACKENDS, backend_store, migrate
 
 TEXTS = ['say "hi", then\nleave', "back\\slash\ttab", "ünïcödé ✓ 𝄞", "", "NULL", "\\N"]
 INT64 = [-(2**63), 2**63 - 1, 0, -1, 1, 2**40]
 
 
 @contextmanager
-def pg_ledger(tmp_path: Path) -> Iterator[tuple[Any, str]]:
-    """An empty ledger on a PostgreSQL schema of its own, and the schema's URL."""
-    with backend_store("postgresql", tmp_path) as url:
+def pg_ledger(tmp_path: Path, backend: str = "postgresql") -> Iterator[tuple[Any, str]]:
+    """An empty ledger on a PostgreSQL schema of its own (or `backend`), and its URL."""
+    with backend_store(backend, tmp_path) as url:
         ws = Workspace.create(tmp_path / "ws", store_url=url, archive=None)
         migrate(ws.store_url)
         with fl.open(ws.config_path) as ledger:
@@ -110,9 +111,10 @@ CONSTANTS = {
 }
 
 
-def test_every_version_column_arrives_as_given(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_version_column_arrives_as_given(backend: str, tmp_path: Path) -> None:
     frame = _frame(1000)
-    with pg_ledger(tmp_path) as (ledger, _):
+    with pg_ledger(tmp_path, backend) as (ledger, _):
         store = ledger.context.store
         _write(store, frame, CONSTANTS)
         assert _read(store) == _expected(frame, CONSTANTS)
