@@ -76,7 +76,7 @@ for r in $(seq 1 "$rounds"); do
     PYTHONPATH=${src[$label]} /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
       "$here/../.venv/bin/python" -m feedledger ingest parcels "$data/parcels_2026-08-0$day.csv" \
       --published-at "2026-08-0$day" --json >/dev/null
-    kill "$poller"; wait "$poller" 2>/dev/null || true
+    kill "$poller" 2>/dev/null || true; wait "$poller" 2>/dev/null || true
     server=$(awk '{print $1 / 100}' "$work/server" 2>/dev/null || echo "?")
     rm -f "$work/server"
     read -r wall user sys rss <"$work/time"
