@@ -175,9 +175,7 @@ def stage_layout(frame: pl.DataFrame, geo: bool) -> StageLayout:
             fixed[name] = CHANGE_CODES[one[0]] if name == "change" else one[0]
     ids = frame.get_column("version_id")
     contiguous = (
-        not ids.is_empty()
-        and ids.null_count() == 0
-        and bool((ids.diff().fill_null(1) == 1).all())
+        not ids.is_empty() and ids.null_count() == 0 and bool((ids.diff().fill_null(1) == 1).all())
     )
     first_id = int(ids[0]) if contiguous else None
     skip = set(fixed) | ({"version_id"} if contiguous else set())
