@@ -33,12 +33,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from feedledger.formats.canonical import (
-    JSON_SPECIAL,
-    columns_needing_escape,
-    json_string,
-    object_texts,
-)
+from feedledger.formats.canonical import JSON_SPECIAL, json_string, object_texts
 from feedledger.ledger.encoding.codec import Codebook
 
 __all__ = ["encode_rows"]
@@ -56,12 +51,10 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
     if not names or not book.tokens or any(schema[n] != pl.String or not _plain(n) for n in names):
         return book.encode_series(object_texts(rows, list(rows.columns)))
     texts = rows.select(_object(book, rows, names).alias("attributes")).get_column("attributes")
-    special = columns_needing_escape(rows)
-    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in sorted(special)]
+    # the rows going the general way, in one scan of each column
+    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in names]
     if '"}' in book.patterns:
         tests += [pl.col(n).str.starts_with("}") for n in names]
-    if not tests:
-        return texts
     flagged = rows.select(pl.any_horizontal(tests).fill_null(False).alias("flagged")).get_column(
         "flagged"
     )
