@@ -90,6 +90,20 @@ def test_column_encoding_equals_the_general_encoding(
         assert [book.decode(t) for t in fast.to_list()] == texts.to_list()
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=frames(), seed=st.integers(0, 2**32))
+def test_columns_of_few_distinct_values_encode_as_the_general_encoding(
+    rows: pl.DataFrame, seed: int
+) -> None:
+    """Every column repeated: each has few distinct values for its rows, so its value
+    segments are replaced once per distinct value, then looked up."""
+    rows = pl.concat([rows] * 17)
+    texts = canonical(rows)
+    for book in books(texts.to_list(), random.Random(seed)):
+        fast = encode_rows(book, rows)
+        assert fast.to_list() == book.encode_series(texts).to_list()
+
+
 def test_a_parcel_like_chunk_with_a_quoted_row_and_nulls(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = pl.DataFrame(
         {

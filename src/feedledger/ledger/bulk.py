@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -150,6 +151,64 @@ def version_parts(
     return ahead(encoded()) if frame.height > VERSION_CHUNK_ROWS else encoded()
 
 
+# version columns a large payload (a first load) often holds one value for: bound once
+# in the staged copy instead of written row by row (`stage_layout`)
+FOLDABLE = ["deleted", "change", "prev_version_id", "revision"]
+
+
+@dataclass(frozen=True)
+class StageLayout:
+    """What the scratch files hold of a payload's version rows (ledger/staging.py).
+
+    `staged`: the columns written row by row; `fixed`: the columns holding one value for
+    every row, bound once in the copy; `first_id`: the payload's first version id when
+    the ids are contiguous in row order (the copy's `first_id + row number`, never
+    staged), else None."""
+
+    staged: list[str]
+    fixed: dict[str, Any]
+    first_id: int | None
+
+
+def stage_layout(frame: pl.DataFrame, geo: bool) -> StageLayout:
+    """The layout staging `frame` (version rows as `insert_versions` takes them) with."""
+    fixed: dict[str, Any] = {}
+    for name in FOLDABLE:
+        column = frame.get_column(name)
+        one = _single_value(column)
+        if one is not None:
+            fixed[name] = CHANGE_CODES[one[0]] if name == "change" else one[0]
+    ids = frame.get_column("version_id")
+    contiguous = (
+        not ids.is_empty() and ids.null_count() == 0 and bool((ids.diff().fill_null(1) == 1).all())
+    )
+    first_id = int(ids[0]) if contiguous else None
+    skip = set(fixed) | ({"version_id"} if contiguous else set())
+    staged = [c for c in version_columns(geo) if c not in skip]
+    return StageLayout(staged, fixed, first_id)
+
+
+def _single_value(column: pl.Series) -> tuple[Any] | None:
+    """(the value,) when every element of `column` is that one value (or null), else None."""
+    if column.is_empty():
+        return None
+    nulls = column.null_count()
+    if nulls == column.len():
+        return (None,)
+    if nulls:
+        return None
+    first = column[0]
+    return (first,) if bool((column == first).all()) else None
+
+
+def staged_parts(
+    frame: pl.DataFrame, encode: Encoder, geometries: Geometries | None = None
+) -> Iterator[pl.DataFrame]:
+    """`version_parts` reduced to the columns `stage_layout` stages."""
+    staged = stage_layout(frame, geometries is not None).staged
+    return (part.select(staged) for part in version_parts(frame, encode, geometries))
+
+
 def insert_versions(
     conn: Connection,
     frame: pl.DataFrame,
@@ -164,12 +223,22 @@ def insert_versions(
     them from `stager`'s scratch files, SQLite), the per-payload constants bound once."""
     varying = version_columns(geometries is not None)
     if stager is not None:
-        stager.copy_into_versions(
-            _dbapi(conn),
-            varying + VERSION_CONSTANT,
-            ", ".join(varying + ["?"] * len(VERSION_CONSTANT)),
-            tuple(constants[c] for c in VERSION_CONSTANT),
-        )
+        layout = stage_layout(frame, geometries is not None)
+        fixed = {**layout.fixed, **{c: constants[c] for c in VERSION_CONSTANT}}
+        columns = layout.staged + list(fixed)
+        select = ", ".join(layout.staged + ["?"] * len(fixed))
+        if layout.first_id is not None:
+            columns.append("version_id")
+            select += ", ? + rowid"  # a scratch file's rowids are 1, 2, ... in row order
+
+        def statement(schema: str, before: int) -> tuple[str, tuple[Any, ...]]:
+            params = tuple(fixed.values())
+            if layout.first_id is not None:
+                params += (layout.first_id + before - 1,)
+            sql = f"INSERT INTO versions ({', '.join(columns)}) SELECT {select} FROM {schema}.batch"
+            return sql, params
+
+        stager.copy_into_versions(_dbapi(conn), statement)
         return
     lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
     parts = (part.with_columns(lits) for part in version_parts(frame, encode, geometries))

@@ -101,7 +101,7 @@ def _apply_staged(
 ) -> tuple[int, int]:
     """The transaction of a large SQLite payload, its versions staged in scratch files."""
     overlapped = staging.attach_in_transaction()
-    parts = bulk.version_parts(versions, write.encode, write.geometries)
+    parts = bulk.staged_parts(versions, write.encode, write.geometries)
     with (
         timing.stage("txn_staged"),
         staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,

@@ -10,6 +10,11 @@ them; both can run beside the payload's transaction. The rows go through scratch
   attaches each complete file and copies it with one `INSERT ... SELECT`, while the
   writer fills the next one (SQLite lets go of the GIL while it steps).
 
+Binding values one by one is the writer's cost, so only what varies is written: a
+column holding one value for every row of the payload (a first load's `change`,
+`deleted`, `prev_version_id`, `revision`) is bound once in the copy instead, and
+contiguous version ids are the copy's `first + rowid` (`bulk.stage_layout`).
+
 Only the sqlite3 module's SQLite is used here, the library of the store's own
 connections: a second SQLite library in the process (the ADBC SQLite driver links
 its own, and wrote these files once) is a way to corrupt the store (ledger/readers/arrow_fetch.py).
@@ -32,7 +37,7 @@ import queue
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +165,8 @@ class Stager:
         self._ready: queue.Queue[Any] = queue.Queue()
         self._stop = threading.Event()
         self._written: list[Path] = []
-        self.attached: list[str] = []  # schema names attached on the store's connection
+        # schema names attached on the store's connection, with the rows before each file
+        self.attached: list[tuple[str, int]] = []
         self._thread: threading.Thread | None = None
         if overlapped:
             self._thread = threading.Thread(target=self._run, name="feedledger-stage")
@@ -174,29 +180,32 @@ class Stager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _file_parts(self, first: pl.DataFrame) -> Iterator[pl.DataFrame]:
-        """`first`, then parts until this file holds `per_file` rows."""
-        held = first.height
+    def _file_parts(self, first: pl.DataFrame, held: list[int]) -> Iterator[pl.DataFrame]:
+        """`first`, then parts until this file holds `per_file` rows (counted in `held`)."""
+        held[0] = first.height
         yield first
-        while held < self.per_file:
+        while held[0] < self.per_file:
             if self._stop.is_set():
                 raise _Cancelled
             part = next(self._parts, None)
             if part is None:
                 return
-            held += part.height
+            held[0] += part.height
             yield part
 
     def _run(self) -> None:
         try:
+            rows = 0  # the payload's rows before this file's first
             for n in itertools.count():
                 first = next(self._parts, None)
                 if first is None or self._stop.is_set():
                     break
                 path = self.base.with_name(f"{self.base.name}-{n}")
                 self._written.append(path)
-                write_file(path, self._file_parts(first))
-                self._ready.put(path)
+                held = [0]
+                write_file(path, self._file_parts(first, held))
+                self._ready.put((path, rows))
+                rows += held[0]
         except _Cancelled:
             pass
         except BaseException as exc:  # handed to the transaction's thread
@@ -204,8 +213,9 @@ class Stager:
             return
         self._ready.put(None)
 
-    def files(self) -> Iterator[Path]:
-        """Each complete scratch file, in order; the writer's error is raised here."""
+    def files(self) -> Iterator[tuple[Path, int]]:
+        """Each complete scratch file, in order, with the number of the payload's rows
+        before its first; the writer's error is raised here."""
         while True:
             item = self._ready.get()
             if item is None:
@@ -221,32 +231,31 @@ class Stager:
         for path in self._written:
             path.unlink(missing_ok=True)
 
-    def attach(self, raw: Any, path: Path) -> str:
+    def attach(self, raw: Any, path: Path, before: int) -> tuple[str, int]:
         name = f"stage{len(self.attached)}"
         raw.execute(f"ATTACH DATABASE ? AS {name}", (str(path),))
-        self.attached.append(name)
-        return name
+        self.attached.append((name, before))
+        return name, before
 
     def attach_all(self, raw: Any) -> None:
         """Attach every file before the transaction (SQLite without ATTACH inside one;
         the files were all written when the Stager was made)."""
-        for path in self.files():
-            self.attach(raw, path)
+        for path, before in self.files():
+            self.attach(raw, path, before)
 
     def detach_all(self, raw: Any) -> None:
         """Once the transaction is over (SQLite refuses DETACH inside one)."""
         while self.attached:
-            raw.execute(f"DETACH DATABASE {self.attached.pop()}")
+            raw.execute(f"DETACH DATABASE {self.attached.pop()[0]}")
 
     def copy_into_versions(
-        self, raw: Any, columns: list[str], select: str, constants: tuple[Any, ...]
+        self, raw: Any, statement: Callable[[str, int], tuple[str, tuple[Any, ...]]]
     ) -> None:
         """Inside the open transaction of `raw` (the store's sqlite3 connection): copy
         each file's rows into `versions`, attaching each as it completes (or using those
-        attached before the transaction)."""
-        names = list(self.attached) or (self.attach(raw, path) for path in self.files())
-        for name in names:
-            raw.execute(
-                f"INSERT INTO versions ({', '.join(columns)}) SELECT {select} FROM {name}.batch",
-                constants,
-            )
+        attached before the transaction). `statement(schema, before)`: the copy of the
+        file attached as `schema` whose first row is the payload's row `before` (from
+        0), and its parameters."""
+        names = list(self.attached) or (self.attach(raw, *file) for file in self.files())
+        for name, before in names:
+            raw.execute(*statement(name, before))

@@ -21,6 +21,9 @@ columns alone:
   follows as it is.
 * After the last field: `"}` (a string last) or `}` (a null last, never in a codebook).
 
+A column with few distinct values in the rows (a city, a zoning code) has its pieces
+made once per distinct value and looked up, instead of matched row by row.
+
 A row whose values do hold such a character is encoded the general way (its canonical
 text, then `encode_series`), and put in its place. `tests/ledger/test_attribute_encode.py` checks
 both ways give the same texts, over random columns, values and codebooks.
@@ -30,12 +33,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from feedledger.formats.canonical import (
-    JSON_SPECIAL,
-    columns_needing_escape,
-    json_string,
-    object_texts,
-)
+from feedledger.formats.canonical import JSON_SPECIAL, json_string, object_texts
 from feedledger.ledger.encoding.codec import Codebook
 
 __all__ = ["encode_rows"]
@@ -53,12 +51,10 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
     if not names or not book.tokens or any(schema[n] != pl.String or not _plain(n) for n in names):
         return book.encode_series(object_texts(rows, list(rows.columns)))
     texts = rows.select(_object(book, rows, names).alias("attributes")).get_column("attributes")
-    special = columns_needing_escape(rows)
-    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in sorted(special)]
+    # the rows going the general way, in one scan of each column
+    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in names]
     if '"}' in book.patterns:
         tests += [pl.col(n).str.starts_with("}") for n in names]
-    if not tests:
-        return texts
     flagged = rows.select(pl.any_horizontal(tests).fill_null(False).alias("flagged")).get_column(
         "flagged"
     )
@@ -144,8 +140,11 @@ def _field(
     froms.append(_START)
     tos.append(before if before is not None else leads[0] + quoted + ':"')
     if len(froms) > 1:
-        value = pl.concat_str([pl.lit(_START), pl.col(name)]).str.replace_many(
-            froms, tos, leftmost=True
+        value = _few_values(
+            rows.get_column(name),
+            pl.concat_str([pl.lit(_START), pl.col(name)]).str.replace_many(
+                froms, tos, leftmost=True
+            ),
         )
     else:
         value = pl.concat_str([pl.lit(tos[0]), pl.col(name)])
@@ -154,3 +153,18 @@ def _field(
     if null is None:
         null = leads[0] + quoted + ":null"
     return pl.when(pl.col(name).is_null()).then(pl.lit(null)).otherwise(value)
+
+
+# a column with at most 1/_FEW as many distinct values as rows (a city, a zoning code) has
+# its value segments replaced in its distinct values, then looked up row by row
+_FEW = 16
+
+
+def _few_values(column: pl.Series, value: pl.Expr) -> pl.Expr:
+    """`value` (an expression of `column` alone, row by row), made once per distinct value
+    of a column with few and looked up (null for a null: the caller writes those)."""
+    distinct = column.drop_nulls().unique()
+    if distinct.len() * _FEW > column.len():
+        return value
+    made = distinct.to_frame().select(value.alias("made")).get_column("made")
+    return pl.col(column.name).replace_strict(distinct, made, default=None, return_dtype=pl.String)
