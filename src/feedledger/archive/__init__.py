@@ -25,6 +25,7 @@ from feedledger.archive.local import LocalArchive
 from feedledger.archive.maintain import CompactItem, Progress, VerifyItem
 from feedledger.archive.objects import KeyframeEvery
 from feedledger.archive.rejected import RejectedPayload
+from feedledger.archive.settle import Settled
 from feedledger.model.errors import ArchiveUnavailableError, ConfigError
 from feedledger.model.payload import PayloadRef
 
@@ -57,7 +58,9 @@ class Archive(Protocol):
         metadata: dict[str, Any] | None = None,
     ) -> tuple[PayloadRef, bool]: ...
 
-    def put_object(self, data: bytes, source: str | None = None) -> str: ...
+    def put_object(self, data: bytes, source: str | None = None, *, later: bool = False) -> str: ...
+
+    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> Settled: ...
 
     def get(self, sha256: str) -> bytes: ...
 
