@@ -93,7 +93,9 @@ def test_a_kill_before_compressing_leaves_a_valid_raw_object_compressed_later(
     checked = cli.json("archive", "verify", "larimer")
     assert (checked["ok"], checked["bad"]) == (len(expected), 0), checked
     archive = LocalArchive(cli.ws.archive_root)
-    day2 = next(r for r in cli.json("archive", "list", "larimer") if r["published_at"][:10] == DAYS[1])
+    day2 = next(
+        r for r in cli.json("archive", "list", "larimer") if r["published_at"][:10] == DAYS[1]
+    )
     stored = archive.objects.stored(day2["sha256"])
     assert stored is not None and stored.encoding == "delta"
     assert archive.get(day2["sha256"]) == files[1].read_bytes()

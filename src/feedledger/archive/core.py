@@ -44,7 +44,7 @@ from feedledger.archive.rejected import (
 from feedledger.archive.rejected import note as rejected_note
 from feedledger.archive.rejected import order as order_rejected
 from feedledger.archive.rejected import parse as parse_rejected
-from feedledger.archive.settle import Settled, settle
+from feedledger.archive.settle import settle
 from feedledger.archive.sidecar import (
     SHA_RE,
     SIDECAR_RE,
@@ -211,11 +211,13 @@ class BlobArchive:
             self._write_object(sha, data, None if raw_first else source)
         return sha
 
-    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> Settled:
+    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> list[str]:
         """Compress the publication `sha256` of `source` stored raw by `put_object(...,
         later=True)`, and the raw ones a killed ingest left before it
-        (`archive/settle.py`). Never raises for the archive: what cannot be compressed
-        stays raw, a valid object."""
+        (`archive/settle.py`); returns the sha256s compressed. Never raises for the
+        archive: what cannot be compressed stays raw, a valid object."""
+        if self.objects.base_cache is None:
+            return []  # an object store: `put_object` compressed the payload already
         # its own Objects: this runs beside the caller's other archive work
         objects = Objects(
             self._blobs,
@@ -227,7 +229,7 @@ class BlobArchive:
             with self._blobs.writing():
                 return settle(objects, self._blobs, source, sha256, data, published_at)
         except (OSError, FeedledgerError):
-            return Settled(kept_raw=[sha256])
+            return []
 
     def keep_rejected(
         self,

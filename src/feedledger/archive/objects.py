@@ -13,8 +13,10 @@ is never a reason not to archive.
 A reader decompresses at most that many frames, and fewer when it reads a source's
 payloads in order (the last one read is kept).
 
-Raw is looked up before compressed: `archive compact` writes the compressed object
-(durably) before it deletes the raw one, and never deletes a compressed one, so a
+An ingest on a folder archive stores its payload raw first and compresses it in place
+after (`compress`, `archive/settle.py`), as `archive compact` does older raw objects.
+Raw is looked up before compressed: both write the compressed object (durably) before
+they delete the raw one, and never delete a compressed one, so a
 reader that misses the raw object always finds the other. Every frame of a chain is
 checked against its sha256 as it is decoded: damaged bytes, a missing base or a chain
 that loops are a clear error naming the object, never wrong data.

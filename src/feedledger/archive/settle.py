@@ -18,7 +18,6 @@ compressing is never a reason for an ingest to fail once its payload is applied.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from feedledger import faults
 from feedledger.archive.basecache import CachedBase
@@ -31,21 +30,14 @@ from feedledger.model.errors import FeedledgerError
 BEHIND = 2
 
 
-@dataclass
-class Settled:
-    """What `settle` compressed (sha256s, oldest first) and left raw."""
-
-    compressed: list[str] = field(default_factory=list)
-    kept_raw: list[str] = field(default_factory=list)
-
-
 def settle(
     objects: Objects, blobs: BlobStore, source: str, sha256: str, data: bytes, published_at: int
-) -> Settled:
+) -> list[str]:
     """Compress the payload `sha256` (bytes `data`, published at `published_at`) of
-    `source`, stored raw, and the raw predecessors a kill left (see the module doc)."""
+    `source`, stored raw, and the raw predecessors a kill left (see the module doc).
+    Returns the sha256s of the objects compressed, oldest first."""
     faults.point("before_settle")
-    done = Settled()
+    done: list[str] = []
     if objects.keyframe_every(source) < 1:
         return done  # this source's payloads are stored raw
     leftovers, base_sha = _raw_before(blobs, source, published_at, sha256)
@@ -65,14 +57,15 @@ def settle(
 
 def _one(
     objects: Objects,
-    done: Settled,
+    done: list[str],
     sha256: str,
     data: bytes,
     source: str,
     base: CachedBase | Decoded | None,
 ) -> Decoded | None:
     written = objects.compress(sha256, data, source, base)
-    (done.kept_raw if written is None else done.compressed).append(sha256)
+    if written is not None:
+        done.append(sha256)
     return written
 
 
