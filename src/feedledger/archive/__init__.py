@@ -10,9 +10,10 @@ backends provide: a local (or mounted) folder (`archive/local.py`), and S3-compa
 object storage for workers on several machines (``s3://bucket/prefix``,
 `archive/s3client.py`; needs s3fs, imported only when such an archive is opened).
 Payloads are stored compressed, each against its source's previous one, with a
-standalone keyframe every K (`archive/objects.py`, `archive/codec.py`); `archive
-compact` converts raw ones in place and `archive verify` re-reads every payload
-(`archive/maintain.py`).
+standalone keyframe every K (`archive/objects.py`, `archive/codec.py`); an ingest
+stores its payload raw, then compresses it beside its transaction
+(`archive/settle.py`); `archive compact` converts raw ones in place and `archive
+verify` re-reads every payload (`archive/maintain.py`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class Archive(Protocol):
         metadata: dict[str, Any] | None = None,
     ) -> tuple[PayloadRef, bool]: ...
 
-    def put_object(self, data: bytes, source: str | None = None) -> str: ...
+    def put_object(self, data: bytes, source: str | None = None, *, later: bool = False) -> str: ...
+
+    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> list[str]: ...
 
     def get(self, sha256: str) -> bytes: ...
 

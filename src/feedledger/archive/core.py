@@ -44,6 +44,7 @@ from feedledger.archive.rejected import (
 from feedledger.archive.rejected import note as rejected_note
 from feedledger.archive.rejected import order as order_rejected
 from feedledger.archive.rejected import parse as parse_rejected
+from feedledger.archive.settle import settle
 from feedledger.archive.sidecar import (
     SHA_RE,
     SIDECAR_RE,
@@ -196,15 +197,39 @@ class BlobArchive:
         """Identical bytes are stored once; a source's are compressed (None: raw)."""
         return self.objects.write(sha, data, source)
 
-    def put_object(self, data: bytes, source: str | None = None) -> str:
+    def put_object(self, data: bytes, source: str | None = None, *, later: bool = False) -> str:
         """Store the bytes alone (content-addressed, durable); returns their sha256.
         Naming them as a publication is `put`'s job, once they are known to be usable;
-        `source`: whose payload they are to be (compressed against its latest one)."""
+        `source`: whose payload they are to be (compressed against its latest one).
+        `later`: on a folder archive, stored raw now, to be compressed by `settle` once
+        they are the source's publication (an object store compresses them now: there
+        the upload of the raw bytes would cost more than compressing them)."""
         sha = hashlib.sha256(data).hexdigest()
         with self._blobs.writing():
             self._blobs.connect()
-            self._write_object(sha, data, source)
+            raw_first = later and self.objects.base_cache is not None
+            self._write_object(sha, data, None if raw_first else source)
         return sha
+
+    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> list[str]:
+        """Compress the publication `sha256` of `source` stored raw by `put_object(...,
+        later=True)`, and the raw ones a killed ingest left before it
+        (`archive/settle.py`); returns the sha256s compressed. Never raises for the
+        archive: what cannot be compressed stays raw, a valid object."""
+        if self.objects.base_cache is None:
+            return []  # an object store: `put_object` compressed the payload already
+        # its own Objects: this runs beside the caller's other archive work
+        objects = Objects(
+            self._blobs,
+            self.objects.keyframe_every,
+            self.objects.min_size,
+            self.objects.base_cache,
+        )
+        try:
+            with self._blobs.writing():
+                return settle(objects, self._blobs, source, sha256, data, published_at)
+        except (OSError, FeedledgerError):
+            return []
 
     def keep_rejected(
         self,

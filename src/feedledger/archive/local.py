@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from feedledger.archive.core import BlobArchive, object_rel
-from feedledger.archive.durable import fsync_dir
+from feedledger.archive.durable import fsync_dir, write_new
 from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery
 from feedledger.archive.sidecar import SHA_RE
 from feedledger.model.envfail import env_failure, failing_path
@@ -93,12 +93,8 @@ class FolderBlobs:
         directory = final.parent
         self._ensure_dir(directory)
         tmp = directory / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_new(tmp, data)
             os.chmod(tmp, 0o444)
             try:
                 os.link(tmp, final)

@@ -13,8 +13,10 @@ is never a reason not to archive.
 A reader decompresses at most that many frames, and fewer when it reads a source's
 payloads in order (the last one read is kept).
 
-Raw is looked up before compressed: `archive compact` writes the compressed object
-(durably) before it deletes the raw one, and never deletes a compressed one, so a
+An ingest on a folder archive stores its payload raw first and compresses it in place
+after (`compress`, `archive/settle.py`), as `archive compact` does older raw objects.
+Raw is looked up before compressed: both write the compressed object (durably) before
+they delete the raw one, and never delete a compressed one, so a
 reader that misses the raw object always finds the other. Every frame of a chain is
 checked against its sha256 as it is decoded: damaged bytes, a missing base or a chain
 that loops are a clear error naming the object, never wrong data.
@@ -278,6 +280,69 @@ class Objects:
             if pending is not None:
                 pending.discard()
 
+    def compress(
+        self, sha256: str, data: bytes, source: str, base: CachedBase | Decoded | None
+    ) -> Decoded | None:
+        """Compress in place the object of `data` stored raw first (an ingest's, then
+        compressed after its commit: `archive/settle.py`), as a delta against `base` (the
+        source's payload before it) or a keyframe: the compressed object checked before
+        it is written, created (fsync'd), then the raw one deleted, and the source's
+        base cache made this payload's. Returns the payload as the next one's base;
+        None when nothing changed: no raw object, or it stays raw (small, compression
+        saves nothing, the encoder failed). A kill at any point leaves the payload
+        readable: raw, compressed, or both (readers look for the raw one first)."""
+        raw = raw_rel(sha256)
+        if not self._blobs.exists(raw):
+            return None
+        if self._blobs.exists(zst_rel(sha256)):
+            # killed between the two steps: the compressed object is checked, then the
+            # raw one goes (a damaged compressed one keeps the raw one)
+            try:
+                checked = self.decode(sha256, compressed=True)
+            except FeedledgerError:
+                return None
+            self._blobs.delete(raw)
+            return checked
+        pending: PendingBase | None = None
+        try:
+            try:
+                planned = self._plan(sha256, data, source, base)
+                if planned is not None:
+                    pending = self._begin_cache(source, sha256, data, planned)
+                    into = None if pending is None else pending.view
+                    codec.verify(planned.stored, sha256, data, planned.base, into)
+            except (codec.FrameError, MemoryError):
+                planned = None  # the encoder failed or gave back other bytes: it stays raw
+            if planned is None:
+                return None
+            self._blobs.create(zst_rel(sha256), planned.stored)
+            faults.point("settle_written")
+            self._blobs.delete(raw)
+            written = Decoded(data, planned.depth, (sha256, *planned.chain))
+            if self.base_cache is not None:
+                if pending is not None:
+                    pending.publish()
+                    pending = None
+                else:
+                    cached = CachedBase(data, written.depth, written.chain)
+                    self.base_cache.store(source, sha256, cached)
+            return written
+        finally:
+            if pending is not None:
+                pending.discard()
+
+    def base_for(self, source: str, sha256: str) -> CachedBase | Decoded | None:
+        """The payload `sha256` of `source` as a base for the next one: its cached bytes
+        (`_cached_base`) or its chain decoded; None if it cannot be read (a damaged old
+        payload never stops a new one being archived: the new one is a keyframe)."""
+        cached = self._cached_base(source, sha256)
+        if cached is not None:
+            return cached
+        try:
+            return self.decode(sha256)
+        except FeedledgerError:
+            return None
+
     def _begin_cache(
         self,
         source: str | None,
@@ -351,13 +416,7 @@ class Objects:
                 continue
             if recent is not None and recent.chain[0] == ref.sha256:
                 return recent
-            cached = self._cached_base(source, ref.sha256)
-            if cached is not None:
-                return cached
-            try:
-                return self.decode(ref.sha256)
-            except FeedledgerError:
-                return None
+            return self.base_for(source, ref.sha256)
         return None
 
     def _cached_base(self, source: str, sha256: str) -> CachedBase | None:

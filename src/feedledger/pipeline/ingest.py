@@ -1,7 +1,7 @@
 """Live runs: archive a payload, then apply it (one run, one source, one lease).
 
 Order of work (and the crash boundaries the tests exercise):
-  1. archive the bytes (content-addressed, fsynced)          -> `after_archive`
+  1. archive the bytes raw (content-addressed, fsynced)      -> `after_archive`
      -- on a second core (the `archive` stage, pipeline/stages.py), while the payload
      is parsed and validated (bad input: clear error, ledger untouched, bytes kept) and
      then diffed against the source's state as it stands (read-only, ahead of the
@@ -12,6 +12,9 @@ Order of work (and the crash boundaries the tests exercise):
   4. lease + run row, the diff (the one computed ahead, if the source has not changed
      since), ONE transaction for the payload                 -> `mid_transaction`,
      `before_commit`, `after_commit`
+     -- beside 3 and 4, on the other core: the raw object compressed against the
+     source's previous payload, then deleted (`archive/settle.py`)  -> `before_settle`,
+     `settle_written`; the process ends once that is done
 A rerun after a crash at any point re-archives as a no-op and either finds the
 payload applied (nothing repeated) or applies it whole (nothing lost).
 """
@@ -114,7 +117,8 @@ def ingest(
     )
     label = original_name or "payload"
     with Stages() as stages:
-        storing = stages.start("archive", ctx.archive.put_object, data, src.name)
+        # raw: compressed after it is archived under the source, beside the transaction
+        storing = stages.start("archive", _store_raw, ctx, data, src.name)
         # opening the store (driver import, connection, schema check) also overlaps the
         # parse; its errors surface below, after the bytes are archived
         opening = stages.start("store", _warm_store, ctx)
@@ -173,12 +177,32 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
-    # the bytes are archived and parsed: drop them (freed at once where the caller
-    # passed its only reference, as the CLI's `ingest` and `run` do)
-    del data
-    return apply_archived(
-        ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete, ahead=ahead
-    )
+    with Stages() as after:
+        # the raw object compressed on the other core while the payload is applied
+        # (archive/settle.py); the process waits for it below, or on leaving the block
+        compressing = after.start(
+            "compress", ctx.archive.settle, src.name, ref.sha256, data, ref.published_at
+        )
+        # the bytes are archived and parsed: dropped here (freed once compressed, where
+        # the caller passed its only reference, as the CLI's `ingest` and `run` do)
+        del data
+        result = apply_archived(
+            ctx,
+            src,
+            ref,
+            created=created,
+            obs=obs,
+            allow_mass_delete=allow_mass_delete,
+            ahead=ahead,
+        )
+        with stage("compress_wait"):
+            compressing.result()
+    return result
+
+
+def _store_raw(ctx: Context, data: bytes, source: str) -> str:
+    """The `archive` stage: the payload's object stored raw (hashed, written, fsync'd)."""
+    return ctx.archive.put_object(data, source, later=True)
 
 
 def _diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | None:
