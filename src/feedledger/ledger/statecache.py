@@ -6,6 +6,11 @@ watermark's commit sequence it was taken at; it is used only when both match the
 store, so a crash between commit and cache write, another worker's run, a
 retraction or a different store all simply fall back to recomputing the state from
 `versions` (the latest non-retracted version per key) in one columnar read.
+
+A long-lived process (the scheduler, a long backfill or replay) also keeps the frames
+in memory (`warm`: ledger/warm.py), under the same key and the same rule: used only
+when the store's id and the source's watermark sequence, read again before each use,
+are the ones the frame was committed at.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ import contextlib
 import os
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from feedledger.diff import STATE_SCHEMA, empty_state
+from feedledger.ledger.warm import WarmStates
 
 if TYPE_CHECKING:
     from feedledger.ledger.records import Watermark
@@ -27,9 +34,10 @@ if TYPE_CHECKING:
 
 
 class StateCache:
-    def __init__(self, directory: Path, store: Store) -> None:
+    def __init__(self, directory: Path, store: Store, warm: WarmStates | None = None) -> None:
         self.directory = directory
         self.store = store
+        self.warm = warm
         self._store_id: int | None = None
 
     @property
@@ -37,6 +45,34 @@ class StateCache:
         if self._store_id is None:
             self._store_id = self.store.store_id()
         return self._store_id
+
+    def _recheck_store(self) -> int:
+        """The store's id read again (a resident process may outlive a store recreated
+        under the same URL; then nothing taken from the old one may be used)."""
+        self._store_id = self.store.store_id()
+        return self._store_id
+
+    def _warm_frame(self, source: str, wm: Watermark) -> pl.DataFrame | None:
+        if self.warm is None:
+            return None
+        return self.warm.get(source, self._recheck_store(), wm.txn_seq)
+
+    @contextlib.contextmanager
+    def resident(self, max_sources: int = 1) -> Iterator[WarmStates]:
+        """Keep states warm in memory for a stretch of work (a backfill's payloads): the
+        tier already there (the scheduler's), else one that lasts only as long as this."""
+        if self.warm is not None:
+            yield self.warm
+            return
+        self.warm = WarmStates(max_sources)
+        try:
+            yield self.warm
+        finally:
+            self.warm = None
+
+    def _keep_warm(self, source: str, frame: pl.DataFrame, seq: int) -> None:
+        if self.warm is not None:
+            self.warm.put(source, self.store_id, seq, frame)
 
     def _path(self, source: str, seq: int) -> Path:
         return self.directory / f"{source}.{self.store_id}.{seq}.arrow"
@@ -46,16 +82,22 @@ class StateCache:
         wm = self.store.watermark(source)
         if wm is None:
             return empty_state(), None
+        warm = self._warm_frame(source, wm)
+        if warm is not None:
+            return warm, wm
         path = self._path(source, wm.txn_seq)
         if path.exists():
             try:
                 frame = pl.read_ipc(path)
                 if dict(frame.schema) == STATE_SCHEMA:
+                    self._keep_warm(source, frame, wm.txn_seq)
                     return frame, wm
             except (OSError, pl.exceptions.PolarsError):
                 pass
         frame, wm = self.store.read_state(source)
         self.save(source, frame, wm.txn_seq if wm else 0)
+        if wm is not None:
+            self._keep_warm(source, frame, wm.txn_seq)
         return frame, wm
 
     def peek(self, source: str) -> tuple[pl.DataFrame, Watermark | None] | None:
@@ -65,6 +107,9 @@ class StateCache:
         wm = self.store.watermark(source)
         if wm is None:
             return empty_state(), None
+        warm = self._warm_frame(source, wm)
+        if warm is not None:
+            return warm, wm
         try:
             frame = pl.read_ipc(self._path(source, wm.txn_seq))
         except (OSError, pl.exceptions.PolarsError):
@@ -107,6 +152,8 @@ class PendingCache:
         self.seq = seq
         self.path = cache._path(source, seq)
         self.tmp = self.path.with_suffix(f".pending{os.getpid()}")
+        # kept for the resident tier, which takes it once the transaction committed
+        self._frame = frame if cache.warm is not None else None
         self._thread = threading.Thread(target=self._write, args=(frame,), daemon=True)
         self._ok = False
         self._thread.start()
@@ -120,7 +167,11 @@ class PendingCache:
             self._ok = False
 
     def publish(self) -> None:
-        """After commit: make the file the cache for `seq` (best effort)."""
+        """After commit: make the file the cache for `seq` (best effort), and keep the
+        frame warm in memory (the commit at `seq` is this process's own)."""
+        if self._frame is not None:
+            self.cache._keep_warm(self.source, self._frame, self.seq)
+            self._frame = None
         self._thread.join()
         if not self._ok:
             self.discard()
@@ -134,6 +185,7 @@ class PendingCache:
 
     def discard(self) -> None:
         """The transaction did not commit: the file must never be used."""
+        self._frame = None
         self._thread.join()
         with contextlib.suppress(OSError):
             self.tmp.unlink()

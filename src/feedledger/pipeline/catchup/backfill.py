@@ -92,26 +92,29 @@ def _apply_payloads(
     steps: list[Step] = []
     if progress:
         progress(0, len(refs), None)
-    for i, ref in enumerate(refs, start=1):
-        data = ctx.archive.get(ref.sha256)
-        obs = read_observations(data, src, label=ref.label)
-        applied = apply_observations(
-            ctx,
-            src,
-            ref,
-            obs,
-            run_id=run.run_id,
-            holder=run.holder,
-            backfill=True,
-            allow_mass_delete=allow_mass_delete,
-            outbox_status="pending" if notify else "suppressed",
-        )
-        steps.append(
-            Step(ref.published_at, ref.payload_id, applied.changes, applied.invalid_geometries)
-        )
-        if progress:
-            progress(i, len(refs), ref)
-        faults.point("after_payload", i)
+    # each payload's state is the one the previous payload committed: kept in memory
+    # between them (checked against the watermark before each use, like the file cache)
+    with ctx.cache.resident():
+        for i, ref in enumerate(refs, start=1):
+            data = ctx.archive.get(ref.sha256)
+            obs = read_observations(data, src, label=ref.label)
+            applied = apply_observations(
+                ctx,
+                src,
+                ref,
+                obs,
+                run_id=run.run_id,
+                holder=run.holder,
+                backfill=True,
+                allow_mass_delete=allow_mass_delete,
+                outbox_status="pending" if notify else "suppressed",
+            )
+            steps.append(
+                Step(ref.published_at, ref.payload_id, applied.changes, applied.invalid_geometries)
+            )
+            if progress:
+                progress(i, len(refs), ref)
+            faults.point("after_payload", i)
     return steps
 
 
