@@ -1,6 +1,6 @@
-"""The resident tier of the state cache (ledger/warm.py): bounded by a count of sources,
-least recently used dropped first, its bytes counted, and a state handed out only for
-the store id and commit sequence it was committed at."""
+"""The resident tier of the state cache (ledger/statecache.py): bounded by a count of
+sources, least recently used dropped first, its bytes counted, and a state handed out
+only for the store id and commit sequence it was committed at."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from polars.testing import assert_frame_equal
 
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger.warm import WarmStates
+from feedledger.ledger.statecache import WarmStates
 from feedledger.pipeline.ingest import ingest
 from feedledger.pipeline.retract import retract_run
 from helpers import MakeSource

@@ -204,7 +204,7 @@ def health(
                 ],
             )  # fmt: skip
         if resident:
-            held = []
+            held: list[list[str]] = []
             for r in resident:
                 who = f"pid {r.pid} ({len(r.states)}/{r.max_warm_sources})"
                 held.extend(

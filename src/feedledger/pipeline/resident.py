@@ -1,14 +1,15 @@
 """What a resident process (a scheduler) keeps warm, made visible to `health`.
 
-A scheduler holds sources' diff states in memory (ledger/warm.py). `health` runs in
-another process, so the scheduler states what it holds in a small JSON file of the
-workspace's local state folder, beside the state cache it derives from (one file per
-process, `resident/<host>-<pid>.json`, replaced whole after each attempt and removed
-when it stops). The file names its holder (`host:pid:token:start`, as a lease does),
-so a file left by a process that died on this host is recognised and not reported
-(`leases.holder_dead`). `health` also judges each warm state against the ledger as it
-stands: `current` when the store id and the source's commit sequence are the ones it
-was taken at; a state not current is never used: its next payload reloads it.
+A scheduler holds sources' diff states in memory (the resident tier of
+ledger/statecache.py). `health` runs in another process, so the scheduler states what
+it holds in a small JSON file in the workspace's local state folder, beside the state
+cache it derives from: one file per process, `resident/<host>-<pid>.json`, replaced
+whole after each attempt and removed when the scheduler stops. The file names its
+holder (`host:pid:token:start`, as a lease does), so a file left by a process that died
+on this host is recognised and not reported (`leases.holder_dead`). `health` judges
+each warm state against the ledger as it stands: `current` when the store id and the
+source's commit sequence are the ones it was taken at; one that is not is never used
+(its next payload reloads it).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from feedledger.context import Context
 from feedledger.ledger import leases
-from feedledger.ledger.warm import WarmStates
+from feedledger.ledger.statecache import WarmStates
 from feedledger.model.timeutil import iso, now_us
 
 FOLDER = "resident"

@@ -11,8 +11,8 @@ a backfill stops after its current payload's transaction; leases are released; e
 
 Resident: the process keeps the store open, its modules imported and the diff states
 of up to `max_warm_sources` sources in memory between attempts (least recently used
-dropped first; each checked against the store's watermark before use: ledger/warm.py),
-and says what it holds in a file `health` reads (pipeline/resident.py).
+dropped first; each checked against the store's watermark before use:
+ledger/statecache.py), and says what it holds in a file `health` reads (pipeline/resident.py).
 
 The clock is a parameter: tests drive ticks with a fake one, no sleeping.
 """
@@ -32,7 +32,7 @@ from typing import IO, Any, Protocol
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import leases
-from feedledger.ledger.warm import DEFAULT_MAX_SOURCES
+from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
