@@ -25,6 +25,9 @@ class Context:
     # True when the process ends right after this context closes (the CLI): an SQLite
     # store then leaves its write-ahead log to the next writer (Store.close).
     leave_wal: bool = False
+    # Keep up to this many sources' diff states in memory between payloads (a resident
+    # process: the scheduler); None keeps none beyond one backfill (ledger/statecache.py)
+    warm_sources: int | None = None
     _store: Store | None = field(default=None, repr=False)
     _archive: Archive | None = field(default=None, repr=False)
     _cache: StateCache | None = field(default=None, repr=False)
@@ -54,9 +57,10 @@ class Context:
     @property
     def cache(self) -> StateCache:
         if self._cache is None:
-            from feedledger.ledger.statecache import StateCache  # lazy: polars, as above
+            from feedledger.ledger.statecache import StateCache, WarmStates  # lazy: polars
 
-            self._cache = StateCache(self.workspace.state_dir / "state", self.store)
+            warm = WarmStates(self.warm_sources) if self.warm_sources is not None else None
+            self._cache = StateCache(self.workspace.state_dir / "state", self.store, warm)
         return self._cache
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from feedledger.api.results import (
     Ingested,
     Manifest,
     NothingToDo,
+    ResidentProcess,
     Retraction,
     Run,
     SourceHealth,
@@ -211,6 +212,13 @@ class Ledger:
             self.workspace.source(n)
         when = instant_us(at, "UTC", "at") if at is not None else now_us()
         return [SourceHealth.of(h) for h in health(self.context, when, sources or None)]
+
+    def resident(self) -> list[ResidentProcess]:
+        """The scheduler processes of this workspace running on this host and the diff
+        states each keeps warm in memory (with their bytes, and whether each is current)."""
+        from feedledger.pipeline.resident import resident  # lazy: SQLAlchemy
+
+        return [ResidentProcess.of(r) for r in resident(self.context)]
 
     # -- destinations ---------------------------------------------------------------------
     def add_destination(

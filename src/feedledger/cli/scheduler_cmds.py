@@ -50,6 +50,13 @@ def scheduler(
     once: bool = typer.Option(
         False, "--once", help="One tick: run what is due now, wait for it, then exit."
     ),
+    max_warm_sources: int = typer.Option(
+        8,
+        "--max-warm-sources",
+        min=0,
+        help="Sources whose diff state is kept in memory between runs (least recently "
+        "used dropped first; 0: none). `health` shows what is held and its bytes.",
+    ),
 ) -> None:
     """Run every unfrozen source with a fetch location on its cadence, until SIGTERM.
 
@@ -86,7 +93,13 @@ def scheduler(
             markup=True,
         )
     metrics = Metrics() if metrics_port is not None else None
-    options = Options(workers=workers, tick_s=tick, lease_ttl_s=lease_ttl, dispatch=dispatch)
+    options = Options(
+        workers=workers,
+        tick_s=tick,
+        lease_ttl_s=lease_ttl,
+        dispatch=dispatch,
+        max_warm_sources=max_warm_sources,
+    )
     sched = Scheduler(config_path(ctx) or ws.config_path, options, metrics=metrics, stop=stopping)
     if metrics is not None and metrics_port is not None:
         try:
@@ -117,12 +130,17 @@ def health(
     publications, default 1; frozen sources are never stale) or its publisher date is
     wrong (ahead of the clock, or gone back before the watermark with other content),
     0 otherwise. A fetch that found nothing new observed the source: not missed.
+
+    Resident: each scheduler process running on this host for the workspace, with the
+    sources' diff states it keeps in memory (`--max-warm-sources`), their bytes, and
+    whether each is current (one that is not is reloaded before its next use).
     """
     when = instant(at, "UTC", "--at") if at else from_us(now_us())
     with ledger(ctx) as led:
         names = [n for part in sources or [] for n in part.split(",") if n]
         report = led.health(names, at=when)
         lags = [d.to_json() for d in led.destination_lag(names or None, at=when)]
+        resident = led.resident()
     stale = [h.source for h in report if h.stale]
     dates = [h for h in report if h.publisher_date_problem]
     if json_out:
@@ -133,6 +151,7 @@ def health(
                 "publisher_date_problems": [h.source for h in dates],
                 "sources": [h.to_json() for h in report],
                 "destinations": lags,
+                "resident": [r.to_json() for r in resident],
             }
         )
     else:
@@ -184,6 +203,22 @@ def health(
                     for d in lags
                 ],
             )  # fmt: skip
+        if resident:
+            held: list[list[str]] = []
+            for r in resident:
+                who = f"pid {r.pid} ({len(r.states)}/{r.max_warm_sources})"
+                held.extend(
+                    [who, w.source, str(w.commit_seq), f"{w.rows:,}", f"{w.bytes / 2**20:,.1f}",
+                     "yes" if w.current else "no: reloaded before use"]
+                    for w in r.states
+                )  # fmt: skip
+                if not r.states:
+                    held.append([who, "", "", "", "", ""])
+            table(
+                "resident (diff states kept warm by schedulers on this host)",
+                ["process", "source", "commit seq", "rows", "MiB", "current"],
+                held,
+            )
         if stale:
             err.print(f"stale: {', '.join(stale)}")
         for h in dates:

@@ -8,8 +8,8 @@ interface: payload index, watermarks, applications, the recorded CRS), `payload_
 (row types), `visibility` (the two rules: known at K, latest per key), `queries`,
 `runs`, `run_ids` (run ids as people type them), `leases` (holders, freezes),
 `backfill_runs` (resuming a backfill, its last transaction), `gaps`, `manual_gaps`,
-`retraction`, `notices` (the outbox, holds for review), `schedule_state`, `statecache`,
-`audit`.
+`retraction`, `notices` (the outbox, holds for review), `schedule_state`, `statecache`
+(the diff state: its file and its in-memory tier), `audit`.
 
 Subpackages: `encoding/` (the compact attribute texts: encode a batch, decode a batch),
 `readers/` (the raw-driver reads: one entity, a source's rows as Arrow), `views/` (rows

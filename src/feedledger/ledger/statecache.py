@@ -6,6 +6,14 @@ watermark's commit sequence it was taken at; it is used only when both match the
 store, so a crash between commit and cache write, another worker's run, a
 retraction or a different store all simply fall back to recomputing the state from
 `versions` (the latest non-retracted version per key) in one columnar read.
+
+The resident tier: a long-lived process (the scheduler, a long backfill or replay) also
+keeps the frames in memory between payloads (`WarmStates`), under the same key and the
+same rule: a frame is used only when the store's id and the source's watermark
+sequence, read again before each use, are the ones it was committed at. A payload
+applied by another process, a retraction or a replay moves the sequence on, and the
+frame is dropped and reloaded, never patched. At most `max_sources` sources are held,
+the least recently used dropped first; what is held is counted in bytes (`summary`).
 """
 
 from __future__ import annotations
@@ -14,8 +22,11 @@ import contextlib
 import os
 import re
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -26,10 +37,99 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
 
 
+DEFAULT_MAX_SOURCES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class WarmEntry:
+    source: str
+    store_id: int
+    seq: int
+    frame: pl.DataFrame
+    nbytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "commit_seq": self.seq,
+            "rows": self.frame.height,
+            "bytes": self.nbytes,
+        }
+
+
+class WarmStates:
+    """A bounded, thread-safe LRU of source -> WarmEntry (one entry per source)."""
+
+    def __init__(self, max_sources: int = DEFAULT_MAX_SOURCES) -> None:
+        if max_sources < 0:
+            raise ValueError(f"max warm sources must be 0 or more, not {max_sources}")
+        self.max_sources = max_sources
+        self._entries: OrderedDict[str, WarmEntry] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.reloads = 0  # held, but for another sequence or store: dropped, reloaded
+        self.misses = 0  # not held at all
+        self.evictions = 0
+
+    def get(self, source: str, store_id: int, seq: int) -> pl.DataFrame | None:
+        """The frame held for exactly (store_id, seq), else None (a stale entry goes)."""
+        with self._lock:
+            entry = self._entries.get(source)
+            if entry is None:
+                self.misses += 1
+                return None
+            if entry.store_id != store_id or entry.seq != seq:
+                del self._entries[source]
+                self.reloads += 1
+                return None
+            self._entries.move_to_end(source)
+            self.hits += 1
+            return entry.frame
+
+    def put(self, source: str, store_id: int, seq: int, frame: pl.DataFrame) -> None:
+        """Hold `frame` as the source's state at (store_id, seq); the caller has seen
+        that sequence committed. Evicts the least recently used beyond the bound."""
+        if self.max_sources == 0:
+            return
+        entry = WarmEntry(source, store_id, seq, frame, int(frame.estimated_size()))
+        with self._lock:
+            self._entries[source] = entry
+            self._entries.move_to_end(source)
+            while len(self._entries) > self.max_sources:
+                self._entries.popitem(last=False)
+                self.evictions += 1
+
+    def drop(self, source: str) -> None:
+        with self._lock:
+            self._entries.pop(source, None)
+
+    def entries(self) -> list[WarmEntry]:
+        """Held entries, least recently used first."""
+        with self._lock:
+            return list(self._entries.values())
+
+    @property
+    def bytes_held(self) -> int:
+        return sum(e.nbytes for e in self.entries())
+
+    def summary(self) -> dict[str, Any]:
+        held = self.entries()
+        return {
+            "max_warm_sources": self.max_sources,
+            "bytes_held": sum(e.nbytes for e in held),
+            "sources": [e.to_json() for e in reversed(held)],  # most recent first
+            "hits": self.hits,
+            "reloads": self.reloads,
+            "misses": self.misses,
+            "evictions": self.evictions,
+        }
+
+
 class StateCache:
-    def __init__(self, directory: Path, store: Store) -> None:
+    def __init__(self, directory: Path, store: Store, warm: WarmStates | None = None) -> None:
         self.directory = directory
         self.store = store
+        self.warm = warm
         self._store_id: int | None = None
 
     @property
@@ -37,6 +137,34 @@ class StateCache:
         if self._store_id is None:
             self._store_id = self.store.store_id()
         return self._store_id
+
+    def _recheck_store(self) -> int:
+        """The store's id read again (a resident process may outlive a store recreated
+        under the same URL; then nothing taken from the old one may be used)."""
+        self._store_id = self.store.store_id()
+        return self._store_id
+
+    def _warm_frame(self, source: str, wm: Watermark) -> pl.DataFrame | None:
+        if self.warm is None:
+            return None
+        return self.warm.get(source, self._recheck_store(), wm.txn_seq)
+
+    @contextlib.contextmanager
+    def resident(self, max_sources: int = 1) -> Iterator[WarmStates]:
+        """Keep states warm in memory for a stretch of work (a backfill's payloads): the
+        tier already there (the scheduler's), else one that lasts only as long as this."""
+        if self.warm is not None:
+            yield self.warm
+            return
+        self.warm = WarmStates(max_sources)
+        try:
+            yield self.warm
+        finally:
+            self.warm = None
+
+    def _keep_warm(self, source: str, frame: pl.DataFrame, seq: int) -> None:
+        if self.warm is not None:
+            self.warm.put(source, self.store_id, seq, frame)
 
     def _path(self, source: str, seq: int) -> Path:
         return self.directory / f"{source}.{self.store_id}.{seq}.arrow"
@@ -46,16 +174,22 @@ class StateCache:
         wm = self.store.watermark(source)
         if wm is None:
             return empty_state(), None
+        warm = self._warm_frame(source, wm)
+        if warm is not None:
+            return warm, wm
         path = self._path(source, wm.txn_seq)
         if path.exists():
             try:
                 frame = pl.read_ipc(path)
                 if dict(frame.schema) == STATE_SCHEMA:
+                    self._keep_warm(source, frame, wm.txn_seq)
                     return frame, wm
             except (OSError, pl.exceptions.PolarsError):
                 pass
         frame, wm = self.store.read_state(source)
         self.save(source, frame, wm.txn_seq if wm else 0)
+        if wm is not None:
+            self._keep_warm(source, frame, wm.txn_seq)
         return frame, wm
 
     def peek(self, source: str) -> tuple[pl.DataFrame, Watermark | None] | None:
@@ -65,6 +199,9 @@ class StateCache:
         wm = self.store.watermark(source)
         if wm is None:
             return empty_state(), None
+        warm = self._warm_frame(source, wm)
+        if warm is not None:
+            return warm, wm
         try:
             frame = pl.read_ipc(self._path(source, wm.txn_seq))
         except (OSError, pl.exceptions.PolarsError):
@@ -107,6 +244,8 @@ class PendingCache:
         self.seq = seq
         self.path = cache._path(source, seq)
         self.tmp = self.path.with_suffix(f".pending{os.getpid()}")
+        # kept for the resident tier, which takes it once the transaction committed
+        self._frame = frame if cache.warm is not None else None
         self._thread = threading.Thread(target=self._write, args=(frame,), daemon=True)
         self._ok = False
         self._thread.start()
@@ -120,7 +259,11 @@ class PendingCache:
             self._ok = False
 
     def publish(self) -> None:
-        """After commit: make the file the cache for `seq` (best effort)."""
+        """After commit: make the file the cache for `seq` (best effort), and keep the
+        frame warm in memory (the commit at `seq` is this process's own)."""
+        if self._frame is not None:
+            self.cache._keep_warm(self.source, self._frame, self.seq)
+            self._frame = None
         self._thread.join()
         if not self._ok:
             self.discard()
@@ -134,6 +277,7 @@ class PendingCache:
 
     def discard(self) -> None:
         """The transaction did not commit: the file must never be used."""
+        self._frame = None
         self._thread.join()
         with contextlib.suppress(OSError):
             self.tmp.unlink()

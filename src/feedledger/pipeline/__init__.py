@@ -6,7 +6,8 @@ work run ahead on threads: archive hashing and store opening beside the parse), 
 (diff + the payload's one transaction), `run` (fetch + ingest, or a recovery),
 `scheduling` (one scheduler decision), `observing` (a fetch that found nothing new
 observed the source; the publisher date's problems), `health`, `retract`, `review`,
-`manual` (gaps and freezes by hand), `query` (as-of, history), `verify`. Subpackages:
+`manual` (gaps and freezes by hand), `query` (as-of, history), `verify`, `resident` (what
+a scheduler keeps warm, for `health`). Subpackages:
 `catchup/` (served, assess, backfill and replay, their report, recovery) and `exports/`
 (snapshots written as CSV, JSON lines, Parquet and the GIS formats).
 

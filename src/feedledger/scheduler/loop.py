@@ -9,6 +9,11 @@ heartbeat thread keeps this process's leases alive, so a short lease time-to-liv
 hands a dead worker's sources to another one soon. SIGTERM / SIGINT: no new attempts;
 a backfill stops after its current payload's transaction; leases are released; exit.
 
+Resident: the process keeps the store open, its modules imported and the diff states
+of up to `max_warm_sources` sources in memory between attempts (least recently used
+dropped first; each checked against the store's watermark before use:
+ledger/statecache.py), and says what it holds in a file `health` reads (pipeline/resident.py).
+
 The clock is a parameter: tests drive ticks with a fake one, no sleeping.
 """
 
@@ -27,10 +32,12 @@ from typing import IO, Any, Protocol
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import leases
+from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
 from feedledger.pipeline.health import health
+from feedledger.pipeline.resident import ResidentReport
 from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
 from feedledger.scheduler.metrics import Metrics
 
@@ -56,6 +63,7 @@ class Options:
     lease_ttl_s: int = 60
     dispatch: bool = True  # deliver notifications after each tick
     seed: int | None = None
+    max_warm_sources: int = DEFAULT_MAX_SOURCES  # diff states kept in memory (LRU)
 
 
 @dataclass
@@ -73,8 +81,10 @@ class Scheduler:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(self.options.workers, thread_name_prefix="source")
         workspace = Workspace.load(self.config_path)
-        self.ctx = Context(workspace)
+        self.ctx = Context(workspace, warm_sources=self.options.max_warm_sources)
         self.store = self.ctx.store  # opened once, shared by the workers (thread-safe)
+        self.cache = self.ctx.cache  # the diff states kept warm, shared by every tick
+        self._report: ResidentReport | None = None
         leases.set_ttl(self.options.lease_ttl_s)
 
     # -- logging ----------------------------------------------------------------------
@@ -94,6 +104,7 @@ class Scheduler:
             workspace = self.ctx.workspace
         ctx = Context(workspace)
         ctx._store = self.store
+        ctx._cache = self.cache
         ctx._archive = self.ctx._archive  # opened on first use (_keep_archive), then shared
         return ctx
 
@@ -101,6 +112,10 @@ class Scheduler:
         """Share the archive a tick's context opened with every later tick."""
         if self.ctx._archive is None and ctx._archive is not None:
             self.ctx._archive = ctx._archive
+
+    def _publish_warm(self) -> None:
+        if self._report is not None and self.cache.warm is not None:
+            self._report.publish(self.cache.warm)
 
     def _progress(self) -> Callable[[int, int, object], None]:
         def step(_done: int, _total: int, _ref: object) -> None:
@@ -115,6 +130,7 @@ class Scheduler:
             result = attempt(ctx, src, now, self.rng, progress=self._progress())
         finally:
             self._keep_archive(ctx)
+            self._publish_warm()
         self.emit(result.to_json())
         if self.metrics is not None:
             self.metrics.observe(result)
@@ -199,8 +215,14 @@ class Scheduler:
                 "tick_s": self.options.tick_s,
                 "lease_ttl_s": self.options.lease_ttl_s,
                 "holder_pid": __import__("os").getpid(),
+                "max_warm_sources": self.options.max_warm_sources,
             }
         )
+        try:
+            self._report = ResidentReport.open(self.ctx)
+            self._publish_warm()
+        except Exception as exc:  # the store is down: the loop says so each tick
+            self.emit({"event": "error", "error": f"resident report: {exc}"})
         with leases.Heartbeat(self.store):
             try:
                 while not self.stop.is_set():
@@ -213,6 +235,8 @@ class Scheduler:
                     self.clock.sleep(self.options.tick_s, self.stop)
             finally:
                 self._pool.shutdown(wait=True)  # current payloads finish, leases released
+                if self._report is not None:
+                    self._report.remove()
         self.emit({"event": "stop"})
 
     def close(self) -> None:

@@ -19,9 +19,11 @@ from feedledger.api.results.checks import (
     DestinationLag,
     Manifest,
     Reconciliation,
+    ResidentProcess,
     SourceHealth,
     SyncReport,
     Verification,
+    WarmState,
 )
 from feedledger.api.results.common import (
     Raw,
@@ -71,6 +73,7 @@ __all__ = [
     "Raw",
     "Reconciliation",
     "Recovered",
+    "ResidentProcess",
     "Resumption",
     "Retraction",
     "Run",
@@ -80,6 +83,7 @@ __all__ = [
     "SyncReport",
     "Verification",
     "Version",
+    "WarmState",
     "Watermark",
     "WindowRun",
     "decoded",

@@ -59,6 +59,44 @@ class SourceHealth(Raw):
 
 
 @dataclass(frozen=True)
+class WarmState:
+    """One source's diff state a resident process holds in memory: the commit sequence
+    it was taken at, and whether it is still current (a state that is not is reloaded
+    before its next use, never used)."""
+
+    source: str
+    commit_seq: int
+    rows: int
+    bytes: int
+    current: bool
+
+
+@dataclass(frozen=True)
+class ResidentProcess(Raw):
+    """A scheduler process of this workspace (on this host) and the diff states it keeps
+    warm: at most `max_warm_sources`, `bytes_held` in all."""
+
+    holder: str
+    pid: int
+    updated_at: str | None
+    max_warm_sources: int
+    bytes_held: int
+    states: list[WarmState]
+    _raw: Any = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> ResidentProcess:
+        states = [
+            WarmState(s["source"], s["commit_seq"], s["rows"], s["bytes"], s["current"])
+            for s in r.get("sources", [])
+        ]
+        return cls(
+            r["holder"], r["pid"], r.get("updated_at"), r["max_warm_sources"],
+            r["bytes_held"], states, r,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Assessment(Raw):
     """What a window holds: replayable and late payloads, missing dates (fetchable or
     unrecoverable)."""
