@@ -39,6 +39,13 @@ PIECE_BYTES = 32 * 1024**2
 WHOLE_READ_FACTOR = 6
 
 
+def piece_bytes(src: SourceConfig) -> int:
+    """The size of the pieces read at a time within the source's budget: reading one
+    holds about ten times its size (its columns, their hashes, the spilled copy)."""
+    budget = src.memory_budget or 32 * PIECE_BYTES
+    return max(1024**2, min(PIECE_BYTES, budget // 32))
+
+
 def fits_whole(src: SourceConfig, size: int) -> bool:
     """Whether a CSV payload of `size` bytes may be read whole within the source's
     `memory_budget` (always, without one)."""

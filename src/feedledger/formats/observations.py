@@ -113,6 +113,11 @@ class Observations:
             return None
         return self._rows(idx).select(self.attr_columns)
 
+    @property
+    def on_disk(self) -> bool:
+        """Whether the records' rows were spilled to disk (formats/spill.py)."""
+        return False
+
     def keep_rows(self, idx: pl.Series, limit: int) -> None:
         """Hint: the rows of these record indexes will be asked for (a chunk at a time);
         nothing to do where every row is in memory (formats/spill.py keeps them)."""

@@ -123,6 +123,10 @@ class SpilledObservations(Observations):
 
     spilled: SpilledRows | None = None
 
+    @property
+    def on_disk(self) -> bool:
+        return True
+
     def _rows(self, idx: pl.Series) -> pl.DataFrame:
         assert self.spilled is not None
         return self.spilled.rows(idx)

@@ -121,6 +121,8 @@ def diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | No
     cannot give it. Only a head start: `apply_observations` uses it if the source's
     commit sequence has not moved since, and otherwise diffs again; any error here is
     left for that diff to meet at its usual point."""
+    if not bounded.ahead_fits(obs):
+        return None
     try:
         with stage("diff_ahead"):
             found = ctx.cache.peek(src.name)

@@ -36,6 +36,13 @@ def partitions(src: SourceConfig, obs_rows: int, state_rows: int) -> int:
     return max(1, math.ceil(need / (src.memory_budget * DIFF_SHARE)))
 
 
+def ahead_fits(obs: Observations) -> bool:
+    """Whether the diff may run ahead of the lease, beside the payload's bytes (still
+    held while they are archived): not for a payload read in batches to fit the budget
+    (its diff waits until the bytes are freed)."""
+    return not obs.on_disk
+
+
 def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResult:
     """`compute(obs, state)` for `src`, partitioned as the budget requires (equal)."""
     parts = partitions(src, obs.height, state.height)
