@@ -4,6 +4,7 @@ and the peak RSS of a child process running a command."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,12 +31,7 @@ def parcels(n: int, day: int = 1) -> pl.DataFrame:
             pl.when(changed & pl.lit(name == "a03"))
             .then(pl.lit('changed, "quoted"'))
             .otherwise(
-                pl.format(
-                    "{} value {} of parcel {}",
-                    pl.lit(name),
-                    (pl.col("i") * (k + 3) % 9973).cast(pl.String),
-                    pl.col("i").cast(pl.String),
-                )
+                pl.format("{}-{}", pl.lit(name), (pl.col("i") * (k + 3) % 99991).cast(pl.String))
             )
             .alias(name)
             for k, name in enumerate(ATTRIBUTES)
@@ -69,10 +65,8 @@ def peak_rss(argv: list[str], env: dict[str, str] | None = None, timeout: float 
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError(f"{' '.join(argv)} took more than {timeout} s")
-        try:
+        with contextlib.suppress(psutil.Error):  # (it may have just exited)
             seen = max(seen, watched.memory_info().rss)
-        except psutil.Error:
-            pass
         time.sleep(0.005)
     proc.returncode = code = os.waitstatus_to_exitcode(status)
     stderr = proc.stderr.read().decode() if proc.stderr else ""
