@@ -101,6 +101,11 @@ def merge(results: list[DiffResult]) -> DiffResult:
     return DiffResult(versions=versions, outcomes=outcomes, counts=counts)
 
 
+def part(frame: pl.DataFrame, partitions: int, p: int) -> pl.DataFrame:
+    """The rows of `frame` (which has `kh`) in partition p, in the frame's order."""
+    return frame.filter(partition_of(partitions) == p)
+
+
 def compute_partitioned(
     obs: pl.DataFrame,
     state: pl.DataFrame,
@@ -109,14 +114,16 @@ def compute_partitioned(
     use_revision: bool,
     partitions: int,
 ) -> DiffResult:
-    """`compute(obs, state, ...)`, done in `partitions` key-hash parts."""
-    obs_split = split(obs, partitions)
-    state_split = split(state, partitions)
+    """`compute(obs, state, ...)`, done in `partitions` key-hash parts, each part's rows
+    taken from the whole frames only when it is diffed (one part's copy at a time)."""
+    if partitions < 1:
+        raise ValueError(f"partitions must be at least 1, not {partitions}")
+    obs, state = with_key_hash(obs), with_key_hash(state)
     return merge(
         list(
             diff_parts(
-                obs_split.__getitem__,
-                state_split.__getitem__,
+                lambda p: part(obs, partitions, p),
+                lambda p: part(state, partitions, p),
                 partitions,
                 kind=kind,
                 use_revision=use_revision,

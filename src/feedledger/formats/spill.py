@@ -73,7 +73,12 @@ class SpilledRows:
     # -- reading ---------------------------------------------------------------------------
     def _batch(self, number: int) -> pl.DataFrame:
         if self._reader is None:
-            self._reader = pa.ipc.open_file(pa.OSFile(str(self.path)))
+            # the system allocator: a batch's buffers go back to the system once polars
+            # has its copy (Arrow's own pool would keep them, and the next batch's)
+            pool = pa.system_memory_pool()
+            self._reader = pa.ipc.open_file(
+                pa.OSFile(str(self.path), memory_pool=pool), memory_pool=pool
+            )
         batch = self._reader.get_batch(number)
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
