@@ -58,7 +58,7 @@ def _part_diff(
 ) -> DiffResult:
     """`compute` on one part, its `idx` values the payload's (global) record indexes."""
     global_idx = obs.get_column("idx")
-    local = obs.with_columns(pl.int_range(obs.height, dtype=global_idx.dtype).alias("idx"))
+    local = obs.with_columns(pl.int_range(obs.height, dtype=pl.UInt32).alias("idx"))
     result = compute(local, state, kind=kind, use_revision=use_revision)
 
     def to_global(frame: pl.DataFrame) -> pl.DataFrame:

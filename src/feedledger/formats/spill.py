@@ -106,10 +106,8 @@ class SpilledRows:
         )
         pieces = []
         for (number,), part in where.group_by("b", maintain_order=False):
-            local = part.get_column("idx") - int(number) * self.batch_rows  # type: ignore[operator]
-            pieces.append(
-                self._batch(int(number))[local].with_columns(part.get_column("pos"))  # type: ignore[arg-type]
-            )
+            local = part.get_column("idx") - int(number) * self.batch_rows
+            pieces.append(self._batch(int(number))[local].with_columns(part.get_column("pos")))
         return pl.concat(pieces, how="vertical").sort("pos").drop("pos")
 
     def close(self) -> None:
