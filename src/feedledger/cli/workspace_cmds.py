@@ -219,6 +219,12 @@ def source_add(
         help="ArcGIS only: environment variable holding the service's token (never the "
         "token itself).",
     ),
+    memory_budget: str | None = typer.Option(
+        None,
+        "--memory-budget",
+        help="Bound the memory one payload's diff may use (e.g. 1GiB): a larger payload is "
+        "diffed in key-hash partitions, a CSV one read in batches (slower; default: no bound).",
+    ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -253,6 +259,7 @@ def source_add(
             layer=layer,
             geometry_grid=geometry_grid,
             token_env=token_env,
+            memory_budget=memory_budget,
         ).config
         config = led.workspace.config_path
     _warn_fetch(src)

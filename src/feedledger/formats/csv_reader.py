@@ -127,7 +127,7 @@ def _check_field_counts(data: bytes, expected: int | None, src: SourceConfig, la
         return  # a diagnosis only: the caller reports the parser's own error
 
 
-def _check_short_rows(
+def check_short_rows(
     data: bytes, height: int, expected: int, suspects: list[int], src: SourceConfig, label: str
 ) -> None:
     """Rows holding a null have an unquoted empty field or too few fields: tell them
@@ -210,7 +210,7 @@ def read_csv_payload(data: bytes, src: SourceConfig, label: str) -> Observations
         last = raw.columns[-1]
         if nulls[last]:
             suspects = raw.with_row_index("i").filter(pl.col(last).is_null())["i"]
-            _check_short_rows(data, raw.height, len(header), suspects.to_list(), src, label)
+            check_short_rows(data, raw.height, len(header), suspects.to_list(), src, label)
         raw = raw.with_columns([pl.col(c).fill_null("") for c in with_nulls])
     require_columns(list(raw.columns), src, label)
 

@@ -113,6 +113,18 @@ class Observations:
             return None
         return self._rows(idx).select(self.attr_columns)
 
+    @property
+    def on_disk(self) -> bool:
+        """Whether the records' rows were spilled to disk (formats/spill.py)."""
+        return False
+
+    def keep_rows(self, idx: pl.Series, limit: int) -> None:
+        """Hint: the rows of these record indexes will be asked for (a chunk at a time);
+        nothing to do where every row is in memory (formats/spill.py keeps them)."""
+
+    def close(self) -> None:
+        """Release what the observations hold outside memory (nothing here)."""
+
     def _rows(self, idx: pl.Series) -> pl.DataFrame:
         """The rows of `raw` at these indexes (no null), in that order: a slice for
         consecutive ones (a first load, written a chunk at a time)."""

@@ -15,6 +15,7 @@ from itertools import chain
 import polars as pl
 
 from feedledger.formats.compressed import decode_text, decompress
+from feedledger.formats.csv_batched import fits_whole, piece_bytes, read_csv_batched
 from feedledger.formats.csv_reader import read_csv_payload
 from feedledger.formats.observations import (
     BLANK_PATTERN,
@@ -59,7 +60,10 @@ def read_observations(
             raise fail(src, label, f"payload is empty ({len(data)} bytes once decompressed)")
     if src.format in ("csv", "jsonl"):
         _check_line_ends(data, src, label)
-    if src.format == "csv":
+    if src.format == "csv" and not fits_whole(src, len(data)):
+        # its fields: the header's order
+        obs = read_csv_batched(data, src, label, piece_bytes=piece_bytes(src))
+    elif src.format == "csv":
         obs = read_csv_payload(data, src, label)
         obs.fields = list(obs.raw.columns)  # the header's order
     else:

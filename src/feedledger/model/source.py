@@ -21,9 +21,12 @@ from feedledger.model.defaults import DEFAULT_FETCH_DEADLINE_S as DEFAULT_FETCH_
 from feedledger.model.defaults import DEFAULT_GEOMETRY_GRID as DEFAULT_GEOMETRY_GRID
 from feedledger.model.defaults import DEFAULT_MAX_PAYLOAD_BYTES as DEFAULT_MAX_PAYLOAD_BYTES
 from feedledger.model.errors import ConfigError
+from feedledger.model.sizes import parse_size
 from feedledger.model.timeutil import zone
 from feedledger.model.types import PayloadKind
 
+# the smallest memory_budget: below it the process's own libraries are most of it
+MIN_MEMORY_BUDGET = 64 * 1024**2
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PUBLISHED_FROM_RE = re.compile(r"^(filename|connector|field:[^\s]+|header:[A-Za-z0-9-]+)$")
 PublishedFromKind = Literal["filename", "connector", "field", "header"]
@@ -262,6 +265,10 @@ class SourceConfig(BaseModel):
     # the environment variable holding a secured ArcGIS service's token (never the
     # token itself: feedledger.toml is not a place for secrets)
     token_env: str | None = None
+    # The memory one payload's diff may use, in bytes (`1GiB` accepted): a payload whose
+    # diff would need more is read, diffed and written in key-hash partitions
+    # (pipeline/bounded.py). None: no bound, the whole payload at once (fastest).
+    memory_budget: int | None = None
 
     @property
     def is_geo(self) -> bool:
@@ -348,6 +355,16 @@ class SourceConfig(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return self
+
+    @field_validator("memory_budget", mode="before")
+    @classmethod
+    def _memory_budget(cls, value: object) -> int | None:
+        if value is None:
+            return None
+        size = parse_size(value)
+        if size < MIN_MEMORY_BUDGET:
+            raise ValueError(f"{value!r} is below the smallest memory budget, 64MiB")
+        return size
 
     @field_validator("csv_delimiter")
     @classmethod

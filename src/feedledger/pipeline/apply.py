@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from feedledger.context import Context
-from feedledger.diff import DiffResult, compute, next_state
+from feedledger.diff import DiffResult, next_state
 from feedledger.formats import Observations
 from feedledger.ledger.payload_txn import PayloadWrite, apply_payload
 from feedledger.ledger.records import Watermark
@@ -19,6 +19,7 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import PayloadKind
+from feedledger.pipeline import bounded
 from feedledger.timing import stage
 
 
@@ -120,13 +121,15 @@ def diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | No
     cannot give it. Only a head start: `apply_observations` uses it if the source's
     commit sequence has not moved since, and otherwise diffs again; any error here is
     left for that diff to meet at its usual point."""
+    if not bounded.ahead_fits(obs):
+        return None
     try:
         with stage("diff_ahead"):
             found = ctx.cache.peek(src.name)
             if found is None:
                 return None
             state, wm = found
-            diff = compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
+            diff = bounded.diff(src, obs.frame, state)
     except Exception:  # see the docstring: the diff under the lease meets it again
         return None
     return Ahead(state, wm, diff)
@@ -167,11 +170,8 @@ def apply_observations(
     check_crs(store, src, ref.label, obs, wm.payload_id if wm is not None else None)
 
     with stage("diff"):
-        diff = (
-            ahead.diff
-            if ahead is not None
-            else compute(obs.frame, state, kind=src.kind, use_revision=src.revision is not None)
-        )
+        diff = ahead.diff if ahead is not None else bounded.diff(src, obs.frame, state)
+        bounded.keep_rows(src, obs, diff)
     counts = diff.counts
     live = counts["live_before"]
     if live and not allow_mass_delete and src.kind == PayloadKind.SNAPSHOT:

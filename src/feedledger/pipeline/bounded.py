@@ -1,0 +1,68 @@
+"""A payload's diff within its source's `memory_budget`: in key-hash partitions
+(diff/partitioned.py) when the whole diff would need more than its share of the budget,
+and the rows a spilled payload's transaction will encode kept in memory when they are
+few (formats/spill.py). Without a budget: the whole diff at once, as always.
+
+The payload's read (a CSV payload larger than the budget allows is read in batches,
+its string columns spilled: formats/csv_batched.py) and its ONE transaction are
+unchanged otherwise (invariant 2)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from feedledger.diff import DiffResult, compute
+from feedledger.diff.partitioned import compute_partitioned
+from feedledger.formats import Observations
+from feedledger.model.source import SourceConfig
+
+# What the one-join diff holds per row of payload and state together (the join, the
+# verdicts, the gathers: bench/big_source_bench.py measured ~190 bytes at 10M rows)
+DIFF_BYTES_PER_ROW = 200
+# The diff's share of the budget (the rest: the payload's frame, the state, the versions)
+DIFF_SHARE = 0.25
+# The share of the budget the rows kept for the transaction may use, and their size
+KEEP_SHARE = 0.25
+ROW_BYTES = 400
+
+
+def partitions(src: SourceConfig, obs_rows: int, state_rows: int) -> int:
+    """How many key-hash partitions the diff needs to stay within the budget (1: none)."""
+    if src.memory_budget is None:
+        return 1
+    need = (obs_rows + state_rows) * DIFF_BYTES_PER_ROW
+    return max(1, math.ceil(need / (src.memory_budget * DIFF_SHARE)))
+
+
+def ahead_fits(obs: Observations) -> bool:
+    """Whether the diff may run ahead of the lease, beside the payload's bytes (still
+    held while they are archived): not for a payload read in batches to fit the budget
+    (its diff waits until the bytes are freed)."""
+    return not obs.on_disk
+
+
+def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResult:
+    """`compute(obs, state)` for `src`, partitioned as the budget requires (equal)."""
+    parts = partitions(src, obs.height, state.height)
+    use_revision = src.revision is not None
+    if parts == 1:
+        return compute(obs, state, kind=src.kind, use_revision=use_revision)
+    return compute_partitioned(
+        obs, state, kind=src.kind, use_revision=use_revision, partitions=parts
+    )
+
+
+def keep_rows(src: SourceConfig, obs: Observations, result: DiffResult) -> None:
+    """Tell a spilled payload which records' rows the transaction will encode, so that it
+    reads them once when they fit the budget (a daily payload's changes)."""
+    if src.memory_budget is None:
+        return
+    idx = pl.concat(
+        [
+            result.versions.get_column("idx").drop_nulls(),
+            result.outcomes.get_column("idx").drop_nulls(),
+        ]
+    )
+    obs.keep_rows(idx, limit=int(src.memory_budget * KEEP_SHARE) // ROW_BYTES)

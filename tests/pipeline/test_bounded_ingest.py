@@ -1,0 +1,78 @@
+"""A source with a `memory_budget`: a payload larger than the budget allows is read in
+batches (its string columns spilled to disk) and diffed in key-hash partitions, and the
+ledger records exactly what the whole ingest records; a real process ingesting a
+generated payload so stays within the budget (beyond its fixed cost and the payload's
+own bytes, which it holds until they are archived)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from feedledger.config import Workspace
+from feedledger.formats import csv_batched, readers
+from feedledger.pipeline import bounded
+from helpers import Cli, MakeSource
+from pipeline.bounded_payloads import feedledger, parcels, peak_rss, write
+
+MiB = 1024**2
+
+
+def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
+    cli: Cli, make_source: MakeSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_source("whole")
+    make_source("budgeted", memory_budget="64MiB")
+    # every payload of the budgeted source takes the batched read, and its diff is cut
+    # in many partitions (as a payload hundreds of times larger would be)
+    monkeypatch.setattr(csv_batched, "WHOLE_READ_FACTOR", 10**9)
+    monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 3 * MiB)
+    batched: list[str] = []
+    real = readers.read_csv_batched
+
+    def spy(data: bytes, src: Any, label: str, **options: Any) -> Any:
+        batched.append(src.name)
+        return real(data, src, label, **options)
+
+    monkeypatch.setattr(readers, "read_csv_batched", spy)
+    days = [write(parcels(3000, day), tmp_path / f"d{day}.csv") for day in (1, 2)]
+    for day, path in enumerate(days, start=1):
+        at = f"2026-08-0{day}"
+        whole = cli.json("ingest", "whole", str(path), "--published-at", at)
+        budgeted = cli.json("ingest", "budgeted", str(path), "--published-at", at)
+        counts = ("observations", "live_before", "added", "changed", "deleted", "unchanged")
+        assert [budgeted[c] for c in counts] == [whole[c] for c in counts]
+        assert budgeted["changes"] == whole["changes"]
+    assert batched == ["budgeted", "budgeted"]
+    assert whole["changed"] == 60 and whole["deleted"] == 6 and whole["added"] == 6
+    for at in ("2026-08-01", "2026-08-02"):
+        snapshots = [cli("snapshot", name, "--valid", at).stdout for name in ("whole", "budgeted")]
+        assert snapshots[0] == snapshots[1]
+        assert snapshots[0].count("\n") > 2900
+
+
+def test_a_budgeted_ingest_stays_within_its_budget(
+    workspace: Workspace, make_source: MakeSource, tmp_path: Path
+) -> None:
+    budget = 128 * MiB
+    make_source("tiny")
+    make_source("parcels", memory_budget=str(budget))
+    config = workspace.config_path
+    tiny = write(parcels(1), tmp_path / "tiny.csv")
+    # the process's fixed cost: imports, the store, a payload of one row
+    first = ("--published-at", "2026-08-01")
+    fixed = peak_rss(feedledger(config, "ingest", "tiny", str(tiny), *first))
+    for day in (1, 2):
+        path = write(parcels(400_000, day), tmp_path / f"d{day}.csv")
+        size = path.stat().st_size
+        # large enough that the whole read would not fit (csv_batched.fits_whole)
+        assert size * csv_batched.WHOLE_READ_FACTOR > budget
+        peak = peak_rss(
+            feedledger(config, "ingest", "parcels", str(path), "--published-at", f"2026-08-0{day}")
+        )
+        assert peak <= fixed + size + budget, (
+            f"day {day}: peak {peak / MiB:.0f} MiB, fixed cost {fixed / MiB:.0f} MiB, "
+            f"payload {size / MiB:.0f} MiB, budget {budget / MiB:.0f} MiB"
+        )
