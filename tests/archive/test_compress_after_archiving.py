@@ -10,10 +10,11 @@ import hashlib
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedledger.archive import LocalArchive
+from feedledger.archive import LocalArchive, codec
 from feedledger.archive.objects import raw_rel, zst_rel
 from feedledger.archive.settle import BEHIND
 
@@ -115,3 +116,22 @@ def test_settling_twice_changes_nothing(tmp_path: Path) -> None:
     before = sorted(p.name for p in (root / "objects").rglob("*"))
     assert archive.settle("larimer", sha(payloads[1]), payloads[1], DAY0 + DAY) == []
     assert sorted(p.name for p in (root / "objects").rglob("*")) == before
+
+
+def test_a_failing_encoder_leaves_the_object_raw_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "archive"
+    archive = LocalArchive(root, min_size=0)
+    payloads = daily(5, 2)
+    ingest_like(archive, payloads[0], 0, settle=True)
+
+    def broken(*_args: object, **_kwargs: object) -> bytes:
+        raise RuntimeError("the encoder broke")
+
+    monkeypatch.setattr(codec, "encode_delta", broken)
+    with pytest.warns(UserWarning, match="stays raw in the archive.*the encoder broke"):
+        ingest_like(archive, payloads[1], 1, settle=True)
+    assert (root / raw_rel(sha(payloads[1]))).exists()
+    assert archive.get(sha(payloads[1])) == payloads[1]
+    assert all(item.ok for item in archive.verify("larimer"))

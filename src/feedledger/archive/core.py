@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from feedledger import faults
 from feedledger.archive import maintain
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery, Objects, raw_rel
@@ -214,8 +215,8 @@ class BlobArchive:
     def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> list[str]:
         """Compress the publication `sha256` of `source` stored raw by `put_object(...,
         later=True)`, and the raw ones a killed ingest left before it
-        (`archive/settle.py`); returns the sha256s compressed. Never raises for the
-        archive: what cannot be compressed stays raw, a valid object."""
+        (`archive/settle.py`); returns the sha256s compressed. Never raises: what cannot
+        be compressed stays raw, a valid object (a warning says why)."""
         if self.objects.base_cache is None:
             return []  # an object store: `put_object` compressed the payload already
         # its own Objects: this runs beside the caller's other archive work
@@ -228,7 +229,14 @@ class BlobArchive:
         try:
             with self._blobs.writing():
                 return settle(objects, self._blobs, source, sha256, data, published_at)
-        except (OSError, FeedledgerError):
+        except faults.InjectedFailure:
+            raise  # a crash test's
+        except Exception as exc:  # the payload is archived and applied: it stays raw
+            warnings.warn(
+                f"payload object {sha256} of {source} stays raw in the archive (valid; "
+                f"`archive compact` retries): compressing it failed: {exc}",
+                stacklevel=2,
+            )
             return []
 
     def keep_rejected(
