@@ -129,6 +129,8 @@ def test_a_warm_scheduler_reloads_a_state_another_process_made_stale(
         wait_for("day 1", lambda: day_us(1) in standing(cli), proc)
         wait_for("day 1 warm", lambda: warm(cli)["commit_seq"] == commit_seq(cli), proc)
         assert warm(cli)["current"] and warm(cli)["rows"] == 5 and warm(cli)["max"] == 4
+        shown = cli("health", expect=None).stdout  # the human form shows it too
+        assert "resident" in shown and NAME in shown and "yes" in shown
 
         # another process applies day 2: the scheduler's state is no longer current
         cli("ingest", NAME, str(write_day(elsewhere, 2)))

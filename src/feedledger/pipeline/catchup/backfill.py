@@ -33,7 +33,7 @@ from datetime import date, timedelta
 
 from feedledger import faults
 from feedledger.context import Context
-from feedledger.formats import Observations, read_observations
+from feedledger.formats import read_observations
 from feedledger.ledger import leases, runs
 from feedledger.ledger.backfill_runs import resumable
 from feedledger.ledger.leases import LeasedRun
@@ -57,14 +57,8 @@ from feedledger.pipeline.catchup.replay_retraction import withdraw
 from feedledger.pipeline.catchup.report import NothingToDo, RunReport, Step, finish
 from feedledger.pipeline.catchup.served import fill, window_days
 from feedledger.pipeline.observing import observed_days
-from feedledger.pipeline.stages import Stage
 
 __all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
-
-# A payload is read and parsed ahead, while the one before it is applied, only up to
-# this size: two payloads' observations are then held at once (a bigger one is read in
-# its turn, so memory stays that of one payload)
-READ_AHEAD_MAX_BYTES = 256 * 2**20
 
 # progress(done, total, payload just applied or None before the first)
 Progress = Callable[[int, int, PayloadRef | None], None]
@@ -99,50 +93,29 @@ def _apply_payloads(
     if progress:
         progress(0, len(refs), None)
     # each payload's state is the one the previous payload committed: kept in memory
-    # between them (checked against the watermark before each use, like the file cache);
-    # and the next payload is read from the archive and parsed while this one is diffed
-    # and committed (one ahead at most, and only a payload of READ_AHEAD_MAX_BYTES or less)
+    # between them (checked against the watermark before each use, like the file cache)
     with ctx.cache.resident():
-        reading = _read_ahead(ctx, src, refs[0]) if refs else None
-        try:
-            for i, ref in enumerate(refs, start=1):
-                obs = reading.result() if reading is not None else _read(ctx, src, ref)
-                nxt = refs[i] if i < len(refs) else None
-                reading = _read_ahead(ctx, src, nxt) if nxt is not None else None
-                applied = apply_observations(
-                    ctx,
-                    src,
-                    ref,
-                    obs,
-                    run_id=run.run_id,
-                    holder=run.holder,
-                    backfill=True,
-                    allow_mass_delete=allow_mass_delete,
-                    outbox_status="pending" if notify else "suppressed",
-                )
-                steps.append(
-                    Step(ref.published_at, ref.payload_id, applied.changes,
-                         applied.invalid_geometries)
-                )  # fmt: skip
-                if progress:
-                    progress(i, len(refs), ref)
-                faults.point("after_payload", i)
-        finally:
-            if reading is not None:  # stopped early: the read started is waited for
-                reading.wait()
+        for i, ref in enumerate(refs, start=1):
+            data = ctx.archive.get(ref.sha256)
+            obs = read_observations(data, src, label=ref.label)
+            applied = apply_observations(
+                ctx,
+                src,
+                ref,
+                obs,
+                run_id=run.run_id,
+                holder=run.holder,
+                backfill=True,
+                allow_mass_delete=allow_mass_delete,
+                outbox_status="pending" if notify else "suppressed",
+            )
+            steps.append(
+                Step(ref.published_at, ref.payload_id, applied.changes, applied.invalid_geometries)
+            )
+            if progress:
+                progress(i, len(refs), ref)
+            faults.point("after_payload", i)
     return steps
-
-
-def _read(ctx: Context, src: SourceConfig, ref: PayloadRef) -> Observations:
-    return read_observations(ctx.archive.get(ref.sha256), src, label=ref.label)
-
-
-def _read_ahead(ctx: Context, src: SourceConfig, ref: PayloadRef) -> Stage[Observations] | None:
-    """Start reading `ref` on a thread of its own; None for a payload too big to hold
-    beside the one being applied (it is then read in its turn)."""
-    if ref.size > READ_AHEAD_MAX_BYTES:
-        return None
-    return Stage("read_ahead", lambda: _read(ctx, src, ref))
 
 
 def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -> str | None:
