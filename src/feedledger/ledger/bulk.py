@@ -347,10 +347,12 @@ def _copy_versions_binary(
     stmt = f"COPY versions ({', '.join(columns)}) FROM STDIN WITH (FORMAT binary)"
     with _dbapi(conn).cursor() as cur:
         deferred = _defer_indexes(cur) if rows >= DEFER_INDEX_MIN_ROWS else []
+        # each chunk's binary rows built on a helper thread while the one before is sent
+        encoded = (binary_rows(part, kinds, tail, fields=len(columns)) for part in parts)
         with cur.copy(stmt) as copy:
             copy.write(_PG_SIGNATURE)
-            for part in parts:
-                copy.write(binary_rows(part, kinds, tail, fields=len(columns)))
+            for data in ahead(encoded) if rows > VERSION_CHUNK_ROWS else encoded:
+                copy.write(data)
                 faults.point("mid_copy")
             copy.write(_PG_TRAILER)
         for definition in deferred:
