@@ -23,12 +23,13 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+import pyarrow as pa
 
 from feedledger.diff import STATE_SCHEMA, empty_state
 
@@ -217,9 +218,13 @@ class StateCache:
                 with contextlib.suppress(OSError):
                     old.unlink()
 
-    def prepare(self, source: str, frame: pl.DataFrame, seq: int) -> PendingCache:
+    def prepare(
+        self, source: str, frame: pl.DataFrame | Iterable[pl.DataFrame], seq: int
+    ) -> PendingCache:
         """Start writing the state the transaction at `seq` will commit, on another core;
-        it becomes visible only by `PendingCache.publish()` after that commit."""
+        it becomes visible only by `PendingCache.publish()` after that commit. `frame`
+        may come in parts (made one at a time as they are written, in any key order:
+        a diff within a memory budget, pipeline/bounded.py)."""
         return PendingCache(self, source, frame, seq)
 
     def save(self, source: str, frame: pl.DataFrame, seq: int) -> None:
@@ -238,7 +243,13 @@ class StateCache:
 class PendingCache:
     """A cache file written to a temporary name while the payload's transaction runs."""
 
-    def __init__(self, cache: StateCache, source: str, frame: pl.DataFrame, seq: int) -> None:
+    def __init__(
+        self,
+        cache: StateCache,
+        source: str,
+        frame: pl.DataFrame | Iterable[pl.DataFrame],
+        seq: int,
+    ) -> None:
         self.cache = cache
         self.source = source
         self.seq = seq
@@ -250,12 +261,15 @@ class PendingCache:
         self._ok = False
         self._thread.start()
 
-    def _write(self, frame: pl.DataFrame) -> None:
+    def _write(self, frame: pl.DataFrame | Iterable[pl.DataFrame]) -> None:
         try:
             self.cache.directory.mkdir(parents=True, exist_ok=True)
-            frame.write_ipc(self.tmp, compression="uncompressed")
+            if isinstance(frame, pl.DataFrame):
+                frame.write_ipc(self.tmp, compression="uncompressed")
+            else:
+                _write_parts(self.tmp, frame)
             self._ok = True
-        except (OSError, pl.exceptions.PolarsError):
+        except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
             self._ok = False
 
     def publish(self) -> None:
@@ -281,3 +295,12 @@ class PendingCache:
         self._thread.join()
         with contextlib.suppress(OSError):
             self.tmp.unlink()
+
+
+def _write_parts(path: Path, parts: Iterable[pl.DataFrame]) -> None:
+    """The parts, one after the other, as one Arrow IPC file of the state's schema."""
+    empty = empty_state().to_arrow(compat_level=pl.CompatLevel.newest())
+    with pa.ipc.new_file(str(path), empty.schema) as writer:
+        for part in parts:
+            table = part.select(list(STATE_SCHEMA)).cast(STATE_SCHEMA)
+            writer.write_table(table.to_arrow(compat_level=pl.CompatLevel.newest()))

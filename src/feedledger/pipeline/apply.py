@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from feedledger.context import Context
-from feedledger.diff import DiffResult, next_state
+from feedledger.diff import DiffResult
 from feedledger.formats import Observations
 from feedledger.ledger.payload_txn import PayloadWrite, apply_payload
 from feedledger.ledger.records import Watermark
@@ -200,7 +200,7 @@ def apply_observations(
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
     with stage("next_state"):
-        after = next_state(state, versions)
+        after = bounded.next_state(src, obs.frame.height, state, versions)
     pending = ctx.cache.prepare(src.name, after, seq + 1)
     try:
         with stage("transaction"):

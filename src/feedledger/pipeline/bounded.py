@@ -10,12 +10,15 @@ unchanged otherwise (invariant 2)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import polars as pl
 
 from feedledger.diff import DiffResult, compute
-from feedledger.diff.partitioned import compute_partitioned
+from feedledger.diff import next_state as after
+from feedledger.diff.partitioned import compute_partitioned, part
 from feedledger.formats import Observations
+from feedledger.model.hashing import with_key_hash
 from feedledger.model.source import SourceConfig
 
 # What the one-join diff holds per row of payload and state together (the join, the
@@ -52,6 +55,19 @@ def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResul
     return compute_partitioned(
         obs, state, kind=src.kind, use_revision=use_revision, partitions=parts
     )
+
+
+def next_state(
+    src: SourceConfig, obs_rows: int, state: pl.DataFrame, versions: pl.DataFrame
+) -> pl.DataFrame | Iterator[pl.DataFrame]:
+    """The state after `versions` (diff.next_state): whole, or, when the diff was cut in
+    partitions, as the same partitions made one at a time while the state cache writes
+    them (the next state never exists whole beside the current one)."""
+    parts = partitions(src, obs_rows, state.height)
+    if parts == 1:
+        return after(state, versions)
+    state, versions = with_key_hash(state), with_key_hash(versions)
+    return (after(part(state, parts, p), part(versions, parts, p)) for p in range(parts))
 
 
 def keep_rows(src: SourceConfig, obs: Observations, result: DiffResult) -> None:
