@@ -255,8 +255,9 @@ class PendingCache:
         self.seq = seq
         self.path = cache._path(source, seq)
         self.tmp = self.path.with_suffix(f".pending{os.getpid()}")
-        # kept for the resident tier, which takes it once the transaction committed
-        self._frame = frame if cache.warm is not None else None
+        # kept for the resident tier, which takes it once the transaction committed; a
+        # state written in parts (a source under a memory budget) is never held whole
+        self._frame = frame if cache.warm is not None and isinstance(frame, pl.DataFrame) else None
         self._thread = threading.Thread(target=self._write, args=(frame,), daemon=True)
         self._ok = False
         self._thread.start()
