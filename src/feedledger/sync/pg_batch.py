@@ -42,7 +42,7 @@ class Batches:
         # next one is upserted first, and classified after
         self.writing = False
 
-    def write(self, docs: Sequence[Doc], *, geo: bool) -> tuple[list[Any], str, set[str]]:
+    def write(self, docs: Sequence[Doc]) -> tuple[list[Any], str, set[str]]:
         """Write a batch; returns the rows held for the keys to judge (key, revision,
         generation, generation_rank, content_hash, deleted, doc text), the verdict of
         every other key but the listed ones, and the listed keys (the other verdict)."""
@@ -60,10 +60,12 @@ class Batches:
             cols = ", ".join(self.columns)
             with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(STAGE_TYPES[: len(self.columns)])
-                for d in docs:  # psycopg's C adaptation: faster than building the rows here
-                    row = (d.key, d.revision, d.generation, d.rank, d.content_hash, d.deleted,
-                           d.doc)  # fmt: skip
-                    copy.write_row((*row, d.wkb) if geo else row)
+                # a Doc's fields are the columns in order (its wkb last, a GIS source's
+                # column): each row is the Doc's first fields; psycopg's C adaptation
+                # does the rest
+                width = len(self.columns)
+                for d in docs:
+                    copy.write_row(d[:width])
             self.writes += 1
             faults.point("destination_staged", self.writes)
             cur.execute(self._upsert_first() if self.writing else self._classified_upsert())

@@ -145,21 +145,16 @@ def rebuild(
     if maintenance:
         registry.set_paused(store, dest.name, now_us())
     # A pipeline of three: this thread reads and transforms batch i+1 while a writer
-    # thread marks batch i attempted and sends it through the guard (the driver waits
-    # without the GIL) and a recorder thread records batch i-1's verdicts with its
-    # checkpoint (one ledger commit). Batches are acknowledged in order, at most
-    # IN_FLIGHT sent and not yet acknowledged: a crash repeats those (harmlessly: the
-    # guard answers already_current).
+    # thread sends batch i through the guard (the driver waits without the GIL) and a
+    # recorder thread records batch i-1's verdicts with its checkpoint (one ledger
+    # commit). Batches are acknowledged in order, at most IN_FLIGHT sent and not yet
+    # acknowledged: a crash repeats those (harmlessly: the guard answers
+    # already_current).
     writer = ThreadPoolExecutor(1, thread_name_prefix="destination-write")
     recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
     pending: deque[tuple[list[str], Future[None]]] = deque()
 
-    def send(n: int, attempted: str, docs: list[Doc]) -> list[Verdict]:
-        # the checkpoint says the batch is attempted before it is sent -- here, in the
-        # writer, so that this ledger commit (waiting for the recorder's) never holds
-        # up the reading of the next batch
-        sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=attempted)
-        faults.point("before_destination_write", n)
+    def send(docs: list[Doc]) -> list[Verdict]:
         try:
             return target.write(docs)
         except Exception as exc:
@@ -209,7 +204,9 @@ def rebuild(
             rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
             docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)
-            sent = writer.submit(send, n, keys[-1], docs)
+            sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
+            faults.point("before_destination_write", n)
+            sent = writer.submit(send, docs)
             pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected)))
             after = keys[-1]
         settle(0)

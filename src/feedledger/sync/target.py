@@ -146,7 +146,7 @@ class Target:
             return []
         try:
             if self.batches is not None:
-                rows, default, listed = self.batches.write(docs, geo=self.geo)
+                rows, default, listed = self.batches.write(docs)
                 got = ({r[0]: _Held(*r[1:]) for r in rows}, default, listed)
             else:
                 got = self._write_sqlite(docs)
