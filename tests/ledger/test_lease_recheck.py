@@ -250,17 +250,18 @@ def test_a_run_that_wrote_anything_is_finished_not_removed(
 
 
 def count_diffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One item appended for each diff computed (`apply.compute`), ahead or not."""
-    from feedledger.pipeline import apply
+    """One item appended for each diff computed (`bounded.diff`, whole or in partitions,
+    what `apply` calls), ahead or not."""
+    from feedledger.pipeline import bounded
 
     diffs: list[int] = []
-    real = apply.compute
+    real = bounded.diff
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         diffs.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(apply, "compute", counted)
+    monkeypatch.setattr(bounded, "diff", counted)
     return diffs
 
 
