@@ -18,13 +18,6 @@ from sqlalchemy import Connection
 
 from feedledger import faults
 from feedledger.diff import STATE_SCHEMA
-from feedledger.ledger.encoding.pg_binary import (
-    PG_SIGNATURE,
-    PG_TRAILER,
-    VERSION_PG_TYPES,
-    binary_rows,
-    encode_values,
-)
 from feedledger.ledger.schema import CHANGE_CODES
 from feedledger.ledger.staging import Stager
 from feedledger.ledger.visibility import latest_per_key_sql, visible_sql
@@ -322,6 +315,14 @@ def _copy_versions_binary(
 ) -> None:
     """COPY the version `parts` (the `varying` columns) in binary, the constants' bytes
     appended to every row, as one COPY in the open transaction."""
+    from feedledger.ledger.encoding.pg_binary import (  # lazy: its package imports the store
+        PG_SIGNATURE,
+        PG_TRAILER,
+        VERSION_PG_TYPES,
+        binary_rows,
+        encode_values,
+    )
+
     columns = varying + VERSION_CONSTANT
     kinds = [VERSION_PG_TYPES[c] for c in varying]
     tail = encode_values(
