@@ -177,6 +177,17 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
+    if src.memory_budget is not None and obs.on_disk:
+        # a payload read in batches to fit its budget: its bytes dropped before it is
+        # applied, its object compressed afterwards from its file, a chunk at a time
+        del data
+        result = apply_archived(
+            ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+        )
+        del obs
+        with stage("compress"):
+            ctx.archive.settle_streamed(src.name, ref.sha256)
+        return result
     with Stages() as after:
         # the raw object compressed on the other core while the payload is applied
         # (archive/settle.py); the process waits for it below, or on leaving the block
