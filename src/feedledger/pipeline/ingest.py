@@ -177,7 +177,9 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
-    if src.memory_budget is not None and obs.on_disk:
+    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
+
+    if bounded.compress_streamed(src, obs, len(data)):
         # a payload read in batches to fit its budget: its bytes dropped before it is
         # applied, its object compressed afterwards from its file, a chunk at a time
         del data
