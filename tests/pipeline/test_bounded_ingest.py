@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from feedledger.archive import LocalArchive
 from feedledger.config import Workspace
+from feedledger.context import Context
 from feedledger.formats import csv_batched, readers
 from feedledger.pipeline import bounded
 from helpers import Cli, MakeSource
@@ -21,7 +23,11 @@ MiB = 1024**2
 
 
 def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
-    cli: Cli, make_source: MakeSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli,
+    workspace: Workspace,
+    make_source: MakeSource,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     make_source("whole")
     make_source("budgeted", memory_budget="64MiB")
@@ -29,6 +35,17 @@ def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
     # in many partitions (as a payload hundreds of times larger would be)
     monkeypatch.setattr(csv_batched, "WHOLE_READ_FACTOR", 10**9)
     monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 3 * MiB)
+    # and its objects are compressed as keyframes streamed from their files, after
+    # the bytes are dropped (as a payload too large for a delta beside its base)
+    monkeypatch.setattr(bounded, "MAX_DELTA_BYTES", 1)
+    streamed: list[str] = []
+    settle_streamed = LocalArchive.settle_streamed
+
+    def spy_settle(archive: LocalArchive, source: str, sha256: str) -> list[str]:
+        streamed.append(source)
+        return settle_streamed(archive, source, sha256)
+
+    monkeypatch.setattr(LocalArchive, "settle_streamed", spy_settle)
     batched: list[str] = []
     real = readers.read_csv_batched
 
@@ -52,6 +69,13 @@ def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
     assert whole["unchanged"] == 3000 - 6 + 6 and whole["changes"] == 0
     # the state cache written in partitions equals the state recomputed from history
     cli("verify", "budgeted")
+    # (the same bytes as the unbudgeted source's, compressed by its ingest just before:
+    # each budgeted ingest found its object compressed already, but asked to stream it)
+    assert streamed == ["budgeted"] * 3
+    with Context(workspace) as ctx:
+        stored = [ctx.archive.objects.stored(ref.sha256) for ref in ctx.archive.scan("budgeted")]
+        assert all(s is not None and s.encoding != "raw" for s in stored)
+        assert all(item.ok for item in ctx.archive.verify("budgeted"))
     for at in ("2026-08-01", "2026-08-02"):
         snapshots = [cli("snapshot", name, "--valid", at).stdout for name in ("whole", "budgeted")]
         assert snapshots[0] == snapshots[1]

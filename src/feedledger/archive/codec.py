@@ -32,10 +32,13 @@ missing, deltas fall back to the dictionary form (`_encode_with_dictionary`).
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
+import io
 import json
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import zstandard
@@ -333,3 +336,38 @@ def _error_name(lib_ffi: tuple[Any, Any], code: int) -> str:
     lib, ffi = lib_ffi
     name: str = ffi.string(lib.ZSTD_getErrorName(code)).decode()
     return name
+
+
+# A keyframe streamed from its payload's file: read and compressed a chunk at a time, so
+# a payload larger than memory allows is never held whole (a source's `memory_budget`)
+STREAM_CHUNK = 8 << 20
+
+
+def encode_keyframe_from(path: Path, sha256: str, size: int) -> bytes:
+    """The keyframe of the `size` bytes in the file `path` (the same object
+    `encode_keyframe` writes), compressed from the file a chunk at a time."""
+    out = io.BytesIO()
+    out.write(_header_bytes(Header(sha256, size, None, 0)))
+    cctx = zstandard.ZstdCompressor(
+        level=KEYFRAME_LEVEL, write_checksum=True, write_content_size=True, threads=0
+    )
+    with path.open("rb") as src:
+        cctx.copy_stream(src, out, size=size, read_size=STREAM_CHUNK, write_size=STREAM_CHUNK)
+    return out.getvalue()
+
+
+def keyframe_digest(stored: bytes) -> tuple[str, int]:
+    """The sha256 and length of what the keyframe `stored` decompresses to, read a chunk
+    at a time (FrameError if it is not a readable keyframe)."""
+    header, frame = parse(stored)
+    if header.base is not None:
+        raise FrameError("a delta, not a keyframe")
+    digest, size = hashlib.sha256(), 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(frame, read_size=STREAM_CHUNK) as rd:
+            while chunk := rd.read(STREAM_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except zstandard.ZstdError as exc:
+        raise FrameError(f"its zstd frame cannot be decompressed ({exc})") from exc
+    return digest.hexdigest(), size

@@ -45,7 +45,7 @@ from feedledger.archive.rejected import (
 from feedledger.archive.rejected import note as rejected_note
 from feedledger.archive.rejected import order as order_rejected
 from feedledger.archive.rejected import parse as parse_rejected
-from feedledger.archive.settle import settle
+from feedledger.archive.settle import settle, settle_file
 from feedledger.archive.sidecar import (
     SHA_RE,
     SIDECAR_RE,
@@ -61,6 +61,8 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.timeutil import now_us
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from feedledger.archive.maintain import CompactItem, Progress, VerifyItem
 
 
@@ -238,6 +240,32 @@ class BlobArchive:
                 stacklevel=2,
             )
             return []
+
+    def settle_streamed(self, source: str, sha256: str) -> list[str]:
+        """`settle` for a payload too large to hold whole (a source's `memory_budget`):
+        its raw object compressed as a keyframe streamed from its file
+        (`archive/settle.settle_file`), without its bytes in memory or a base. Never
+        raises: what cannot be compressed stays raw (a warning says why)."""
+        path = self._raw_file(sha256)
+        if self.objects.base_cache is None or path is None:
+            return []  # an object store: `put_object` compressed the payload already
+        try:
+            with self._blobs.writing():
+                done = settle_file(self.objects, self._blobs, source, sha256, path)
+        except faults.InjectedFailure:
+            raise  # a crash test's
+        except Exception as exc:  # the payload is archived and applied: it stays raw
+            warnings.warn(
+                f"payload object {sha256} of {source} stays raw in the archive (valid; "
+                f"`archive compact` retries): compressing it failed: {exc}",
+                stacklevel=2,
+            )
+            return []
+        return [sha256] if done else []
+
+    def _raw_file(self, sha256: str) -> Path | None:
+        """The file of the object `sha256` stored raw, where the store has files."""
+        return None
 
     def keep_rejected(
         self,

@@ -202,3 +202,6 @@ class LocalArchive(BlobArchive):
         if not SHA_RE.match(sha256):
             raise NotFoundError(f"{sha256!r} is not a sha256 hex digest (64 lowercase hex digits)")
         return self.root / object_rel(sha256)
+
+    def _raw_file(self, sha256: str) -> Path | None:
+        return self.path_of(sha256)

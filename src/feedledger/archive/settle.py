@@ -18,11 +18,13 @@ compressing is never a reason for an ingest to fail once its payload is applied.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from feedledger import faults
+from feedledger.archive import codec
 from feedledger.archive.basecache import CachedBase
 from feedledger.archive.blobs import BlobStore
-from feedledger.archive.objects import Decoded, Objects, raw_rel
+from feedledger.archive.objects import Decoded, Objects, raw_rel, zst_rel
 from feedledger.archive.sidecar import SIDECAR_RE, parse_sidecar_bytes
 from feedledger.model.errors import FeedledgerError
 
@@ -53,6 +55,32 @@ def settle(
         base = _one(objects, done, sha, earlier.data, source, base) or earlier
     _one(objects, done, sha256, data, source, base)
     return done
+
+
+def settle_file(objects: Objects, blobs: BlobStore, source: str, sha256: str, path: Path) -> bool:
+    """Compress the payload `sha256` of `source`, stored raw at `path`, as a keyframe
+    streamed from that file (`codec.encode_keyframe_from`): for a payload too large to
+    hold whole beside its base (a source's `memory_budget`). Its raw predecessors are
+    left for a later `settle` or `archive compact`, and the base cache is not made this
+    payload's (its next payload is too large for a delta against it as well). Returns
+    whether it was compressed (what fails leaves the raw object, valid)."""
+    faults.point("before_settle")
+    raw = raw_rel(sha256)
+    if objects.keyframe_every(source) < 1 or not blobs.exists(raw):
+        return False
+    size = path.stat().st_size
+    if size < objects.min_size or blobs.exists(zst_rel(sha256)):
+        return False  # small: `settle`'s case; both there: `archive compact` finishes it
+    try:
+        stored = codec.encode_keyframe_from(path, sha256, size)
+        if codec.keyframe_digest(stored) != (sha256, size) or len(stored) >= size:
+            return False  # the encoder gave back other bytes, or saved nothing
+    except (codec.FrameError, MemoryError):
+        return False
+    blobs.create(zst_rel(sha256), stored)
+    faults.point("settle_written")
+    blobs.delete(raw)
+    return True
 
 
 def _one(

@@ -107,7 +107,8 @@ class SpilledRows:
         pieces = []
         for (number,), part in where.group_by("b", maintain_order=False):
             local = part.get_column("idx") - int(number) * self.batch_rows
-            pieces.append(self._batch(int(number))[local].with_columns(part.get_column("pos")))
+            piece = _owned(self._batch(int(number))[local])
+            pieces.append(piece.with_columns(part.get_column("pos")))
         return pl.concat(pieces, how="vertical").sort("pos").drop("pos")
 
     def close(self) -> None:
@@ -117,6 +118,24 @@ class SpilledRows:
         self._reader = None
         self._kept = None
         self._cleanup()
+
+
+def _owned(rows: pl.DataFrame) -> pl.DataFrame:
+    """`rows` (a few rows gathered from a record batch) with strings of their own: a
+    gathered string (view) column still refers to the whole batch's text buffers, which
+    would keep every batch read alive as long as its few rows (the whole file's texts,
+    when a spread sample or a key-sorted chunk touches every batch)."""
+    strings = [name for name, dtype in rows.schema.items() if dtype == pl.String]
+    if not strings:
+        return rows
+    table = rows.to_arrow(compat_level=pl.CompatLevel.newest())
+    types = {name: pa.large_string() for name in strings}
+    table = table.cast(
+        pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in table.schema])
+    )
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 @dataclass

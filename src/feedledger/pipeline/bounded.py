@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
+from feedledger.archive.codec import MAX_DELTA_BYTES
 from feedledger.diff import DiffResult, compute
 from feedledger.diff import next_state as after
 from feedledger.diff.partitioned import compute_partitioned, part
@@ -44,6 +45,17 @@ def ahead_fits(obs: Observations) -> bool:
     held while they are archived): not for a payload read in batches to fit the budget
     (its diff waits until the bytes are freed)."""
     return not obs.on_disk
+
+
+def compress_streamed(src: SourceConfig, obs: Observations, size: int) -> bool:
+    """Whether a payload of `size` bytes read in batches is compressed after it is
+    applied as a keyframe streamed from its file (`Archive.settle_streamed`), its bytes
+    dropped first, rather than as a delta against the payload before it beside the
+    transaction: when a delta would hold it and its base (about its size again) beyond
+    the budget, or beyond what a delta may span anyway (`codec.MAX_DELTA_BYTES`)."""
+    if src.memory_budget is None or not obs.on_disk:
+        return False
+    return 2 * size > min(src.memory_budget, MAX_DELTA_BYTES)
 
 
 def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResult:

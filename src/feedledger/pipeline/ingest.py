@@ -177,6 +177,19 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
+    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
+
+    if bounded.compress_streamed(src, obs, len(data)):
+        # a payload read in batches to fit its budget: its bytes dropped before it is
+        # applied, its object compressed afterwards from its file, a chunk at a time
+        del data
+        result = apply_archived(
+            ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+        )
+        del obs
+        with stage("compress"):
+            ctx.archive.settle_streamed(src.name, ref.sha256)
+        return result
     with Stages() as after:
         # the raw object compressed on the other core while the payload is applied
         # (archive/settle.py); the process waits for it below, or on leaving the block
