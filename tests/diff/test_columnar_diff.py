@@ -120,3 +120,31 @@ def test_next_state_applies_versions() -> None:
         ('["b"]', 2, True),
         ('["c"]', 3, False),
     ]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    state=state_rows,
+    obs=obs_rows,
+    kind=st.sampled_from(list(PayloadKind)),
+    use_revision=st.booleans(),
+)
+def test_next_state_written_in_place_equals_the_joined_one(
+    state: dict[str, Any], obs: dict[str, Any], kind: PayloadKind, use_revision: bool
+) -> None:
+    """The versions' state rows (`DiffResult.state_rows`) patch the state in place: the
+    same rows as looking every key up, and the state diffed against is left as it was
+    (a resident process keeps it warm)."""
+    s = _state(state)
+    before = s.clone()
+    o = _obs(obs, markers=kind == PayloadKind.CHANGES)
+    d = compute(o, s, kind=kind, use_revision=use_revision)
+    assert d.state_rows is not None and d.state_rows.len() == d.versions.height
+    versions = d.versions.with_columns(
+        pl.int_range(d.versions.height, dtype=pl.Int64).alias("version_id") + 1000
+    )
+    joined = next_state(s, versions).sort("key")
+    patched = next_state(s, versions, d.state_rows)
+    assert patched.schema == STATE_SCHEMA
+    assert patched.sort("key").equals(joined)
+    assert s.equals(before)

@@ -48,6 +48,9 @@ class DiffResult:
     versions: pl.DataFrame  # VERSION_COLUMNS
     outcomes: pl.DataFrame  # key, outcome, revision, current_revision, hash, idx
     counts: dict[str, int] = field(default_factory=dict)
+    # each version's row in the state it was diffed against (null: a key new to it), so
+    # that `next_state` writes the changed rows in place; None: not known
+    state_rows: pl.Series | None = None
 
     @property
     def n_changes(self) -> int:
@@ -193,6 +196,7 @@ def compute(
         .alias("revision"),
         pl.when(is_del).then(pl.lit(None, dtype=pl.UInt32)).otherwise(pl.col("idx")).alias("idx"),
         pl.col("cur_vid").alias("prev_version_id"),
+        pl.col("si"),
     )
     frames = [upserts]
     if kind == PayloadKind.SNAPSHOT and state.height:
@@ -200,7 +204,9 @@ def compute(
         seen = pl.repeat(False, state.height, dtype=pl.Boolean, eager=True).scatter(
             judged.get_column("si").drop_nulls(), True
         )
-        absent = state.filter(~seen & ~pl.col("deleted"))
+        absent = state.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("si")).filter(
+            ~seen & ~pl.col("deleted")
+        )
         frames.append(
             absent.select(
                 pl.col("key"),
@@ -210,9 +216,12 @@ def compute(
                 pl.col("revision"),
                 pl.lit(None, dtype=pl.UInt32).alias("idx"),
                 pl.col("version_id").alias("prev_version_id"),
+                pl.col("si"),
             )
         )
     versions = pl.concat(frames, how="vertical").sort("key")
+    state_rows = versions.get_column("si")
+    versions = versions.drop("si")
 
     outcomes = (
         named(judged.filter(pl.col("verdict") >= _SUPERSEDED))
@@ -238,15 +247,33 @@ def compute(
         "superseded": int(tally.get(_SUPERSEDED, 0)),
         "unresolved": int(tally.get(_UNRESOLVED, 0)),
     }
-    return DiffResult(versions=versions, outcomes=outcomes, counts=counts)
+    return DiffResult(versions=versions, outcomes=outcomes, counts=counts, state_rows=state_rows)
 
 
-def next_state(state: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
-    """State after applying `versions` (which must carry `version_id`)."""
+def next_state(
+    state: pl.DataFrame, versions: pl.DataFrame, rows: pl.Series | None = None
+) -> pl.DataFrame:
+    """State after applying `versions` (which must carry `version_id`). `rows`: each
+    version's row in `state` (`DiffResult.state_rows`, null for a key new to it): the
+    rows it changes are then written in place and the new keys appended, O(changes)
+    beyond copying the changed columns, with no join on the 1M keys; without it, every
+    key of `state` is looked up in the versions'. Rows come in no particular order."""
     new_rows = versions.select("key", "version_id", "hash", "revision", "deleted").cast(
         STATE_SCHEMA
     )
     if not state.height:
         return new_rows
-    kept = state.select(list(STATE_SCHEMA)).join(new_rows.select("key"), on="key", how="anti")
-    return pl.concat([kept, new_rows], how="vertical")
+    state = state.select(list(STATE_SCHEMA))
+    if rows is None or rows.len() != new_rows.height:
+        kept = state.join(new_rows.select("key"), on="key", how="anti")
+        return pl.concat([kept, new_rows], how="vertical")
+    known = rows.is_not_null()
+    at = rows.filter(known)
+    changed = new_rows.filter(known)
+    # (a clone shares the state's buffers; `scatter` copies them before writing, so the
+    # frame the state came from -- a resident process's warm one -- is never altered)
+    patched = state.with_columns(
+        state.get_column(name).clone().scatter(at, changed.get_column(name))
+        for name in ("version_id", "hash", "revision", "deleted")
+    )
+    return pl.concat([patched, new_rows.filter(~known)], how="vertical")

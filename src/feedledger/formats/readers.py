@@ -15,7 +15,6 @@ from itertools import chain
 import polars as pl
 
 from feedledger.formats.compressed import decode_text, decompress
-from feedledger.formats.csv_batched import fits_whole, piece_bytes, read_csv_batched
 from feedledger.formats.csv_reader import read_csv_payload
 from feedledger.formats.observations import (
     BLANK_PATTERN,
@@ -31,6 +30,17 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 
 __all__ = ["Observations", "published_from_field", "read_observations"]
+
+
+def _fits_whole(src: SourceConfig, size: int) -> bool:
+    """`csv_batched.fits_whole`, whose module (with pyarrow) is imported only for a
+    source with a `memory_budget`: a whole read's ingest leaves Arrow to the store's
+    warm-up thread (pipeline/ingest.py), off the parse's critical path."""
+    if src.memory_budget is None:
+        return True
+    from feedledger.formats.csv_batched import fits_whole  # lazy: see above
+
+    return fits_whole(src, size)
 
 
 def read_observations(
@@ -60,7 +70,10 @@ def read_observations(
             raise fail(src, label, f"payload is empty ({len(data)} bytes once decompressed)")
     if src.format in ("csv", "jsonl"):
         _check_line_ends(data, src, label)
-    if src.format == "csv" and not fits_whole(src, len(data)):
+    if src.format == "csv" and not _fits_whole(src, len(data)):
+        # lazy: the batched read (and its spill, pyarrow) only for a payload over budget
+        from feedledger.formats.csv_batched import piece_bytes, read_csv_batched
+
         # its fields: the header's order
         obs = read_csv_batched(data, src, label, piece_bytes=piece_bytes(src))
     elif src.format == "csv":

@@ -200,7 +200,7 @@ def apply_observations(
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
     with stage("next_state"):
-        after = bounded.next_state(src, obs.frame.height, state, versions)
+        after = bounded.next_state(src, obs.frame.height, state, versions, diff.state_rows)
     pending = ctx.cache.prepare(src.name, after, seq + 1)
     try:
         with stage("transaction"):

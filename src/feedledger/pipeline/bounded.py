@@ -70,14 +70,19 @@ def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResul
 
 
 def next_state(
-    src: SourceConfig, obs_rows: int, state: pl.DataFrame, versions: pl.DataFrame
+    src: SourceConfig,
+    obs_rows: int,
+    state: pl.DataFrame,
+    versions: pl.DataFrame,
+    rows: pl.Series | None = None,
 ) -> pl.DataFrame | Iterator[pl.DataFrame]:
-    """The state after `versions` (diff.next_state): whole, or, when the diff was cut in
-    partitions, as the same partitions made one at a time while the state cache writes
-    them (the next state never exists whole beside the current one)."""
+    """The state after `versions` (diff.next_state, with `rows`: the versions' rows in
+    `state`, `DiffResult.state_rows`): whole, or, when the diff was cut in partitions,
+    as the same partitions made one at a time while the state cache writes them (the
+    next state never exists whole beside the current one)."""
     parts = partitions(src, obs_rows, state.height)
     if parts == 1:
-        return after(state, versions)
+        return after(state, versions, rows)
     state, versions = with_key_hash(state), with_key_hash(versions)
     return (after(part(state, parts, p), part(versions, parts, p)) for p in range(parts))
 
