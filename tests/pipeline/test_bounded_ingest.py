@@ -14,7 +14,7 @@ import pytest
 from feedledger.archive import LocalArchive
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.formats import csv_batched, readers
+from feedledger.formats import csv_batched
 from feedledger.pipeline import bounded
 from helpers import Cli, MakeSource
 from pipeline.bounded_payloads import feedledger, parcels, peak_rss, write
@@ -47,13 +47,13 @@ def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
 
     monkeypatch.setattr(LocalArchive, "settle_streamed", spy_settle)
     batched: list[str] = []
-    real = readers.read_csv_batched
+    real = csv_batched.read_csv_batched
 
     def spy(data: bytes, src: Any, label: str, **options: Any) -> Any:
         batched.append(src.name)
         return real(data, src, label, **options)
 
-    monkeypatch.setattr(readers, "read_csv_batched", spy)
+    monkeypatch.setattr(csv_batched, "read_csv_batched", spy)
     days = [write(parcels(3000, day), tmp_path / f"d{day}.csv") for day in (1, 2)]
     # day 3 states day 2 again: its diff reads the state cache written in partitions
     for day, path in enumerate([*days, days[1]], start=1):
