@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 
 
 DEFAULT_MAX_SOURCES = 8
-# A state file this large (a source of millions of keys, ~60 bytes a key) is mapped, not
-# copied: its frame refers to the file's pages (a 10M-key state: ~0.6 GiB mapped where a
-# copying read peaked at ~1.3 GiB); smaller ones are read as they always were
-MAP_BYTES = 256 << 20
+# A state file this large (a source of more than some thousands of keys, ~60 bytes a
+# key) is mapped, not copied: its frame refers to the file's pages (a 10M-key state:
+# ~0.6 GiB mapped where a copying read peaked at ~1.3 GiB; a 1M-key one: ~0.002 CPU s
+# where the copy took 0.06-0.09, bench/README.md); tiny ones are read whole
+MAP_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
