@@ -12,6 +12,7 @@ same values."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.ledger import bulk
 from feedledger.ledger.store import Store
-from helpers import BACKENDS, backend_store, migrate
+from helpers import BACKENDS, Cli, backend_store, migrate
 
 TEXTS = ['say "hi", then\nleave', "back\\slash\ttab", "ünïcödé ✓ 𝄞", "", "NULL", "\\N"]
 INT64 = [-(2**63), 2**63 - 1, 0, -1, 1, 2**40]
@@ -222,6 +223,32 @@ def test_a_crash_during_the_copy_leaves_the_empty_table_and_its_indexes(
         assert _read(store) == []
         src.ingest(_day(500, 1), published_at="2026-08-01", name="d1.csv")
         assert _count(store, "s") == 500
+
+
+def test_a_process_killed_during_the_copy_leaves_the_empty_table_and_its_indexes(
+    tmp_path: Path,
+) -> None:
+    # a real process and a real first load (DEFER_INDEX_MIN_ROWS rows: the keys dropped)
+    n = bulk.DEFER_INDEX_MIN_ROWS
+    with pg_ledger(tmp_path) as (ledger, _):
+        store = ledger.context.store
+        before = _index_oids(store)
+        ledger.add_source("s", key=["id"], timezone="UTC")
+        payload = tmp_path / "s1.csv"
+        payload.write_bytes(_day(n, 1))
+        cli = Cli(ledger.context.workspace)
+        args = ("ingest", "s", str(payload), "--published-at", "2026-08-01")
+        killed = cli.proc(*args, env={faults.ENV: "mid_copy:kill"})
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        # the server rolled the transaction back: the keys and indexes as they were
+        assert _index_oids(store) == before
+        assert _primary_key(store) == ("versions_pkey", "PRIMARY KEY (version_id)")
+        assert _count(store, "s") == 0
+        # the next run takes the dead one's lease over and loads it all
+        assert cli.proc(*args, timeout=120).returncode == 0
+        assert _count(store, "s") == n
+        rebuilt = _index_oids(store)
+        assert {k: d for k, (_, d) in rebuilt.items()} == {k: d for k, (_, d) in before.items()}
 
 
 def test_a_table_in_use_is_written_with_its_indexes_without_waiting(
