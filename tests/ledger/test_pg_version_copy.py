@@ -27,6 +27,7 @@ from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.ledger import bulk
 from feedledger.ledger.store import Store
+from feedledger.model.errors import StoreUnavailableError
 from helpers import BACKENDS, Cli, backend_store, migrate
 
 TEXTS = ['say "hi", then\nleave', "back\\slash\ttab", "ünïcödé ✓ 𝄞", "", "NULL", "\\N"]
@@ -194,7 +195,7 @@ def test_a_first_load_with_a_duplicate_version_id_is_refused_and_leaves_the_tabl
             .otherwise(pl.col("version_id"))
             .alias("version_id")
         )
-        with pytest.raises(Exception, match="versions_pkey"):
+        with pytest.raises(StoreUnavailableError, match="versions_pkey"):
             _write(store, frame, CONSTANTS)
         # rolled back: the empty table, its indexes and its primary key as they were
         assert _index_oids(store) == before
@@ -202,7 +203,7 @@ def test_a_first_load_with_a_duplicate_version_id_is_refused_and_leaves_the_tabl
         assert _read(store) == []
         # and the primary key still refuses a duplicate afterwards
         _write(store, _frame(500), CONSTANTS)
-        with pytest.raises(Exception, match="versions_pkey"):
+        with pytest.raises(StoreUnavailableError, match="versions_pkey"):
             _write(store, _frame(1), CONSTANTS)
         assert len(_read(store)) == 500
 
