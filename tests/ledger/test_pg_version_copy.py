@@ -2,15 +2,17 @@
 column type of the versions table, NULLs, extreme numbers and any text (quotes, commas,
 newlines, backslashes, non-ASCII, empty) arrive exactly as given.
 
-A first load into an empty versions table builds the table's secondary indexes after
-its COPY, in the payload's transaction: afterwards the same indexes exist (rebuilt), a
-crash during the COPY leaves the empty table with its indexes, and a table that already
+A first load into an empty versions table builds the table's secondary indexes and its
+primary key after its COPY, in the payload's transaction: afterwards the same indexes
+and constraint exist (rebuilt, a duplicate version id still refused), a crash during
+the COPY leaves the empty table with its indexes, and a table that already
 holds rows, or that another transaction is using, is written with its indexes in place
 (never rebuilt, never waited for). SQLite (its own path, nothing to defer) stores the
 same values."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +27,8 @@ from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.ledger import bulk
 from feedledger.ledger.store import Store
-from helpers import BACKENDS, backend_store, migrate
+from feedledger.model.errors import StoreUnavailableError
+from helpers import BACKENDS, Cli, backend_store, migrate
 
 TEXTS = ['say "hi", then\nleave', "back\\slash\ttab", "ünïcödé ✓ 𝄞", "", "NULL", "\\N"]
 INT64 = [-(2**63), 2**63 - 1, 0, -1, 1, 2**40]
@@ -158,15 +161,51 @@ def test_a_first_load_into_an_empty_table_builds_the_indexes_after_the_copy(
         a = ledger.add_source("a", key=["id"], timezone="UTC")
         a.ingest(_day(500, 1), published_at="2026-08-01", name="a1.csv")
         rebuilt = _index_oids(store)
-        # the same indexes, the secondary one built anew; the primary key kept
+        # the same indexes, each built anew, the primary key too (the same constraint)
         assert {k: d for k, (_, d) in rebuilt.items()} == {k: d for k, (_, d) in before.items()}
         assert rebuilt["ix_versions_source_key"][0] != before["ix_versions_source_key"][0]
-        assert rebuilt["versions_pkey"][0] == before["versions_pkey"][0]
+        assert rebuilt["versions_pkey"][0] != before["versions_pkey"][0]
+        assert _primary_key(store) == ("versions_pkey", "PRIMARY KEY (version_id)")
         # a table with rows: another source's first load keeps the indexes as they are
         b = ledger.add_source("b", key=["id"], timezone="UTC")
         b.ingest(_day(500, 1), published_at="2026-08-01", name="b1.csv")
         assert _index_oids(store) == rebuilt
         assert _count(store, "a") == _count(store, "b") == 500
+
+
+def _primary_key(store: Store) -> tuple[str, str]:
+    with store.engine.connect() as conn:
+        row = conn.exec_driver_sql(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = 'versions'::regclass AND contype = 'p'"
+        ).one()
+    return str(row[0]), str(row[1])
+
+
+def test_a_first_load_with_a_duplicate_version_id_is_refused_and_leaves_the_table_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "DEFER_INDEX_MIN_ROWS", 100)
+    with pg_ledger(tmp_path) as (ledger, _):
+        store = ledger.context.store
+        before = _index_oids(store)
+        frame = _frame(500).with_columns(
+            pl.when(pl.col("version_id") == 500)
+            .then(1)
+            .otherwise(pl.col("version_id"))
+            .alias("version_id")
+        )
+        with pytest.raises(StoreUnavailableError, match="versions_pkey"):
+            _write(store, frame, CONSTANTS)
+        # rolled back: the empty table, its indexes and its primary key as they were
+        assert _index_oids(store) == before
+        assert _primary_key(store) == ("versions_pkey", "PRIMARY KEY (version_id)")
+        assert _read(store) == []
+        # and the primary key still refuses a duplicate afterwards
+        _write(store, _frame(500), CONSTANTS)
+        with pytest.raises(StoreUnavailableError, match="versions_pkey"):
+            _write(store, _frame(1), CONSTANTS)
+        assert len(_read(store)) == 500
 
 
 def test_a_crash_during_the_copy_leaves_the_empty_table_and_its_indexes(
@@ -185,6 +224,32 @@ def test_a_crash_during_the_copy_leaves_the_empty_table_and_its_indexes(
         assert _read(store) == []
         src.ingest(_day(500, 1), published_at="2026-08-01", name="d1.csv")
         assert _count(store, "s") == 500
+
+
+def test_a_process_killed_during_the_copy_leaves_the_empty_table_and_its_indexes(
+    tmp_path: Path,
+) -> None:
+    # a real process and a real first load (DEFER_INDEX_MIN_ROWS rows: the keys dropped)
+    n = bulk.DEFER_INDEX_MIN_ROWS
+    with pg_ledger(tmp_path) as (ledger, _):
+        store = ledger.context.store
+        before = _index_oids(store)
+        ledger.add_source("s", key=["id"], timezone="UTC")
+        payload = tmp_path / "s1.csv"
+        payload.write_bytes(_day(n, 1))
+        cli = Cli(ledger.context.workspace)
+        args = ("ingest", "s", str(payload), "--published-at", "2026-08-01")
+        killed = cli.proc(*args, env={faults.ENV: "mid_copy:kill"})
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        # the server rolled the transaction back: the keys and indexes as they were
+        assert _index_oids(store) == before
+        assert _primary_key(store) == ("versions_pkey", "PRIMARY KEY (version_id)")
+        assert _count(store, "s") == 0
+        # the next run takes the dead one's lease over and loads it all
+        assert cli.proc(*args, timeout=120).returncode == 0
+        assert _count(store, "s") == n
+        rebuilt = _index_oids(store)
+        assert {k: d for k, (_, d) in rebuilt.items()} == {k: d for k, (_, d) in before.items()}
 
 
 def test_a_table_in_use_is_written_with_its_indexes_without_waiting(
