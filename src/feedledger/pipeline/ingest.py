@@ -125,7 +125,11 @@ def ingest(
         # lazy: the archive hashes and compresses the bytes (no GIL) while polars and
         # the readers load
         from feedledger.formats import published_from_field, read_observations  # lazy: see above
+        from feedledger.pipeline import bounded  # lazy: polars, loaded just above
 
+        # a payload too large for the whole path, of a source without a budget: read,
+        # diffed and compressed within the default one (bounded.within_default)
+        src = bounded.within_default(src, len(data))
         try:
             with stage("read"):
                 obs = read_observations(data, src, label=label, pre_read=pre_read)
@@ -177,8 +181,6 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
-    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
-
     if bounded.compress_streamed(src, obs, len(data)):
         # a payload read in batches to fit its budget: its bytes dropped before it is
         # applied, its object compressed afterwards from its file, a chunk at a time
