@@ -6,9 +6,10 @@ few (formats/spill.py).
 A source without a `memory_budget` is bounded by default where the whole path would
 not be: a payload of `DEFAULT_BOUND_FROM` bytes or more (256 MiB: the whole read and
 apply peak at about six to eight times the payload, so below it a source stays under
-~2 GiB) is ingested as if its source's budget were `DEFAULT_MEMORY_BUDGET` (1 GiB), and
-a diff whose payload and state together would need more than that budget is partitioned
-to it (`within_default`, `partitions`). A source's own `memory_budget` overrides both;
+~2 GiB) is ingested as if its source's budget were `DEFAULT_MEMORY_BUDGET` (1 GiB:
+model/sizes.py, `within_default`, called by the ingest and the backfill before the
+read), and a diff whose payload and state together would need more than that budget is
+partitioned to it (`partitions`). A source's own `memory_budget` overrides both;
 the environment's `FEEDLEDGER_MEMORY_BUDGET` (a size, or `none`: no default bound) and
 `FEEDLEDGER_MEMORY_BUDGET_FROM` (a size) change them for the process. Below both
 thresholds: the whole diff at once, as always.
@@ -20,7 +21,6 @@ unchanged otherwise (invariant 2)."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterator
 
 import polars as pl
@@ -30,9 +30,8 @@ from feedledger.diff import DiffResult, compute
 from feedledger.diff import next_state as after
 from feedledger.diff.partitioned import compute_partitioned, part
 from feedledger.formats import Observations
-from feedledger.model.errors import ConfigError
 from feedledger.model.hashing import with_key_hash
-from feedledger.model.sizes import parse_size
+from feedledger.model.sizes import default_budget
 from feedledger.model.source import SourceConfig
 
 # What the one-join diff holds per row of payload and state together (the join, the
@@ -43,51 +42,6 @@ DIFF_SHARE = 0.25
 # The share of the budget the rows kept for the transaction may use, and their size
 KEEP_SHARE = 0.25
 ROW_BYTES = 400
-
-GiB = 1024**3
-# The budget of a source without one, for a payload too large for the whole path...
-DEFAULT_MEMORY_BUDGET = 1 * GiB
-# ...which is one of at least this many bytes (as fetched): a quarter of that budget
-DEFAULT_BOUND_FROM = DEFAULT_MEMORY_BUDGET // 4
-BUDGET_ENV = "FEEDLEDGER_MEMORY_BUDGET"
-BOUND_FROM_ENV = "FEEDLEDGER_MEMORY_BUDGET_FROM"
-
-
-def default_budget() -> int | None:
-    """The budget of a source declared without one, when its payload or state needs one
-    (None: `FEEDLEDGER_MEMORY_BUDGET=none`, never bounded by default)."""
-    text = os.environ.get(BUDGET_ENV, "").strip()
-    if not text:
-        return DEFAULT_MEMORY_BUDGET
-    if text.lower() == "none":
-        return None
-    return _env_size(BUDGET_ENV, text)
-
-
-def bound_from() -> int:
-    """The payload size (bytes, as fetched) from which a source without a budget is
-    ingested within `default_budget()`."""
-    text = os.environ.get(BOUND_FROM_ENV, "").strip()
-    return _env_size(BOUND_FROM_ENV, text) if text else DEFAULT_BOUND_FROM
-
-
-def _env_size(name: str, text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
-
-
-def within_default(src: SourceConfig, size: int) -> SourceConfig:
-    """`src` as a payload of `size` bytes is ingested: with `default_budget()` as its
-    `memory_budget` when it has none and the payload is `bound_from()` bytes or more
-    (the same declaration otherwise); its own budget, if any, always."""
-    if src.memory_budget is not None or size < bound_from():
-        return src
-    budget = default_budget()
-    if budget is None:
-        return src
-    return src.model_copy(update={"memory_budget": budget})
 
 
 def partitions(src: SourceConfig, obs_rows: int, state_rows: int) -> int:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from feedledger.context import Context
 from feedledger.model.errors import BadPayloadError, ConfigError, StoreUnavailableError
 from feedledger.model.payload import PayloadRef
+from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, epoch_us, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
@@ -115,6 +116,9 @@ def ingest(
         allow_future=allow_future,
         dated_by_field=True,
     )
+    # a payload too large for the whole path, of a source without a budget: read, diffed
+    # and compressed within the default one (pipeline/bounded.py)
+    src = within_default(src, len(data))
     label = original_name or "payload"
     with Stages() as stages:
         # raw: compressed after it is archived under the source, beside the transaction
@@ -125,11 +129,7 @@ def ingest(
         # lazy: the archive hashes and compresses the bytes (no GIL) while polars and
         # the readers load
         from feedledger.formats import published_from_field, read_observations  # lazy: see above
-        from feedledger.pipeline import bounded  # lazy: polars, loaded just above
 
-        # a payload too large for the whole path, of a source without a budget: read,
-        # diffed and compressed within the default one (bounded.within_default)
-        src = bounded.within_default(src, len(data))
         try:
             with stage("read"):
                 obs = read_observations(data, src, label=label, pre_read=pre_read)
@@ -181,6 +181,8 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
+    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
+
     if bounded.compress_streamed(src, obs, len(data)):
         # a payload read in batches to fit its budget: its bytes dropped before it is
         # applied, its object compressed afterwards from its file, a chunk at a time

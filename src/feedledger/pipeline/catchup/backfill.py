@@ -42,10 +42,10 @@ from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import ConfigError, FeedledgerError
 from feedledger.model.payload import PayloadRef
+from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
-from feedledger.pipeline import bounded
 from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.catchup.assess import (
     Assessment,
@@ -99,7 +99,7 @@ def _apply_payloads(
         for i, ref in enumerate(refs, start=1):
             data = ctx.archive.get(ref.sha256)
             # (a payload too large for the whole path: within the default budget)
-            bound = bounded.within_default(src, len(data))
+            bound = within_default(src, len(data))
             obs = read_observations(data, bound, label=ref.label)
             applied = apply_observations(
                 ctx,
