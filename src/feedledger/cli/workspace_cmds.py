@@ -223,7 +223,9 @@ def source_add(
         None,
         "--memory-budget",
         help="Bound the memory one payload's diff may use (e.g. 1GiB): a larger payload is "
-        "diffed in key-hash partitions, a CSV one read in batches (slower; default: no bound).",
+        "diffed in key-hash partitions, a CSV one read in batches (slower). Default: a "
+        "payload of 256MiB or more is bounded to 1GiB, a smaller one is not "
+        "(FEEDLEDGER_MEMORY_BUDGET, FEEDLEDGER_MEMORY_BUDGET_FROM change it).",
     ),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing declaration."),
     json_out: bool = JSON_OPT,

@@ -1,7 +1,18 @@
 """A payload's diff within its source's `memory_budget`: in key-hash partitions
 (diff/partitioned.py) when the whole diff would need more than its share of the budget,
 and the rows a spilled payload's transaction will encode kept in memory when they are
-few (formats/spill.py). Without a budget: the whole diff at once, as always.
+few (formats/spill.py).
+
+A source without a `memory_budget` is bounded by default where the whole path would
+not be: a payload of `DEFAULT_BOUND_FROM` bytes or more (256 MiB: the whole read and
+apply peak at about six to eight times the payload, so below it a source stays under
+~2 GiB) is ingested as if its source's budget were `DEFAULT_MEMORY_BUDGET` (1 GiB:
+model/sizes.py, `within_default`, called by the ingest and the backfill before the
+read), and a diff whose payload and state together would need more than that budget is
+partitioned to it (`partitions`). A source's own `memory_budget` overrides both;
+the environment's `FEEDLEDGER_MEMORY_BUDGET` (a size, or `none`: no default bound) and
+`FEEDLEDGER_MEMORY_BUDGET_FROM` (a size) change them for the process. Below both
+thresholds: the whole diff at once, as always.
 
 The payload's read (a CSV payload larger than the budget allows is read in batches,
 its string columns spilled: formats/csv_batched.py) and its ONE transaction are
@@ -20,6 +31,7 @@ from feedledger.diff import next_state as after
 from feedledger.diff.partitioned import compute_partitioned, part
 from feedledger.formats import Observations
 from feedledger.model.hashing import with_key_hash
+from feedledger.model.sizes import default_budget
 from feedledger.model.source import SourceConfig
 
 # What the one-join diff holds per row of payload and state together (the join, the
@@ -33,11 +45,16 @@ ROW_BYTES = 400
 
 
 def partitions(src: SourceConfig, obs_rows: int, state_rows: int) -> int:
-    """How many key-hash partitions the diff needs to stay within the budget (1: none)."""
-    if src.memory_budget is None:
-        return 1
+    """How many key-hash partitions the diff needs to stay within the budget (1: none);
+    without one, within `default_budget()` when the whole diff would need more."""
     need = (obs_rows + state_rows) * DIFF_BYTES_PER_ROW
-    return max(1, math.ceil(need / (src.memory_budget * DIFF_SHARE)))
+    budget = src.memory_budget
+    if budget is None:
+        fallback = default_budget()
+        if fallback is None or need <= fallback:
+            return 1
+        budget = fallback
+    return max(1, math.ceil(need / (budget * DIFF_SHARE)))
 
 
 def ahead_fits(obs: Observations) -> bool:

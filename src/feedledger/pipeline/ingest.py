@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from feedledger.context import Context
 from feedledger.model.errors import BadPayloadError, ConfigError, StoreUnavailableError
 from feedledger.model.payload import PayloadRef
+from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, epoch_us, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
@@ -115,6 +116,9 @@ def ingest(
         allow_future=allow_future,
         dated_by_field=True,
     )
+    # a payload too large for the whole path, of a source without a budget: read, diffed
+    # and compressed within the default one (pipeline/bounded.py)
+    src = within_default(src, len(data))
     label = original_name or "payload"
     with Stages() as stages:
         # raw: compressed after it is archived under the source, beside the transaction

@@ -42,6 +42,7 @@ from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import ConfigError, FeedledgerError
 from feedledger.model.payload import PayloadRef
+from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
@@ -97,10 +98,12 @@ def _apply_payloads(
     with ctx.cache.resident():
         for i, ref in enumerate(refs, start=1):
             data = ctx.archive.get(ref.sha256)
-            obs = read_observations(data, src, label=ref.label)
+            # (a payload too large for the whole path: within the default budget)
+            bound = within_default(src, len(data))
+            obs = read_observations(data, bound, label=ref.label)
             applied = apply_observations(
                 ctx,
-                src,
+                bound,
                 ref,
                 obs,
                 run_id=run.run_id,
