@@ -49,10 +49,11 @@ class Batches:
     def write(
         self, docs: Sequence[Doc], ticket: int | None = None
     ) -> tuple[list[Any], str, set[str]]:
-        """Write a batch (`ticket`: its number from `self.tickets`, taken now without);
-        returns the rows held for the keys to judge (key, revision,
-        generation, generation_rank, content_hash, deleted, doc text), the verdict of
-        every other key but the listed ones, and the listed keys (the other verdict)."""
+        """Write a batch (`ticket`: its number, taken from `self.tickets` when it was
+        handed to a writer thread; None: taken here); returns the rows held for the
+        keys to judge (key, revision, generation, generation_rank, content_hash,
+        deleted, doc text), the verdict of every other key but the listed ones, and
+        the listed keys (the other verdict)."""
         raw = self.engine.raw_connection()
         try:
             cur = raw.cursor()
