@@ -267,24 +267,23 @@ def test_an_unacknowledged_batch_stays_unresolved_until_repeated(
     supplier_day(cli, tmp_path, "2026-08-01", base(8))
     declare(cli, place)
     cli("manifest", "create", "all", "--source", SRC)
-    real = Target.write
-    calls = {"n": 0}
+    real = Target.write_batch
+    second = json.dumps(["V-3"])  # the first key of the second batch (V-0..V-7, by 3)
 
-    def timeout_after_sending(self: Target, docs: Any) -> Any:
-        calls["n"] += 1
-        result = real(self, docs)  # the destination committed...
-        if calls["n"] == 2:
+    def timeout_after_sending(self: Target, docs: Any, ticket: int | None = None) -> Any:
+        result = real(self, docs, ticket)  # the destination committed...
+        if docs and docs[0].key == second:  # (two writer threads: not by call order)
             raise TimeoutError("no answer within 30 s")  # ...but we never heard back
         return result
 
-    monkeypatch.setattr(Target, "write", timeout_after_sending)
+    monkeypatch.setattr(Target, "write_batch", timeout_after_sending)
     failed = cli("sync", "search", "--manifest", "all", "--batch", "3", "--json", expect=None)
     assert isinstance(failed.exception, TimeoutError)
     report = json.loads(cli("reconcile", "search", "--manifest", "all", "--json", expect=1).stdout)
     assert report["complete"] is False
     assert len(report["unresolved"]) == 3  # not counted as done
     assert all("uncertain" in u["reason"] for u in report["unresolved"])
-    monkeypatch.setattr(Target, "write", real)
+    monkeypatch.setattr(Target, "write_batch", real)
     done = cli.json("sync", "search", "--manifest", "all", "--batch", "3")
     # batches 2 and 3 (3 + 2 keys) were both in flight: repeated, already current
     assert done["outcomes"]["already_current"] == 5 and done["outcomes"]["unresolved"] == 0

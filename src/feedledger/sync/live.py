@@ -26,7 +26,7 @@ from feedledger.sync import registry
 from feedledger.sync import state as sync_state
 from feedledger.sync.state import Verdict
 from feedledger.sync.target import Target
-from feedledger.sync.transform import Doc, build, default_doc, load, wkb_of
+from feedledger.sync.transform import Doc, build, default_doc, default_docs, load, wkb_of
 from feedledger.sync.versions import VersionRow, latest
 
 BATCH = 20_000
@@ -92,6 +92,8 @@ class Builder:
         rejected: list[Verdict] = []
         fast = self.transform is None and not self.use_revision and not self.geo
         gen, rank = self.generation, self.rank
+        if fast and len(rows) == len(keys):  # the rebuild's batch: every key found
+            return default_docs(map(rows.__getitem__, keys), gen, rank), rejected
         for key in keys:
             row = rows.get(key)
             if row is None:
@@ -182,11 +184,11 @@ def live_step(
         part = keys[start : start + BATCH]
         found = latest(ctx.store, dest.source, part, None, geo=builder.geo)
         docs, rejected = builder.docs(found, part)
-        verdicts = target.write(docs)
-        sync_state.record(ctx.store, dest.name, "live", verdicts + rejected, now_us())
+        outcome = target.write_batch(docs).plus(rejected)
+        sync_state.record(ctx.store, dest.name, "live", outcome, now_us())
         if tally is not None:
-            for v in (*verdicts, *rejected):
-                tally[v.verdict] = tally.get(v.verdict, 0) + 1
+            for verdict, n in outcome.tally().items():
+                tally[verdict] = tally.get(verdict, 0) + n
         written += len(part)
     registry.advance(ctx.store, dest.name, int(rows[-1].outbox_id), now_us())
     return written or 1

@@ -14,6 +14,7 @@ the upsert meets it, in any process.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,15 +38,22 @@ class Batches:
     ) -> None:
         self.engine, self.ident, self.columns = engine, ident, tuple(columns)
         self.upsert_sql = upsert_sql
-        self.writes = 0  # batches staged, for the fault point
+        # batches numbered in the order they were handed over (the fault point's count:
+        # the rebuild numbers a batch when it submits it, so two writer threads staging
+        # at once do not change which batch is "the second")
+        self.tickets = itertools.count(1)
         # the last batch wrote most of its rows (a rebuild into an empty table): the
         # next one is upserted first, and classified after
         self.writing = False
 
-    def write(self, docs: Sequence[Doc]) -> tuple[list[Any], str, set[str]]:
-        """Write a batch; returns the rows held for the keys to judge (key, revision,
-        generation, generation_rank, content_hash, deleted, doc text), the verdict of
-        every other key but the listed ones, and the listed keys (the other verdict)."""
+    def write(
+        self, docs: Sequence[Doc], ticket: int | None = None
+    ) -> tuple[list[Any], str, set[str]]:
+        """Write a batch (`ticket`: its number, taken from `self.tickets` when it was
+        handed to a writer thread; None: taken here); returns the rows held for the
+        keys to judge (key, revision, generation, generation_rank, content_hash,
+        deleted, doc text), the verdict of every other key but the listed ones, and
+        the listed keys (the other verdict)."""
         raw = self.engine.raw_connection()
         try:
             cur = raw.cursor()
@@ -66,8 +74,7 @@ class Batches:
                 width = len(self.columns)
                 for d in docs:
                     copy.write_row(d[:width])
-            self.writes += 1
-            faults.point("destination_staged", self.writes)
+            faults.point("destination_staged", next(self.tickets) if ticket is None else ticket)
             cur.execute(self._upsert_first() if self.writing else self._classified_upsert())
             judged: list[str] = []
             listed: set[str] = set()

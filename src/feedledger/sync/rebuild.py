@@ -34,7 +34,7 @@ from feedledger.sync.live import (
     live_lag_s,
     live_step,
 )
-from feedledger.sync.state import Verdict
+from feedledger.sync.state import Outcome, Verdict
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc
 from feedledger.sync.versions import latest
@@ -144,19 +144,23 @@ def rebuild(
             on_resume(resumed)
     if maintenance:
         registry.set_paused(store, dest.name, now_us())
-    # A pipeline of three: this thread reads and transforms batch i+1 while a writer
-    # thread sends batch i through the guard (the driver waits without the GIL) and a
-    # recorder thread records batch i-1's verdicts with its checkpoint (one ledger
-    # commit). Batches are acknowledged in order, at most IN_FLIGHT sent and not yet
-    # acknowledged: a crash repeats those (harmlessly: the guard answers
-    # already_current).
-    writer = ThreadPoolExecutor(1, thread_name_prefix="destination-write")
+    # A pipeline: this thread reads and transforms the next batch while writer threads
+    # send the batches in flight through the guard (the driver waits without the GIL)
+    # and a recorder thread records the verdicts of each written batch with its
+    # checkpoint (one ledger commit). A PostgreSQL destination has IN_FLIGHT writers,
+    # each on its own connection: the server stages batch i+1 (its COPY) while it
+    # upserts batch i, instead of one after the other (batches have disjoint keys, and
+    # each one's upsert keeps the guard). Batches are acknowledged in order, at most
+    # IN_FLIGHT sent and not yet acknowledged: a crash repeats those (harmlessly: the
+    # guard answers already_current), whichever of them the destination committed.
+    writers = IN_FLIGHT if target.postgres else 1
+    writer = ThreadPoolExecutor(writers, thread_name_prefix="destination-write")
     recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
     pending: deque[tuple[list[str], Future[None]]] = deque()
 
-    def send(docs: list[Doc]) -> list[Verdict]:
+    def send(docs: list[Doc], ticket: int) -> Outcome:
         try:
-            return target.write(docs)
+            return target.write_batch(docs, ticket)
         except Exception as exc:
             # sent, answer unknown: unresolved until the batch is repeated
             reason = f"uncertain: the destination did not acknowledge: {exc}"
@@ -167,14 +171,14 @@ def rebuild(
 
     broken: list[BaseException] = []  # a batch failed: no later one is acknowledged
 
-    def acknowledge(n: int, keys: list[str], sent: Future[list[Verdict]],
+    def acknowledge(n: int, keys: list[str], sent: Future[Outcome],
                     rejected: list[Verdict]) -> None:  # fmt: skip
         if broken:
             raise RuntimeError(f"batch {n} not acknowledged: an earlier batch failed")
         try:
-            verdicts = sent.result()
+            outcome = sent.result()
             faults.point("after_destination_write", n)
-            sync_state.record(store, dest.name, man.manifest_id, verdicts + rejected,
+            sync_state.record(store, dest.name, man.manifest_id, outcome.plus(rejected),
                               now_us(), acknowledged=keys[-1])  # fmt: skip
         except BaseException as exc:
             # the write failed, or recording its verdicts did: either way no later batch
@@ -206,7 +210,7 @@ def rebuild(
             settle(IN_FLIGHT - 1)
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
             faults.point("before_destination_write", n)
-            sent = writer.submit(send, docs)
+            sent = writer.submit(send, docs, target.ticket())
             pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected)))
             after = keys[-1]
         settle(0)

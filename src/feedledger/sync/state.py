@@ -1,12 +1,22 @@
 """Bookkeeping of destination syncs in the ledger store: the outcome ledger (the
 latest verdict per destination, scope and key -- a retry replaces, never adds) and the
-rebuild checkpoints (attempted vs acknowledged)."""
+rebuild checkpoints (attempted vs acknowledged).
+
+A guarded batch's verdicts come as an `Outcome`: groups of documents sharing one plain
+verdict (no reason, no evidence: a rebuild's 20,000 accepted, a resync's 20,000 already
+current) and the verdicts that say more, one by one. `record` writes a group with ONE
+statement (the group's rows as one JSON array parameter, expanded by the store:
+`json_each` / `json_array_elements`), so the store's driver does the whole group without
+the interpreter (SQLite steps it without the GIL, while the rebuild's other threads
+build and send the next batches), and the rest with an executemany. Every key still
+gets its own row: `reconcile`, `verdicts_for` and the sync state read them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from sqlalchemy import except_, func, insert, select, update
@@ -18,6 +28,7 @@ from feedledger.sync.tables import (
     sync_outcomes,
     sync_reconciles,
 )
+from feedledger.sync.transform import Doc
 
 VERDICTS = ("accepted", "already_current", "superseded", "rejected", "unresolved")
 
@@ -30,6 +41,41 @@ class Verdict(NamedTuple):
     content_hash: str | None
     reason: str | None = None
     evidence: dict[str, Any] | None = None
+
+
+# a Doc's key, revision, generation and content hash: a plain verdict's row
+_PLAIN = itemgetter(0, 1, 2, 4)
+
+
+@dataclass
+class Outcome:
+    """The verdicts of a guarded batch: `groups` of documents with one plain verdict
+    each, and the `verdicts` that carry a reason or evidence (or stand alone)."""
+
+    groups: list[tuple[str, Sequence[Doc]]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return sum(len(docs) for _, docs in self.groups) + len(self.verdicts)
+
+    def __iter__(self) -> Iterator[Verdict]:
+        """Every verdict one by one (the groups' first)."""
+        for verdict, docs in self.groups:
+            for d in docs:
+                yield Verdict(d.key, verdict, d.revision, d.generation, d.content_hash)
+        yield from self.verdicts
+
+    def tally(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for verdict, docs in self.groups:
+            out[verdict] = out.get(verdict, 0) + len(docs)
+        for v in self.verdicts:
+            out[v.verdict] = out.get(v.verdict, 0) + 1
+        return out
+
+    def plus(self, verdicts: Sequence[Verdict]) -> Outcome:
+        """This outcome and `verdicts` (documents refused before writing)."""
+        return Outcome(self.groups, [*self.verdicts, *verdicts])
 
 
 _OUTCOME_COLS = ("destination", "scope", "key", "verdict", "revision", "generation",
@@ -51,27 +97,55 @@ def _record_sql(dialect: str) -> str:
     )
 
 
+def _group_sql(dialect: str) -> str:
+    """The upsert of a group of plain verdicts: parameters destination, scope, verdict,
+    at and the rows (a JSON array of [key, revision, generation, content_hash])."""
+    if dialect == "postgresql":
+        mark, rows = "%s", "json_array_elements(%s::json) AS j(value)"
+        key, rev, gen, chash = (f"value->>{i}" for i in range(4))
+    else:
+        # WHERE true: SQLite's upsert after a SELECT ... FROM (its parsing ambiguity)
+        mark, rows = "?", "json_each(?) WHERE true"
+        key, rev, gen, chash = (f"json_extract(value, '$[{i}]')" for i in range(4))
+    return (
+        f"INSERT INTO sync_outcomes ({', '.join(_OUTCOME_COLS)}) "
+        f"SELECT {mark}, {mark}, {key}, {mark}, CAST({rev} AS BIGINT), {gen}, {chash}, "
+        f"NULL, NULL, 1, {mark} FROM {rows} "
+        f"ON CONFLICT (destination, scope, key) DO UPDATE SET {_OUTCOME_UPDATE}"
+    )
+
+
+GROUP_ROWS = 20_000  # a group's rows per statement, at most
+
+
 def record(
     store: Store,
     destination: str,
     scope: str,
-    verdicts: Sequence[Verdict],
+    verdicts: Sequence[Verdict] | Outcome,
     at: int,
     *,
     acknowledged: str | None = None,
 ) -> None:
-    """Upsert the verdicts (one driver-level executemany of plain tuples: SQLAlchemy's
-    per-row parameter processing cost more than the writes). With `acknowledged`, the
-    rebuild checkpoint moves in the same transaction (one commit, one fsync)."""
-    if not verdicts and acknowledged is None:
+    """Upsert the verdicts: an Outcome's groups one statement each (see the module), the
+    others with one driver-level executemany of plain tuples (SQLAlchemy's per-row
+    parameter processing cost more than the writes). With `acknowledged`, the rebuild
+    checkpoint moves in the same transaction (one commit, one fsync)."""
+    outcome = verdicts if isinstance(verdicts, Outcome) else Outcome([], list(verdicts))
+    if not len(outcome) and acknowledged is None:
         return
     rows = [
         (destination, scope, v.key, v.verdict, v.revision, v.generation, v.content_hash,
          v.reason, json.dumps(v.evidence, sort_keys=True) if v.evidence else None, 1, at)
-        for v in verdicts
+        for v in outcome.verdicts
     ]  # fmt: skip
     sql = _record_sql(store.dialect)
+    group_sql = _group_sql(store.dialect)
     with store.begin() as conn:
+        for verdict, docs in outcome.groups:
+            for start in range(0, len(docs), GROUP_ROWS):
+                part = json.dumps(list(map(_PLAIN, docs[start : start + GROUP_ROWS])))
+                conn.exec_driver_sql(group_sql, (destination, scope, verdict, at, part))
         for start in range(0, len(rows), 5000):
             conn.exec_driver_sql(sql, rows[start : start + 5000])
         if acknowledged is not None:

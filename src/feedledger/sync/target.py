@@ -50,7 +50,7 @@ from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailab
 from feedledger.sync.guard import GUARD, judge
 from feedledger.sync.guard import evidence as guard_evidence
 from feedledger.sync.pg_batch import Batches
-from feedledger.sync.state import Verdict
+from feedledger.sync.state import Outcome, Verdict
 from feedledger.sync.transform import Doc
 
 COLUMNS = ("key", "revision", "generation", "generation_rank", "content_hash", "deleted", "doc")
@@ -140,13 +140,26 @@ class Target:
 
     # -- the guarded write ----------------------------------------------------------------
     def write(self, docs: Sequence[Doc]) -> list[Verdict]:
-        """Write a batch (unique keys) through the guard; one verdict per doc. Returns
-        only once the destination committed (acknowledged)."""
+        """Write a batch (unique keys) through the guard; one verdict per doc, in the
+        docs' order. Returns only once the destination committed (acknowledged)."""
+        by_key = {v.key: v for v in self.write_batch(docs)}
+        return [by_key[d.key] for d in docs]
+
+    def ticket(self) -> int:
+        """The next batch's number (PostgreSQL: the fault point `destination_staged`
+        counts batches in the order their tickets were taken); 0 for SQLite."""
+        return next(self.batches.tickets) if self.batches is not None else 0
+
+    def write_batch(self, docs: Sequence[Doc], ticket: int | None = None) -> Outcome:
+        """`write`, its verdicts as an Outcome (sync/state.py): the documents with one
+        plain verdict as groups -- a whole batch accepted, or already current, is one
+        group, with no per-document work. `ticket`: from `ticket()`, taken when the
+        batch was handed to a writer thread."""
         if not docs:
-            return []
+            return Outcome()
         try:
             if self.batches is not None:
-                rows, default, listed = self.batches.write(docs)
+                rows, default, listed = self.batches.write(docs, ticket)
                 got = ({r[0]: _Held(*r[1:]) for r in rows}, default, listed)
             else:
                 got = self._write_sqlite(docs)
@@ -162,21 +175,20 @@ class Target:
         held, default, listed = got
         other = "already_current" if default == "accepted" else "accepted"
         if not held and not listed:  # the common case: one verdict for the batch
-            return [Verdict(d.key, default, d.revision, d.generation, d.content_hash)
-                    for d in docs]  # fmt: skip
-        out = []
+            return Outcome([(default, docs)])
+        plain: dict[str, list[Doc]] = {default: [], other: []}
+        judged: list[Verdict] = []
         for d in docs:
             row = held.get(d.key, _ACCEPTED)
             if row is _ACCEPTED:
-                verdict = other if d.key in listed else default
-                out.append(Verdict(d.key, verdict, d.revision, d.generation, d.content_hash))
+                plain[other if d.key in listed else default].append(d)
                 continue
             verdict, reason = judge(d, row)
             evidence = guard_evidence(d, row) if verdict == "unresolved" else None
-            out.append(
+            judged.append(
                 Verdict(d.key, verdict, d.revision, d.generation, d.content_hash, reason, evidence)
             )
-        return out
+        return Outcome([(v, got_) for v, got_ in plain.items() if got_], judged)
 
     def _upsert_sql(self, source: str) -> str:
         cols = ", ".join(self.columns)

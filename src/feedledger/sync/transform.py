@@ -18,7 +18,7 @@ import hashlib
 import importlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from feedledger.model.destination import FILTERED_HASH
@@ -67,6 +67,18 @@ def default_doc(row: Any, generation: str, rank: int) -> Doc:
     data = b"\x00tombstone" if text is None else text.encode("utf-8")
     return Doc(key, int(version_id), generation, rank,
                hashlib.sha256(data).hexdigest()[:32], text is None, text)  # fmt: skip
+
+
+def default_docs(rows: Iterable[Any], generation: str, rank: int) -> list[Doc]:
+    """`default_doc` of each row, in one comprehension (no call per row): the rebuild's
+    batch of a source without transform, revision field or geometry."""
+    sha, tomb = hashlib.sha256, b"\x00tombstone"
+    return [
+        Doc(r[0], int(r[4]), generation, rank,
+            sha(tomb if (text := None if r[3] else r[1]) is None else text.encode("utf-8"))
+            .hexdigest()[:32], text is None, text)
+        for r in rows
+    ]  # fmt: skip
 
 
 def revision_of(value: str | None, version_id: int, use_field: bool) -> int:

@@ -97,9 +97,13 @@ def latest(
         ]
     with store.engine.connect() as conn:
         for sql, params in parts:
-            for r in fetch_all(conn, sql, {"s": source, "k": known_at, **params}):
-                if r[0] in wanted:
-                    out[r[0]] = r  # oldest first: the last one wins
+            # oldest first: the last one wins
+            out.update(
+                {r[0]: r for r in fetch_all(conn, sql, {"s": source, "k": known_at, **params})}
+            )
+        if len(out) != len(wanted) or not out.keys() <= wanted:  # a range's other keys
+            for key in out.keys() - wanted:
+                del out[key]
         rows = list(out.values())
         texts = Decoder(conn).texts([r[6] for r in rows], [r[1] for r in rows])
     if geo:
