@@ -3,13 +3,14 @@
 and checked by decoding it into the next base cache file while hashing it, the pages
 behind each step handed back to the kernel, and still every payload reads back
 byte-identical, the cache file is the payload's, and an object that does not decode to
-the raw file's bytes never replaces it."""
+the raw file's bytes never replaces it, nor does a kill while it is checked."""
 
 from __future__ import annotations
 
 import hashlib
 import mmap
 import random
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import xxhash
 from feedledger.archive import LocalArchive, codec, streaming
 from feedledger.archive.basecache import BaseCache
 from feedledger.archive.objects import raw_rel, zst_rel
+from feedledger.faults import ENV as FAULT_ENV
+from helpers import Cli
 
 DAY = 86_400_000_000
 DAY0 = 1_786_000_000_000_000
@@ -160,3 +163,38 @@ def test_a_frame_decoded_from_a_file_checks_its_length_and_its_base(tmp_path: Pa
     except codec.FrameError:
         return
     assert digest != read
+
+
+def test_a_kill_while_the_frame_is_checked_leaves_the_raw_object_and_the_old_cache(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """kill -9 mid-check (the frame decoded in part into the next base cache's temporary
+    file): the raw object is there and verifies, the cache is still the day before's,
+    and the source's next ingest compresses both and sweeps the temporary file."""
+    cli("source", "add", "larimer", "--key", "id")
+    payloads = daily(3, rows=20_000)
+    files = []
+    for n, data in enumerate(payloads):
+        files.append(tmp_path / f"larimer_2026-08-0{n + 1}.csv")
+        files[-1].write_bytes(data)
+    cli("ingest", "larimer", str(files[0]), "--published-at", "2026-08-01")
+    argv = ("ingest", "larimer", str(files[1]), "--published-at", "2026-08-02")
+    killed = cli.proc(*argv, env={FAULT_ENV: "settle_checking:kill"})
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr)
+    root = cli.ws.archive_root
+    cache = root / "cache" / "base" / "larimer"
+    assert (root / raw_rel(sha(payloads[1]))).exists()
+    assert not (root / zst_rel(sha(payloads[1]))).exists()
+    assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [
+        sha(payloads[0])
+    ]
+    assert any(p.name.endswith(".tmp") for p in cache.iterdir())  # the killed check's
+    checked = cli.json("archive", "verify", "larimer")
+    assert (checked["ok"], checked["bad"]) == (2, 0), checked
+
+    cli("ingest", "larimer", str(files[2]), "--published-at", "2026-08-03")
+    assert not any((root / raw_rel(sha(p))).exists() for p in payloads)
+    assert [p.name for p in cache.iterdir()] == [sha(payloads[2])]
+    kinds = [LocalArchive(root).objects.stored(sha(p)) for p in payloads]
+    assert [k.encoding if k else None for k in kinds] == ["keyframe", "delta", "delta"]
+    assert [LocalArchive(root).get(sha(p)) for p in payloads] == payloads

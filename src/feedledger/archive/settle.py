@@ -153,7 +153,12 @@ def _checked(
     XXH3-128 `read`, also the cache file's header's). FrameError if it does not."""
     base = None if against is None else against.data
     if pending is not None:
-        digest = streaming.decode_into(stored, base, pending.view, pending.release)
+
+        def released(done: int) -> None:
+            faults.point("settle_checking")  # the cache file part written, the raw one kept
+            pending.release(done)
+
+        digest = streaming.decode_into(stored, base, pending.view, released)
         own = None
     else:
         own = memoryview(bytearray(size))
