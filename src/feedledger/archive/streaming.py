@@ -99,8 +99,7 @@ def encode_from(
             raise codec.FrameError(f"the raw file holds {len(src)} bytes, not {size}")
         if _RELEASES:
             src.madvise(mmap.MADV_SEQUENTIAL)
-        frame, digest = _compress(lib_ffi, params, src, base, Pages(src))
-    return codec.header_bytes(header) + frame, digest
+        return _compress(lib_ffi, params, src, base, Pages(src), codec.header_bytes(header))
 
 
 def _compress(
@@ -109,14 +108,16 @@ def _compress(
     src: mmap.mmap,
     base: bytes | memoryview | None,
     released: Released,
+    header: bytes,
 ) -> tuple[bytes, str]:
+    """(`header` + the frame, the XXH3-128 of `src`)."""
     lib, ffi = lib_ffi
     read = xxhash.xxh3_128()
     check = _checker(lib_ffi, "compress")
     cctx = lib.ZSTD_createCCtx()
     if cctx == ffi.NULL:
         raise MemoryError("zstd could not allocate a compression context")
-    source = ffi.from_buffer(src)
+    source, view = ffi.from_buffer(src), memoryview(src)
     prefix = None if base is None else ffi.from_buffer(base)
     try:
         for param, value in params:
@@ -129,10 +130,10 @@ def _compress(
         inbuf, outbuf = ffi.new("ZSTD_inBuffer *"), ffi.new("ZSTD_outBuffer *")
         inbuf.src, inbuf.size, inbuf.pos = source, 0, 0
         outbuf.dst, outbuf.size = out, capacity
-        frame = bytearray()
+        frame = bytearray(header)  # one copy of the object when it is done, not two
         while True:
             step = min(len(src), inbuf.size + STREAM_CHUNK)
-            read.update(src[inbuf.size : step])  # (the pages then hot for zstd)
+            read.update(view[inbuf.size : step])  # (the pages then hot for zstd)
             inbuf.size = step
             last = inbuf.size == len(src)
             mode = lib.ZSTD_e_end if last else lib.ZSTD_e_continue
@@ -147,6 +148,7 @@ def _compress(
                 return bytes(frame), read.hexdigest()
     finally:
         lib.ZSTD_freeCCtx(cctx)
+        view.release()
         ffi.release(source)
         if prefix is not None:
             ffi.release(prefix)
