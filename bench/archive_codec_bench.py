@@ -42,7 +42,7 @@ Encode = Callable[[bytes, bytes], bytes]
 def dictionary(strategy: int, threads: int = 0, **kw: int) -> Encode:
     def encode(data: bytes, base: bytes) -> bytes:
         params = zstandard.ZstdCompressionParameters(
-            window_log=codec._window_log(len(base), len(data)),
+            window_log=codec.window_log(len(base), len(data)),
             strategy=strategy,
             write_checksum=1,
             write_content_size=1,
@@ -67,7 +67,7 @@ def prefix(level: int, ldm: bool = True, workers: int = 0) -> Encode:
         try:
             for param, value in (
                 (lib.ZSTD_c_compressionLevel, level),
-                (lib.ZSTD_c_windowLog, codec._window_log(len(base), len(data))),
+                (lib.ZSTD_c_windowLog, codec.window_log(len(base), len(data))),
                 (lib.ZSTD_c_enableLongDistanceMatching, 1 if ldm else 0),
                 (lib.ZSTD_c_nbWorkers, workers),
                 (lib.ZSTD_c_checksumFlag, 1),

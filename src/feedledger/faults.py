@@ -16,8 +16,10 @@ in its staging table, not yet upserted; the transaction open),
 n-th payload: compressed object created, raw one deleted, payload done),
 `archive_encoded` / `archive_object_written` (a payload's object encoded, not yet
 written / written, its base cache and sidecar not yet), `before_settle` /
-`settle_written` (an ingest's object stored raw and its payload archived, not yet
-compressed / compressed, the raw one not yet deleted: `archive/settle.py`).
+`settle_checking` / `settle_written` (an ingest's object stored raw and its payload
+archived, not yet compressed / its compressed frame being checked, decoded in part into
+the next base cache's temporary file / compressed, the raw one not yet deleted:
+`archive/settle.py`).
 `:pause` instead of `:kill` makes the process wait there for `FEEDLEDGER_FAULT_PAUSE_S`
 seconds (default 5) and go on: time for a test to break something underneath it.
 """

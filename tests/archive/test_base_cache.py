@@ -396,7 +396,7 @@ def test_a_killed_process_temporary_is_removed_when_the_next_file_begins(tmp_pat
         path.write_bytes(b"partial")
     data = days(1)[0]
     pending = BaseCache(tmp_path / "cache" / "base").begin(
-        "larimer", sha(data), 0, (sha(data),), data
+        "larimer", sha(data), 0, (sha(data),), len(data)
     )
     assert pending is not None
     try:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedledger.archive import LocalArchive, codec
+from feedledger.archive import LocalArchive, streaming
 from feedledger.archive.objects import raw_rel, zst_rel
 from feedledger.archive.settle import BEHIND
 
@@ -50,7 +50,7 @@ def ingest_like(archive: LocalArchive, data: bytes, day: int, *, settle: bool) -
     at = DAY0 + day * DAY
     archive.put("larimer", data, published_at=at, fetched_at=FETCHED, sha256=digest)
     if settle:
-        archive.settle("larimer", digest, data, at)
+        archive.settle("larimer", digest, at)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -114,7 +114,7 @@ def test_settling_twice_changes_nothing(tmp_path: Path) -> None:
     for day, data in enumerate(payloads):
         ingest_like(archive, data, day, settle=True)
     before = sorted(p.name for p in (root / "objects").rglob("*"))
-    assert archive.settle("larimer", sha(payloads[1]), payloads[1], DAY0 + DAY) == []
+    assert archive.settle("larimer", sha(payloads[1]), DAY0 + DAY) == []
     assert sorted(p.name for p in (root / "objects").rglob("*")) == before
 
 
@@ -129,7 +129,7 @@ def test_a_failing_encoder_leaves_the_object_raw_with_a_warning(
     def broken(*_args: object, **_kwargs: object) -> bytes:
         raise RuntimeError("the encoder broke")
 
-    monkeypatch.setattr(codec, "encode_delta", broken)
+    monkeypatch.setattr(streaming, "encode_from", broken)
     with pytest.warns(UserWarning, match="stays raw in the archive.*the encoder broke"):
         ingest_like(archive, payloads[1], 1, settle=True)
     assert (root / raw_rel(sha(payloads[1]))).exists()

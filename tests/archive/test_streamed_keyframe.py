@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from feedledger.archive import LocalArchive, codec
+from feedledger.archive import LocalArchive, streaming
 from feedledger.archive.objects import raw_rel, zst_rel
 
 DAY = 86_400_000_000
@@ -47,7 +47,7 @@ def test_a_payload_settled_from_its_file_is_a_keyframe_that_reads_back(
     root = tmp_path / "archive"
     archive = LocalArchive(root, min_size=0)
     # chunks far smaller than the payload: the stream crosses many of them
-    monkeypatch.setattr(codec, "STREAM_CHUNK", 1000)
+    monkeypatch.setattr(streaming, "STREAM_CHUNK", 1000)
     payloads = daily(11, 3, rows=2000)
     first = archived_raw(archive, payloads[0], 0)
     assert archive.settle_streamed("larimer", first) == [first]
@@ -58,7 +58,7 @@ def test_a_payload_settled_from_its_file_is_a_keyframe_that_reads_back(
     assert archive.get(first) == payloads[0]
     # an ordinary settle after it: a delta against the streamed keyframe
     second = archived_raw(archive, payloads[1], 1)
-    archive.settle("larimer", second, payloads[1], DAY0 + DAY)
+    archive.settle("larimer", second, DAY0 + DAY)
     kind = archive.objects.stored(second)
     assert kind is not None and (kind.encoding, kind.base) == ("delta", first)
     assert archive.get(second) == payloads[1]
@@ -76,7 +76,7 @@ def test_a_failing_streamed_encoder_leaves_the_object_raw_with_a_warning(
     def broken(*_args: object, **_kwargs: object) -> bytes:
         raise RuntimeError("the encoder broke")
 
-    monkeypatch.setattr(codec, "encode_keyframe_from", broken)
+    monkeypatch.setattr(streaming, "encode_keyframe_from", broken)
     with pytest.warns(UserWarning, match="stays raw in the archive.*the encoder broke"):
         assert archive.settle_streamed("larimer", digest) == []
     assert (root / raw_rel(digest)).exists()

@@ -11,9 +11,9 @@ object storage for workers on several machines (``s3://bucket/prefix``,
 `archive/s3client.py`; needs s3fs, imported only when such an archive is opened).
 Payloads are stored compressed, each against its source's previous one, with a
 standalone keyframe every K (`archive/objects.py`, `archive/codec.py`); an ingest
-stores its payload raw, then compresses it beside its transaction
-(`archive/settle.py`); `archive compact` converts raw ones in place and `archive
-verify` re-reads every payload (`archive/maintain.py`).
+stores its payload raw, then compresses it from its file beside its transaction
+(`archive/settle.py`, `archive/streaming.py`); `archive compact` converts raw ones in
+place and `archive verify` re-reads every payload (`archive/maintain.py`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Archive(Protocol):
 
     def put_object(self, data: bytes, source: str | None = None, *, later: bool = False) -> str: ...
 
-    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> list[str]: ...
+    def settle(self, source: str, sha256: str, published_at: int) -> list[str]: ...
 
     def settle_streamed(self, source: str, sha256: str) -> list[str]: ...
 

@@ -35,8 +35,11 @@ from pathlib import Path
 
 import xxhash
 
+from feedledger.archive.streaming import Pages
+
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _MAX_HEADER = 1 << 16
+_DIGEST_LENGTH = len(xxhash.xxh3_128_hexdigest(b""))
 
 
 @dataclass(frozen=True)
@@ -99,21 +102,28 @@ class BaseCache:
         _publish(tmp, directory, sha256)
 
     def begin(
-        self, source: str, sha256: str, depth: int, chain: tuple[str, ...], data: bytes
+        self,
+        source: str,
+        sha256: str,
+        depth: int,
+        chain: tuple[str, ...],
+        size: int,
+        digest: str | None = None,
     ) -> PendingBase | None:
-        """A cache file for `data` (the payload `sha256`, at `depth` of `chain`) whose
-        bytes the caller writes in place (`PendingBase.view`: the archive's write check
-        decodes the new object there, so the check and the copy are one pass), then
-        publishes; None if it cannot be made (the caller checks and caches as before)."""
+        """A cache file for the `size` bytes of the payload `sha256` (at `depth` of
+        `chain`) that the caller writes in place (`PendingBase.view`: the archive's
+        write check decodes the new object there, so the check and the copy are one
+        pass), then publishes with their XXH3-128 `digest` (given here, or once known
+        to `publish`); None if it cannot be made (the caller checks and caches as
+        before)."""
         directory = self._dir(source)
         if directory is None or not hasattr(os, "posix_fallocate"):
             return None  # (macOS, Windows: no posix_fallocate; the file is written)
-        header = _header(depth, chain, xxhash.xxh3_128_hexdigest(data))
         tmp = _temporary(directory, sha256)
         try:
             directory.mkdir(parents=True, exist_ok=True)
             _sweep(directory)
-            return PendingBase(directory, sha256, tmp, header, len(data))
+            return PendingBase(directory, sha256, tmp, (depth, chain, digest), size)
         except (OSError, ValueError):
             tmp.unlink(missing_ok=True)
             return None
@@ -122,37 +132,56 @@ class BaseCache:
 class PendingBase:
     """A cache file being filled: its header written, `view` the (mapped, writable)
     room for the bytes. The blocks are allocated up front, so a full disk is an error
-    here, never a fault while the mapping is written."""
+    here, never a fault while the mapping is written. `release` hands pages already
+    written back to the kernel (the file keeps them: the page cache writes them out)."""
 
-    def __init__(self, directory: Path, sha256: str, tmp: Path, header: bytes, size: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        sha256: str,
+        tmp: Path,
+        header: tuple[int, tuple[str, ...], str | None],
+        size: int,
+    ) -> None:
         self._directory, self._sha256, self._tmp = directory, sha256, tmp
+        depth, chain, digest = header
+        # a digest not yet known has a placeholder of its length, written over by publish
+        self._header = _header(depth, chain, digest or "0" * _DIGEST_LENGTH)
+        self._head = (depth, chain)
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.posix_fallocate(fd, 0, len(header) + size)
-            os.write(fd, header)
-            self._map = mmap.mmap(fd, len(header) + size)
+            os.posix_fallocate(fd, 0, len(self._header) + size)
+            os.write(fd, self._header)
+            self._map = mmap.mmap(fd, len(self._header) + size)
         finally:
             os.close(fd)
         self._whole = memoryview(self._map)
-        self.view = self._whole[len(header) :]
+        self.view = self._whole[len(self._header) :]
+        self.release = Pages(self._map, len(self._header))
 
     def _close(self) -> None:
         self.view.release()
         self._whole.release()
         self._map.close()
 
-    def publish(self) -> None:
-        """Make the file the source's cache (its bytes written), the others removed.
-        Failures are swallowed: the cache is never needed for correctness."""
+    def publish(self, digest: str | None = None) -> None:
+        """Make the file the source's cache (its bytes written; `digest`: their
+        XXH3-128, unless `begin` had it), the others removed. Failures are swallowed:
+        the cache is never needed for correctness."""
         try:
+            if digest is not None:
+                header = _header(*self._head, digest)
+                if len(header) != len(self._header):
+                    raise ValueError("a digest of another length")
+                self._map[: len(header)] = header
             self._close()
-        except (OSError, BufferError):
-            self._tmp.unlink(missing_ok=True)
+        except (OSError, BufferError, ValueError):
+            self.discard()
             return
         _publish(self._tmp, self._directory, self._sha256)
 
     def discard(self) -> None:
-        with contextlib.suppress(OSError, BufferError):
+        with contextlib.suppress(OSError, BufferError, ValueError):
             self._close()
         self._tmp.unlink(missing_ok=True)
 

@@ -11,8 +11,9 @@ small JSON header, then the zstd frame itself (content size and checksum written
 `depth` is 0 for a keyframe and one more than its base's for a delta, so a reader never
 decompresses more than `depth + 1` frames. A keyframe is an ordinary ``.zst`` file (the
 ``zstd`` tool decompresses it, skipping the header); a delta needs its base's bytes.
-Only this module knows zstd; the content address and every check stay on the original
-bytes' sha256 (`archive/objects.py`).
+Only this module and `archive/streaming.py` (the same frames written from a file and
+checked a chunk at a time) know zstd; the content address and every check stay on the
+original bytes' sha256 (`archive/objects.py`).
 
 A delta is written the way ``zstd --patch-from`` writes one: the base is the frame's
 *prefix* (``ZSTD_CCtx_refPrefix``) and long-distance matching finds the base's long
@@ -32,13 +33,10 @@ missing, deltas fall back to the dictionary form (`_encode_with_dictionary`).
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
-import io
 import json
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import zstandard
@@ -67,7 +65,7 @@ class Header:
     depth: int
 
 
-def _header_bytes(header: Header) -> bytes:
+def header_bytes(header: Header) -> bytes:
     doc = {
         "format": FORMAT,
         "sha256": header.sha256,
@@ -79,7 +77,7 @@ def _header_bytes(header: Header) -> bytes:
     return struct.pack("<II", _SKIPPABLE_MAGIC, len(body)) + body
 
 
-def _window_log(*sizes: int) -> int:
+def window_log(*sizes: int) -> int:
     """A window covering the base (the dictionary) and the target together."""
     return max(10, min(MAX_WINDOW_LOG, (max(sum(sizes), 1) - 1).bit_length() + 1))
 
@@ -88,7 +86,7 @@ def encode_keyframe(data: bytes, sha256: str) -> bytes:
     frame = zstandard.ZstdCompressor(
         level=KEYFRAME_LEVEL, write_checksum=True, write_content_size=True, threads=0
     ).compress(data)
-    return _header_bytes(Header(sha256, len(data), None, 0)) + frame
+    return header_bytes(Header(sha256, len(data), None, 0)) + frame
 
 
 def encode_delta(
@@ -101,7 +99,12 @@ def encode_delta(
         if lib is not None
         else _encode_with_dictionary(data, base)
     )
-    return _header_bytes(Header(sha256, len(data), base_sha, depth)) + frame
+    return header_bytes(Header(sha256, len(data), base_sha, depth)) + frame
+
+
+def zstd_lib() -> tuple[Any, Any] | None:
+    """(lib, ffi) of the CFFI backend (`_libzstd`), for `archive/streaming.py`."""
+    return _libzstd()
 
 
 @functools.cache
@@ -130,7 +133,7 @@ def _encode_with_prefix(lib_ffi: tuple[Any, Any], data: bytes, base: bytes | mem
     try:
         for param, value in (
             (lib.ZSTD_c_compressionLevel, DELTA_LEVEL),
-            (lib.ZSTD_c_windowLog, _window_log(len(base), len(data))),
+            (lib.ZSTD_c_windowLog, window_log(len(base), len(data))),
             (lib.ZSTD_c_enableLongDistanceMatching, 1),
             (lib.ZSTD_c_checksumFlag, 1),
             (lib.ZSTD_c_contentSizeFlag, 1),
@@ -154,7 +157,7 @@ def _encode_with_dictionary(data: bytes, base: bytes | memoryview) -> bytes:
     last 16 MiB of a dictionary). ~20x the CPU of the prefix form, 3x its size."""
     hash_log = max(16, min(25, (max(len(base), 1) - 1).bit_length() - 3))
     params = zstandard.ZstdCompressionParameters(
-        window_log=_window_log(len(base), len(data)),
+        window_log=window_log(len(base), len(data)),
         strategy=zstandard.STRATEGY_LAZY,
         hash_log=hash_log,
         chain_log=min(hash_log, 18),
@@ -322,52 +325,17 @@ def _decompress_to(
         if not lib.ZSTD_isError(code) and base is not None:
             code = lib.ZSTD_DCtx_refPrefix(dctx, ffi.from_buffer(base), len(base))
         if lib.ZSTD_isError(code):
-            raise FrameError(f"zstd refused the base ({_error_name(lib_ffi, code)})")
+            raise FrameError(f"zstd refused the base ({error_name(lib_ffi, code)})")
         size: int = lib.ZSTD_decompressDCtx(dctx, out, capacity, ffi.from_buffer(frame), len(frame))
         if lib.ZSTD_isError(size):
-            name = _error_name(lib_ffi, size)
+            name = error_name(lib_ffi, size)
             raise FrameError(f"its zstd frame cannot be decompressed ({name})")
     finally:
         lib.ZSTD_freeDCtx(dctx)
     return size
 
 
-def _error_name(lib_ffi: tuple[Any, Any], code: int) -> str:
+def error_name(lib_ffi: tuple[Any, Any], code: int) -> str:
     lib, ffi = lib_ffi
     name: str = ffi.string(lib.ZSTD_getErrorName(code)).decode()
     return name
-
-
-# A keyframe streamed from its payload's file: read and compressed a chunk at a time, so
-# a payload larger than memory allows is never held whole (a source's `memory_budget`)
-STREAM_CHUNK = 8 << 20
-
-
-def encode_keyframe_from(path: Path, sha256: str, size: int) -> bytes:
-    """The keyframe of the `size` bytes in the file `path` (the same object
-    `encode_keyframe` writes), compressed from the file a chunk at a time."""
-    out = io.BytesIO()
-    out.write(_header_bytes(Header(sha256, size, None, 0)))
-    cctx = zstandard.ZstdCompressor(
-        level=KEYFRAME_LEVEL, write_checksum=True, write_content_size=True, threads=0
-    )
-    with path.open("rb") as src:
-        cctx.copy_stream(src, out, size=size, read_size=STREAM_CHUNK, write_size=STREAM_CHUNK)
-    return out.getvalue()
-
-
-def keyframe_digest(stored: bytes) -> tuple[str, int]:
-    """The sha256 and length of what the keyframe `stored` decompresses to, read a chunk
-    at a time (FrameError if it is not a readable keyframe)."""
-    header, frame = parse(stored)
-    if header.base is not None:
-        raise FrameError("a delta, not a keyframe")
-    digest, size = hashlib.sha256(), 0
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(frame, read_size=STREAM_CHUNK) as rd:
-            while chunk := rd.read(STREAM_CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
-    except zstandard.ZstdError as exc:
-        raise FrameError(f"its zstd frame cannot be decompressed ({exc})") from exc
-    return digest.hexdigest(), size

@@ -33,19 +33,13 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from feedledger import faults
 from feedledger.archive import maintain
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery, Objects, raw_rel
-from feedledger.archive.rejected import (
-    UNFILED,
-    RejectedPayload,
-    note_folder,
-)
+from feedledger.archive.rejected import RejectedPayload, note_folder
+from feedledger.archive.rejected import listed as listed_rejected
 from feedledger.archive.rejected import note as rejected_note
-from feedledger.archive.rejected import order as order_rejected
-from feedledger.archive.rejected import parse as parse_rejected
-from feedledger.archive.settle import settle, settle_file
+from feedledger.archive.settle import never_failing, settle, settle_file
 from feedledger.archive.sidecar import (
     SHA_RE,
     SIDECAR_RE,
@@ -214,12 +208,12 @@ class BlobArchive:
             self._write_object(sha, data, None if raw_first else source)
         return sha
 
-    def settle(self, source: str, sha256: str, data: bytes, published_at: int) -> list[str]:
+    def settle(self, source: str, sha256: str, published_at: int) -> list[str]:
         """Compress the publication `sha256` of `source` stored raw by `put_object(...,
-        later=True)`, and the raw ones a killed ingest left before it
+        later=True)`, from its file, and the raw ones a killed ingest left before it
         (`archive/settle.py`); returns the sha256s compressed. Never raises: what cannot
         be compressed stays raw, a valid object (a warning says why)."""
-        if self.objects.base_cache is None:
+        if self.objects.base_cache is None or self._raw_file(sha256) is None:
             return []  # an object store: `put_object` compressed the payload already
         # its own Objects: this runs beside the caller's other archive work
         objects = Objects(
@@ -228,40 +222,33 @@ class BlobArchive:
             self.objects.min_size,
             self.objects.base_cache,
         )
-        try:
+
+        def work() -> list[str]:
             with self._blobs.writing():
-                return settle(objects, self._blobs, source, sha256, data, published_at)
-        except faults.InjectedFailure:
-            raise  # a crash test's
-        except Exception as exc:  # the payload is archived and applied: it stays raw
-            warnings.warn(
-                f"payload object {sha256} of {source} stays raw in the archive (valid; "
-                f"`archive compact` retries): compressing it failed: {exc}",
-                stacklevel=2,
-            )
-            return []
+                return settle(objects, self._blobs, source, sha256, published_at, self._path_of_raw)
+
+        return never_failing(source, sha256, work)
 
     def settle_streamed(self, source: str, sha256: str) -> list[str]:
-        """`settle` for a payload too large to hold whole (a source's `memory_budget`):
-        its raw object compressed as a keyframe streamed from its file
-        (`archive/settle.settle_file`), without its bytes in memory or a base. Never
-        raises: what cannot be compressed stays raw (a warning says why)."""
+        """`settle` for a payload too large to hold whole beside a base (a source's
+        `memory_budget`): its raw object compressed as a keyframe streamed from its file
+        (`archive/settle.settle_file`), without a base. Never raises: what cannot be
+        compressed stays raw (a warning says why)."""
         path = self._raw_file(sha256)
         if self.objects.base_cache is None or path is None:
             return []  # an object store: `put_object` compressed the payload already
-        try:
+
+        def work() -> list[str]:
             with self._blobs.writing():
                 done = settle_file(self.objects, self._blobs, source, sha256, path)
-        except faults.InjectedFailure:
-            raise  # a crash test's
-        except Exception as exc:  # the payload is archived and applied: it stays raw
-            warnings.warn(
-                f"payload object {sha256} of {source} stays raw in the archive (valid; "
-                f"`archive compact` retries): compressing it failed: {exc}",
-                stacklevel=2,
-            )
-            return []
-        return [sha256] if done else []
+            return [sha256] if done else []
+
+        return never_failing(source, sha256, work)
+
+    def _path_of_raw(self, sha256: str) -> Path:
+        path = self._raw_file(sha256)
+        assert path is not None  # only a store with files settles
+        return path
 
     def _raw_file(self, sha256: str) -> Path | None:
         """The file of the object `sha256` stored raw, where the store has files."""
@@ -388,33 +375,4 @@ class BlobArchive:
         oldest refusal first. Unreadable notes are skipped with a warning."""
         check_source(source)
         self._blobs.connect()
-        where = self._blobs.where
-        rels = [
-            rel
-            for folder in (source, UNFILED)
-            for rel in self._blobs.list(f"rejected/{folder}/")
-            if rel.endswith(".json") and len(rel.split("/")) == 3 and "/." not in rel
-        ]
-        contents = self._blobs.read_many(rels)
-        found: builtins.list[RejectedPayload] = []
-        for rel in rels:
-            raw = contents[rel]
-            if raw is None:
-                continue  # deleted since the listing
-            _, folder, name = rel.split("/")
-            try:
-                if isinstance(raw, OSError):
-                    raise raw
-                item = parse_rejected(
-                    raw,
-                    folder=folder,
-                    name=name,
-                    note_at=where(rel),
-                    object_at=lambda sha: where(object_rel(sha)),
-                )
-            except (OSError, ValueError) as exc:
-                warnings.warn(f"skipping rejected-payload note {where(rel)}: {exc}", stacklevel=2)
-                continue
-            if item.source == source:
-                found.append(item)
-        return order_rejected(found)
+        return listed_rejected(self._blobs, source, object_rel)

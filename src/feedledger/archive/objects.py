@@ -14,7 +14,8 @@ A reader decompresses at most that many frames, and fewer when it reads a source
 payloads in order (the last one read is kept).
 
 An ingest on a folder archive stores its payload raw first and compresses it in place
-after (`compress`, `archive/settle.py`), as `archive compact` does older raw objects.
+after (`archive/settle.py`), as `archive compact` does older raw objects; how a payload
+is to be stored is `archive/planning.py`'s.
 Raw is looked up before compressed: both write the compressed object (durably) before
 they delete the raw one, and never delete a compressed one, so a
 reader that misses the raw object always finds the other. Every frame of a chain is
@@ -37,12 +38,15 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
+
+import xxhash
 
 from feedledger import faults
 from feedledger.archive import codec
 from feedledger.archive.basecache import BaseCache, CachedBase, PendingBase
 from feedledger.archive.blobs import BlobStore
+from feedledger.archive.planning import Planned, plan
 from feedledger.archive.sidecar import SIDECAR_RE, parse_sidecar_bytes
 from feedledger.model.errors import FeedledgerError, NotFoundError
 
@@ -81,16 +85,6 @@ class Stored:
     stored_size: int
     base: str | None
     depth: int
-
-
-class _Planned(NamedTuple):
-    """An object as it would be stored, before its check: its stored bytes, its depth
-    and base chain, and the base's bytes it is a delta of (None: a keyframe)."""
-
-    stored: bytes
-    depth: int
-    chain: tuple[str, ...]
-    base: bytes | memoryview | None
 
 
 class Objects:
@@ -280,57 +274,6 @@ class Objects:
             if pending is not None:
                 pending.discard()
 
-    def compress(
-        self, sha256: str, data: bytes, source: str, base: CachedBase | Decoded | None
-    ) -> Decoded | None:
-        """Compress in place the object of `data` stored raw first (an ingest's, then
-        compressed after its commit: `archive/settle.py`), as a delta against `base` (the
-        source's payload before it) or a keyframe: the compressed object checked before
-        it is written, created (fsync'd), then the raw one deleted, and the source's
-        base cache made this payload's. Returns the payload as the next one's base;
-        None when nothing changed: no raw object, or it stays raw (small, compression
-        saves nothing, the encoder failed). A kill at any point leaves the payload
-        readable: raw, compressed, or both (readers look for the raw one first)."""
-        raw = raw_rel(sha256)
-        if not self._blobs.exists(raw):
-            return None
-        if self._blobs.exists(zst_rel(sha256)):
-            # killed between the two steps: the compressed object is checked, then the
-            # raw one goes (a damaged compressed one keeps the raw one)
-            try:
-                checked = self.decode(sha256, compressed=True)
-            except FeedledgerError:
-                return None
-            self._blobs.delete(raw)
-            return checked
-        pending: PendingBase | None = None
-        try:
-            try:
-                planned = self._plan(sha256, data, source, base)
-                if planned is not None:
-                    pending = self._begin_cache(source, sha256, data, planned)
-                    into = None if pending is None else pending.view
-                    codec.verify(planned.stored, sha256, data, planned.base, into)
-            except (codec.FrameError, MemoryError):
-                planned = None  # the encoder failed or gave back other bytes: it stays raw
-            if planned is None:
-                return None
-            self._blobs.create(zst_rel(sha256), planned.stored)
-            faults.point("settle_written")
-            self._blobs.delete(raw)
-            written = Decoded(data, planned.depth, (sha256, *planned.chain))
-            if self.base_cache is not None:
-                if pending is not None:
-                    pending.publish()
-                    pending = None
-                else:
-                    cached = CachedBase(data, written.depth, written.chain)
-                    self.base_cache.store(source, sha256, cached)
-            return written
-        finally:
-            if pending is not None:
-                pending.discard()
-
     def base_for(self, source: str, sha256: str) -> CachedBase | Decoded | None:
         """The payload `sha256` of `source` as a base for the next one: its cached bytes
         (`_cached_base`) or its chain decoded; None if it cannot be read (a damaged old
@@ -344,18 +287,15 @@ class Objects:
             return None
 
     def _begin_cache(
-        self,
-        source: str | None,
-        sha256: str,
-        data: bytes,
-        planned: _Planned,
+        self, source: str | None, sha256: str, data: bytes, planned: Planned
     ) -> PendingBase | None:
         """The base cache file a new object's check decodes into (`BaseCache.begin`),
         published once the object is stored; None where there is none to make."""
         if source is None or self.base_cache is None or not codec.can_decode_into():
             return None
         chain = (sha256, *planned.chain)
-        return self.base_cache.begin(source, sha256, planned.depth, chain, data)
+        digest = xxhash.xxh3_128_hexdigest(data)
+        return self.base_cache.begin(source, sha256, planned.depth, chain, len(data), digest)
 
     def encode(
         self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
@@ -373,27 +313,9 @@ class Objects:
 
     def _plan(
         self, sha256: str, data: bytes, source: str | None, base: CachedBase | Decoded | None
-    ) -> _Planned | None:
-        """`encode`'s object before its check, and the base bytes it is a delta of."""
+    ) -> Planned | None:
         every = self.keyframe_every(source) if source is not None else 0
-        if every < 1 or len(data) < self.min_size:
-            return None  # 0: this source's payloads are stored raw
-        base_bytes: bytes | memoryview | None
-        if (
-            base is not None
-            and base.depth + 1 < every
-            and sha256 not in base.chain
-            and len(base.data) + len(data) <= codec.MAX_DELTA_BYTES
-        ):
-            depth = base.depth + 1
-            stored = codec.encode_delta(data, sha256, base.data, base.chain[0], depth)
-            chain, base_bytes = base.chain, base.data
-        else:
-            depth, stored, chain = 0, codec.encode_keyframe(data, sha256), ()
-            base_bytes = None
-        if len(stored) >= len(data):
-            return None
-        return _Planned(stored, depth, chain, base_bytes)
+        return plan(sha256, data, every, self.min_size, base)
 
     def _latest(self, source: str | None, sha256: str) -> CachedBase | Decoded | None:
         """The base for a new payload of `source`: its latest archived payload (by

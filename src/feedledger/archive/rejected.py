@@ -9,17 +9,20 @@ Two kinds live under ``rejected/``:
   bytes whose source is unknown (and, in archives written before notes were filed per
   source, for every one of them: those are still listed under the source they name).
 
-The bytes themselves are objects like any other (``objects/<sha[:2]>/<sha>``). How they
-are listed, whichever the backend, is `archive/core.py`'s `rejected`.
+The bytes themselves are objects like any other (``objects/<sha[:2]>/<sha>``). `listed`
+lists them over any blob store (`archive/core.py`'s `rejected`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from feedledger.archive.blobs import BlobStore
 from feedledger.archive.sidecar import SHA_RE, SIDECAR_RE, SOURCE_RE, parse_sidecar_bytes
 from feedledger.model.timeutil import iso
 
@@ -141,3 +144,41 @@ def parse(raw: bytes, *, folder: str, name: str, note_at: str, object_at: Any) -
 def order(items: list[RejectedPayload]) -> list[RejectedPayload]:
     """Oldest refusal first (unknown times first), then by bytes."""
     return sorted(items, key=lambda r: (r.rejected_at or 0, r.sha256, r.note))
+
+
+def listed(
+    blobs: BlobStore, source: str, object_rel: Callable[[str], str]
+) -> list[RejectedPayload]:
+    """Refused payloads of `source` in `blobs` (filed under it, or unfiled notes naming
+    it; `object_rel`: where an object's bytes are), oldest refusal first. Unreadable
+    notes are skipped with a warning."""
+    where = blobs.where
+    rels = [
+        rel
+        for folder in (source, UNFILED)
+        for rel in blobs.list(f"rejected/{folder}/")
+        if rel.endswith(".json") and len(rel.split("/")) == 3 and "/." not in rel
+    ]
+    contents = blobs.read_many(rels)
+    found: list[RejectedPayload] = []
+    for rel in rels:
+        raw = contents[rel]
+        if raw is None:
+            continue  # deleted since the listing
+        _, folder, name = rel.split("/")
+        try:
+            if isinstance(raw, OSError):
+                raise raw
+            item = parse(
+                raw,
+                folder=folder,
+                name=name,
+                note_at=where(rel),
+                object_at=lambda sha: where(object_rel(sha)),
+            )
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"skipping rejected-payload note {where(rel)}: {exc}", stacklevel=3)
+            continue
+        if item.source == source:
+            found.append(item)
+    return order(found)

@@ -11,32 +11,50 @@ finishes what a killed one started, as does `archive compact`. Until then the ra
 object is a valid payload object like any other (`archive verify` reads it, every
 reader looks for the raw object first).
 
+`compress` works from the raw FILE, never the payload's bytes in memory: it is encoded
+from the file mapped a chunk at a time against the base (the previous payload's cache
+file, mapped), and checked by decoding it into the source's next base cache file
+(`archive/streaming.py`), the pages behind each step handed back to the kernel. So a
+settle holds the base's mapping and O(chunk), not the payload twice (~200 MiB of a 1M
+daily's peak, bench/README.md). The check compares what the object decodes to with what
+the encoder read from the raw file, through their XXH3-128 (computed as each was read or
+written: a sha256 of the payload again cost 0.08 CPU s at 1M); the raw file is the bytes
+whose sha256 named it, written and fsync'd before the payload was archived. Then the
+object is created (fsync'd), the raw one deleted, the cache file published: a kill at
+any point leaves the payload readable, raw, compressed, or both (readers look for the raw
+one first). Without zstd's CFFI backend the payload is read whole (checked against its
+sha256) and compressed in memory.
+
 Where compressing fails (a zstd error, no memory, a damaged base) the object stays raw:
 compressing is never a reason for an ingest to fail once its payload is applied.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from feedledger import faults
-from feedledger.archive import codec
-from feedledger.archive.basecache import CachedBase
+from feedledger.archive import codec, streaming
+from feedledger.archive.basecache import CachedBase, PendingBase
 from feedledger.archive.blobs import BlobStore
 from feedledger.archive.objects import Decoded, Objects, raw_rel, zst_rel
+from feedledger.archive.planning import Base, delta_of, plan
 from feedledger.archive.sidecar import SIDECAR_RE, parse_sidecar_bytes
 from feedledger.model.errors import FeedledgerError
 
 # raw predecessors (a killed ingest's) a later ingest compresses before its own payload
 BEHIND = 2
 
+PathOf = Callable[[str], Path]
+
 
 def settle(
-    objects: Objects, blobs: BlobStore, source: str, sha256: str, data: bytes, published_at: int
+    objects: Objects, blobs: BlobStore, source: str, sha256: str, published_at: int, path_of: PathOf
 ) -> list[str]:
-    """Compress the payload `sha256` (bytes `data`, published at `published_at`) of
-    `source`, stored raw, and the raw predecessors a kill left (see the module doc).
+    """Compress the payload `sha256` (published at `published_at`) of `source`, stored
+    raw at `path_of(sha256)`, and the raw predecessors a kill left (see the module doc).
     Returns the sha256s of the objects compressed, oldest first."""
     faults.point("before_settle")
     done: list[str] = []
@@ -47,20 +65,139 @@ def settle(
     if base_sha is not None:
         base = objects.base_for(source, base_sha)
     for sha in leftovers:
-        try:
-            earlier = objects.decode(sha)  # the raw object, checked against its sha256
-        except FeedledgerError:
-            base = None  # unreadable: left as it is; the next one is a keyframe
-            continue
-        base = _one(objects, done, sha, earlier.data, source, base) or earlier
-    _one(objects, done, sha256, data, source, base)
+        if compress(objects, blobs, source, sha, base, path_of(sha)):
+            done.append(sha)
+        # the payload as the next one's base: its new cache file, else decoded (a raw
+        # object is checked against its sha256); unreadable: the next one is a keyframe
+        base = objects.base_for(source, sha)
+    if compress(objects, blobs, source, sha256, base, path_of(sha256)):
+        done.append(sha256)
     return done
+
+
+def compress(
+    objects: Objects,
+    blobs: BlobStore,
+    source: str,
+    sha256: str,
+    base: CachedBase | Decoded | None,
+    path: Path,
+) -> bool:
+    """Compress in place the object `sha256` of `source` stored raw at `path`, a delta
+    against `base` (the source's payload before it) or a keyframe, and make the
+    source's base cache this payload's (see the module doc). Whether it was: False
+    when there is no raw object, or it stays raw (small, compression saves nothing,
+    the encoder failed)."""
+    raw = raw_rel(sha256)
+    if not blobs.exists(raw):
+        return False
+    if blobs.exists(zst_rel(sha256)):
+        # killed between the two steps: the compressed object is checked, then the
+        # raw one goes (a damaged compressed one keeps the raw one)
+        try:
+            objects.decode(sha256, compressed=True)
+        except FeedledgerError:
+            return False
+        blobs.delete(raw)
+        return True
+    every = objects.keyframe_every(source)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False  # compressed (and deleted) by another process since the look above
+    if every < 1 or size < objects.min_size:
+        return False
+    if not codec.can_decode_into():
+        return _in_memory(objects, blobs, source, sha256, base)
+    against = delta_of(base, sha256, size, every)
+    depth = 0 if against is None else against.depth + 1
+    chain = () if against is None else against.chain
+    pending: PendingBase | None = None
+    try:
+        try:
+            if against is None:
+                stored, read = streaming.encode_from(path, sha256, size)
+            else:
+                stored, read = streaming.encode_from(
+                    path, sha256, size, against.data, against.chain[0], depth
+                )
+            if len(stored) >= size:
+                return False  # compressing saves nothing
+            if objects.base_cache is not None:
+                pending = objects.base_cache.begin(source, sha256, depth, (sha256, *chain), size)
+            checked = _checked(stored, read, against, pending, size)
+        except (codec.FrameError, MemoryError):
+            return False  # the encoder failed or gave back other bytes: it stays raw
+        except FileNotFoundError:
+            return False  # compressed by another process since (its object is checked)
+        blobs.create(zst_rel(sha256), stored)
+        faults.point("settle_written")
+        blobs.delete(raw)
+        if pending is not None:
+            pending.publish(checked[0])
+            pending = None
+        elif objects.base_cache is not None and checked[1] is not None:
+            cached = CachedBase(checked[1], depth, (sha256, *chain))
+            objects.base_cache.store(source, sha256, cached)
+        return True
+    finally:
+        if pending is not None:
+            pending.discard()
+
+
+def _checked(
+    stored: bytes, read: str, against: Base | None, pending: PendingBase | None, size: int
+) -> tuple[str, memoryview | None]:
+    """Decode `stored` into the pending cache file (or, where there is none, a buffer of
+    its own, returned) and check it gives back the bytes the encoder read (their
+    XXH3-128 `read`, also the cache file's header's). FrameError if it does not."""
+    base = None if against is None else against.data
+    if pending is not None:
+
+        def released(done: int) -> None:
+            faults.point("settle_checking")  # the cache file part written, the raw one kept
+            pending.release(done)
+
+        digest = streaming.decode_into(stored, base, pending.view, released)
+        own = None
+    else:
+        own = memoryview(bytearray(size))
+        digest = streaming.decode_into(stored, base, own)
+    if digest != read:
+        raise codec.FrameError("the encoded frame does not decode to the payload's bytes")
+    return digest, own
+
+
+def _in_memory(
+    objects: Objects,
+    blobs: BlobStore,
+    source: str,
+    sha256: str,
+    base: CachedBase | Decoded | None,
+) -> bool:
+    """`compress` without the CFFI backend: the raw object read whole (checked against
+    its sha256), encoded and checked in memory."""
+    try:
+        data = objects.decode(sha256).data
+        planned = plan(sha256, data, objects.keyframe_every(source), objects.min_size, base)
+        if planned is None:
+            return False
+        codec.verify(planned.stored, sha256, data, planned.base)
+    except (FeedledgerError, codec.FrameError, MemoryError):
+        return False
+    blobs.create(zst_rel(sha256), planned.stored)
+    faults.point("settle_written")
+    blobs.delete(raw_rel(sha256))
+    if objects.base_cache is not None:
+        chain = (sha256, *planned.chain)
+        objects.base_cache.store(source, sha256, CachedBase(data, planned.depth, chain))
+    return True
 
 
 def settle_file(objects: Objects, blobs: BlobStore, source: str, sha256: str, path: Path) -> bool:
     """Compress the payload `sha256` of `source`, stored raw at `path`, as a keyframe
-    streamed from that file (`codec.encode_keyframe_from`): for a payload too large to
-    hold whole beside its base (a source's `memory_budget`). Its raw predecessors are
+    streamed from that file (`streaming.encode_keyframe_from`): for a payload too large
+    to hold whole beside its base (a source's `memory_budget`). Its raw predecessors are
     left for a later `settle` or `archive compact`, and the base cache is not made this
     payload's (its next payload is too large for a delta against it as well). Returns
     whether it was compressed (what fails leaves the raw object, valid)."""
@@ -72,8 +209,8 @@ def settle_file(objects: Objects, blobs: BlobStore, source: str, sha256: str, pa
     if size < objects.min_size or blobs.exists(zst_rel(sha256)):
         return False  # small: `settle`'s case; both there: `archive compact` finishes it
     try:
-        stored = codec.encode_keyframe_from(path, sha256, size)
-        if codec.keyframe_digest(stored) != (sha256, size) or len(stored) >= size:
+        stored = streaming.encode_keyframe_from(path, sha256, size)
+        if streaming.keyframe_digest(stored) != (sha256, size) or len(stored) >= size:
             return False  # the encoder gave back other bytes, or saved nothing
     except (codec.FrameError, MemoryError):
         return False
@@ -83,18 +220,20 @@ def settle_file(objects: Objects, blobs: BlobStore, source: str, sha256: str, pa
     return True
 
 
-def _one(
-    objects: Objects,
-    done: list[str],
-    sha256: str,
-    data: bytes,
-    source: str,
-    base: CachedBase | Decoded | None,
-) -> Decoded | None:
-    written = objects.compress(sha256, data, source, base)
-    if written is not None:
-        done.append(sha256)
-    return written
+def never_failing(source: str, sha256: str, work: Callable[[], list[str]]) -> list[str]:
+    """`work`'s result, or [] with a warning where it fails: the payload is archived and
+    applied, so it stays raw, a valid object (`archive compact` retries)."""
+    try:
+        return work()
+    except faults.InjectedFailure:
+        raise  # a crash test's
+    except Exception as exc:
+        warnings.warn(
+            f"payload object {sha256} of {source} stays raw in the archive (valid; "
+            f"`archive compact` retries): compressing it failed: {exc}",
+            stacklevel=3,
+        )
+        return []
 
 
 def _raw_before(

@@ -198,10 +198,10 @@ def ingest(
         # the raw object compressed on the other core while the payload is applied
         # (archive/settle.py); the process waits for it below, or on leaving the block
         compressing = after.start(
-            "compress", ctx.archive.settle, src.name, ref.sha256, data, ref.published_at
+            "compress", ctx.archive.settle, src.name, ref.sha256, ref.published_at
         )
-        # the bytes are archived and parsed: dropped here (freed once compressed, where
-        # the caller passed its only reference, as the CLI's `ingest` and `run` do)
+        # the bytes are archived and parsed: dropped here (freed, where the caller passed
+        # its only reference, as the CLI's `ingest` and `run` do: settle reads the file)
         del data
         result = apply_archived(
             ctx,
