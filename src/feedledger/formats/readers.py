@@ -71,8 +71,10 @@ def read_observations(
     if src.format in ("csv", "jsonl"):
         _check_line_ends(data, src, label)
     if src.format == "csv" and not _fits_whole(src, len(data)):
-        # lazy: the batched read (and its spill, pyarrow) only for a payload over budget
-        from feedledger.formats.csv_batched import piece_bytes, read_csv_batched
+        from feedledger.formats.csv_batched import (  # lazy: only for a payload over budget
+            piece_bytes,  # (the batched read imports its spill and pyarrow)
+            read_csv_batched,
+        )
 
         # its fields: the header's order
         obs = read_csv_batched(data, src, label, piece_bytes=piece_bytes(src))
