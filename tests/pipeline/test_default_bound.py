@@ -19,7 +19,7 @@ import pytest
 from feedledger import config
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.formats import csv_batched, readers
+from feedledger.formats import csv_batched
 from feedledger.model import sizes
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline import bounded
@@ -37,13 +37,13 @@ def batched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int | N
     monkeypatch.setattr(csv_batched, "WHOLE_READ_FACTOR", 10**9)
     monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 3 * MiB)
     seen: list[tuple[str, int | None]] = []
-    real = readers.read_csv_batched
+    real = csv_batched.read_csv_batched
 
     def spy(data: bytes, src: Any, label: str, **options: Any) -> Any:
         seen.append((src.name, src.memory_budget))
         return real(data, src, label, **options)
 
-    monkeypatch.setattr(readers, "read_csv_batched", spy)
+    monkeypatch.setattr(csv_batched, "read_csv_batched", spy)
     yield seen
 
 
