@@ -15,7 +15,8 @@ from feedledger.archive import LocalArchive
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.formats import csv_batched
-from feedledger.pipeline import bounded
+from feedledger.ledger import bulk
+from feedledger.pipeline import bounded, ingest
 from helpers import Cli, MakeSource
 from pipeline.bounded_payloads import feedledger, parcels, peak_rss, write
 
@@ -105,3 +106,53 @@ def test_a_budgeted_ingest_stays_within_its_budget(
             f"day {day}: peak {peak / MiB:.0f} MiB, fixed cost {fixed / MiB:.0f} MiB, "
             f"payload {size / MiB:.0f} MiB, budget {budget / MiB:.0f} MiB"
         )
+
+
+def test_a_budgeted_payload_is_compressed_as_a_delta_once_applied_when_the_delta_fits(
+    cli: Cli,
+    workspace: Workspace,
+    make_source: MakeSource,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_source("budgeted", memory_budget="64MiB")
+    # read in batches (as a payload larger than the budget allows whole), its version
+    # rows written in the fewest rows a chunk the budget may choose
+    monkeypatch.setattr(csv_batched, "WHOLE_READ_FACTOR", 10**9)
+    monkeypatch.setattr(bounded, "CHUNK_SHARE", 0)
+    events: list[str] = []
+    chunks: list[int | None] = []
+    real_apply, real_settle, real_parts = (
+        ingest.apply_archived,
+        LocalArchive.settle,
+        bulk.version_parts,
+    )
+
+    def spy_apply(*args: Any, **kwargs: Any) -> Any:
+        result = real_apply(*args, **kwargs)
+        events.append("applied")
+        return result
+
+    def spy_settle(archive: LocalArchive, *args: Any) -> list[str]:
+        events.append("compressed")
+        return real_settle(archive, *args)
+
+    def spy_parts(*args: Any) -> Any:
+        chunks.append(args[3])
+        return real_parts(*args)
+
+    monkeypatch.setattr(ingest, "apply_archived", spy_apply)
+    monkeypatch.setattr(LocalArchive, "settle", spy_settle)
+    monkeypatch.setattr(bulk, "version_parts", spy_parts)
+    for day in (1, 2):
+        path = write(parcels(3000, day), tmp_path / f"d{day}.csv")
+        cli.json("ingest", "budgeted", str(path), "--published-at", f"2026-08-0{day}")
+    # never beside the apply: after it, each day
+    assert events == ["applied", "compressed"] * 2
+    assert chunks and set(chunks) == {bounded.MIN_CHUNK_ROWS}
+    with Context(workspace) as ctx:
+        refs = sorted(ctx.archive.scan("budgeted"), key=lambda ref: ref.published_at)
+        stored = [ctx.archive.objects.stored(ref.sha256) for ref in refs]
+        assert [s.encoding if s else None for s in stored] == ["keyframe", "delta"]
+        assert all(item.ok for item in ctx.archive.verify("budgeted"))
+    cli("verify", "budgeted")

@@ -127,24 +127,29 @@ def version_columns(geo: bool) -> list[str]:
 
 
 def version_parts(
-    frame: pl.DataFrame, encode: Encoder, geometries: Geometries | None = None
+    frame: pl.DataFrame,
+    encode: Encoder,
+    geometries: Geometries | None = None,
+    chunk_rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """The varying version columns, VERSION_CHUNK_ROWS rows at a time, each chunk's
+    """The varying version columns, `chunk_rows` (default VERSION_CHUNK_ROWS; fewer
+    within a source's memory budget: pipeline/bounded.py) rows at a time, each chunk's
     attribute texts (and, for a GIS source, its geometry columns from `geometries`)
     encoded only when it is reached (`encode`: observation indexes -> texts), on a
     helper thread one chunk ahead of the writer when there is more than one chunk.
     Peak memory holds two chunks' texts, never the whole payload's."""
     columns = version_columns(geometries is not None)
+    rows = chunk_rows or VERSION_CHUNK_ROWS
 
     def encoded() -> Iterator[pl.DataFrame]:
-        for part in slices(frame, VERSION_CHUNK_ROWS):
+        for part in slices(frame, rows):
             idx = part.get_column("idx")
             texts = encode(idx).alias("attributes")
             shapes = geometries(idx).get_columns() if geometries is not None else []
             code = pl.col("change").replace_strict(CHANGE_CODES, return_dtype=pl.Int16)
             yield part.with_columns(texts, *shapes, code).select(columns)
 
-    return ahead(encoded()) if frame.height > VERSION_CHUNK_ROWS else encoded()
+    return ahead(encoded()) if frame.height > rows else encoded()
 
 
 # version columns a large payload (a first load) often holds one value for: bound once
@@ -198,11 +203,15 @@ def _single_value(column: pl.Series) -> tuple[Any] | None:
 
 
 def staged_parts(
-    frame: pl.DataFrame, encode: Encoder, geometries: Geometries | None = None
+    frame: pl.DataFrame,
+    encode: Encoder,
+    geometries: Geometries | None = None,
+    chunk_rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
     """`version_parts` reduced to the columns `stage_layout` stages."""
     staged = stage_layout(frame, geometries is not None).staged
-    return (part.select(staged) for part in version_parts(frame, encode, geometries))
+    parts = version_parts(frame, encode, geometries, chunk_rows)
+    return (part.select(staged) for part in parts)
 
 
 def insert_versions(
@@ -213,6 +222,7 @@ def insert_versions(
     *,
     geometries: Geometries | None = None,
     stager: Stager | None = None,
+    chunk_rows: int | None = None,
 ) -> None:
     """Insert version rows: the varying columns from `frame` with their attribute texts
     from `encode` and, for a GIS source, geometry columns from `geometries` (or all of
@@ -237,13 +247,15 @@ def insert_versions(
         stager.copy_into_versions(_dbapi(conn), statement)
         return
     lits = [pl.lit(constants[c]).alias(c) for c in VERSION_CONSTANT]
-    parts = (part.with_columns(lits) for part in version_parts(frame, encode, geometries))
+    parts = (
+        part.with_columns(lits) for part in version_parts(frame, encode, geometries, chunk_rows)
+    )
     if _is_sqlite(conn):
         for part in parts:
             insert_frame(conn, "versions", part)
     else:  # binary, the constants encoded once (`parts` above is never started)
-        raw = version_parts(frame, encode, geometries)
-        _copy_versions_binary(conn, varying, constants, raw, frame.height)
+        raw = version_parts(frame, encode, geometries, chunk_rows)
+        _copy_versions_binary(conn, varying, constants, raw, frame.height, chunk_rows)
 
 
 _LATEST_COLUMNS = ["key", "version_id", "content_hash", "revision", "deleted"]
@@ -312,6 +324,7 @@ def _copy_versions_binary(
     constants: dict[str, Any],
     parts: Iterable[pl.DataFrame],
     rows: int,
+    chunk_rows: int | None = None,
 ) -> None:
     """COPY the version `parts` (the `varying` columns) in binary, the constants' bytes
     appended to every row, as one COPY in the open transaction."""
@@ -335,7 +348,7 @@ def _copy_versions_binary(
         encoded = (binary_rows(part, kinds, tail, fields=len(columns)) for part in parts)
         with cur.copy(stmt) as copy:
             copy.write(PG_SIGNATURE)
-            for data in ahead(encoded) if rows > VERSION_CHUNK_ROWS else encoded:
+            for data in ahead(encoded) if rows > (chunk_rows or VERSION_CHUNK_ROWS) else encoded:
                 copy.write(data)
                 faults.point("mid_copy")
             copy.write(PG_TRAILER)

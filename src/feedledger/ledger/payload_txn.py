@@ -70,6 +70,9 @@ class PayloadWrite:
     # the string columns `encode`'s texts are made of, where they are (a CSV payload):
     # the compact texts are then made from them (ledger/encoding/encode.py)
     rows: Callable[[pl.Series], pl.DataFrame | None] | None = None
+    # the version rows encoded and written at a time (None: bulk.VERSION_CHUNK_ROWS;
+    # fewer within a source's memory budget, pipeline/bounded.py)
+    chunk_rows: int | None = None
 
     @property
     def geo(self) -> bool:
@@ -101,7 +104,7 @@ def _apply_staged(
 ) -> tuple[int, int]:
     """The transaction of a large SQLite payload, its versions staged in scratch files."""
     overlapped = staging.attach_in_transaction()
-    parts = bulk.staged_parts(versions, write.encode, write.geometries)
+    parts = bulk.staged_parts(versions, write.encode, write.geometries, write.chunk_rows)
     with (
         timing.stage("txn_staged"),
         staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,
@@ -194,7 +197,13 @@ def _write(
             "fields_id": w.fields_id,
         }
         bulk.insert_versions(
-            conn, versions, w.encode, constants, geometries=w.geometries, stager=stager
+            conn,
+            versions,
+            w.encode,
+            constants,
+            geometries=w.geometries,
+            stager=stager,
+            chunk_rows=w.chunk_rows,
         )
     faults.point("mid_transaction")
     if w.outcomes.height:

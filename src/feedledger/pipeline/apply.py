@@ -221,6 +221,7 @@ def apply_observations(
                     geometries=obs.geometries if geo else None,
                     crs=obs.crs,
                     fields=obs.fields,
+                    chunk_rows=bounded.chunk_rows(src),
                 ),
             )
     except BaseException:

@@ -42,6 +42,15 @@ DIFF_SHARE = 0.25
 # The share of the budget the rows kept for the transaction may use, and their size
 KEEP_SHARE = 0.25
 ROW_BYTES = 400
+# The share of the budget the transaction's chunks of version rows may use (two exist
+# at once: one written, one encoded ahead), and what a row of one holds (its string
+# columns read back, its attribute text, the Python values a scratch file is written
+# from: ledger/staging.py)
+CHUNK_SHARE = 0.125
+CHUNK_BYTES_PER_ROW = 1000
+MIN_CHUNK_ROWS = 1000
+# What a payload's compression as a delta holds, in times its size (`compress_streamed`)
+DELTA_HOLDS = 3
 
 
 def partitions(src: SourceConfig, obs_rows: int, state_rows: int) -> int:
@@ -67,12 +76,32 @@ def ahead_fits(obs: Observations) -> bool:
 def compress_streamed(src: SourceConfig, obs: Observations, size: int) -> bool:
     """Whether a payload of `size` bytes read in batches is compressed after it is
     applied as a keyframe streamed from its file (`Archive.settle_streamed`), its bytes
-    dropped first, rather than as a delta against the payload before it beside the
-    transaction: when a delta would hold it and its base (about its size again) beyond
-    the budget, or beyond what a delta may span anyway (`codec.MAX_DELTA_BYTES`)."""
+    dropped first, rather than as a delta against the payload before it: when a delta
+    would hold beyond the budget its bytes, its base (about its size again, mapped from
+    the archive's base cache) and the new base cache file its check decodes into (its
+    size once more, mapped: archive/basecache.py) -- `DELTA_HOLDS` times its size --,
+    or span more than a delta may anyway (`codec.MAX_DELTA_BYTES`)."""
     if src.memory_budget is None or not obs.on_disk:
         return False
-    return 2 * size > min(src.memory_budget, MAX_DELTA_BYTES)
+    return DELTA_HOLDS * size > src.memory_budget or 2 * size > MAX_DELTA_BYTES
+
+
+def chunk_rows(src: SourceConfig) -> int | None:
+    """The version rows the transaction encodes and writes at a time within the source's
+    budget (None: the ledger's default, bulk.VERSION_CHUNK_ROWS)."""
+    if src.memory_budget is None:
+        return None
+    share = int(src.memory_budget * CHUNK_SHARE) // (2 * CHUNK_BYTES_PER_ROW)
+    return max(MIN_CHUNK_ROWS, share)
+
+
+def compress_after(src: SourceConfig, obs: Observations) -> bool:
+    """Whether a payload read in batches to fit its budget, compressed with its bytes
+    (not `compress_streamed`), is compressed once it is applied rather than beside its
+    apply: the compression holds the source's previous payload as its base (about the
+    payload's size again, mapped from the archive's base cache) and the compressor's
+    window, which the budget cannot give beside the diff and the transaction."""
+    return src.memory_budget is not None and obs.on_disk
 
 
 def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResult:

@@ -33,6 +33,7 @@ from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, epoch_us, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
+from feedledger.pipeline.allocators import release_promptly
 from feedledger.pipeline.archiving import archive_publication, date_publication, keep_rejected
 from feedledger.pipeline.stages import Stages
 from feedledger.timing import stage
@@ -119,6 +120,9 @@ def ingest(
     # a payload too large for the whole path, of a source without a budget: read, diffed
     # and compressed within the default one (pipeline/bounded.py)
     src = within_default(src, len(data))
+    # a budgeted payload's freed memory goes back to the system at once (before polars
+    # is loaded, below: pipeline/allocators.py)
+    release_promptly(src)
     label = original_name or "payload"
     with Stages() as stages:
         # raw: compressed after it is archived under the source, beside the transaction
@@ -194,6 +198,18 @@ def ingest(
         with stage("compress"):
             ctx.archive.settle_streamed(src.name, ref.sha256)
         return result
+    if bounded.compress_after(src, obs):
+        # read in batches to fit its budget: compressed (against the source's previous
+        # payload) only once applied or refused, its base and compressor never beside
+        # the apply
+        try:
+            return apply_archived(
+                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+            )
+        finally:
+            del obs
+            with stage("compress"):
+                ctx.archive.settle(src.name, ref.sha256, data, ref.published_at)
     with Stages() as after:
         # the raw object compressed on the other core while the payload is applied
         # (archive/settle.py); the process waits for it below, or on leaving the block

@@ -1,0 +1,70 @@
+"""A budgeted process gives the memory it frees back to the system at once.
+
+The allocators under a payload's work keep freed pages for reuse rather than return
+them: polars' jemalloc for half a second to a second (the decay polars sets when
+loaded, unless the environment sets one), glibc's malloc (the Python
+objects a scratch file is written from, Arrow's buffers in the system pool) for any
+block under its mmap threshold, a threshold it raises to the largest block freed so far
+(up to 32 MiB). Under a `memory_budget` every stage of the work (the read's pieces, the
+diff's parts, the transaction's chunks) would then add the pages its predecessors freed
+to its own, ~80-130 MiB over a 400k-row first load (bench/README.md, "A budgeted ingest
+within its bound"). `release_promptly` asks both to return freed pages at once: a little
+more of the system's time for a peak that is what the process holds.
+
+The whole path (a source without a budget, a payload below the default bound) keeps
+the allocators' defaults, and its speed. Nothing here imports polars: jemalloc reads its
+setting from the environment when polars is first loaded, so it is set before then (the
+CLI's `ingest` loads polars only once it knows the source); glibc's, with `mallopt`, at
+any time (other C libraries: left as they are)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+from feedledger.model.source import SourceConfig
+
+# polars' jemalloc (built with the `_rjem_` prefix) reads this when it starts
+JEMALLOC_ENV = "_RJEM_MALLOC_CONF"
+PROMPT_DECAY = "dirty_decay_ms:0,muzzy_decay_ms:0"
+# glibc mallopt parameters: a fixed mmap threshold (a block this large or more is
+# mapped and unmapped on its own, and the threshold no longer climbs) and the free
+# top of the heap trimmed beyond this much
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+GLIBC_THRESHOLD = 128 * 1024
+
+_released = False
+
+
+def release_promptly(src: SourceConfig) -> bool:
+    """For a source with a `memory_budget` (its own, or the default one
+    `within_default` gave it): have polars' allocator (when polars is not loaded yet and
+    the environment leaves it unset) and glibc's (when it is the C library) return freed
+    memory at once, for the rest of the process. Whether anything was set."""
+    global _released
+    if src.memory_budget is None or _released:
+        return False
+    _released = True
+    changed = False
+    if "polars" not in sys.modules and JEMALLOC_ENV not in os.environ:
+        os.environ[JEMALLOC_ENV] = PROMPT_DECAY
+        changed = True
+    return _glibc_prompt() or changed
+
+
+def _glibc_prompt() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    set_mmap = mallopt(M_MMAP_THRESHOLD, GLIBC_THRESHOLD)
+    set_trim = mallopt(M_TRIM_THRESHOLD, GLIBC_THRESHOLD)
+    return bool(set_mmap and set_trim)
