@@ -201,7 +201,8 @@ def ingest(
     if bounded.compress_after(src, obs):
         # read in batches to fit its budget: compressed (against the source's previous
         # payload) only once applied or refused, its base and compressor never beside
-        # the apply
+        # the apply (settle reads the raw object from its file: the bytes go first)
+        del data
         try:
             return apply_archived(
                 ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
@@ -209,7 +210,7 @@ def ingest(
         finally:
             del obs
             with stage("compress"):
-                ctx.archive.settle(src.name, ref.sha256, data, ref.published_at)
+                ctx.archive.settle(src.name, ref.sha256, ref.published_at)
     with Stages() as after:
         # the raw object compressed on the other core while the payload is applied
         # (archive/settle.py); the process waits for it below, or on leaving the block
