@@ -56,3 +56,10 @@ def test_a_source_without_a_budget_leaves_the_allocators_alone(
     assert not allocators.release_promptly(WHOLE)
     assert allocators.JEMALLOC_ENV not in allocators.os.environ
     assert not allocators._released
+
+
+def test_a_large_budget_leaves_polars_allocator_as_it_is(fresh: pytest.MonkeyPatch) -> None:
+    fresh.delitem(sys.modules, "polars", raising=False)
+    large = make_source("l", key=("id",), memory_budget="1GiB")
+    allocators.release_promptly(large)
+    assert allocators.JEMALLOC_ENV not in allocators.os.environ

@@ -35,13 +35,19 @@ PROMPT_DECAY = "dirty_decay_ms:0,muzzy_decay_ms:0"
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 GLIBC_THRESHOLD = 128 * 1024
+# jemalloc's decay set to 0 only under a budget this small: there its kept pages
+# (~100-130 MiB) are a large part of the bound, while at 10M parcels under the default
+# 1 GiB budget the prompt decay cost 18-29 % of the wall time for ~100-140 MiB of peak
+# (bench/README.md, "Issue 30 on the merged head, stop 37")
+PROMPT_DECAY_BELOW = 512 * 1024 * 1024
 
 _released = False
 
 
 def release_promptly(src: SourceConfig) -> bool:
     """For a source with a `memory_budget` (its own, or the default one
-    `within_default` gave it): have polars' allocator (when polars is not loaded yet and
+    `within_default` gave it): have polars' allocator (for a budget under
+    PROMPT_DECAY_BELOW, when polars is not loaded yet and
     the environment leaves it unset) and glibc's (when it is the C library) return freed
     memory at once, for the rest of the process. Whether anything was set."""
     global _released
@@ -49,7 +55,8 @@ def release_promptly(src: SourceConfig) -> bool:
         return False
     _released = True
     changed = False
-    if "polars" not in sys.modules and JEMALLOC_ENV not in os.environ:
+    small = src.memory_budget < PROMPT_DECAY_BELOW
+    if small and "polars" not in sys.modules and JEMALLOC_ENV not in os.environ:
         os.environ[JEMALLOC_ENV] = PROMPT_DECAY
         changed = True
     return _glibc_prompt() or changed
