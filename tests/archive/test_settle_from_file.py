@@ -7,9 +7,7 @@ the raw file's bytes never replaces it, nor does a kill while it is checked."""
 
 from __future__ import annotations
 
-import hashlib
 import mmap
-import random
 import signal
 import sys
 from pathlib import Path
@@ -18,38 +16,18 @@ from typing import Any
 import pytest
 import xxhash
 
+from archive import daily_payloads
+from archive.daily_payloads import DAY, DAY0, archived_raw, sha
 from feedledger.archive import LocalArchive, codec, streaming
 from feedledger.archive.basecache import BaseCache
 from feedledger.archive.objects import raw_rel, zst_rel
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli
 
-DAY = 86_400_000_000
-DAY0 = 1_786_000_000_000_000
-FETCHED = 1_790_000_000_000_000
 
-
-def daily(days: int, rows: int, seed: int = 17) -> list[bytes]:
-    """CSV snapshots a day apart, a few rows changed each day."""
-    rnd = random.Random(seed)
-    table = {i: rnd.randrange(10**9) for i in range(rows)}
-    out: list[bytes] = []
-    for _ in range(days):
-        for key in rnd.sample(sorted(table), 20):
-            table[key] = rnd.randrange(10**9)
-        out.append(("id,value\n" + "".join(f"{k},{v}\n" for k, v in table.items())).encode())
-    return out
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def archived_raw(archive: LocalArchive, data: bytes, day: int) -> str:
-    """What an ingest does before it settles: the object raw, then the publication."""
-    digest = archive.put_object(data, "larimer", later=True)
-    archive.put("larimer", data, published_at=DAY0 + day * DAY, fetched_at=FETCHED, sha256=digest)
-    return digest
+def daily(days: int, rows: int) -> list[bytes]:
+    """CSV snapshots a day apart, 20 rows changed each day."""
+    return daily_payloads.daily(days, rows, seed=17, changes=20, span=10**9)
 
 
 @pytest.fixture

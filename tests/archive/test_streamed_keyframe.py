@@ -5,40 +5,19 @@ twice changes nothing, and a failing encoder leaves it raw with a warning."""
 
 from __future__ import annotations
 
-import hashlib
-import random
 from pathlib import Path
 
 import pytest
 
+from archive import daily_payloads
+from archive.daily_payloads import DAY, DAY0, archived_raw, sha
 from feedledger.archive import LocalArchive, streaming
 from feedledger.archive.objects import raw_rel, zst_rel
 
-DAY = 86_400_000_000
-DAY0 = 1_786_000_000_000_000
-FETCHED = 1_790_000_000_000_000
-
 
 def daily(seed: int, days: int, rows: int) -> list[bytes]:
-    """CSV snapshots a day apart, a few rows changed each day."""
-    rnd = random.Random(seed)
-    table = {i: rnd.randrange(10**6) for i in range(rows)}
-    out: list[bytes] = []
-    for _ in range(days):
-        for key in rnd.sample(sorted(table), 5):
-            table[key] = rnd.randrange(10**6)
-        out.append(("id,value\n" + "".join(f"{k},{v}\n" for k, v in table.items())).encode())
-    return out
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def archived_raw(archive: LocalArchive, data: bytes, day: int) -> str:
-    digest = archive.put_object(data, "larimer", later=True)
-    archive.put("larimer", data, published_at=DAY0 + day * DAY, fetched_at=FETCHED, sha256=digest)
-    return digest
+    """CSV snapshots a day apart, 5 rows changed each day."""
+    return daily_payloads.daily(days, rows, seed=seed, changes=5, span=10**6)
 
 
 def test_a_payload_settled_from_its_file_is_a_keyframe_that_reads_back(
