@@ -1,5 +1,6 @@
 """Optional stage timings (`FEEDLEDGER_TIMINGS=1` prints them to stderr at exit;
-`FEEDLEDGER_TIMINGS=rss` adds the process's peak RSS in MiB at the end of each stage).
+`FEEDLEDGER_TIMINGS=rss` adds, at the end of each stage, the process's peak resident set
+in MiB and, on Linux, its anonymous and file-backed parts at that moment).
 
 Used by the benchmarks to show where the time of a run goes; off by default.
 """
@@ -31,10 +32,28 @@ def stage(name: str) -> Iterator[None]:
     finally:
         _stages.append((name, time.perf_counter() - start))
         if _RSS:
-            import resource  # lazy: POSIX only (none on Windows), for =rss
+            _stages.extend((f"{name}.{part}", mib) for part, mib in _memory().items())
 
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-            _stages.append((f"{name}.peak_mib", float(peak)))
+
+_STATUS = {"VmHWM": "peak_mib", "RssAnon": "anon_mib", "RssFile": "file_mib"}
+
+
+def _memory() -> dict[str, float]:
+    """The peak resident set and, on Linux, the anonymous and file-backed resident parts
+    now, in MiB. Linux's own high-water mark (`VmHWM`) counts from this program's start;
+    `ru_maxrss` (elsewhere) would also count the parent's set at the fork."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+        return {
+            name: int(fields[key].split()[0]) / 1024
+            for key, name in _STATUS.items()
+            if key in fields
+        }
+    except OSError:
+        import resource  # lazy: POSIX only (none on Windows), for =rss
+
+        return {"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def report() -> None:
