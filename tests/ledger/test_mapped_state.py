@@ -4,12 +4,15 @@ after its file is replaced by the next payload's state and pruned."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 from feedledger.config import Workspace
 from feedledger.context import Context
+from feedledger.diff.compute import STATE_SCHEMA
 from feedledger.ledger import statecache
 from feedledger.pipeline.ingest import ingest
 from helpers import MakeSource
@@ -42,3 +45,30 @@ def test_a_mapped_state_is_the_ledgers_state_and_outlives_its_file(
         now, _ = ctx.store.read_state("a")
         assert_frame_equal(again.sort(key), now.sort(key))
         assert wm is not None
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_state_written_in_parts_some_empty_reads_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool
+) -> None:
+    # a partitioned diff's next state arrives one key-hash partition at a time, and
+    # with more partitions than keys most of them are empty
+    state = pl.DataFrame(
+        {
+            "key": [f'["{i}"]' for i in range(7)],
+            "version_id": list(range(7)),
+            "hash": [i * 31 for i in range(7)],
+            "revision": [None, "r1", None, None, "r4", None, None],
+            "deleted": [False] * 6 + [True],
+        },
+        schema=STATE_SCHEMA,
+    )
+    empty = state.clear()
+    parts = [empty, state[:3], empty, empty, state[3:4], state[4:], empty]
+    path = tmp_path / "state.arrow"
+    statecache._write_parts(path, iter(parts))
+    monkeypatch.setattr(statecache, "MAP_BYTES", 0 if mapped else 1 << 40)
+    back = statecache._read(path)
+    assert back.schema == STATE_SCHEMA
+    assert_frame_equal(back.sort("key"), state)
+    assert_frame_equal(statecache._read(path).clear(), empty)

@@ -35,7 +35,7 @@ def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
     # every payload of the budgeted source takes the batched read, and its diff is cut
     # in many partitions (as a payload hundreds of times larger would be)
     monkeypatch.setattr(csv_batched, "WHOLE_READ_FACTOR", 10**9)
-    monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 3 * MiB)
+    monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 64 * 1024)
     # and its objects are compressed as keyframes streamed from their files, after
     # the bytes are dropped (as a payload too large for a delta beside its base)
     monkeypatch.setattr(bounded, "MAX_DELTA_BYTES", 1)

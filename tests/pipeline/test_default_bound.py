@@ -35,7 +35,7 @@ def batched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int | N
     """The (source, budget) of each payload read in batches; every payload read within a
     budget is (as one hundreds of times larger would be), and its diff is partitioned."""
     monkeypatch.setattr(csv_batched, "WHOLE_READ_FACTOR", 10**9)
-    monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 3 * MiB)
+    monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 64 * 1024)
     seen: list[tuple[str, int | None]] = []
     real = csv_batched.read_csv_batched
 
