@@ -19,6 +19,7 @@ summary says 0 changes. SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -117,12 +118,13 @@ def test_a_recovery_taken_over_is_run_once_and_announced_once(
     race.patch(monkeypatch)
     got: dict[str, Attempt] = {}
     holding, wake = threading.Event(), threading.Event()
-    threads = []
+    threads: list[threading.Thread] = []
     if second_looks == "before_the_first_run":
         threads.append(scheduler(workspace, "s2", got))
         assert race.looked["s2"].wait(WAIT_S)
     threads.append(scheduler(workspace, "s1", got, stalled_at_first_payload(holding, wake)))
     assert holding.wait(WAIT_S)
+    (first_run,) = fetch(workspace, select(lease_table.c.run_id))[0]
     if second_looks == "during_the_first_run":
         threads.append(scheduler(workspace, "s2", got))
         assert race.looked["s2"].wait(WAIT_S)
@@ -148,11 +150,14 @@ def test_a_recovery_taken_over_is_run_once_and_announced_once(
         select(applications).where(applications.c.source == SRC),
         select(runs).where(runs.c.source == SRC, runs.c.kind == "backfill"),
     )
-    # every payload applied once (the 08-02 live run, then the week), by one run
+    # every payload applied once (the 08-02 live run, then the week), by one run: the
+    # one scheduler 1 started, taken over
     assert len(apps) == 1 + len(WEEK) == len({a.payload_id for a in apps})
-    assert {a.run_id for a in apps if a.published_at > apps[0].published_at} == {s2.run_id}
+    live = min(a.published_at for a in apps)
+    assert {a.run_id for a in apps if a.published_at > live} == {s2.run_id} == {first_run.run_id}
     (run,) = backfills
     assert (run.run_id, run.status, run.payloads) == (s2.run_id, "succeeded", len(WEEK))
+    assert [r["status"] for r in json.loads(run.resumptions)] == ["abandoned"]
     summaries = [r for r in outbox_rows(workspace) if r.topic == "summary"]
     assert [(s.run_id, s.changes) for s in summaries] == [(s2.run_id, run.changes)]
     assert run.changes > 0
