@@ -37,9 +37,12 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
 
 
-def resumable(store: Store, source: str, kind: str, start: int, end: int) -> Run | None:
-    """The unfinished run of `kind` that a request for [start, end] continues, if any."""
-    earlier = [r for r in list_runs(store, source) if r.kind == kind]
+def resumable(
+    store: Store, source: str, kind: str, start: int, end: int, *, besides: str | None = None
+) -> Run | None:
+    """The unfinished run of `kind` that a request for [start, end] continues, if any.
+    `besides`: the run the caller has just started under the lease (not a candidate)."""
+    earlier = [r for r in list_runs(store, source) if r.kind == kind and r.run_id != besides]
     if not earlier:
         return None
     last = earlier[-1]
@@ -65,6 +68,12 @@ def notice_queued(conn: Connection, source: str, run_id: str, topic: str) -> boo
         .limit(1)
     ).first()
     return row is not None
+
+
+def summarised(store: Store, source: str, run_id: str) -> bool:
+    """Whether the run's summary is queued: its last transaction committed."""
+    with store.engine.connect() as conn:
+        return notice_queued(conn, source, run_id, "summary")
 
 
 def close_run(

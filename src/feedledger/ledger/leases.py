@@ -70,13 +70,12 @@ def acquire(
     *,
     run_kind: str | None = None,
     parent_run_id: str | None = None,
-    resume: bool = False,
     window: tuple[int, int] | None = None,
 ) -> None:
-    """Take the source's lease; with `run_kind`, also start the run (same transaction):
-    a new run `run_id`, or with `resume` the unfinished run `run_id` continued
-    (ledger/backfill_runs.py). `window`: a backfill's requested window, kept on the run.
-    On PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
+    """Take the source's lease; with `run_kind`, also start the new run `run_id` (same
+    transaction; which unfinished run it goes on with is decided under the lease:
+    `continue_run`). `window`: a backfill's requested window, kept on the run. On
+    PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
     finds another taking the same lease at this moment is refused at once instead of
     queueing behind it (SQLite serialises writers with BEGIN IMMEDIATE)."""
     now = now_us()
@@ -132,9 +131,7 @@ def acquire(
                     hint="backfill, replay and retract still work; "
                     f"`feedledger thaw {source}` resumes live runs",
                 )
-        if run_kind is not None and resume:
-            runs.reopen(conn, source, run_id, holder, now)
-        elif run_kind is not None:
+        if run_kind is not None:
             runs.start(
                 conn,
                 run_id=run_id,
@@ -189,20 +186,43 @@ def release(
     status: str | None = None,
     error: str | None = None,
 ) -> None:
-    """Release the lease; with `run_id` and `status`, also finish the run (same txn).
-    Status `NOTHING`: the run found nothing to do once it held the lease, and is removed
-    if it wrote nothing (`runs.discard`), else finished `succeeded`."""
+    """Release the lease; with `run_id` and `status`, also finish the run (same txn),
+    if `holder` still holds it (`runs.finish`). Status `NOTHING`: the run found nothing
+    to do once it held the lease, and is removed if it wrote nothing (`runs.discard`),
+    else finished `succeeded`."""
     with store.begin() as conn:
         if run_id is not None and status == NOTHING:
             if not runs.discard(conn, run_id, holder):
-                runs.finish(conn, run_id, "succeeded", error)
+                runs.finish(conn, run_id, "succeeded", error, holder=holder)
         elif run_id is not None and status is not None:
-            runs.finish(conn, run_id, status, error)
+            runs.finish(conn, run_id, status, error, holder=holder)
         conn.execute(
             update(leases)
             .where(leases.c.source == source, leases.c.holder == holder)
             .values(holder=None, run_id=None, expires_at=None, heartbeat_at=None)
         )
+
+
+def continue_run(store: Store, run: LeasedRun, run_id: str) -> None:
+    """Under the lease `run` holds, go on with the unfinished run `run_id` (decided under
+    the lease: ledger/backfill_runs.py `resumable`) instead of the fresh run the lease was
+    taken with. In one transaction, the lease still checked: the fresh run, which did
+    nothing, is removed, `run_id` is reopened under the same holder and named on the
+    lease. `run.run_id` becomes `run_id` (its writes and its finish are fenced by it)."""
+    with store.begin() as conn:
+        check_held(conn, run.source, run.holder, run.run_id)
+        if not runs.discard(conn, run.run_id, run.holder):
+            raise LeaseHeldError(
+                f"run {run.run_id} wrote already, so it cannot become run {run_id}",
+                source=run.source,
+            )
+        runs.reopen(conn, run.source, run_id, run.holder, now_us())
+        conn.execute(
+            update(leases)
+            .where(leases.c.source == run.source, leases.c.holder == run.holder)
+            .values(run_id=run_id)
+        )
+    run.run_id = run_id
 
 
 @dataclass(slots=True)
@@ -225,17 +245,17 @@ def leased_run(
     kind: str,
     *,
     parent_run_id: str | None = None,
-    resume_run_id: str | None = None,
     window: tuple[int, int] | None = None,
 ) -> Iterator[LeasedRun]:
     """Start a run of `kind` on `source` under the source's lease (refused with
     LeaseHeldError if another live run holds it; SourceFrozenError for a live run of a
-    frozen source) -- or continue the unfinished run `resume_run_id` -- and finish it --
-    `succeeded` (or the block's `run.outcome`), or `failed` with the error -- releasing
-    the lease, however the block ends. A caller that decided there was work before it
-    held the lease must decide again under it, and set `run.outcome = NOTHING` when
-    another run did the work in between."""
-    run_id = resume_run_id or str(uuid.uuid4())
+    frozen source) and finish it -- `succeeded` (or the block's `run.outcome`), or
+    `failed` with the error -- releasing the lease, however the block ends (a holder
+    whose lease was taken over meanwhile finishes nothing: `runs.finish`). A caller that
+    decided there was work before it held the lease must decide again under it, from
+    the ledger, and set `run.outcome = NOTHING` when another run did the work in
+    between; an unfinished run it is to go on with is named under it (`continue_run`)."""
+    run_id = str(uuid.uuid4())
     run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
     with stage("lease"):
         acquire(
@@ -245,7 +265,6 @@ def leased_run(
             run.run_id,
             run_kind=kind,
             parent_run_id=parent_run_id,
-            resume=resume_run_id is not None,
             window=window,
         )
     with _active_lock:

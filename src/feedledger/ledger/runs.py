@@ -145,13 +145,19 @@ def set_status(conn: Connection, run_id: str, status: str, *, only_from: str | N
     return bool(conn.execute(stmt.values(status=status)).rowcount)
 
 
-def finish(conn: Connection, run_id: str, status: str, error: str | None = None) -> None:
-    """A run's final status, finish time and error."""
-    conn.execute(
+def finish(
+    conn: Connection, run_id: str, status: str, error: str | None = None, *, holder: str
+) -> bool:
+    """A run's final status, finish time and error, set by the run's holder only: a
+    holder whose lease was taken over (it stalled past the lease's expiry) leaves alone
+    the run its successor resumed under a new holder (`reopen`), or abandoned. Returns
+    whether the run was changed."""
+    result = conn.execute(
         update(runs)
-        .where(runs.c.run_id == run_id)
+        .where(runs.c.run_id == run_id, runs.c.holder == holder, runs.c.status == "running")
         .values(status=status, finished_at=now_us(), error=error)
     )
+    return bool(result.rowcount)
 
 
 def discard(conn: Connection, run_id: str, holder: str) -> bool:

@@ -19,24 +19,30 @@ the archive does not hold become gap records, and ONE summary notification is qu
 in a last transaction (pipeline/catchup/report.py). A window with nothing to apply is not an
 error: `NothingToDo` (exit 0).
 
-What there is to do is decided twice: before the lease (to say "nothing to do" without
-taking it) and again under it, since another worker may have done the work in between
-(a scheduler's recovery finished by another scheduler). A fresh backfill that finds
-nothing under the lease returns `NothingToDo` too and leaves no run record and no
-summary (`leases.NOTHING`); a replay lists the archive again under its lease.
+What there is to do is decided twice, from the ledger (`_decide`): before the lease (to
+say "nothing to do" without taking it) and again under it, where it is acted on, since
+another worker may have done the work in between (a scheduler's recovery finished by
+another scheduler, or the run of a stalled scheduler whose lease expired taken over and
+finished). Which unfinished run a backfill resumes is decided under the lease too
+(`leases.continue_run`). A backfill that finds nothing under the lease -- no payload to
+apply, no applied one left unannounced by an unfinished run -- returns `NothingToDo` and
+leaves no run record and no summary (`leases.NOTHING`); a replay lists the archive again
+under its lease.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, timedelta
 
 from feedledger import faults
 from feedledger.context import Context
 from feedledger.formats import read_observations
-from feedledger.ledger import leases, runs
-from feedledger.ledger.backfill_runs import resumable
+from feedledger.ledger import leases, queries, runs
+from feedledger.ledger.backfill_runs import resumable, summarised
 from feedledger.ledger.leases import LeasedRun
+from feedledger.ledger.records import Run
 from feedledger.ledger.retraction import Retracted, Scope, retract_scope
 from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
@@ -55,7 +61,7 @@ from feedledger.pipeline.catchup.assess import (
     window,
 )
 from feedledger.pipeline.catchup.replay_retraction import withdraw
-from feedledger.pipeline.catchup.report import NothingToDo, RunReport, Step, finish
+from feedledger.pipeline.catchup.report import NothingToDo, RunReport, Step, chain_of, finish
 from feedledger.pipeline.catchup.served import fill, window_days
 from feedledger.pipeline.observing import observed_days
 
@@ -121,15 +127,62 @@ def _apply_payloads(
     return steps
 
 
-def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -> str | None:
+def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -> Run | None:
     """The latest earlier run of this kind, if it did not finish (a request beyond its
     window starts a new run that names it as its parent). A run still marked `running`
     counts: if its process is alive, taking the lease refuses us; if it died, taking
     the lease marks it abandoned."""
     earlier = [r for r in runs.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own]
     if earlier and earlier[-1].status != "succeeded":
-        return earlier[-1].run_id
+        return earlier[-1]
     return None
+
+
+@dataclass
+class _Decision:
+    """What a backfill has to do: the window's assessment, and the unfinished run it goes
+    on with -- resumed under its id (`resume`), or named the parent of a new run."""
+
+    plan: Assessment
+    resume: Run | None
+    parent: Run | None
+    unannounced: bool  # that run (and those it continues) applied payloads no summary told
+
+    @property
+    def work(self) -> bool:
+        return bool(self.plan.replayable) or self.unannounced
+
+
+def _decide(
+    ctx: Context,
+    src: SourceConfig,
+    lo: date,
+    hi: date,
+    span: tuple[int, int],
+    own: str | None,
+) -> _Decision:
+    """Decided from the ledger, before the lease (to say "nothing to do" without taking
+    it) and again under it (`own`: the run just started there), where it is acted on:
+    in between another scheduler may have applied the window, or -- the lease of a
+    stalled holder having expired -- taken its run over and finished it. A run left
+    unfinished is continued only for work: payloads to apply, or applied ones its
+    summary has not told yet (its holder died before the last transaction); else the
+    backfill is nothing to do, never a run that applies nothing and announces 0 changes."""
+    kind = RunKind.BACKFILL.value
+    plan = assess_window(ctx, src, lo, hi)
+    resume = resumable(ctx.store, src.name, kind, *span, besides=own)
+    parent = None if resume is not None else _interrupted_parent(ctx, src.name, kind, own)
+    earlier = resume or parent
+    unannounced = (
+        earlier is not None
+        and not summarised(ctx.store, src.name, earlier.run_id)
+        and bool(
+            queries.run_applications(
+                ctx.store, chain_of(ctx, earlier.run_id, earlier.parent_run_id, kind)
+            )
+        )
+    )
+    return _Decision(plan, resume, parent, unannounced)
 
 
 def fetch_window(ctx: Context, src: SourceConfig, lo: date, hi: date) -> list[PayloadRef]:
@@ -159,44 +212,40 @@ def backfill(
     fetched = fetch_window(ctx, src, lo, hi) if fetch else []
     span = (day_start_us(lo, src.timezone), day_start_us(hi + timedelta(days=1), src.timezone) - 1)
     kind = RunKind.BACKFILL.value
-    plan = assess_window(ctx, src, lo, hi)
-    resume = resumable(ctx.store, src.name, kind, *span)
-    parent = None if resume is not None else _interrupted_parent(ctx, src.name, kind, None)
-    if not plan.replayable and resume is None and parent is None:
-        if plan.late:  # work this command must not do: not "nothing to do"
-            raise _late_only(src, plan, len(fetched))
-        return _nothing_to_replay(src, plan)
+    first = _decide(ctx, src, lo, hi, span, None)
+    if not first.work:
+        if first.plan.late:  # work this command must not do: not "nothing to do"
+            raise _late_only(src, first.plan, len(fetched))
+        return _nothing_to_replay(src, first.plan)
     if on_plan:
-        on_plan(plan)
+        on_plan(first.plan)
     nothing: NothingToDo | ConfigError | None = None
-    with leases.leased_run(
-        ctx.store,
-        src.name,
-        kind,
-        resume_run_id=resume.run_id if resume is not None else None,
-        window=span,
-    ) as run:
+    # a fresh run: which unfinished run it goes on with, if any, is decided under the lease
+    with leases.leased_run(ctx.store, src.name, kind, window=span) as run:
         report = RunReport(src.name, kind, run.run_id, notify=notify, fetched=fetched)
-        # the lease is ours: the killed holder of an interrupted backfill is now marked
-        # abandoned, and the watermark can no longer move under us
-        if resume is not None:
-            now_run = runs.get_run(ctx.store, run.run_id)
-            report.resumed = len(now_run.resumed) if now_run is not None else 0
-            report.parent_run_id = now_run.parent_run_id if now_run is not None else None
-        else:
-            report.parent_run_id = _interrupted_parent(ctx, src.name, kind, run.run_id)
-            if report.parent_run_id:
-                runs.set_parent(ctx.store, run.run_id, report.parent_run_id)
-        # decided again under the lease: another worker may have applied the window
-        # since the look above (a scheduler's recovery finished by another scheduler)
-        plan = assess_window(ctx, src, lo, hi)
-        if not plan.replayable and resume is None and report.parent_run_id is None:
-            # a fresh run with nothing to apply: no run record, no summary, no gaps
+        # the lease is ours: the killed (or stalled) holder of an unfinished backfill is
+        # now marked abandoned, and nobody else can move the watermark or end a run.
+        # Decided again, from the ledger: another scheduler may have applied the window
+        # since the look above, or taken over the run unfinished then and finished it
+        now = _decide(ctx, src, lo, hi, span, run.run_id)
+        plan = now.plan
+        if not now.work:
+            # nothing to apply or announce: no run record, no summary, no gaps (a run
+            # left unfinished stays as it was)
             run.outcome = leases.NOTHING
             nothing = (
                 _late_only(src, plan, len(fetched)) if plan.late else _nothing_to_replay(src, plan)
             )
         else:
+            if now.resume is not None:
+                leases.continue_run(ctx.store, run, now.resume.run_id)
+                report.run_id = run.run_id
+                resumed = runs.get_run(ctx.store, run.run_id)
+                report.resumed = len(resumed.resumed) if resumed is not None else 0
+                report.parent_run_id = resumed.parent_run_id if resumed is not None else None
+            elif now.parent is not None:
+                report.parent_run_id = now.parent.run_id
+                runs.set_parent(ctx.store, run.run_id, now.parent.run_id)
             report.missing_dates = plan.missing_dates
             report.late = plan.late
             report.steps = _apply_payloads(

@@ -176,6 +176,18 @@ def _summary(
     return text
 
 
+def chain_of(ctx: Context, run_id: str, parent_id: str | None, kind: str) -> list[str]:
+    """The run and the earlier runs of its kind it continues (its parent `parent_id`,
+    then theirs in turn): what its summary covers."""
+    chain_ids = [run_id]
+    while parent_id is not None:
+        chain_ids.append(parent_id)
+        earlier = runs.get_run(ctx.store, parent_id)
+        same_kind = earlier is not None and earlier.kind == kind
+        parent_id = earlier.parent_run_id if earlier is not None and same_kind else None
+    return chain_ids
+
+
 def finish(
     ctx: Context,
     src: SourceConfig,
@@ -190,13 +202,7 @@ def finish(
     notification (idempotent per run: a resumed run that queued it before it stopped
     does not queue it again)."""
     store = ctx.store
-    chain_ids = [report.run_id]
-    parent = report.parent_run_id
-    while parent is not None:
-        chain_ids.append(parent)
-        earlier = runs.get_run(store, parent)
-        same_kind = earlier is not None and earlier.kind == report.kind
-        parent = earlier.parent_run_id if earlier is not None and same_kind else None
+    chain_ids = chain_of(ctx, report.run_id, report.parent_run_id, report.kind)
     chain = queries.run_applications(store, chain_ids)
     report.summary = _summary(report, src, chain, word)
     total = sum(n for _r, _at, n in chain)
