@@ -161,17 +161,20 @@ class Batches:
                 copy.write_row(d[:width])
         self.whole += len(docs)
         faults.point("destination_staged", ticket)
-        cur.execute(self._upsert_first() if first else self._classified_upsert())
         judged: list[str] = []
         listed: set[str] = set()
         default = "accepted"
-        for key, code in cur.fetchall():
-            if key is None:  # the header: which keys are listed
-                default = "already_current" if code == "W" else "accepted"
-            elif code == "j":
-                judged.append(key)
-            else:
-                listed.add(key)
+        if first:  # every key written but the judged ones
+            judged = self._upsert_first(cur, len(docs))
+        else:
+            cur.execute(self._classified_upsert())
+            for key, code in cur.fetchall():
+                if key is None:  # the header: which keys are listed
+                    default = "already_current" if code == "W" else "accepted"
+                elif code == "j":
+                    judged.append(key)
+                else:
+                    listed.add(key)
         held: list[Any] = []
         if judged:
             # not written, not current: the rows held now (what the upsert met), the
@@ -184,17 +187,24 @@ class Batches:
             held = list(cur.fetchall())
         return held, default, listed
 
-    def _upsert_first(self) -> str:
-        """The batch upserted as staged (the guard in its WHERE), answering a header
-        (NULL, 'C': every key not listed was written) and (key, 'j') for each key not
-        written: in a rebuild into an empty table, none -- and no probe of the rows held
-        besides the upsert's own."""
+    def _upsert_first(self, cur: Any, n: int) -> list[str]:
+        """Upsert the `n` staged rows as they are (the guard in its WHERE), with no probe
+        of the rows held besides the upsert's own and nothing returned; the keys not
+        written (none in a rebuild into an empty table: the upsert's row count is `n`)
+        are those whose held row this transaction did not write (its xmin is another
+        transaction's: a row the upsert inserted or updated carries this one's)."""
         values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
-        upsert = self.upsert_sql(f"SELECT {values} FROM fl_stage")
-        return (
-            f"WITH up AS ({upsert} RETURNING t.key) SELECT NULL, 'C' "
-            "UNION ALL SELECT s.key, 'j' FROM fl_stage s WHERE s.key NOT IN (SELECT key FROM up)"
+        cur.execute(self.upsert_sql(f"SELECT {values} FROM fl_stage"))
+        if cur.rowcount == n:
+            return []
+        cur.execute(
+            # an index probe per key (LATERAL: whatever the planner knows of a table
+            # growing under a rebuild)
+            "SELECT s.key FROM fl_stage s, LATERAL (SELECT xmin FROM "
+            f"{self.ident} WHERE key = s.key LIMIT 1) h "
+            "WHERE h.xmin::text::bigint <> txid_current() % 4294967296"
         )
+        return [r[0] for r in cur.fetchall()]
 
     def _classified_upsert(self) -> str:
         """The one statement of a PostgreSQL batch (see the module): `c` classifies each
