@@ -1,11 +1,15 @@
 """The guarded write alone: `Target.write` of B batches of 20,000 parcel-like documents
-into a fresh PostgreSQL table (every one accepted), then the same batches again (every
-one already current), in this process -- no ledger, no process start-up.
+into a fresh PostgreSQL table (every one accepted), then the same batches again through
+a new Target, as a resync process would (every one already current), in this process --
+no ledger, no process start-up.
 
     PYTHONPATH=<tree>/src .venv/bin/python bench/sync_write_bench.py [B]
 
 Run it alternately with two trees (`PYTHONPATH=/tmp/old/src`, then this one) to compare
-their write paths. Prints wall and this thread's CPU per pass; the table is dropped.
+their write paths. Prints wall and this thread's CPU per pass, and the CPU of the
+destination's backend process (a server on this machine: /proc/<pid>/stat; "-" if
+unreadable) -- the part of a write a loaded machine's wall clock hides; the table is
+dropped.
 """
 
 from __future__ import annotations
@@ -53,20 +57,45 @@ def batch(b: int) -> list[Doc]:
     return out
 
 
+def backend_cpu(t: Target) -> tuple[int, float | None]:
+    """(pid, user+sys CPU seconds) of the backend of `t`'s pooled connection (one writer
+    thread here: always the same one)."""
+    raw = t.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        cur.execute("SELECT pg_backend_pid()")
+        pid = int(cur.fetchone()[0])
+        raw.commit()
+    finally:
+        raw.close()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return pid, None
+    return pid, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     n_batches = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     table = "wb_" + uuid.uuid4().hex[:8]
-    t = Target(Destination("d", "s", "postgres", URL, table, ("owner", "address")))
-    t.ensure()
+    dest = Destination("d", "s", "postgres", URL, table, ("owner", "address"))
     batches = [batch(b) for b in range(n_batches)]
     try:
         for label, want in (("load", "accepted"), ("no-op", "already_current")):
-            t0, c0 = time.perf_counter(), time.thread_time()
-            ok = sum(v.verdict == want for docs in batches for v in t.write(docs))
-            wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
-            print(f"{label}: {wall:.2f}s wall, {cpu:.2f}s cpu, {want} {ok:,}")
+            t = Target(dest)  # the no-op: a new process's Target (nothing sent yet)
+            try:
+                t.ensure()
+                pid, s0 = backend_cpu(t)
+                t0, c0 = time.perf_counter(), time.thread_time()
+                ok = sum(v.verdict == want for docs in batches for v in t.write(docs))
+                wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+                pid1, s1 = backend_cpu(t)
+            finally:
+                t.close()
+            server = "-" if s0 is None or s1 is None or pid1 != pid else f"{s1 - s0:.2f}s"
+            print(f"{label}: {wall:.2f}s wall, {cpu:.2f}s cpu, server {server}, {want} {ok:,}")
     finally:
-        t.close()
         engine = create_engine(URL.replace("postgresql://", "postgresql+psycopg://", 1))
         with engine.begin() as conn:
             conn.execute(text(f"DROP TABLE IF EXISTS {table}"))

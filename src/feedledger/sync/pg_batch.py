@@ -1,21 +1,33 @@
 """A PostgreSQL destination's guarded batch (sync/target.py's write there).
 
-The batch is COPYed (binary; the documents as text, parsed into jsonb only for the rows
-written) into a temporary table, then ONE statement classifies each row against the row
-held (an index probe per key, no lock), upserts only those the guard may accept (so a
-batch the destination already holds writes and locks nothing) and answers, for a batch
-of 20,000, only the minority: the keys written or the keys already current, whichever
-are fewer, and the keys neither (their held rows are then read for `judge`). After a
-batch mostly written (a rebuild into an empty table) the next is upserted first instead,
-with no probe besides the upsert's own, and only the keys not written are judged. Either
-way the upsert keeps the guard in its WHERE: what decides a write is the row held when
-the upsert meets it, in any process.
+Three ways to send a batch, each chosen by what the previous batch turned out to be (a
+batch is most likely its predecessor's kind), all in ONE transaction per batch:
+
+* hash first (the previous batch mostly not written: a resync; and the first batch):
+  only each document's key, position, generation and content hash are COPYed (~40
+  bytes a record) and ONE statement answers the keys whose held row is not already
+  current (an index probe per key, no lock, no document parsed, no tsvector built).
+  The documents of those keys only are then sent whole, the classified way below; every
+  other key's verdict is already_current (its held row was current when probed).
+* classified (the documents of a hash-first batch not current): the batch is COPYed
+  (binary; the documents as text, parsed into jsonb only for the rows written) into a
+  temporary table, then ONE statement classifies each row against the row held (an
+  index probe per key, no lock), upserts only those the guard may accept and answers
+  only the minority: the keys written or the keys already current, whichever are fewer,
+  and the keys neither (their held rows are then read for `judge`).
+* upsert first (the previous batch mostly written: a rebuild into an empty table): the
+  staged batch is upserted with no probe besides the upsert's own, and only the keys
+  not written are judged.
+
+Whichever way, the upsert keeps the guard in its WHERE: what decides a write is the
+row held when the upsert meets it, in any process.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Engine
@@ -27,6 +39,9 @@ from feedledger.sync.transform import Doc
 # the binary COPY's types of fl_stage's columns, in sync/target.py's COLUMNS order (and
 # a GIS source's geometry_wkb)
 STAGE_TYPES = ["text", "int8", "text", "int8", "text", "bool", "text", "bytea"]
+# a hash-first probe's row: a Doc's key, revision, rank, content hash and tombstone flag
+PROBE_TYPES = ["text", "int8", "int8", "text", "bool"]
+_PROBE = itemgetter(0, 1, 3, 4, 5)
 
 
 class Batches:
@@ -43,8 +58,11 @@ class Batches:
         # at once do not change which batch is "the second")
         self.tickets = itertools.count(1)
         # the last batch wrote most of its rows (a rebuild into an empty table): the
-        # next one is upserted first, and classified after
+        # next one is upserted first, and classified after; else it is probed hash first
         self.writing = False
+        # documents probed by key and hash only, and documents sent whole (so far)
+        self.probed = 0
+        self.whole = 0
 
     def write(
         self, docs: Sequence[Doc], ticket: int | None = None
@@ -57,50 +75,28 @@ class Batches:
         raw = self.engine.raw_connection()
         try:
             cur = raw.cursor()
-            # the document as text: parsed into jsonb only for the rows written
             cur.execute(
+                # the document as text: parsed into jsonb only for the rows written
                 "CREATE TEMP TABLE IF NOT EXISTS fl_stage (key text, revision bigint, "
                 "generation text, generation_rank bigint, content_hash text, deleted boolean, "
                 "doc text, geometry_wkb bytea) ON COMMIT DELETE ROWS; "
+                # a hash-first probe's rows
+                "CREATE TEMP TABLE IF NOT EXISTS fl_probe (key text, revision bigint, "
+                "generation_rank bigint, content_hash text, deleted boolean) "
+                "ON COMMIT DELETE ROWS; "
                 # the classification's rows, and the hashed NOT IN of the keys written
                 "SET LOCAL work_mem = '64MB'"
             )
-            cols = ", ".join(self.columns)
-            with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(STAGE_TYPES[: len(self.columns)])
-                # a Doc's fields are the columns in order (its wkb last, a GIS source's
-                # column): each row is the Doc's first fields; psycopg's C adaptation
-                # does the rest
-                width = len(self.columns)
-                for d in docs:
-                    copy.write_row(d[:width])
-            faults.point("destination_staged", next(self.tickets) if ticket is None else ticket)
-            cur.execute(self._upsert_first() if self.writing else self._classified_upsert())
-            judged: list[str] = []
-            listed: set[str] = set()
-            default = "accepted"
-            for key, code in cur.fetchall():
-                if key is None:  # the header: which keys are listed
-                    default = "already_current" if code == "W" else "accepted"
-                elif code == "j":
-                    judged.append(key)
-                else:
-                    listed.add(key)
+            n = next(self.tickets) if ticket is None else ticket
+            if self.writing:
+                held, default, listed = self._send(cur, docs, n, first=True)
+            else:
+                held, default, listed = self._hash_first(cur, docs, n)
             # the next batch is likely this one's kind: most of it written, or not
             written = len(listed)
             if default == "accepted":
-                written = len(docs) - written - len(judged)
+                written = len(docs) - written - len(held)
             self.writing = 2 * written > len(docs)
-            held: list[Any] = []
-            if judged:
-                # not written, not current: the rows held now (what the upsert met),
-                # the document as text (evidence only where unresolved)
-                cur.execute(
-                    "SELECT key, revision, generation, generation_rank, content_hash, "
-                    f"deleted, doc::text FROM {self.ident} WHERE key = ANY(%s)",
-                    (judged,),
-                )
-                held = list(cur.fetchall())
             raw.commit()
             return held, default, listed
         except BaseException:
@@ -114,17 +110,101 @@ class Batches:
         finally:
             raw.close()
 
-    def _upsert_first(self) -> str:
-        """The batch upserted as staged (the guard in its WHERE), answering a header
-        (NULL, 'C': every key not listed was written) and (key, 'j') for each key not
-        written: in a rebuild into an empty table, none -- and no probe of the rows held
-        besides the upsert's own."""
-        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
-        upsert = self.upsert_sql(f"SELECT {values} FROM fl_stage")
-        return (
-            f"WITH up AS ({upsert} RETURNING t.key) SELECT NULL, 'C' "
-            "UNION ALL SELECT s.key, 'j' FROM fl_stage s WHERE s.key NOT IN (SELECT key FROM up)"
+    def _hash_first(
+        self, cur: Any, docs: Sequence[Doc], ticket: int
+    ) -> tuple[list[Any], str, set[str]]:
+        """Probe the batch by key and content hash (see the module); send whole only the
+        documents whose held row is not current, and answer for the whole batch:
+        already_current by default, the keys written listed."""
+        with cur.copy(
+            "COPY fl_probe (key, revision, generation_rank, content_hash, deleted) "
+            "FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(PROBE_TYPES)
+            for d in docs:
+                copy.write_row(_PROBE(d))
+        self.probed += len(docs)
+        held_sql = (
+            "SELECT revision, generation_rank, content_hash, deleted FROM "
+            f"{self.ident} WHERE key = s.key LIMIT 1"
         )
+        cur.execute(
+            f"SELECT s.key FROM fl_probe s LEFT JOIN LATERAL ({held_sql}) h ON true "
+            f"WHERE NOT coalesce({current_sql('s', 'h')}, false)"
+        )
+        stale = {r[0] for r in cur.fetchall()}
+        if not stale:  # a resync's batch: nothing sent whole, nothing written
+            faults.point("destination_staged", ticket)
+            return [], "already_current", set()
+        rest = [d for d in docs if d.key in stale]
+        held, default, listed = self._send(cur, rest, ticket, first=False)
+        if default == "already_current":  # the listed keys were written
+            return held, "already_current", listed
+        judged = {r[0] for r in held}
+        return held, "already_current", {d.key for d in rest} - listed - judged
+
+    def _send(
+        self, cur: Any, docs: Sequence[Doc], ticket: int, *, first: bool
+    ) -> tuple[list[Any], str, set[str]]:
+        """Stage `docs` whole and upsert them (`first`: upserted first, else classified);
+        returns the rows held for the keys to judge (key, revision, generation,
+        generation_rank, content_hash, deleted, doc text), the verdict of every other
+        key but the listed ones, and the listed keys (the other verdict)."""
+        cols = ", ".join(self.columns)
+        with cur.copy(f"COPY fl_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(STAGE_TYPES[: len(self.columns)])
+            # a Doc's fields are the columns in order (its wkb last, a GIS source's
+            # column): each row is the Doc's first fields; psycopg's C adaptation
+            # does the rest
+            width = len(self.columns)
+            for d in docs:
+                copy.write_row(d[:width])
+        self.whole += len(docs)
+        faults.point("destination_staged", ticket)
+        judged: list[str] = []
+        listed: set[str] = set()
+        default = "accepted"
+        if first:  # every key written but the judged ones
+            judged = self._upsert_first(cur, len(docs))
+        else:
+            cur.execute(self._classified_upsert())
+            for key, code in cur.fetchall():
+                if key is None:  # the header: which keys are listed
+                    default = "already_current" if code == "W" else "accepted"
+                elif code == "j":
+                    judged.append(key)
+                else:
+                    listed.add(key)
+        held: list[Any] = []
+        if judged:
+            # not written, not current: the rows held now (what the upsert met), the
+            # document as text (evidence only where unresolved)
+            cur.execute(
+                "SELECT key, revision, generation, generation_rank, content_hash, "
+                f"deleted, doc::text FROM {self.ident} WHERE key = ANY(%s)",
+                (judged,),
+            )
+            held = list(cur.fetchall())
+        return held, default, listed
+
+    def _upsert_first(self, cur: Any, n: int) -> list[str]:
+        """Upsert the `n` staged rows as they are (the guard in its WHERE), with no probe
+        of the rows held besides the upsert's own and nothing returned; the keys not
+        written (none in a rebuild into an empty table: the upsert's row count is `n`)
+        are those whose held row this transaction did not write (its xmin is another
+        transaction's: a row the upsert inserted or updated carries this one's)."""
+        values = ", ".join("doc::jsonb" if c == "doc" else c for c in self.columns)
+        cur.execute(self.upsert_sql(f"SELECT {values} FROM fl_stage"))
+        if cur.rowcount == n:
+            return []
+        cur.execute(
+            # an index probe per key (LATERAL: whatever the planner knows of a table
+            # growing under a rebuild)
+            "SELECT s.key FROM fl_stage s, LATERAL (SELECT xmin FROM "
+            f"{self.ident} WHERE key = s.key LIMIT 1) h "
+            "WHERE h.xmin::text::bigint <> txid_current() % 4294967296"
+        )
+        return [r[0] for r in cur.fetchall()]
 
     def _classified_upsert(self) -> str:
         """The one statement of a PostgreSQL batch (see the module): `c` classifies each

@@ -31,8 +31,10 @@ geometry as ISO WKB, NULL for none and for a tombstone), added to an older table
 lacks it; the document carries the same geometry as GeoJSON (sync/transform.py).
 
 PostgreSQL: the batch is COPYed into a temporary table and ONE statement upserts it
-(sync/pg_batch.py). SQLite: the batch is classified against the rows held and upserted
-with the same guard, in one BEGIN IMMEDIATE transaction.
+(sync/pg_batch.py); a resync's batch is first probed by key, position, generation and
+content hash only, and only its documents not already current are sent whole. SQLite:
+the batch is classified against the rows held and upserted with the same guard, in one
+BEGIN IMMEDIATE transaction.
 """
 
 from __future__ import annotations
