@@ -201,9 +201,7 @@ def ingest(
                 ctx.archive.settle_streamed(src.name, ref.sha256)
             return result
         with Stages() as after:
-            compressing = after.start(
-                "compress", ctx.archive.settle_streamed, src.name, ref.sha256
-            )
+            compressing = after.start("compress", ctx.archive.settle_streamed, src.name, ref.sha256)
             result = apply_archived(
                 ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
             )
