@@ -92,10 +92,10 @@ def streamed_beside(declared: SourceConfig, src: SourceConfig) -> bool:
     its budget is the default bound's (`declared`, the source as declared, has none;
     `src` is as `sizes.within_default` made it). The stream holds only the compressor's
     window and the compressed object (about a quarter of the payload), which the
-    default bound's ~3 GiB at 10M parcels leaves room for beside the transaction (its
-    peak is the diff's, before it), and it takes ~15 % of a 10M ingest's wall after
-    the apply (bench/README.md, "10M time"). A source's own budget keeps it after:
-    its budget is its limit."""
+    default bound's ~3 GiB at 10M parcels leaves room for beside the diff and the
+    transaction (+~160 MiB of peak at 10M: 2.69 GiB), and it took ~15 % of a 10M
+    ingest's wall after the apply (bench/README.md, "10M time"). A source's own budget
+    keeps it after: its budget is its limit."""
     return declared.memory_budget is None and src.memory_budget is not None
 
 
