@@ -86,12 +86,32 @@ def compress_streamed(src: SourceConfig, obs: Observations, size: int) -> bool:
     return DELTA_HOLDS * size > src.memory_budget or 2 * size > MAX_DELTA_BYTES
 
 
+def streamed_beside(declared: SourceConfig, src: SourceConfig) -> bool:
+    """Whether a payload compressed streamed from its file (`compress_streamed`) is
+    compressed on the other core beside its apply rather than once it is applied: when
+    its budget is the default bound's (`declared`, the source as declared, has none;
+    `src` is as `sizes.within_default` made it). The stream holds only the compressor's
+    window and the compressed object (about a quarter of the payload), which the
+    default bound's ~3 GiB at 10M parcels leaves room for beside the diff and the
+    transaction (+~160 MiB of peak at 10M: 2.69 GiB), and it took ~15 % of a 10M
+    ingest's wall after the apply (bench/README.md, "10M time"). A source's own budget
+    keeps it after: its budget is its limit."""
+    return declared.memory_budget is None and src.memory_budget is not None
+
+
 def chunk_rows(src: SourceConfig) -> int | None:
     """The version rows the transaction encodes and writes at a time within the source's
     budget (None: the ledger's default, bulk.VERSION_CHUNK_ROWS)."""
     if src.memory_budget is None:
         return None
+    from feedledger.formats.spill import BATCH_ROWS  # lazy: pyarrow, a budget's read has it
+
     share = int(src.memory_budget * CHUNK_SHARE) // (2 * CHUNK_BYTES_PER_ROW)
+    if share >= BATCH_ROWS:
+        # whole record batches of a spilled payload (formats/spill.py): a first load's
+        # key-ordered chunk then reads each batch once, not the two it would straddle
+        # (67,108 rows under the default 1 GiB: ~2x the batches read and decoded)
+        return share // BATCH_ROWS * BATCH_ROWS
     return max(MIN_CHUNK_ROWS, share)
 
 

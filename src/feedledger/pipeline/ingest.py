@@ -119,7 +119,7 @@ def ingest(
     )
     # a payload too large for the whole path, of a source without a budget: read, diffed
     # and compressed within the default one (pipeline/bounded.py)
-    src = within_default(src, len(data))
+    declared, src = src, within_default(src, len(data))
     # a budgeted payload's freed memory goes back to the system at once (before polars
     # is loaded, below: pipeline/allocators.py)
     release_promptly(src)
@@ -189,14 +189,25 @@ def ingest(
 
     if bounded.compress_streamed(src, obs, len(data)):
         # a payload read in batches to fit its budget: its bytes dropped before it is
-        # applied, its object compressed afterwards from its file, a chunk at a time
+        # applied, its object compressed from its file, a chunk at a time: afterwards,
+        # or on the other core beside the apply under the default bound
         del data
-        result = apply_archived(
-            ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
-        )
-        del obs
-        with stage("compress"):
-            ctx.archive.settle_streamed(src.name, ref.sha256)
+        if not bounded.streamed_beside(declared, src):
+            result = apply_archived(
+                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+            )
+            del obs
+            with stage("compress"):
+                ctx.archive.settle_streamed(src.name, ref.sha256)
+            return result
+        with Stages() as after:
+            compressing = after.start("compress", ctx.archive.settle_streamed, src.name, ref.sha256)
+            result = apply_archived(
+                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+            )
+            del obs
+            with stage("compress_wait"):
+                compressing.result()
         return result
     if bounded.compress_after(src, obs):
         # read in batches to fit its budget: compressed (against the source's previous

@@ -44,11 +44,25 @@ __all__ = [
 PROBE_EVERY = 8
 
 
+# Beyond RUNS_FROM items, a sample is SAMPLE_RUNS runs of contiguous items spread over
+# them, not one item every len // SAMPLE_ROWS: a payload that large is usually read in
+# batches and spilled (formats/spill.py, the default bound from 256 MiB), where one
+# record in each record batch costs reading the whole file (~150 batches, ~3 s at 10M
+# parcels) and a first load's key-ordered runs touch a batch or two each
+RUNS_FROM = 2_000_000
+SAMPLE_RUNS = 8
+
+
 def spread(items: pl.Series) -> pl.Series:
-    """At most SAMPLE_ROWS of `items`, spread over them."""
-    if items.len() <= SAMPLE_ROWS:
+    """At most SAMPLE_ROWS of `items`, spread over them (in SAMPLE_RUNS runs beyond
+    RUNS_FROM items)."""
+    n = items.len()
+    if n <= SAMPLE_ROWS:
         return items
-    return items.gather_every(items.len() // SAMPLE_ROWS).head(SAMPLE_ROWS)
+    if n <= RUNS_FROM:
+        return items.gather_every(n // SAMPLE_ROWS).head(SAMPLE_ROWS)
+    run, step = SAMPLE_ROWS // SAMPLE_RUNS, n // SAMPLE_RUNS
+    return pl.concat([items.slice(i * step, run) for i in range(SAMPLE_RUNS)])
 
 
 def sample_of(texts: pl.Series) -> list[str]:
