@@ -72,8 +72,9 @@ def _number(revision: str | None) -> int:
 
 
 def open_engine(url: str) -> Any:
-    """An engine (SQLAlchemy's: opaque here, the ledger's functions take it) on the store (nothing created); StoreUnavailableError when it cannot
-    be reached: `doctor` then cannot check (exit 2)."""
+    """An engine (SQLAlchemy's, opaque here: the ledger's functions take it) on the
+    store, nothing created; StoreUnavailableError when it cannot be reached: `doctor`
+    then cannot check (exit 2)."""
     engine = eng.make_engine(url, create=False)
     try:
         eng.check_reachable(engine, url)
