@@ -215,7 +215,8 @@ def check_stale(report: list[SourceHealth]) -> list[Finding]:
                 "still serves, gaps for the rest)"
                 if h.scheduled
                 else f"feedledger ingest {h.source} FILE for each missed publication, oldest "
-                f"first (or feedledger gap add {h.source} for what is lost)"
+                f"first (or feedledger gap add {h.source} --from D --to D --reason TEXT for "
+                "what is lost)"
             )
             dates = ", ".join(d.isoformat() for d in h.missed_dates[-3:])
             got.append(
