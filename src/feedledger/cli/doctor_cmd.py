@@ -54,26 +54,27 @@ def doctor(
     """Check the workspace and say, for each problem, what it means and the command that
     fixes it.
 
-    \b
-    Checks, in order:
-      schema             the store's schema at this release's head (`db upgrade`)
-      postgres_settings  work_mem, maintenance_work_mem, max_wal_size, shared_buffers,
-                         autovacuum against this load's needs (PostgreSQL stores)
-      disk               free space under the store's folder (SQLite) and the archive's
-                         (a local folder; S3 is not checked)
-      state_cache        each source's diff state against history (`verify`): whole
-                         under 100k keys, else 2,000 random keys and the key count
-      archive            archived payloads read back and their sha256 checked, their
-                         delta chains with them (`archive verify`)
-      leases             a lease whose holder is gone: a process of this host no longer
-                         running, or (any host) expired without renewal
-      dead_letters       notifications whose delivery gave up
-      destinations       behind (oldest unsynced change over an hour old), a rebuild
-                         left unfinished, or the last reconcile incomplete
-      stale_sources      more missed publications than the source's stale_after, or a
-                         wrong publisher date (`health`)
+    Checks, in order (`--skip NAME` leaves one out):
 
-    It only reads: nothing is repaired. Exit 0: healthy; 1: findings (each with a fix);
+    * schema: the store's schema at this release's head (`db upgrade`)
+    * postgres_settings: work_mem, maintenance_work_mem, max_wal_size, shared_buffers,
+      autovacuum against this load's needs (PostgreSQL stores)
+    * disk: free space under the store's folder (SQLite) and the archive's (a local
+      folder; S3 is not checked)
+    * state_cache: each source's diff state against history (`verify`): whole under
+      100k keys, else 2,000 random keys and the key count
+    * archive: archived payloads read back, their delta chains decompressed and their
+      sha256 checked (`archive verify`)
+    * leases: a lease whose holder is gone: a process of this host no longer running,
+      or (any host) expired without renewal
+    * dead_letters: notifications whose delivery gave up
+    * destinations: behind (the oldest unsynced change over an hour old), a rebuild
+      left unfinished, or the last reconcile incomplete
+    * stale_sources: more missed publications than the source's stale_after, or a
+      wrong publisher date (`health`)
+
+    It repairs nothing (a state cache file found missing is rebuilt from the store,
+    as a run would). Exit 0: healthy; 1: findings (each with a fix);
     2: the workspace cannot be checked (its feedledger.toml, store or archive cannot be
     opened: one line on stderr). `--json`: {ok, at, full, findings: [{code, severity,
     subject, what, why, fix}], checks: [{check, status, note, findings}]}.
