@@ -89,8 +89,8 @@ def _bad_object(ref: PayloadRef, error: str) -> Finding:
         "archive_object_bad",
         ERROR,
         ref.source,
-        f"payload {ref.label} (published {ref.to_json()['published_at']}, sha256 "
-        f"{ref.sha256[:12]}...) cannot be read back: {error}",
+        f"payload {ref.label}, published {ref.to_json()['published_at']}, cannot be read "
+        f"back: {error}",
         "its bytes are the evidence its versions were derived from; a replay or backfill "
         "through it fails (and every later payload of its chain with it)",
         f"feedledger archive verify {ref.source} (every payload), then restore the object "
