@@ -205,16 +205,51 @@ def test_a_source_stale_by_cadence_is_found(ingested: Workspace) -> None:
     assert "missed" in report.findings[0].what and "ingest larimer" in report.findings[0].fix
 
 
-def test_a_schema_behind_head_is_found_and_the_store_checks_wait(
-    ingested: Workspace, sql: Any
+@pytest.mark.parametrize(
+    ("plant", "code"),
+    [
+        ("UPDATE alembic_version SET version_num = '0012_decoded_changes'", "schema_behind"),
+        ("UPDATE alembic_version SET version_num = '0099_from_a_later_release'", "schema_ahead"),
+        ("DELETE FROM alembic_version", "schema_missing"),
+    ],
+)
+def test_a_schema_not_at_head_is_found_and_the_store_checks_wait(
+    ingested: Workspace, sql: Any, plant: str, code: str
 ) -> None:
-    sql("UPDATE alembic_version SET version_num = '0012_decoded_changes'")
+    sql(plant)
     report = _doctor(ingested)
-    assert _codes(report)[0][0] == "schema_behind" and len(report.findings) == 1
-    assert report.findings[0].fix == "feedledger db upgrade"
+    assert [f.code for f in report.findings] == [code]
+    assert report.findings[0].severity == "error"
+    if code != "schema_ahead":
+        assert report.findings[0].fix == "feedledger db upgrade"
     skipped = {c.check for c in report.checks if c.status == "skipped"}
     assert {"state_cache", "leases", "dead_letters", "destinations", "stale_sources"} <= skipped
     assert {c.check: c.status for c in report.checks}["archive"] == "ok"  # no store needed
+
+
+def test_a_watermark_ahead_of_the_clock_is_a_publisher_date_finding(
+    ingested: Workspace,
+) -> None:
+    report = _doctor(ingested, at=datetime(2026, 7, 20, tzinfo=UTC))  # before DAY1
+    assert _codes(report) == [("publisher_date", "larimer")]
+    assert "ahead of the clock" in report.findings[0].what
+
+
+def test_an_interrupted_rebuild_is_found(
+    ingested: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fl.open(ingested.config_path) as led:
+        dest = led.add_destination(
+            "search", source="larimer", table="parcels", sqlite=tmp_path / "d.db"
+        )
+        led.create_manifest("m1", source="larimer")
+        monkeypatch.setenv("FEEDLEDGER_FAULT", "after_checkpoint:1")
+        with pytest.raises(RuntimeError, match="after_checkpoint"):
+            dest.rebuild("m1", batch=1)
+        monkeypatch.delenv("FEEDLEDGER_FAULT")
+    report = _doctor(ingested)
+    assert _codes(report) == [("destination_rebuild_unfinished", "search")]
+    assert report.findings[0].fix.startswith("feedledger sync search --manifest m1")
 
 
 def test_low_disk_is_found_under_a_forced_threshold(ingested: Workspace) -> None:

@@ -66,6 +66,11 @@ def _bytes(text: str) -> int | None:
     return int(m.group(1)) * _UNITS[m.group(2) or "B"]
 
 
+def least_mib(name: str) -> int:
+    """The least `name` of PG_MINIMUMS that is fine, in MB (as findings say it)."""
+    return next(least for n, least, *_ in PG_MINIMUMS if n == name) >> 20
+
+
 def _number(revision: str | None) -> int:
     m = re.match(r"(\d+)_", revision or "")
     return int(m.group(1)) if m else -1
@@ -133,7 +138,7 @@ def check_postgres(engine: Any) -> list[Finding]:
     for name, least, fix, why in PG_MINIMUMS:
         size = _bytes(shown[name])
         if size is not None and size < least:
-            what = f"{name} is {shown[name]} (under {least >> 20}MB)"
+            what = f"{name} is {shown[name]} (under {least_mib(name)}MB)"
             got.append(Finding("postgres_setting", WARNING, name, what, why, fix))
     if shown["autovacuum"] != "on":
         got.append(
