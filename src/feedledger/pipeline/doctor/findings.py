@@ -15,10 +15,11 @@ from typing import Any
 ERROR = "error"
 WARNING = "warning"
 
-# A source's state cache is checked whole below this many live entities; above it, a
-# sample of keys (`KEY_SAMPLE`) plus the count of keys (verify recomputes every key's
-# latest version from history: ~1-2 s per 100k keys on this machine, so a
-# 300-source workspace of 20k-parcel sources is checked whole in about a minute).
+# A source's state cache is checked whole below this many keys; above it, a sample of
+# keys (`KEY_SAMPLE`) plus the count of keys. Checked whole, `verify` recomputes every
+# key's latest version from history: ~1 s of CPU per 100k keys (a 1M-key source: 10.5 s
+# whole, 2.0 s sampled, the whole `doctor` process; bench/README.md), so a 20k-parcel
+# source costs ~0.2 s and a 1M one is sampled unless `--full`.
 FULL_VERIFY_BELOW = 100_000
 KEY_SAMPLE = 2_000
 # Archive objects read back per source unless `--full` (the newest always among them:
