@@ -34,7 +34,8 @@ def test_a_postgres_setting_below_its_threshold_is_found(tmp_path: Path) -> None
         "postgres_setting",
         "work_mem",
         "work_mem is 1MB (under 16MB)",
-        "ALTER SYSTEM SET work_mem = '64MB'; SELECT pg_reload_conf();",
+        "ALTER SYSTEM SET work_mem = '64MB', then reload PostgreSQL's configuration "
+        "(pg_reload_conf())",
     ) in found
 
 
