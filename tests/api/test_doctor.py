@@ -23,7 +23,7 @@ from feedledger.api.doctor import CHECK_NAMES, DoctorReport
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
 from feedledger.pipeline.doctor.findings import CHECKS
-from helpers import Cli, MakeSource
+from helpers import Cli, MakeSource, migrate
 
 DAY1 = "2026-08-01"
 # noon of the day after the last publication: nothing is due yet, nothing is stale
@@ -262,3 +262,21 @@ def test_low_disk_is_found_under_a_forced_threshold(ingested: Workspace) -> None
 def test_an_unknown_check_to_skip_is_refused(ingested: Workspace) -> None:
     with pytest.raises(fl.ConfigError, match="no check named bogus"):
         _doctor(ingested, skip=["bogus"])
+
+
+def test_an_s3_archive_is_read_back_and_its_disk_not_checked(
+    store_url: str, s3_bucket: str, tmp_path: Path, s3_fs: Any
+) -> None:
+    ws = Workspace.create(tmp_path / "s3ws", store_url=store_url, archive=f"s3://{s3_bucket}/a")
+    migrate(ws.store_url)
+    cli = Cli(ws)
+    cli("source", "add", "larimer", "--key", "parcel_id")
+    cli("ingest", "larimer", str(_csv(tmp_path, DAY1)))
+    report = _doctor(ws)
+    assert report.ok, _codes(report)
+    notes = {c.check: c.note for c in report.checks}
+    assert "archive: not checked (object storage)" in notes["disk"]
+    assert notes["archive"].startswith("sampled (1 payloads")
+    for key in s3_fs.find(f"{s3_bucket}/a/objects"):
+        s3_fs.rm(key)
+    assert _codes(_doctor(ws)) == [("archive_object_bad", "larimer")]
