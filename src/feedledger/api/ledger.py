@@ -11,7 +11,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from feedledger.api import archive, audit, destination_status, review, runs_page
+from feedledger.api import archive, audit, destination_status, doctor, review, runs_page
 from feedledger.api._deprecated import deprecated
 from feedledger.api.archive import (
     ArchiveCompacted,
@@ -22,6 +22,7 @@ from feedledger.api.archive import (
 )
 from feedledger.api.audit import AuditEntry
 from feedledger.api.destination import Destination, create_manifest
+from feedledger.api.doctor import DoctorReport
 from feedledger.api.notify import Notifications
 from feedledger.api.results import (
     Change,
@@ -212,6 +213,32 @@ class Ledger:
             self.workspace.source(n)
         when = instant_us(at, "UTC", "at") if at is not None else now_us()
         return [SourceHealth.of(h) for h in health(self.context, when, sources or None)]
+
+    def doctor(
+        self,
+        *,
+        full: bool = False,
+        sample: int | None = None,
+        skip: list[str] | None = None,
+        at: date | datetime | None = None,
+        min_free_bytes: int | None = None,
+        destination_lag_s: float | None = None,
+    ) -> DoctorReport:
+        """The workspace checked as a whole (`feedledger doctor`): each problem a finding
+        with what it means and the command that fixes it. State caches are checked whole
+        under 100k keys (sampled above), archive objects `sample` per source (default
+        5); `full` checks everything whole. `skip`: checks left out (`CHECK_NAMES`);
+        `at`: judge staleness and lag at that instant; the disk-free and destination-lag
+        thresholds may be given."""
+        return doctor.doctor(
+            self.context,
+            full=full,
+            sample=sample,
+            skip=skip,
+            at=at,
+            min_free_bytes=min_free_bytes,
+            destination_lag_s=destination_lag_s,
+        )
 
     def resident(self) -> list[ResidentProcess]:
         """The scheduler processes of this workspace running on this host and the diff

@@ -103,6 +103,7 @@ class GuardedGroup(LazyGroup):
         "thaw": "feedledger.cli.gap_cmds:thaw_cmd",
         "scheduler": "feedledger.cli.scheduler_cmds:scheduler",
         "health": "feedledger.cli.scheduler_cmds:health",
+        "doctor": "feedledger.cli.doctor_cmd:doctor",
         "sync": "feedledger.cli.sync_cmds:sync",
         "sync-explain": "feedledger.cli.sync_cmds:sync_explain",
         "reconcile": "feedledger.cli.sync_cmds:reconcile",

@@ -143,6 +143,20 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     return before, head_revision()
 
 
+def settings(engine: Engine, names: list[str]) -> dict[str, str]:
+    """PostgreSQL's `SHOW name` of each of `names` as this engine's sessions see them
+    (`doctor`); {} on SQLite."""
+    if engine.dialect.name != "postgresql":
+        return {}
+    got: dict[str, str] = {}
+    with engine.connect() as conn:
+        for name in names:
+            if not name.replace("_", "").isalnum():
+                raise ValueError(f"not a setting name: {name!r}")
+            got[name] = str(conn.execute(text(f"SHOW {name}")).scalar_one())
+    return got
+
+
 def check_reachable(engine: Engine, url: str) -> None:
     """StoreUnavailableError ('cannot reach the store at URL') when no connection can be
     made (the engine's guard says so: ledger/failures.py)."""

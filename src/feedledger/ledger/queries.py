@@ -278,13 +278,13 @@ def run_outcomes(
         ]
 
 
-def recompute_state(store: Store, source: str) -> pl.DataFrame:
-    """Current state recomputed from history alone (for `verify`)."""
-    stmt = latest_per_key(
-        ["key", "version_id", "content_hash", "revision", "deleted"],
-        versions.c.source == source,
-        visible(versions, None),
-    )
+def recompute_state(store: Store, source: str, keys: list[str] | None = None) -> pl.DataFrame:
+    """Current state recomputed from history alone (for `verify`); of `keys` only when
+    given (a sampled check: `doctor`)."""
+    where = [versions.c.source == source, visible(versions, None)]
+    if keys is not None:
+        where.append(versions.c.key.in_(keys))
+    stmt = latest_per_key(["key", "version_id", "content_hash", "revision", "deleted"], *where)
     with store.begin() as conn:
         rows = conn.execute(stmt).all()
     return pl.DataFrame(
@@ -298,6 +298,16 @@ def recompute_state(store: Store, source: str) -> pl.DataFrame:
         },
         orient="row",
     )
+
+
+def count_keys(store: Store, source: str) -> int:
+    """How many keys the source's current state holds (tombstones included): the height
+    `recompute_state` would have, counted without reading the rows."""
+    stmt = select(func.count(func.distinct(versions.c.key))).where(
+        versions.c.source == source, visible(versions, None)
+    )
+    with store.begin() as conn:
+        return int(conn.execute(stmt).scalar_one())
 
 
 def changed_keys(store: Store, applied: set[tuple[str, str]]) -> list[str]:

@@ -8,8 +8,9 @@ work run ahead on threads: archive hashing and store opening beside the parse), 
 observed the source; the publisher date's problems), `health`, `retract`, `review`,
 `manual` (gaps and freezes by hand), `query` (as-of, history), `verify`, `resident` (what
 a scheduler keeps warm, for `health`). Subpackages:
-`catchup/` (served, assess, backfill and replay, their report, recovery) and `exports/`
-(snapshots written as CSV, JSON lines, Parquet and the GIS formats).
+`catchup/` (served, assess, backfill and replay, their report, recovery), `exports/`
+(snapshots written as CSV, JSON lines, Parquet and the GIS formats) and `doctor/` (the
+workspace checked as a whole: `feedledger doctor`).
 
 May import: `context`, the ledger, `notify` and `sync` (a run's outbox, a destination's
 lag), `formats`, `diff`, `archive`, `sources`, `model` and the leaf utilities (`ahead`,
