@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diff.diff_reference import reference_compute
-from feedledger.diff import STATE_SCHEMA, aligned, compute
+from feedledger.diff import STATE_SCHEMA, aligned, compute, next_state
 from feedledger.model.types import PayloadKind
 
 KEYS = [f'["k{i:03d}"]' for i in range(80)]
@@ -121,3 +121,35 @@ def test_compute_on_key_ordered_frames_equals_reference(
     assert got.state_rows is not None
     at = {k: i for i, k in enumerate(s.get_column("key").to_list())}
     assert got.state_rows.to_list() == [at.get(k) for k in got.versions.get_column("key")]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=rows, obs=rows, kind=st.sampled_from(list(PayloadKind)))
+def test_a_key_ordered_state_stays_in_key_order_with_new_keys_among_the_old(
+    state: dict[str, Any], obs: dict[str, Any], kind: PayloadKind
+) -> None:
+    """New keys that sort among the state's are put in their places (not after the
+    state's rows): the next day is paired by position again; the rows are the joined
+    next state's, and the state diffed against is left as it was."""
+    s = _state(state)
+    before = s.clone()
+    d = compute(_obs(obs, markers=kind == PayloadKind.CHANGES), s, kind=kind, use_revision=False)
+    versions = d.versions.with_columns(
+        pl.int_range(d.versions.height, dtype=pl.Int64).alias("version_id") + 1000
+    )
+    patched = next_state(s, versions, d.state_rows)
+    assert patched.schema == STATE_SCHEMA
+    assert patched.get_column("key").is_sorted()
+    assert patched.equals(next_state(s, versions).sort("key"))
+    assert s.equals(before)
+
+
+def test_a_state_out_of_key_order_gets_its_new_keys_after_its_rows() -> None:
+    s = _state({'["b"]': (1, None, False), '["a"]': (2, None, False)})
+    s = s.sort("key", descending=True)
+    fresh = _state({'["0"]': (3, None, False)})
+    assert aligned.with_new_keys(s, fresh).get_column("key").to_list() == [
+        '["b"]',
+        '["a"]',
+        '["0"]',
+    ]

@@ -56,3 +56,25 @@ def sorted_rows(
         searched = state_keys.search_sorted(stray, side="left").cast(pl.Int64)
         rows = rows.scatter(which, _confirmed(stray, state_keys, searched))
     return rows.cast(pl.UInt32).alias("si")
+
+
+def with_new_keys(state: pl.DataFrame, fresh: pl.DataFrame) -> pl.DataFrame:
+    """`state` with the rows of keys new to it, `fresh` (in key order), after its rows;
+    or, when a new key sorts before the state's last one and the state is in key order,
+    each new row inserted where it keeps that order (so the next day's payload is still
+    paired by position, not joined)."""
+    if not fresh.height or not state.height:
+        return pl.concat([state, fresh], how="vertical")
+    keys, new = state.get_column("key"), fresh.get_column("key")
+    if new.null_count() or not new[0] < keys[-1] or not keys.is_sorted() or not new.is_sorted():
+        return pl.concat([state, fresh], how="vertical")
+    # each new key's place among the old ones, then every row's place in the whole
+    before = keys.search_sorted(new, side="left").cast(pl.Int64)
+    old_at = pl.int_range(state.height, dtype=pl.Int64, eager=True)
+    old_at = old_at + before.search_sorted(old_at, side="right").cast(pl.Int64)
+    new_at = before + pl.int_range(fresh.height, dtype=pl.Int64, eager=True)
+    places = pl.concat([old_at, new_at])
+    order = pl.zeros(places.len(), dtype=pl.Int64, eager=True).scatter(
+        places, pl.int_range(places.len(), dtype=pl.Int64, eager=True)
+    )
+    return pl.concat([state, fresh], how="vertical").select(pl.all().gather(order))

@@ -276,7 +276,9 @@ def next_state(
     version's row in `state` (`DiffResult.state_rows`, null for a key new to it): the
     rows it changes are then written in place and the new keys appended, O(changes)
     beyond copying the changed columns, with no join on the 1M keys; without it, every
-    key of `state` is looked up in the versions'. Rows come in no particular order."""
+    key of `state` is looked up in the versions'. Rows come in no particular order, but
+    with `rows` a state in key order stays in key order (diff/aligned.py pairs it with
+    a key-ordered payload by position)."""
     new_rows = versions.select("key", "version_id", "hash", "revision", "deleted").cast(
         STATE_SCHEMA
     )
@@ -295,4 +297,4 @@ def next_state(
         state.get_column(name).clone().scatter(at, changed.get_column(name))
         for name in ("version_id", "hash", "revision", "deleted")
     )
-    return pl.concat([patched, new_rows.filter(~known)], how="vertical")
+    return aligned.with_new_keys(patched, new_rows.filter(~known))
