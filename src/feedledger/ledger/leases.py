@@ -72,10 +72,14 @@ def acquire(
     parent_run_id: str | None = None,
     resume: bool = False,
     window: tuple[int, int] | None = None,
-) -> None:
+    reserve: int = 0,
+) -> int:
     """Take the source's lease; with `run_kind`, also start the run (same transaction):
     a new run `run_id`, or with `resume` the unfinished run `run_id` continued
     (ledger/backfill_runs.py). `window`: a backfill's requested window, kept on the run.
+    `reserve`: as many version ids reserved in the same transaction (a live run whose
+    diff was computed before it took the lease: one fsync'd transaction fewer); returns
+    the first (0: none reserved). Ids of a run that writes none are simply skipped.
     On PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
     finds another taking the same lease at this moment is refused at once instead of
     queueing behind it (SQLite serialises writers with BEGIN IMMEDIATE)."""
@@ -145,6 +149,11 @@ def acquire(
                 parent_run_id=parent_run_id,
                 window=window,
             )
+        if reserve > 0:
+            from feedledger.ledger.store import reserve_version_ids  # lazy: store imports polars
+
+            return reserve_version_ids(conn, reserve)
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +219,14 @@ class LeasedRun:
     """A run in progress: its id and the lease holder token that fences its writes.
     `outcome` is the status it finishes with if the block succeeds (`held` for a live
     run held for review; `NOTHING`: it found nothing to do under the lease, and its run
-    row is removed)."""
+    row is removed). `reserved`: version ids reserved with the lease, if any."""
 
     run_id: str
     holder: str
     source: str
     outcome: str = "succeeded"
+    # (first version id, how many) reserved with the lease (`leased_run(reserve=)`)
+    reserved: tuple[int, int] | None = None
 
 
 @contextmanager
@@ -227,6 +238,7 @@ def leased_run(
     parent_run_id: str | None = None,
     resume_run_id: str | None = None,
     window: tuple[int, int] | None = None,
+    reserve: int = 0,
 ) -> Iterator[LeasedRun]:
     """Start a run of `kind` on `source` under the source's lease (refused with
     LeaseHeldError if another live run holds it; SourceFrozenError for a live run of a
@@ -234,11 +246,12 @@ def leased_run(
     `succeeded` (or the block's `run.outcome`), or `failed` with the error -- releasing
     the lease, however the block ends. A caller that decided there was work before it
     held the lease must decide again under it, and set `run.outcome = NOTHING` when
-    another run did the work in between."""
+    another run did the work in between. `reserve`: version ids reserved with the lease
+    (`acquire`), the first kept in `run.reserved`."""
     run_id = resume_run_id or str(uuid.uuid4())
     run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
     with stage("lease"):
-        acquire(
+        first = acquire(
             store,
             source,
             run.holder,
@@ -247,7 +260,10 @@ def leased_run(
             parent_run_id=parent_run_id,
             resume=resume_run_id is not None,
             window=window,
+            reserve=reserve,
         )
+    if first:
+        run.reserved = (first, reserve)
     with _active_lock:
         _active[run.holder] = source
     status, error = "failed", None
