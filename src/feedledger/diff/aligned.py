@@ -9,7 +9,7 @@ observation is compared with the state key at its block's shift, and only those 
 differ (a new key, or a row after a shift inside its block) are searched for one by one.
 Every pairing is confirmed on the key text, so the result is exactly the left join's on
 the text: each observation's state row, or null for a key the state does not hold.
-On a 1M-key daily with 1 % changes this is ~0.05 CPU s against ~0.25 for the hash join
+On a 1M-key daily with 1 % changes this is ~0.1 CPU s against ~0.25 for the hash join
 and its collision check (bench/README.md, "The daily, stop 38").
 """
 
