@@ -10,6 +10,9 @@ timed by the process's CPU clock (user + sys of every thread: polars works on al
 * `next_state`: the state after the day's versions, by joining every state key against
   the versions' keys (the old way) and by patching the versions' rows in place
   (`DiffResult.state_rows`);
+* `diff`: day 2's diff against day 1's state (both in key order, as gen_parcels.py
+  writes them), by the hash join on the key hash with its collision check (the old
+  way, forced) and by pairing the key-ordered rows by position (`diff/aligned.py`);
 * `codebook`: the planning `codebooks.choose` does before a payload's transaction, over
   the sample of the day's changed texts: the whole sample's gains (the old way) and the
   probe (`PROBE_EVERY`), which decides when the source's newest codebook still covers it.
@@ -25,11 +28,12 @@ import statistics
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import polars as pl
 
 from feedledger.config import make_source
-from feedledger.diff import compute, empty_state, next_state
+from feedledger.diff import aligned, compute, empty_state, next_state
 from feedledger.formats import read_observations
 from feedledger.ledger.encoding import codebooks
 from feedledger.ledger.encoding.codec import all_gains, covers, plan_from
@@ -60,7 +64,14 @@ def main() -> None:
     assert covers(book, *all_gains(probe)) and covers(book, *all_gains(sample))
     joined = next_state(state, versions).sort("key")
     assert next_state(state, versions, diff.state_rows).sort("key").equals(joined)
+
+    def hash_join() -> None:
+        with mock.patch.object(aligned, "sorted_rows", lambda *_a: None):
+            compute(obs[1].frame, state, kind=src.kind, use_revision=False)
+
     parts = {
+        "diff_hash_join": hash_join,
+        "diff_key_order": lambda: compute(obs[1].frame, state, kind=src.kind, use_revision=False),
         "next_state_joined": lambda: next_state(state, versions),
         "next_state_patched": lambda: next_state(state, versions, diff.state_rows),
         "codebook_whole_sample": lambda: covers(book, *all_gains(sample)),

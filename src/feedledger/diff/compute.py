@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from feedledger.diff import aligned
 from feedledger.model.hashing import with_key_hash
 from feedledger.model.types import ChangeKind, Outcome, PayloadKind
 
@@ -141,6 +142,21 @@ def _join(obs: pl.DataFrame, state: pl.DataFrame, on: str, use_revision: bool) -
     return left.join(right, on=on, how="left")
 
 
+def _aligned(obs: pl.DataFrame, state: pl.DataFrame, use_revision: bool) -> pl.DataFrame | None:
+    """`_join`'s result found by position when observations and state are both in key
+    order (diff/aligned.py), no key hash needed; None otherwise."""
+    si = aligned.sorted_rows(obs.get_column("key"), state.get_column("key"))
+    if si is None:
+        return None
+    rev = ["revision"] if use_revision else []
+    current = [("version_id", "cur_vid"), ("hash", "cur_hash"), ("deleted", "cur_deleted")]
+    if use_revision:
+        current.append(("revision", "cur_rev"))
+    return obs.select("idx", "hash", "deleted", *rev).with_columns(
+        si, *(state.get_column(name).gather(si).alias(alias) for name, alias in current)
+    )
+
+
 def _keys_match(obs: pl.DataFrame, state: pl.DataFrame, joined: pl.DataFrame) -> bool:
     """True if every observation joined on the key hash found its own key (a 64-bit
     key-hash collision would pair it with another key, or pair two rows)."""
@@ -163,14 +179,17 @@ def compute(
 ) -> DiffResult:
     """Diff one payload's observations (`idx` must be 0..n-1 in row order) against the
     source's current state."""
-    obs = with_key_hash(obs)
-    state = with_key_hash(state)
-    # Join on the 64-bit key hash, carrying only numbers through the 1M-row join; any
-    # collision is detected and the join redone on the key text, so a collision can cost
-    # time but never correctness.
-    joined = _join(obs, state, "kh", use_revision)
-    if not _keys_match(obs, state, joined):
-        joined = _join(obs, state, "key", use_revision)
+    # Both in key order (a sorted export, diffed against the state it left): each
+    # observation's state row found by position, confirmed on the key text
+    joined = _aligned(obs, state, use_revision)
+    if joined is None:
+        # Join on the 64-bit key hash, carrying only numbers through the 1M-row join; any
+        # collision is detected and the join redone on the key text, so a collision can
+        # cost time but never correctness.
+        obs, state = with_key_hash(obs), with_key_hash(state)
+        joined = _join(obs, state, "kh", use_revision)
+        if not _keys_match(obs, state, joined):
+            joined = _join(obs, state, "key", use_revision)
     judged = joined.select("idx", "si", "hash", "cur_hash", "cur_vid", _verdict(use_revision))
     tally = dict(judged.get_column("verdict").value_counts().iter_rows())
 
@@ -257,7 +276,9 @@ def next_state(
     version's row in `state` (`DiffResult.state_rows`, null for a key new to it): the
     rows it changes are then written in place and the new keys appended, O(changes)
     beyond copying the changed columns, with no join on the 1M keys; without it, every
-    key of `state` is looked up in the versions'. Rows come in no particular order."""
+    key of `state` is looked up in the versions'. Rows come in no particular order, but
+    with `rows` a state in key order stays in key order (diff/aligned.py pairs it with
+    a key-ordered payload by position)."""
     new_rows = versions.select("key", "version_id", "hash", "revision", "deleted").cast(
         STATE_SCHEMA
     )
@@ -276,4 +297,4 @@ def next_state(
         state.get_column(name).clone().scatter(at, changed.get_column(name))
         for name in ("version_id", "hash", "revision", "deleted")
     )
-    return pl.concat([patched, new_rows.filter(~known)], how="vertical")
+    return aligned.with_new_keys(patched, new_rows.filter(~known))

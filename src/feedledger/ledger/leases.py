@@ -71,11 +71,15 @@ def acquire(
     run_kind: str | None = None,
     parent_run_id: str | None = None,
     window: tuple[int, int] | None = None,
-) -> None:
+    reserve: int = 0,
+) -> int:
     """Take the source's lease; with `run_kind`, also start the new run `run_id` (same
     transaction; which unfinished run it goes on with is decided under the lease:
-    `continue_run`). `window`: a backfill's requested window, kept on the run. On
-    PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
+    `continue_run`). `window`: a backfill's requested window, kept on the run.
+    `reserve`: as many version ids reserved in the same transaction (a live run whose
+    diff was computed before it took the lease: one fsync'd transaction fewer); returns
+    the first (0: none reserved). Ids of a run that writes none are simply skipped.
+    On PostgreSQL the lease row is locked with `FOR UPDATE SKIP LOCKED`: a worker that
     finds another taking the same lease at this moment is refused at once instead of
     queueing behind it (SQLite serialises writers with BEGIN IMMEDIATE)."""
     now = now_us()
@@ -142,6 +146,11 @@ def acquire(
                 parent_run_id=parent_run_id,
                 window=window,
             )
+        if reserve > 0:
+            from feedledger.ledger.store import reserve_version_ids  # lazy: store imports polars
+
+            return reserve_version_ids(conn, reserve)
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,12 +239,14 @@ class LeasedRun:
     """A run in progress: its id and the lease holder token that fences its writes.
     `outcome` is the status it finishes with if the block succeeds (`held` for a live
     run held for review; `NOTHING`: it found nothing to do under the lease, and its run
-    row is removed)."""
+    row is removed). `reserved`: version ids reserved with the lease, if any."""
 
     run_id: str
     holder: str
     source: str
     outcome: str = "succeeded"
+    # (first version id, how many) reserved with the lease (`leased_run(reserve=)`)
+    reserved: tuple[int, int] | None = None
 
 
 @contextmanager
@@ -246,6 +257,7 @@ def leased_run(
     *,
     parent_run_id: str | None = None,
     window: tuple[int, int] | None = None,
+    reserve: int = 0,
 ) -> Iterator[LeasedRun]:
     """Start a run of `kind` on `source` under the source's lease (refused with
     LeaseHeldError if another live run holds it; SourceFrozenError for a live run of a
@@ -254,11 +266,13 @@ def leased_run(
     whose lease was taken over meanwhile finishes nothing: `runs.finish`). A caller that
     decided there was work before it held the lease must decide again under it, from
     the ledger, and set `run.outcome = NOTHING` when another run did the work in
-    between; an unfinished run it is to go on with is named under it (`continue_run`)."""
+    between; an unfinished run it is to go on with is named under it (`continue_run`).
+    `reserve`: version ids reserved with the lease (`acquire`), the first kept in
+    `run.reserved`."""
     run_id = str(uuid.uuid4())
     run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
     with stage("lease"):
-        acquire(
+        first = acquire(
             store,
             source,
             run.holder,
@@ -266,7 +280,10 @@ def leased_run(
             run_kind=kind,
             parent_run_id=parent_run_id,
             window=window,
+            reserve=reserve,
         )
+    if first:
+        run.reserved = (first, reserve)
     with _active_lock:
         _active[run.holder] = source
     status, error = "failed", None

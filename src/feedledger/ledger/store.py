@@ -281,16 +281,23 @@ class Store:
         if n <= 0:
             return 0
         with self.begin() as conn:
-            row = conn.execute(
-                update(counters)
-                .where(counters.c.name == "version_id")
-                .values(value=counters.c.value + n)
-                .returning(counters.c.value)
-            ).scalar_one()
-        return int(row) - n + 1
+            return reserve_version_ids(conn, n)
 
 
-__all__ = ["LeaseHeldError", "Store"]
+def reserve_version_ids(conn: Connection, n: int) -> int:
+    """Reserve `n` (> 0) version ids in the caller's transaction; returns the first
+    (`Store.allocate_version_ids` in one of its own; a live run's lease, ledger/leases.py,
+    in the lease's, when its diff is known before it)."""
+    row = conn.execute(
+        update(counters)
+        .where(counters.c.name == "version_id")
+        .values(value=counters.c.value + n)
+        .returning(counters.c.value)
+    ).scalar_one()
+    return int(row) - n + 1
+
+
+__all__ = ["LeaseHeldError", "Store", "reserve_version_ids"]
 
 
 NONE_STATED = "(none stated)"

@@ -155,10 +155,12 @@ def apply_observations(
     outbox_status: str = "pending",
     hold_bursts: bool = False,
     ahead: Ahead | None = None,
+    reserved: tuple[int, int] | None = None,
 ) -> Applied:
     """Diff `obs` against the source's state and apply it in one transaction; the caller
     holds the source's lease. `ahead`: the diff computed before the lease (`diff_ahead`),
-    used when the source has not changed since."""
+    used when the source has not changed since. `reserved`: (first, count) version ids
+    reserved with the lease for that diff; used when it is the diff applied, else skipped."""
     store: Store = ctx.store
     with stage("state_load"):
         ahead = _still_current(store, src, ahead)
@@ -190,7 +192,10 @@ def apply_observations(
     held = hold_bursts and _is_burst(store, src, n)
     if held:
         outbox_status = "held"
-    first_id = store.allocate_version_ids(n)
+    if reserved is not None and ahead is not None and reserved[1] == n:
+        first_id = reserved[0]
+    else:
+        first_id = store.allocate_version_ids(n)
     with stage("attributes"):
         versions = diff.versions.with_columns(
             (pl.int_range(n, dtype=pl.Int64) + first_id).alias("version_id")

@@ -337,7 +337,10 @@ def apply_archived(
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
 
-    with leases.leased_run(store, src.name, RunKind.LIVE.value) as run:
+    # the diff computed ahead tells how many version ids the payload needs: reserved
+    # in the lease's transaction (used if that diff is still current under the lease)
+    reserve = ahead.diff.versions.height if ahead is not None else 0
+    with leases.leased_run(store, src.name, RunKind.LIVE.value, reserve=reserve) as run:
         # looked at again under the lease: another worker may have applied this very
         # payload since (then this run leaves no record and says so)
         done = store.application_of(ref.payload_id)
@@ -354,6 +357,7 @@ def apply_archived(
             allow_mass_delete=allow_mass_delete,
             hold_bursts=True,
             ahead=ahead,
+            reserved=run.reserved,
         )
         if applied.held:
             run.outcome = "held"
