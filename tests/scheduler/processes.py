@@ -11,10 +11,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import select
 
@@ -45,6 +46,12 @@ def spawn_many(count: int, config: Path, *args: str, **options: Any) -> list[sub
     return [started(p) for p in [launch(config, *args, **options) for _ in range(count)]]
 
 
+# each scheduler's stderr goes to a file of its own, read without moving its offset: a
+# pipe would fill up (and block the scheduler) unless read all the time, and a line read
+# ahead into a pipe reader's buffer would be lost to `communicate`
+_LOGS: dict[int, IO[bytes]] = {}
+
+
 def launch(
     config: Path,
     *args: str,
@@ -53,24 +60,33 @@ def launch(
     lease_ttl: int = 5,
     dispatch: bool = False,
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by stop() or kill()
+    proc = subprocess.Popen(
         [sys.executable, "-m", "feedledger", "--config", str(config), "scheduler",
          "--tick", str(tick), "--lease-ttl", str(lease_ttl),
          "--dispatch" if dispatch else "--no-dispatch", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
         text=True,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
+    _LOGS[proc.pid] = log
+    return proc
+
+
+def stderr_of(proc: subprocess.Popen[str]) -> str:
+    """What the scheduler wrote on stderr so far."""
+    log = _LOGS[proc.pid]
+    size = os.fstat(log.fileno()).st_size
+    return os.pread(log.fileno(), size, 0).decode("utf-8", "replace")
 
 
 def started(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
     """`proc` once it has logged its start."""
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("{") and json.loads(line)["event"] == "start":
-            return proc
-    raise AssertionError(f"the scheduler exited before it started: {proc.wait()}")
+    while not any(e["event"] == "start" for e in parse_log(stderr_of(proc))):
+        assert proc.poll() is None, f"the scheduler exited before it started: {stderr_of(proc)}"
+        time.sleep(0.05)
+    return proc
 
 
 def select_all(store_url: str, table: Any) -> list[Any]:
@@ -100,7 +116,7 @@ def wait_until(
     start = time.monotonic()
     while not done():
         for p in procs:
-            assert p.poll() is None, p.communicate()[1]
+            assert p.poll() is None, stderr_of(p)
         if time.monotonic() - start >= timeout:
             raise AssertionError(
                 f"{what if isinstance(what, str) else what()}: not done in {timeout} s"
@@ -115,17 +131,21 @@ def stop(procs: list[subprocess.Popen[str]]) -> list[Log]:
         p.send_signal(signal.SIGTERM)
     logs = []
     for p in procs:
-        _out, err = p.communicate(timeout=120)
+        p.wait(timeout=120)
+        err = stderr_of(p)
         assert p.returncode == 0, err
         logs.append(parse_log(err))
+        _LOGS.pop(p.pid).close()
     return logs
 
 
 def kill(proc: subprocess.Popen[str]) -> Log:
     """SIGKILL a scheduler (no clean-up of any kind) and reap it; its log lines."""
     proc.send_signal(signal.SIGKILL)
-    _out, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    err = stderr_of(proc)
     assert proc.returncode == -signal.SIGKILL, err
+    _LOGS.pop(proc.pid).close()
     return parse_log(err)
 
 

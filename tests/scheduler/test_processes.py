@@ -108,8 +108,8 @@ def test_worker_killed_mid_backfill_is_taken_over_from_the_watermark(
 ) -> None:
     publish_all(cli, tmp_path / "feed", "alpha")
     doomed = spawn(cli, "--once", env={FAULT_ENV: "after_payload:3:kill"})
-    _out, err = doomed.communicate(timeout=120)
-    assert doomed.returncode == -signal.SIGKILL, err
+    doomed.wait(timeout=120)
+    assert doomed.returncode == -signal.SIGKILL, processes.stderr_of(doomed)
     applied = select_all(cli, applications)
     assert len(applied) == 1 + 3  # the first ingest, then three payloads of the backfill
 
