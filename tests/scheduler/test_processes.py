@@ -8,24 +8,22 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.ledger.schema import applications, outbox, runs, versions, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import parse_instant, to_us
 from helpers import Cli
+from scheduler import processes
+from scheduler.processes import stop
 
 DAYS = 6
 
@@ -48,30 +46,11 @@ def publish_all(cli: Cli, feed: Path, name: str) -> None:
 
 
 def spawn(cli: Cli, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """A scheduler process, returned once it has logged its start (it handles SIGTERM
-    from then on)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "feedledger", "--config", str(cli.ws.config_path), "scheduler",
-         "--tick", "0.2", "--lease-ttl", "5", "--no-dispatch", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("{") and json.loads(line)["event"] == "start":
-            break
-    return proc
+    return processes.spawn(cli.ws.config_path, *args, env=env)
 
 
 def select_all(cli: Cli, table: Any) -> list[Any]:
-    store = Store(cli.ws.store_url)
-    try:
-        with store.engine.connect() as conn:
-            return list(conn.execute(select(table)))
-    finally:
-        store.close()
+    return processes.select_all(cli.ws.store_url, table)
 
 
 def caught_up(cli: Cli, names: list[str]) -> bool:
@@ -81,24 +60,7 @@ def caught_up(cli: Cli, names: list[str]) -> bool:
 
 
 def wait_caught_up(cli: Cli, names: list[str], procs: list[subprocess.Popen[str]]) -> None:
-    deadline = time.monotonic() + 120
-    while not caught_up(cli, names):
-        for p in procs:
-            assert p.poll() is None, p.communicate()[1]
-        assert time.monotonic() < deadline, "the schedulers did not catch up in 120 s"
-        time.sleep(0.2)
-
-
-def stop(procs: list[subprocess.Popen[str]]) -> list[list[dict[str, Any]]]:
-    """SIGTERM every scheduler; each must exit 0. Returns their log lines."""
-    for p in procs:
-        p.send_signal(signal.SIGTERM)
-    logs = []
-    for p in procs:
-        _out, err = p.communicate(timeout=60)
-        assert p.returncode == 0, err
-        logs.append([json.loads(x) for x in err.splitlines() if x.startswith("{")])
-    return logs
+    processes.wait_until(lambda: caught_up(cli, names), procs, what="catching up")
 
 
 def assert_once_and_in_turn(cli: Cli, names: list[str]) -> None:
@@ -146,8 +108,8 @@ def test_worker_killed_mid_backfill_is_taken_over_from_the_watermark(
 ) -> None:
     publish_all(cli, tmp_path / "feed", "alpha")
     doomed = spawn(cli, "--once", env={FAULT_ENV: "after_payload:3:kill"})
-    _out, err = doomed.communicate(timeout=120)
-    assert doomed.returncode == -signal.SIGKILL, err
+    doomed.wait(timeout=120)
+    assert doomed.returncode == -signal.SIGKILL, processes.stderr_of(doomed)
     applied = select_all(cli, applications)
     assert len(applied) == 1 + 3  # the first ingest, then three payloads of the backfill
 

@@ -33,6 +33,7 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import leases
 from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
+from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
@@ -77,7 +78,7 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.options.seed)
-        self._inflight: dict[str, Future[Attempt]] = {}
+        self._inflight: dict[str, Future[Attempt | None]] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(self.options.workers, thread_name_prefix="source")
         workspace = Workspace.load(self.config_path)
@@ -124,8 +125,16 @@ class Scheduler:
 
         return step
 
-    def _run_one(self, ctx: Context, name: str, now: int) -> Attempt:
+    def _run_one(self, ctx: Context, name: str, now: int) -> Attempt | None:
         src = ctx.workspace.source(name)
+        try:
+            if not due_now(ctx, src, now):
+                # looked at again as a worker takes it up: another scheduler applied it
+                # (or tried it and set its next try) since this tick queued it -- no
+                # fetch, no read, no attempt recorded over that scheduler's
+                return None
+        except Exception:  # the store is down: the attempt says so
+            pass
         try:
             result = attempt(ctx, src, now, self.rng, progress=self._progress())
         finally:
@@ -138,13 +147,13 @@ class Scheduler:
             self._watch(ctx, [name], now)  # its alerts once the attempt is over
         return result
 
-    def tick(self, *, wait: bool = False) -> list[Future[Attempt]]:
+    def tick(self, *, wait: bool = False) -> list[Future[Attempt | None]]:
         """Start an attempt for every due source not already in flight here; with
         `wait`, wait for them (and for their alerts) before returning."""
         ctx = self._context()
         now = self.clock.now_us()
-        started: list[Future[Attempt]] = []
-        for name, src in sorted(ctx.workspace.sources.items()):
+        started: list[Future[Attempt | None]] = []
+        for name, src in self._in_turn(ctx):
             if self.stop.is_set():
                 break
             with self._lock:
@@ -174,6 +183,16 @@ class Scheduler:
             self._dispatch()
         self._keep_archive(ctx)
         return started
+
+    def _in_turn(self, ctx: Context) -> list[tuple[str, SourceConfig]]:
+        """The sources in the order this process looks at them this tick: by name from a
+        random place. Schedulers started together would otherwise go down the same list
+        in step, each fetching, reading and diffing the same source at the same moment
+        for all but one to lose its lease at the end (`busy`): a fleet's day done once
+        per process."""
+        names = sorted(ctx.workspace.sources.items())
+        start = self.rng.randrange(len(names)) if names else 0
+        return names[start:] + names[:start]
 
     def _running(self) -> set[str]:
         return {n for n, f in self._inflight.items() if not f.done()}
