@@ -25,19 +25,10 @@ from feedledger.ledger.store import Store
 Log = list[dict[str, Any]]
 
 
-def spawn(
-    config: Path,
-    *args: str,
-    env: dict[str, str] | None = None,
-    tick: float = 0.2,
-    lease_ttl: int = 5,
-    dispatch: bool = False,
-) -> subprocess.Popen[str]:
-    """A scheduler process on the workspace `config`, returned once it has logged its
-    start (it handles SIGTERM from then on)."""
-    return started(
-        launch(config, *args, env=env, tick=tick, lease_ttl=lease_ttl, dispatch=dispatch)
-    )
+def spawn(config: Path, *args: str, **options: Any) -> subprocess.Popen[str]:
+    """A scheduler process on the workspace `config` (`launch`'s options), returned once
+    it has logged its start (it handles SIGTERM from then on)."""
+    return started(launch(config, *args, **options))
 
 
 def spawn_many(count: int, config: Path, *args: str, **options: Any) -> list[subprocess.Popen[str]]:
