@@ -171,9 +171,12 @@ def test_hang_is_released_at_teardown() -> None:
             httpx.get(
                 f"{fake.url}/query", params={"f": "json"}, timeout=httpx.Timeout(30.0, read=0.3)
             )
+        assert fake.hanging.acquire(timeout=HANG_LIMIT_S / 3)  # the first reached the fake
         waiting = threading.Thread(target=client, args=(fake.url,), daemon=True)
         waiting.start()
-        waiting.join(0.3)
-        assert waiting.is_alive()  # still hanging while the fake runs
+        # the second is hanging in the fake (not still connecting: under load that can
+        # take longer than any fixed wait) and goes on hanging while the fake runs
+        assert fake.hanging.acquire(timeout=HANG_LIMIT_S / 3)
+        assert waiting.is_alive() and not answers
     waiting.join(HANG_LIMIT_S / 3)  # generous hang-detecting deadline, not a timing assertion
     assert not waiting.is_alive() and answers == [200]

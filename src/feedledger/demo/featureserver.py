@@ -150,6 +150,9 @@ class FakeArcGIS:
     last_modified: str | None = None
     hang: bool = False
     release: threading.Event = field(default_factory=threading.Event)
+    # released once by each request that starts hanging (a test waits on it to know a
+    # request reached the fake, rather than guessing how long connecting takes)
+    hanging: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
     pages_served: int = 0
     server: FakeServer | None = None
 
@@ -207,6 +210,7 @@ class FakeArcGIS:
         if self.errors_first:
             return arcgis_error(self.errors_first.pop(0))
         if self.hang:
+            self.hanging.release()
             self.release.wait(HANG_LIMIT_S)
             return arcgis_error(500)
         return self.query(request)

@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 
+from feedledger.model.connectors import CKAN_URL_RE
 from feedledger.model.errors import BadPayloadError, ConfigError, FetchError
-from feedledger.model.source import CKAN_URL_RE, SourceConfig
+from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import display_url

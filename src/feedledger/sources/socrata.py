@@ -12,8 +12,9 @@ import json
 
 import httpx
 
+from feedledger.model.connectors import DEFAULT_PAGE_SIZE, SOCRATA_URL_RE
 from feedledger.model.errors import BadPayloadError, FetchError
-from feedledger.model.source import DEFAULT_PAGE_SIZE, SOCRATA_URL_RE, SourceConfig
+from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import epoch_us, iso
 from feedledger.sources.dated import Fetched
 from feedledger.sources.http import display_url, too_large
