@@ -80,3 +80,17 @@ def test_going_on_with_a_run_needs_the_lease(store: Store) -> None:
     assert taken.__exit__(None, None, None) is False
     assert status(store, earlier.run_id) == "failed"  # as it was
     assert status(store, late.run_id) == "abandoned"
+
+
+def test_a_run_taken_over_from_a_live_holder_says_its_lease_expired(store: Store) -> None:
+    """The holder (this very process) is alive: its run is abandoned because its lease
+    went unrenewed, and says so -- not that its process died."""
+    stalled = leases.leased_run(store, SRC, "backfill")
+    first = stalled.__enter__()
+    expire(store)
+    with leases.leased_run(store, SRC, "backfill"):
+        run = runs.get_run(store, first.run_id)
+        assert run is not None and run.status == "abandoned"
+        assert run.error is not None and "expired" in run.error and "died" not in run.error
+        assert first.holder in run.error
+    assert stalled.__exit__(LeaseHeldError, LeaseHeldError("fenced"), None) is False

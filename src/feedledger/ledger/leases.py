@@ -112,7 +112,13 @@ def acquire(
                     source=source,
                     hint="one run per source at a time; wait for it to finish",
                 )
-            runs.abandon(conn, source, row.holder)
+            why = (
+                f"its lease expired at {iso(row.expires_at)} unrenewed (holder {row.holder}"
+                " stopped or stalled)"
+                if expired
+                else f"the process holding the lease ({row.holder}) is gone"
+            )
+            runs.abandon(conn, source, row.holder, why)
         conn.execute(
             update(leases)
             .where(leases.c.source == source)

@@ -203,14 +203,15 @@ def set_parent(store: Store, run_id: str, parent_run_id: str) -> None:
         )
 
 
-def abandon(conn: Connection, source: str, holder: str) -> None:
-    """Mark runs left `running` by a dead lease holder as abandoned."""
+def abandon(
+    conn: Connection, source: str, holder: str, why: str = "the process holding the lease died"
+) -> None:
+    """Mark runs left `running` by a lease holder that is gone (or whose lease expired
+    unrenewed) as abandoned, `why` as their error."""
     conn.execute(
         update(runs)
         .where(runs.c.source == source, runs.c.holder == holder, runs.c.status == "running")
-        .values(
-            status="abandoned", finished_at=now_us(), error="the process holding the lease died"
-        )
+        .values(status="abandoned", finished_at=now_us(), error=why)
     )
 
 
