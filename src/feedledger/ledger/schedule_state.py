@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, select, update
 
 from feedledger.ledger import notices
 from feedledger.ledger.schema import observations, schedule_state
@@ -48,11 +48,22 @@ def get(store: Store, source: str) -> State:
 
 
 def _ensure(conn: Connection, source: str) -> None:
+    """The source's row, created if missing. Schedulers race to create it (a new source's
+    first attempts): the INSERT does nothing where another process's row came first --
+    a plain INSERT after the check failed the loser's attempt record on PostgreSQL."""
     exists = conn.execute(
         select(schedule_state.c.source).where(schedule_state.c.source == source)
     ).first()
     if exists is None:
-        conn.execute(insert(schedule_state).values(source=source, failures=0))
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # lazy
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]  # lazy
+        conn.execute(
+            dialect_insert(schedule_state)
+            .values(source=source, failures=0)
+            .on_conflict_do_nothing()
+        )
 
 
 def attempted(

@@ -208,15 +208,18 @@ def attempt(
     else:
         next_at = _retry_at(src, now, state.failures, due, rng)
     if result.outcome not in ("busy", "interrupted"):
-        schedule_state.attempted(
-            store,
-            src.name,
-            at=now,
-            outcome=result.outcome,
-            success=success,
-            error=result.error,
-            next_attempt_at=next_at,
-        )
+        try:
+            schedule_state.attempted(
+                store,
+                src.name,
+                at=now,
+                outcome=result.outcome,
+                success=success,
+                error=result.error,
+                next_attempt_at=next_at,
+            )
+        except Exception as exc:  # what the attempt did stands; its log line says both
+            result.detail["not_recorded"] = f"{type(exc).__name__}: {exc}"
     return result
 
 

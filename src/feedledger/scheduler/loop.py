@@ -137,6 +137,9 @@ class Scheduler:
             pass
         try:
             result = attempt(ctx, src, now, self.rng, progress=self._progress())
+        except Exception as exc:  # never silent: a worker's exception ends in its future
+            self.emit({"event": "error", "source": name, "error": f"{type(exc).__name__}: {exc}"})
+            return None
         finally:
             self._keep_archive(ctx)
             self._publish_warm()

@@ -35,6 +35,10 @@ from feedledger.server.app import (
 )
 
 GRACE_S = 10  # how long requests under way may take to finish after SIGTERM
+# how long uvicorn's supervisor waits for a worker to answer its health check before it
+# kills and restarts it (uvicorn's default, 5 s, is shorter than a worker's start-up on
+# a large workspace under load: seen as workers restarted in a loop, never serving)
+WORKER_HEALTHCHECK_S = 60
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -87,6 +91,7 @@ def serve(
             host=host,
             port=bound,
             workers=workers,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
             **common,  # type: ignore[arg-type]
         )
         text = f"feedledger serve: http://{_show(host)}:{bound}/ ({workers} workers, {mode})"
