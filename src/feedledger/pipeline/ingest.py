@@ -7,8 +7,9 @@ Order of work (and the crash boundaries the tests exercise):
   2. index the payload in the store                          -> `after_register`
      (1 and 2: pipeline/archiving.archive_publication, as for every publication)
   3. the payload diffed against the source's state as it stands (read-only, ahead of
-     the lease; `apply.diff_ahead`), then refused if already applied (nothing changes)
-     or stale (not after the watermark)
+     the lease; `apply.diff_ahead`: beside the compression of 4, or before 1's bytes are
+     all written, beside that), then refused if already applied (nothing changes) or
+     stale (not after the watermark)
   4. lease + run row, the diff (the one computed ahead, if the source has not changed
      since), ONE transaction for the payload                 -> `mid_transaction`,
      `before_commit`, `after_commit`
@@ -152,6 +153,11 @@ def ingest(
             raise
         with stage("store_wait"):
             opened = opening.result()
+        # the diff ahead of the lease (read-only: the ledger sees the payload only once
+        # it is archived, below) runs beside the compression (`after`, below), unless the
+        # archive is still writing the bytes: then beside that, as the wait's cover
+        diffed = storing.is_alive() and opened is None
+        ahead = _diff_ahead(ctx, src, obs) if diffed else None
         with stage("archive_wait"):
             sha = storing.result()
     if src.is_geo and opened is None:
@@ -230,8 +236,8 @@ def ingest(
         # the bytes are archived and parsed: dropped here (freed, where the caller passed
         # its only reference, as the CLI's `ingest` and `run` do: settle reads the file)
         del data
-        # the diff, read-only, ahead of the lease (bench/README.md, "Daily process")
-        ahead = _diff_ahead(ctx, src, obs) if opened is None else None
+        if not diffed and opened is None:
+            ahead = _diff_ahead(ctx, src, obs)
         result = apply_archived(
             ctx,
             src,
