@@ -172,3 +172,34 @@ def test_an_unknown_name_is_an_attribute_error_and_submodules_still_import() -> 
     from feedledger import config  # a submodule, not an exported name
 
     assert config.CONFIG_NAME == "feedledger.toml"
+
+
+def _plugin_lookups(env_value: str | None) -> int:
+    """How often pydantic scanned the installed entry points for plugins while a fresh
+    `feedledger` process (its entry module imported first) built its models."""
+    import os
+
+    code = (
+        "import feedledger.cli.main\n"
+        "import pydantic.plugin._loader as loader\n"
+        "calls = []\n"
+        "real = loader.entry_points\n"
+        "loader.entry_points = lambda **kw: calls.append(kw) or real(**kw)\n"
+        "import feedledger.model.source\n"
+        "print(len(calls))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if env_value is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = env_value
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_feedledger_process_asks_pydantic_for_no_plugins_unless_the_user_says() -> None:
+    """The entry-point scan (every installed distribution's metadata) is skipped in a
+    `feedledger` process (cli/process.py); the user's own setting wins."""
+    assert _plugin_lookups(None) == 0
+    assert _plugin_lookups("") == 1  # empty: every plugin looked for, as pydantic does

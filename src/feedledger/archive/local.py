@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 import secrets
 import sys
 from collections.abc import Iterator
@@ -24,6 +25,10 @@ from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery
 from feedledger.archive.sidecar import SHA_RE
 from feedledger.model.envfail import env_failure, failing_path
 from feedledger.model.errors import ArchiveUnavailableError, NotFoundError
+
+# the key of an object stored raw (`object_rel`): one an ingest compresses from its file
+# right after writing it, so written through the page cache (archive/durable.py)
+_RAW_OBJECT = re.compile(r"objects/[0-9a-f]{2}/[0-9a-f]{64}")
 
 if sys.platform == "win32":  # pragma: no cover - no advisory locks; os.link still guards
 
@@ -94,7 +99,8 @@ class FolderBlobs:
         self._ensure_dir(directory)
         tmp = directory / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         try:
-            write_new(tmp, data)
+            # a raw object is compressed from its file right after (archive/settle.py)
+            write_new(tmp, data, read_soon=_RAW_OBJECT.fullmatch(rel) is not None)
             os.chmod(tmp, 0o444)
             try:
                 os.link(tmp, final)

@@ -3,12 +3,13 @@
 Order of work (and the crash boundaries the tests exercise):
   1. archive the bytes raw (content-addressed, fsynced)      -> `after_archive`
      -- on a second core (the `archive` stage, pipeline/stages.py), while the payload
-     is parsed and validated (bad input: clear error, ledger untouched, bytes kept) and
-     then diffed against the source's state as it stands (read-only, ahead of the
-     lease; `apply.diff_ahead`)
+     is parsed and validated (bad input: clear error, ledger untouched, bytes kept)
   2. index the payload in the store                          -> `after_register`
      (1 and 2: pipeline/archiving.archive_publication, as for every publication)
-  3. refuse if already applied (nothing changes) or stale (not after the watermark)
+  3. the payload diffed against the source's state as it stands (read-only, ahead of
+     the lease; `apply.diff_ahead`: beside the compression of 4, or before 1's bytes are
+     all written, beside that), then refused if already applied (nothing changes) or
+     stale (not after the watermark)
   4. lease + run row, the diff (the one computed ahead, if the source has not changed
      since), ONE transaction for the payload                 -> `mid_transaction`,
      `before_commit`, `after_commit`
@@ -152,9 +153,11 @@ def ingest(
             raise
         with stage("store_wait"):
             opened = opening.result()
-        # while the bytes are still being compressed and written: the diff, read-only
-        # (the ledger sees the payload only once it is archived, below)
-        ahead = _diff_ahead(ctx, src, obs) if opened is None else None
+        # the diff ahead of the lease (read-only: the ledger sees the payload only once
+        # it is archived, below) runs beside the compression (`after`, below), unless the
+        # archive is still writing the bytes: then beside that, as the wait's cover
+        diffed = storing.is_alive() and opened is None
+        ahead = _diff_ahead(ctx, src, obs) if diffed else None
         with stage("archive_wait"):
             sha = storing.result()
     if src.is_geo and opened is None:
@@ -223,14 +226,18 @@ def ingest(
             with stage("compress"):
                 ctx.archive.settle(src.name, ref.sha256, ref.published_at)
     with Stages() as after:
-        # the raw object compressed on the other core while the payload is applied
-        # (archive/settle.py); the process waits for it below, or on leaving the block
+        # the raw object compressed on the other core while the payload is diffed and
+        # applied (archive/settle.py); the process waits for it below, or on leaving the
+        # block. Started as soon as the payload is archived under its source: its
+        # compression is the longest thing beside the apply, and the process's tail
         compressing = after.start(
             "compress", ctx.archive.settle, src.name, ref.sha256, ref.published_at
         )
         # the bytes are archived and parsed: dropped here (freed, where the caller passed
         # its only reference, as the CLI's `ingest` and `run` do: settle reads the file)
         del data
+        if not diffed and opened is None:
+            ahead = _diff_ahead(ctx, src, obs)
         result = apply_archived(
             ctx,
             src,
