@@ -34,6 +34,7 @@ class BadCommandLine(AssertionError):
 class Parsed:
     path: tuple[str, ...]  # ("scheduler",), ("source", "add")
     params: dict[str, Any]  # the command's parameters as parsed (defaults filled in)
+    root: dict[str, Any]  # the root options (`--config`)
 
 
 def check(argv: list[str]) -> Parsed:
@@ -43,11 +44,13 @@ def check(argv: list[str]) -> Parsed:
     name = "feedledger"
     path: list[str] = []
     args = list(argv)
+    root: dict[str, Any] = {}
     try:
         while True:
             ctx = command.make_context(name, args, parent=ctx, resilient_parsing=False)
+            root = root or dict(ctx.params)
             if not isinstance(command, Group):
-                return Parsed(tuple(path), dict(ctx.params))
+                return Parsed(tuple(path), dict(ctx.params), root)
             rest = [*ctx._protected_args, *ctx.args]
             if not rest:
                 raise BadCommandLine(f"`feedledger {' '.join(argv)}`: no command after {name}")
