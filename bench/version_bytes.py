@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -141,6 +142,7 @@ def measure(exe: str, backend: str, files: list[Path], pg_admin: str) -> dict[st
 
         with psycopg.connect(pg_admin, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {db_name}")
+    shutil.rmtree(ws, ignore_errors=True)
     return {"backend": backend, "ingest_seconds": seconds, **result}
 
 
