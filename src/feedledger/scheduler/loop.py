@@ -37,7 +37,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
-from feedledger.pipeline.health import health
+from feedledger.pipeline.health import destination_lag, health
 from feedledger.pipeline.resident import ResidentReport
 from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
 from feedledger.scheduler.metrics import Metrics
@@ -185,6 +185,8 @@ class Scheduler:
         if self.options.dispatch:
             self._dispatch()
         self._keep_archive(ctx)
+        if self.metrics is not None:
+            self._measure(ctx, now)
         return started
 
     def _in_turn(self, ctx: Context) -> list[tuple[str, SourceConfig]]:
@@ -216,6 +218,19 @@ class Scheduler:
                     self.emit({"event": "alert", "source": h.source, "topic": topic})
             except Exception as exc:
                 self.emit({"event": "error", "source": h.source, "error": f"alert: {exc}"})
+
+    def _measure(self, ctx: Context, now: int) -> None:
+        """The destinations' lag and this process's heartbeat, for the metrics: the
+        tick's last step, so a scheduler whose ticks stop is seen to (the heartbeat's
+        age), as is one whose process is gone (its scrape fails)."""
+        assert self.metrics is not None
+        try:
+            self.metrics.destinations(destination_lag(ctx, now))
+        except Exception as exc:
+            self.emit({"event": "error", "error": f"destination lag: {exc}"})
+        with self._lock:
+            running = len(self._running())
+        self.metrics.ticked(now, running)
 
     def _dispatch(self) -> None:
         try:

@@ -1,11 +1,14 @@
 """Prometheus metrics of a scheduler process (`--metrics-port`), in a registry of its
 own: per source its staleness, missed publications, last successful fetch and last
 publisher date, frozen, held runs and undelivered notifications; per attempt a
-counter by outcome and a duration histogram."""
+counter by outcome and a duration histogram; per destination its live route's lag
+(seconds, messages, changes behind) and whether it is paused; of the process itself the
+end of its last tick and the attempts in flight. deploy/prometheus/feedledger-rules.yml
+alerts on them (tests/deploy/test_prometheus_rules.py checks its names against these)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from feedledger.pipeline.health import SourceHealth
@@ -66,6 +69,41 @@ class Metrics:
             ["source"],
             registry=r,
         )
+        where = ["destination", "source"]
+        self.dest_lag = Gauge(
+            "feedledger_destination_lag_seconds",
+            "Age of the oldest change the destination's live route has not synced (0: none)",
+            where,
+            registry=r,
+        )
+        self.dest_messages = Gauge(
+            "feedledger_destination_messages_behind",
+            "Outbox messages after the destination's live route cursor",
+            where,
+            registry=r,
+        )
+        self.dest_changes = Gauge(
+            "feedledger_destination_changes_behind",
+            "Changes after the destination's live route cursor",
+            where,
+            registry=r,
+        )
+        self.dest_paused = Gauge(
+            "feedledger_destination_paused",
+            "1 if the destination's live route is paused (a maintenance rebuild)",
+            where,
+            registry=r,
+        )
+        self.last_tick = Gauge(
+            "feedledger_scheduler_last_tick_timestamp_seconds",
+            "When this scheduler last finished looking at what is due (Unix time)",
+            registry=r,
+        )
+        self.inflight = Gauge(
+            "feedledger_scheduler_attempts_in_flight",
+            "Sources this scheduler is attempting now",
+            registry=r,
+        )
 
     def serve(self, port: int, addr: str) -> None:
         from prometheus_client import start_http_server  # lazy: only with --metrics-port
@@ -88,3 +126,16 @@ class Metrics:
         self.held.labels(s).set(health.held_runs)
         for status, n in health.notifications.items():
             self.notifications.labels(s, status).set(n)
+
+    def destinations(self, lags: list[dict[str, Any]]) -> None:
+        """Each destination's live route lag (`pipeline.health.destination_lag`'s rows)."""
+        for d in lags:
+            labels = (d["destination"], d["source"])
+            self.dest_lag.labels(*labels).set(d["lag_s"])
+            self.dest_messages.labels(*labels).set(d["messages_behind"])
+            self.dest_changes.labels(*labels).set(d["changes_behind"])
+            self.dest_paused.labels(*labels).set(int(d["paused"]))
+
+    def ticked(self, now_us: int, inflight: int) -> None:
+        self.last_tick.set(now_us / 1e6)
+        self.inflight.set(inflight)
