@@ -14,7 +14,8 @@ Order of work (and the crash boundaries the tests exercise):
      `before_commit`, `after_commit`
      -- beside 3 and 4, on the other core: the raw object compressed against the
      source's previous payload, then deleted (`archive/settle.py`)  -> `before_settle`,
-     `settle_written`; the process ends once that is done
+     `settle_written`; the process ends once that is done (a resident process, the
+     scheduler, queues it instead: `Context.after_apply`, and goes on)
 A rerun after a crash at any point re-archives as a no-op and either finds the
 payload applied (nothing repeated) or applies it whole (nothing lost).
 """
@@ -222,6 +223,23 @@ def ingest(
             del obs
             with stage("compress"):
                 ctx.archive.settle(src.name, ref.sha256, ref.published_at)
+    if ctx.after_apply is not None:
+        # a resident process (the scheduler): the raw object is compressed on its queue,
+        # beside this payload's transaction and after it, and the run returns once the
+        # payload is applied (a kill before the compression leaves a valid raw object,
+        # which the source's next settle or `archive compact` compresses)
+        archive, name, sha, at = ctx.archive, src.name, ref.sha256, ref.published_at
+        ctx.after_apply(lambda: archive.settle(name, sha, at))
+        del data
+        return apply_archived(
+            ctx,
+            src,
+            ref,
+            created=created,
+            obs=obs,
+            allow_mass_delete=allow_mass_delete,
+            ahead=ahead,
+        )
     with Stages() as after:
         # the raw object compressed on the other core while the payload is applied
         # (archive/settle.py); the process waits for it below, or on leaving the block
