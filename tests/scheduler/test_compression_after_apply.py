@@ -1,8 +1,8 @@
 """A scheduler's attempt returns once its payload is applied: the raw object's
-compression (archive/settle.py) is queued on the process's own thread and runs after
-it, in order, so each payload is still a delta against the one before. `settled`
-waits for the queue; closing the scheduler drains it. Until then the raw object is a
-valid payload object (`archive verify` passes)."""
+compression (archive/settle.py), then the store's checkpoint, are queued on the
+process's own thread and run after it, in order, so each payload is still a delta
+against the one before. `settled` waits for the queue; closing the scheduler drains
+it. Until then the raw object is a valid payload object (`archive verify` passes)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pytest
 
 from feedledger.archive import LocalArchive
 from feedledger.archive.core import BlobArchive
-from feedledger.model.timeutil import parse_instant, to_us
+from feedledger.ledger.store import Store
+from feedledger.model.timeutil import iso, parse_instant, to_us
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli
 
@@ -121,3 +122,40 @@ def test_closing_the_scheduler_compresses_what_is_queued(cli: Cli, tmp_path: Pat
     sched.close()
     assert stored(cli) == dict.fromkeys(DAYS[:2], (False, True))
     assert cli.json("archive", "verify", SRC)["ok"] == 2
+
+
+def test_the_log_a_payload_wrote_is_checkpointed_on_the_queue_after_it(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not by the next payload's warm-up beside its parse: each applied payload queues
+    the store's checkpoint after its compression (SQLite; a no-op on PostgreSQL)."""
+    feed = tmp_path / "feed"
+    feed.mkdir()
+    cli("source", "add", SRC, "--key", "id", "--fetch", str(feed))
+    rnd = random.Random(7)
+    values = {i: rnd.randrange(10**6) for i in range(600)}
+    calls: list[tuple[str, str | None]] = []
+    real = Store.checkpoint
+
+    def seen(self: Store) -> None:
+        other = Store(cli.ws.store_url)
+        try:
+            wm = other.watermark(SRC)
+        finally:
+            other.engine.dispose()
+        calls.append((threading.current_thread().name, iso(wm.published_at) if wm else None))
+        real(self)
+
+    monkeypatch.setattr(Store, "checkpoint", seen)
+    clock = DayClock(DAYS[0])
+    sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), clock, io.StringIO())
+    try:
+        for day in DAYS[:2]:
+            publish(feed, rnd, values, day)
+            clock.day = day
+            sched.tick(wait=True)
+            sched.settled()
+    finally:
+        sched.close()
+    queued = [at[:10] for name, at in calls if name.startswith("after-apply") and at]
+    assert queued == DAYS[:2]  # once after each payload, its commit seen
