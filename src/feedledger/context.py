@@ -7,6 +7,7 @@ modules too, so a command that only reads the store (a snapshot, a query) never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,11 @@ class Context:
     # Keep up to this many sources' diff states in memory between payloads (a resident
     # process: the scheduler); None keeps none beyond one backfill (ledger/statecache.py)
     warm_sources: int | None = None
+    # A resident process's queue for work an ingest finishes after its payload is
+    # applied (the raw object's compression, archive/settle.py): handed the call, it
+    # runs it on a thread of its own, in order, while the process goes on. None: the
+    # ingest waits for that work before it returns (a command that exits next).
+    after_apply: Callable[[Callable[[], object]], None] | None = field(default=None, repr=False)
     _store: Store | None = field(default=None, repr=False)
     _archive: Archive | None = field(default=None, repr=False)
     _cache: StateCache | None = field(default=None, repr=False)

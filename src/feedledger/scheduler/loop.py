@@ -13,6 +13,9 @@ Resident: the process keeps the store open, its modules imported and the diff st
 of up to `max_warm_sources` sources in memory between attempts (least recently used
 dropped first; each checked against the store's watermark before use:
 ledger/statecache.py), and says what it holds in a file `health` reads (pipeline/resident.py).
+An attempt returns once its payload is applied: the raw object's compression
+(archive/settle.py) is queued on a thread of the process's own (`Context.after_apply`),
+drained when the loop stops.
 
 The clock is a parameter: tests drive ticks with a fake one, no sleeping.
 """
@@ -81,8 +84,15 @@ class Scheduler:
         self._inflight: dict[str, Future[Attempt | None]] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(self.options.workers, thread_name_prefix="source")
+        # work an ingest finishes after its payload is applied (the raw object's
+        # compression): one thread, in order, so an attempt returns once its payload is
+        # applied; `settled` waits for it, stopping drains it
+        self._after = ThreadPoolExecutor(1, thread_name_prefix="after-apply")
+        self._after_queued: list[Future[object]] = []
         workspace = Workspace.load(self.config_path)
-        self.ctx = Context(workspace, warm_sources=self.options.max_warm_sources)
+        self.ctx = Context(
+            workspace, warm_sources=self.options.max_warm_sources, after_apply=self._queue_after
+        )
         self.store = self.ctx.store  # opened once, shared by the workers (thread-safe)
         self.cache = self.ctx.cache  # the diff states kept warm, shared by every tick
         self._report: ResidentReport | None = None
@@ -103,7 +113,7 @@ class Scheduler:
         except Exception as exc:  # a broken edit: keep the last good configuration
             self.emit({"event": "config_error", "error": str(exc)})
             workspace = self.ctx.workspace
-        ctx = Context(workspace)
+        ctx = Context(workspace, after_apply=self._queue_after)
         ctx._store = self.store
         ctx._cache = self.cache
         ctx._archive = self.ctx._archive  # opened on first use (_keep_archive), then shared
@@ -113,6 +123,23 @@ class Scheduler:
         """Share the archive a tick's context opened with every later tick."""
         if self.ctx._archive is None and ctx._archive is not None:
             self.ctx._archive = ctx._archive
+
+    def _queue_after(self, call: Callable[[], object]) -> None:
+        try:
+            future = self._after.submit(call)
+        except RuntimeError:  # stopped (its queue drained): done here and now
+            call()
+            return
+        with self._lock:
+            self._after_queued = [f for f in self._after_queued if not f.done()] + [future]
+
+    def settled(self) -> None:
+        """Wait for the work queued after the payloads applied so far (their objects'
+        compression) to end."""
+        with self._lock:
+            queued = list(self._after_queued)
+        for future in queued:
+            future.exception()  # (the archive's settle never raises; nothing is lost)
 
     def _publish_warm(self) -> None:
         if self._report is not None and self.cache.warm is not None:
@@ -272,9 +299,11 @@ class Scheduler:
                     self.clock.sleep(self.options.tick_s, self.stop)
             finally:
                 self._pool.shutdown(wait=True)  # current payloads finish, leases released
+                self._after.shutdown(wait=True)  # their objects compressed
                 if self._report is not None:
                     self._report.remove()
         self.emit({"event": "stop"})
 
     def close(self) -> None:
+        self._after.shutdown(wait=True)
         self.ctx.close()
