@@ -235,6 +235,8 @@ def ingest(
         archive, name, sha, at = ctx.archive, src.name, ref.sha256, ref.published_at
         ctx.after_apply(lambda: archive.settle(name, sha, at))
         del data
+        if not diffed and opened is None:  # (the diff ahead: as below)
+            ahead = _diff_ahead(ctx, src, obs)
         try:
             return apply_archived(
                 ctx,
