@@ -35,8 +35,11 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # are written in bulk, and larger pages cut the B-tree, WAL and checkpoint work per
     # row by about a quarter (bench/README.md); set before WAL mode creates the file
     cur.execute(f"PRAGMA page_size={PAGE_SIZE}")
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=FULL")
+    mode = cur.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    # (not WAL yet: opened while another connection writes a source's first payload
+    # with a rollback journal, ledger/staging.py; the connection takes the log once it
+    # sees it again, and until then its commits sync the journal's directory too)
+    cur.execute("PRAGMA synchronous=FULL" if str(mode).lower() == "wal" else "PRAGMA synchronous=EXTRA")
     cur.execute("PRAGMA busy_timeout=60000")
     cur.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     # No automatic checkpoint inside a payload's commit: the WAL is checkpointed when the
