@@ -104,6 +104,24 @@ def test_columns_of_few_distinct_values_encode_as_the_general_encoding(
         assert fast.to_list() == book.encode_series(texts).to_list()
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=frames(), seed=st.integers(0, 2**32), probe=st.integers(1, 40))
+def test_columns_judged_by_their_first_rows_encode_as_the_general_encoding(
+    rows: pl.DataFrame, seed: int, probe: int
+) -> None:
+    """A column whose first rows hold many distinct values is encoded row by row without
+    its distinct values being counted (`_PROBE`): the same texts as counted, few or not."""
+    from feedledger.ledger.encoding import encode
+
+    rows = pl.concat([rows] * 17)
+    texts = canonical(rows)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encode, "_PROBE", probe)
+        for book in books(texts.to_list(), random.Random(seed)):
+            fast = encode_rows(book, rows)
+            assert fast.to_list() == book.encode_series(texts).to_list()
+
+
 def test_a_parcel_like_chunk_with_a_quoted_row_and_nulls(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = pl.DataFrame(
         {
@@ -127,6 +145,10 @@ def test_a_parcel_like_chunk_with_a_quoted_row_and_nulls(monkeypatch: pytest.Mon
     monkeypatch.setattr(Codebook, "encode_series", counted)
     assert encode_rows(book, rows).to_list() == expected
     assert general == [1]  # only the row with a quote went the general way
+    # slices of the chunk: the quote's row within one, outside the other
+    assert encode_rows(book, rows.slice(5, 10)).to_list() == expected[5:15]
+    assert encode_rows(book, rows.slice(8, 500)).to_list() == expected[8:508]
+    assert general == [1, 1]
     assert encode_rows(Codebook([]), rows).to_list() == texts.to_list()
 
 

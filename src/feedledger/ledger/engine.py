@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,21 @@ def normalise_url(url: str) -> str:
     return url
 
 
+def _wal(cur: Any) -> bool:
+    """Put the store in WAL mode (a no-op when it is); False when it cannot be now:
+    opened while another connection writes a source's first payload with a rollback
+    journal (ledger/staging.py), holding the file, so the switch is refused at once. The
+    connection then works on the journal (a reader sees the store as it was, a writer
+    waits for that commit) and takes the log once it finds it again; until then its
+    commits sync the journal's directory too (synchronous=EXTRA)."""
+    try:
+        return str(cur.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() == "wal"
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            raise
+        return False
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (IMMEDIATE)
     cur = dbapi_conn.cursor()
@@ -35,8 +51,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # are written in bulk, and larger pages cut the B-tree, WAL and checkpoint work per
     # row by about a quarter (bench/README.md); set before WAL mode creates the file
     cur.execute(f"PRAGMA page_size={PAGE_SIZE}")
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA synchronous=FULL" if _wal(cur) else "PRAGMA synchronous=EXTRA")
     cur.execute("PRAGMA busy_timeout=60000")
     cur.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     # No automatic checkpoint inside a payload's commit: the WAL is checkpointed when the

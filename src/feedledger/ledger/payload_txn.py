@@ -105,10 +105,13 @@ def _apply_staged(
     """The transaction of a large SQLite payload, its versions staged in scratch files."""
     overlapped = staging.attach_in_transaction()
     parts = bulk.staged_parts(versions, write.encode, write.geometries, write.chunk_rows)
+    # a source's first payload (nothing of it for a reader to miss) written once, with a
+    # rollback journal instead of the log, where the store allows it (ledger/staging.py)
+    direct = write.expected_seq == 0 and versions.height <= staging.DIRECT_MAX_ROWS
     with (
         timing.stage("txn_staged"),
         staging.Stager(base, parts, versions.height, overlapped=overlapped) as stager,
-        _begin_staged(store, stager, attach_first=not overlapped) as conn,
+        _begin_staged(store, stager, attach_first=not overlapped, direct=direct) as conn,
     ):
         return _write(store, conn, write, versions, stager=stager)
 
@@ -139,14 +142,18 @@ STAGED_CACHE_KIB = 16384
 
 @contextmanager
 def _begin_staged(
-    store: Store, stager: staging.Stager, *, attach_first: bool
+    store: Store, stager: staging.Stager, *, attach_first: bool, direct: bool = False
 ) -> Iterator[Connection]:
+    """The staged payload's transaction on a connection of its own; `direct`: with a
+    rollback journal if the store allows it (`staging.rollback_journal`)."""
     with store.engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None
         # a bulk copy gains nothing from a big page cache (dirty pages spill to the WAL
         # either way), and its pages would only add to the payload's peak memory
         raw.execute(f"PRAGMA cache_size=-{STAGED_CACHE_KIB}")
+        with timing.stage("txn_journal"):
+            journal = direct and staging.rollback_journal(raw)
         try:
             if attach_first:
                 stager.attach_all(raw)
@@ -158,9 +165,12 @@ def _begin_staged(
             try:
                 stager.detach_all(raw)
                 raw.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+                if journal:
+                    staging.back_to_wal(raw)
             except Exception:
-                # never hand the pool a connection with a scratch file still attached
-                # (nor mask the transaction's own error): discard it instead
+                # never hand the pool a connection with a scratch file still attached, or
+                # still on a rollback journal (nor mask the transaction's own error):
+                # discard it instead (a new connection takes the log again on opening)
                 conn.invalidate()
 
 

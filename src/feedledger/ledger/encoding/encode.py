@@ -31,7 +31,11 @@ both ways give the same texts, over random columns, values and codebooks.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from feedledger.formats.canonical import JSON_SPECIAL, json_string, object_texts
 from feedledger.ledger.encoding.codec import Codebook
@@ -51,10 +55,15 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
     if not names or not book.tokens or any(schema[n] != pl.String or not _plain(n) for n in names):
         return book.encode_series(object_texts(rows, list(rows.columns)))
     texts = rows.select(_object(book, rows, names).alias("attributes")).get_column("attributes")
-    # the rows going the general way, in one scan of each column
-    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in names]
-    if '"}' in book.patterns:
-        tests += [pl.col(n).str.starts_with("}") for n in names]
+    # the rows going the general way, in one scan of each column whose bytes hold such
+    # a character at all (most hold none: the scan of their bytes is cheaper)
+    brace = '"}' in book.patterns
+    odd = [n for n in names if _may_escape(rows.get_column(n), brace=brace)]
+    if not odd:
+        return texts
+    tests = [pl.col(n).str.contains_any(JSON_SPECIAL) for n in odd]
+    if brace:
+        tests += [pl.col(n).str.starts_with("}") for n in odd]
     flagged = rows.select(pl.any_horizontal(tests).fill_null(False).alias("flagged")).get_column(
         "flagged"
     )
@@ -63,6 +72,25 @@ def encode_rows(book: Codebook, rows: pl.DataFrame) -> pl.Series:
         return texts
     general = book.encode_series(object_texts(rows.filter(flagged), list(rows.columns)))
     return texts.scatter(at, general)
+
+
+def _may_escape(column: pl.Series, *, brace: bool) -> bool:
+    """Whether some value of `column` may hold a character JSON escapes (a `"`, a
+    backslash, a control character) or, with `brace`, a `}` (where a value starting
+    with one may begin a codebook string): False means none does."""
+    data: Any = column.to_arrow()
+    if isinstance(data, pa.ChunkedArray):
+        data = data.combine_chunks()
+    if data.type != pa.large_string():
+        data = data.cast(pa.large_string())
+    buffer = data.buffers()[2]
+    if buffer is None:  # no bytes: nulls and empty strings
+        return False
+    offsets = np.frombuffer(data.buffers()[1], np.int64)
+    start, end = int(offsets[data.offset]), int(offsets[data.offset + len(data)])
+    view = np.frombuffer(buffer, np.uint8, count=end - start, offset=start)
+    found = bool((view < 0x20).any() or (view == 0x22).any() or (view == 0x5C).any())
+    return found or (brace and bool((view == 0x7D).any()))
 
 
 def _plain(name: str) -> bool:
@@ -158,11 +186,19 @@ def _field(
 # a column with at most 1/_FEW as many distinct values as rows (a city, a zoning code) has
 # its value segments replaced in its distinct values, then looked up row by row
 _FEW = 16
+# a column whose first _PROBE rows alone hold more than 1/_FEW distinct values is taken
+# for one of many (an owner, a sale date) without counting the distinct values of all of
+# its rows, and encoded row by row (the same texts either way, only the cost differs)
+_PROBE = 2048
 
 
 def _few_values(column: pl.Series, value: pl.Expr) -> pl.Expr:
     """`value` (an expression of `column` alone, row by row), made once per distinct value
     of a column with few and looked up (null for a null: the caller writes those)."""
+    if column.len() > _PROBE:
+        probe = column.head(_PROBE)
+        if probe.n_unique() * _FEW > _PROBE:
+            return value
     distinct = column.drop_nulls().unique()
     if distinct.len() * _FEW > column.len():
         return value
