@@ -48,8 +48,9 @@ def outcome_rows(cli: Cli, scope_name: str = "all") -> dict[str, tuple[Any, ...]
 def store_scope(store: Any, name: str) -> str:
     with store.engine.connect() as conn:
         return str(
-            conn.execute(text("SELECT manifest_id FROM manifests WHERE name = :n"), {"n": name})
-            .scalar_one()
+            conn.execute(
+                text("SELECT manifest_id FROM manifests WHERE name = :n"), {"n": name}
+            ).scalar_one()
         )
 
 
@@ -143,7 +144,8 @@ def test_what_the_destination_lost_or_changed_is_built_and_judged(
             ).scalar_one()
     finally:
         engine.dispose()
-    assert (json.loads(got) if isinstance(got, str) else got) == {"id": "V-2", "name": "supplier 2", "rev": "1"}
+    body = json.loads(got) if isinstance(got, str) else got
+    assert body == {"id": "V-2", "name": "supplier 2", "rev": "1"}
 
 
 def test_a_rebuild_into_a_lost_table_is_accepted_again(
