@@ -86,21 +86,24 @@ def _select(store: Store, columns: str) -> str:
     )
 
 
-def _fetch(store: Store, sql: str, args: dict[str, Any]) -> list[Any]:
-    with store.engine.connect() as conn:
-        cur = conn.connection.cursor()
-        try:
-            cur.execute(sql, args)
-            return list(cur.fetchall())
-        finally:
-            cur.close()
+def _fetch(store: Store, sql: str, args: dict[str, Any], conn: Any = None) -> list[Any]:
+    if conn is None:
+        with store.engine.connect() as own:
+            return _fetch(store, sql, args, own)
+    cur = conn.connection.cursor()
+    try:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+    finally:
+        cur.close()
 
 
-def read(store: Store, k: Known) -> Known:
+def read(store: Store, k: Known, conn: Any = None) -> Known:
     """`k` with the `rows` of its range (a batch of a manifest's keys: every key of the
-    manifest between the first and the last)."""
+    manifest between the first and the last), read through `conn` if given (the
+    recording transaction's: what it reads is what it updates)."""
     sql = _select(store, "o.key, o.revision, o.content_hash")
-    got = _fetch(store, sql, {**params(k), "lo": k.lo, "hi": k.hi})
+    got = _fetch(store, sql, {**params(k), "lo": k.lo, "hi": k.hi}, conn)
     k.rows = {r[0]: (r[1], r[2]) for r in got}
     return k
 

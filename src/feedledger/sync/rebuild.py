@@ -227,8 +227,7 @@ def rebuild(
                     more, rejected = builder.docs(rows, missing)
                     docs = [*docs, *more]
                 build = partial(builder.built, known_at=man.created_at)
-            else:
-                known_rows.read(store, known)
+            else:  # (its rows read by the recorder, as it records the batch)
                 rows = latest(store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
                 docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)

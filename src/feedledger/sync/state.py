@@ -149,18 +149,20 @@ def record(
     groups = list(outcome.groups)
     known = outcome.known
     ranged: tuple[str, list[Doc]] | None = None
-    if known is not None and (known.docs or known.rows):
-        # the group whose documents the outcome ledger confirms most: those by one
-        # range update, first (sync/known.py); every other verdict after it
-        best, most, left = -1, 0, []
-        for i, (verdict, docs) in enumerate(groups):
-            if verdict in known_rows.CONFIRMING:
-                same, rest = known_rows.confirmed(known, docs)
-                if len(same) > most:
-                    best, most, left, ranged = i, len(same), rest, (verdict, same)
-        if best >= 0:
-            groups[best] = (groups[best][0], left)
     with store.begin() as conn:
+        if known is not None and known.docs is None:  # (read here, in this transaction)
+            known_rows.read(store, known, conn)
+        if known is not None and (known.docs or known.rows):
+            # the group whose documents the outcome ledger confirms most: those by one
+            # range update, first (sync/known.py); every other verdict after it
+            best, most, left = -1, 0, []
+            for i, (verdict, docs) in enumerate(groups):
+                if verdict in known_rows.CONFIRMING:
+                    same, rest = known_rows.confirmed(known, docs)
+                    if len(same) > most:
+                        best, most, left, ranged = i, len(same), rest, (verdict, same)
+            if best >= 0:
+                groups[best] = (groups[best][0], left)
         if known is not None and ranged is not None:
             known_rows.record_range(conn, store, known, ranged[0], at, ranged[1])
         for verdict, docs in groups:
