@@ -1,28 +1,29 @@
-"""The outcome ledger as what a rebuild already knows of its documents. A rebuild of a
-manifest into a destination it was rebuilt into before (a resync, or a rebuild after
-the table was lost) reads, with each batch's versions, the verdicts its earlier runs
-recorded for those keys (sync/versions.py's `latest_known`), and
+"""The outcome ledger as what a rebuild already knows of its documents. A manifest's
+versions are fixed at its boundary, so the verdicts earlier rebuilds of the same
+manifest into the same destination recorded (a resync; a rebuild after the table was
+lost) name each key's revision, generation and content hash:
 
-* a key whose recorded verdict is `accepted` or `already_current` at its version's id
-  and the manifest's generation has, from a source without a revision field or a
-  transform (the default document, a function of the version alone, which the version
-  id names: versions are immutable), the document it had then; so its content hash is
-  the one recorded: the key is probed by it (sync/pg_batch.py) without its attributes
-  being decoded and hashed, and its document is built only if the destination does not
-  hold it already;
-* a verdict that confirms such a row (the same verdict kind, revision, generation and
+* a key whose recorded verdict is `accepted` or `already_current` at the manifest's
+  generation has, from a source without a revision field or a transform (the default
+  document: a function of the version alone, which the recorded revision -- its
+  version id -- names), the document it had then. A batch likely not written (a
+  resync into PostgreSQL: sync/rebuild.py) is made of those rows (`docs`) and probed by
+  their hashes (sync/pg_batch.py): no version read, decoded or hashed; only the keys
+  with no such row, and those the destination does not hold as current, are read from
+  the ledger and built (live.py's `Builder.built`);
+* a verdict that confirms its row (the same verdict kind, revision, generation and
   content hash: a resync's `already_current`, a repeated rebuild's `accepted`) is
-  recorded by ONE range update of the batch's rows (their verdict, attempts and time),
-  not a parameter per key. The update comes first in the batch's transaction, every
-  other verdict of the batch after it, so a row it touched that is not confirmed is
-  then written with its own verdict: every key ends with its own verdict, attempts and
-  time, as key by key.
+  recorded by ONE range update of the batch's rows (verdict, attempts and time), not a
+  parameter per key (state.py's `record`, with the rows read in its transaction). The
+  update comes first in the batch's transaction, every other verdict of the batch
+  after it, so a row it touched that is not confirmed is then written with its own
+  verdict: every key ends with its own row, verdict, attempts and time, as key by key.
 
 Only rows recorded since the destination was declared count (`since`: a destination
 removed and declared again under the same name, maybe with a transform, starts
-afresh). Rows of one scope are written only by rebuilds of its manifest, whose
-versions are fixed at its boundary, so they agree on each key's revision, generation
-and (from such a source) content hash.
+afresh). Assumed: the source's revision field and format are those it had when the
+rows were recorded (a revision field added to `feedledger.toml` later wants a new
+manifest).
 """
 
 from __future__ import annotations
