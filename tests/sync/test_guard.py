@@ -270,8 +270,10 @@ def test_an_unacknowledged_batch_stays_unresolved_until_repeated(
     real = Target.write_batch
     second = json.dumps(["V-3"])  # the first key of the second batch (V-0..V-7, by 3)
 
-    def timeout_after_sending(self: Target, docs: Any, ticket: int | None = None) -> Any:
-        result = real(self, docs, ticket)  # the destination committed...
+    def timeout_after_sending(
+        self: Target, docs: Any, ticket: int | None = None, build: Any = None
+    ) -> Any:
+        result = real(self, docs, ticket, build)  # the destination committed...
         if docs and docs[0].key == second:  # (two writer threads: not by call order)
             raise TimeoutError("no answer within 30 s")  # ...but we never heard back
         return result

@@ -84,6 +84,10 @@ class Builder:
         src = ctx.workspace.source(dest.source)
         self.use_revision = src.revision is not None
         self.geo = src.is_geo  # documents carry the geometry (GeoJSON, and WKB)
+        # the default document, the version id as the revision: a function of the
+        # version alone (sync/known.py)
+        self.fast = self.transform is None and not self.use_revision and not self.geo
+        self.store, self.source = ctx.store, dest.source
         self.rejected = 0  # documents refused so far (not written), and the first one
         self.first_rejection: str | None = None
 
@@ -120,12 +124,32 @@ class Builder:
                 rejected.append(Verdict(key, "rejected", None, self.generation, None, reason))
         if self.geo and docs:
             docs = self._with_wkb(docs, rows, rejected)
+        self._note(rejected)
+        return docs, rejected
+
+    def built(self, docs: Sequence[Doc], known_at: int | None) -> list[Doc]:
+        """`docs`, those not built yet (sync/known.py: a Doc with no `doc` that is not
+        `deleted`) built from the ledger's versions visible at `known_at`."""
+        todo = sorted(d.key for d in docs if d.doc is None and not d.deleted)
+        if not todo:
+            return list(docs)
+        dense = 2 * len(todo) >= len(docs)
+        rows = latest(self.store, self.source, todo, known_at, dense=dense, geo=self.geo)
+        made, rejected = self.docs(rows, todo)
+        if rejected:
+            raise RuntimeError(
+                f"{len(rejected)} key(s) the outcome ledger confirmed cannot be built: "
+                f"{rejected[0].key}: {rejected[0].reason}"
+            )
+        by_key = {d.key: d for d in made}
+        return [by_key.get(d.key, d) for d in docs]
+
+    def _note(self, rejected: list[Verdict]) -> None:
         if rejected:
             self.rejected += len(rejected)
             if self.first_rejection is None:
                 first = rejected[0]
                 self.first_rejection = f"{_key_text(first.key)}: {first.reason}"
-        return docs, rejected
 
     def _with_wkb(
         self, docs: list[Doc], rows: dict[str, Any], rejected: list[Verdict]

@@ -42,6 +42,8 @@ STAGE_TYPES = ["text", "int8", "text", "int8", "text", "bool", "text", "bytea"]
 # a hash-first probe's row: a Doc's key, revision, rank, content hash and tombstone flag
 PROBE_TYPES = ["text", "int8", "int8", "text", "bool"]
 _PROBE = itemgetter(0, 1, 3, 4, 5)
+# builds a batch's documents not built yet (the others as they are)
+Build = Callable[[Sequence[Doc]], list[Doc]]
 
 
 class Batches:
@@ -65,13 +67,15 @@ class Batches:
         self.whole = 0
 
     def write(
-        self, docs: Sequence[Doc], ticket: int | None = None
-    ) -> tuple[list[Any], str, set[str]]:
+        self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
+    ) -> tuple[list[Any], str, set[str], Sequence[Doc]]:
         """Write a batch (`ticket`: its number, taken from `self.tickets` when it was
         handed to a writer thread; None: taken here); returns the rows held for the
         keys to judge (key, revision, generation, generation_rank, content_hash,
-        deleted, doc text), the verdict of every other key but the listed ones, and
-        the listed keys (the other verdict)."""
+        deleted, doc text), the verdict of every other key but the listed ones, the
+        listed keys (the other verdict) and the documents as sent. `build`: the batch
+        holds documents not built yet (sync/known.py: a key, its revision and content
+        hash, the document not read), built by it where they must be sent whole."""
         raw = self.engine.raw_connection()
         try:
             cur = raw.cursor()
@@ -89,16 +93,18 @@ class Batches:
             )
             n = next(self.tickets) if ticket is None else ticket
             if self.writing:
+                if build is not None:
+                    docs = build(docs)
                 held, default, listed = self._send(cur, docs, n, first=True)
             else:
-                held, default, listed = self._hash_first(cur, docs, n)
+                held, default, listed, docs = self._hash_first(cur, docs, n, build)
             # the next batch is likely this one's kind: most of it written, or not
             written = len(listed)
             if default == "accepted":
                 written = len(docs) - written - len(held)
             self.writing = 2 * written > len(docs)
             raw.commit()
-            return held, default, listed
+            return held, default, listed, docs
         except BaseException:
             try:
                 raw.rollback()
@@ -111,11 +117,12 @@ class Batches:
             raw.close()
 
     def _hash_first(
-        self, cur: Any, docs: Sequence[Doc], ticket: int
-    ) -> tuple[list[Any], str, set[str]]:
+        self, cur: Any, docs: Sequence[Doc], ticket: int, build: Build | None
+    ) -> tuple[list[Any], str, set[str], Sequence[Doc]]:
         """Probe the batch by key and content hash (see the module); send whole only the
-        documents whose held row is not current, and answer for the whole batch:
-        already_current by default, the keys written listed."""
+        documents whose held row is not current (built first by `build`), and answer
+        for the whole batch: already_current by default, the keys written listed; and
+        the documents as sent."""
         with cur.copy(
             "COPY fl_probe (key, revision, generation_rank, content_hash, deleted) "
             "FROM STDIN (FORMAT BINARY)"
@@ -135,13 +142,17 @@ class Batches:
         stale = {r[0] for r in cur.fetchall()}
         if not stale:  # a resync's batch: nothing sent whole, nothing written
             faults.point("destination_staged", ticket)
-            return [], "already_current", set()
+            return [], "already_current", set(), docs
         rest = [d for d in docs if d.key in stale]
+        if build is not None:
+            rest = build(rest)
+            made = {d.key: d for d in rest}
+            docs = [made.get(d.key, d) for d in docs]
         held, default, listed = self._send(cur, rest, ticket, first=False)
         if default == "already_current":  # the listed keys were written
-            return held, "already_current", listed
+            return held, "already_current", listed, docs
         judged = {r[0] for r in held}
-        return held, "already_current", {d.key for d in rest} - listed - judged
+        return held, "already_current", {d.key for d in rest} - listed - judged, docs
 
     def _send(
         self, cur: Any, docs: Sequence[Doc], ticket: int, *, first: bool

@@ -15,7 +15,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from feedledger import faults
@@ -24,8 +25,10 @@ from feedledger.ledger.store import Store
 from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
+from feedledger.sync import known as known_rows
 from feedledger.sync import manifests, registry
 from feedledger.sync import state as sync_state
+from feedledger.sync.known import Known
 from feedledger.sync.live import (
     BATCH,
     Builder,
@@ -34,6 +37,7 @@ from feedledger.sync.live import (
     live_lag_s,
     live_step,
 )
+from feedledger.sync.pg_batch import Build
 from feedledger.sync.state import Outcome, Verdict
 from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc
@@ -158,9 +162,9 @@ def rebuild(
     recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
     pending: deque[tuple[list[str], Future[None]]] = deque()
 
-    def send(docs: list[Doc], ticket: int) -> Outcome:
+    def send(docs: list[Doc], ticket: int, build: Build | None) -> Outcome:
         try:
-            return target.write_batch(docs, ticket)
+            return target.write_batch(docs, ticket, build)
         except Exception as exc:
             # sent, answer unknown: unresolved until the batch is repeated
             reason = f"uncertain: the destination did not acknowledge: {exc}"
@@ -172,14 +176,14 @@ def rebuild(
     broken: list[BaseException] = []  # a batch failed: no later one is acknowledged
 
     def acknowledge(n: int, keys: list[str], sent: Future[Outcome],
-                    rejected: list[Verdict]) -> None:  # fmt: skip
+                    rejected: list[Verdict], known: Known) -> None:  # fmt: skip
         if broken:
             raise RuntimeError(f"batch {n} not acknowledged: an earlier batch failed")
         try:
-            outcome = sent.result()
+            outcome = replace(sent.result().plus(rejected), known=known)
             faults.point("after_destination_write", n)
-            sync_state.record(store, dest.name, man.manifest_id, outcome.plus(rejected),
-                              now_us(), acknowledged=keys[-1])  # fmt: skip
+            sync_state.record(store, dest.name, man.manifest_id, outcome, now_us(),
+                              acknowledged=keys[-1])  # fmt: skip
         except BaseException as exc:
             # the write failed, or recording its verdicts did: either way no later batch
             # may move the checkpoint past this one (it is repeated on resume)
@@ -205,13 +209,32 @@ def rebuild(
             if bucket is not None:
                 bucket.take(len(keys))
             lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
-            rows = latest(ctx.store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
-            docs, rejected = builder.docs(rows, keys)
+            # what the outcome ledger confirms of these keys (sync/known.py): a batch
+            # likely not written (a resync) probes them by their recorded hashes, their
+            # versions read and their documents built only where the destination does
+            # not hold them (or nothing confirms them)
+            known = Known(dest.name, man.manifest_id, builder.generation, dest.created_at,
+                          keys[0], keys[-1])  # fmt: skip
+            build: Build | None = None
+            if builder.fast and target.batches is not None and not target.batches.writing:
+                docs = known_rows.docs(store, known, builder.rank)
+                rejected: list[Verdict] = []
+                if len(docs) < len(keys):
+                    have = {d.key for d in docs}
+                    missing = [k for k in keys if k not in have]
+                    dense = 2 * len(missing) >= len(keys)
+                    rows = latest(store, dest.source, missing, man.created_at, dense=dense)
+                    more, rejected = builder.docs(rows, missing)
+                    docs = [*docs, *more]
+                build = partial(builder.built, known_at=man.created_at)
+            else:  # (its rows read by the recorder, as it records the batch)
+                rows = latest(store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
+                docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)
             sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
             faults.point("before_destination_write", n)
-            sent = writer.submit(send, docs, target.ticket())
-            pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected)))
+            sent = writer.submit(send, docs, target.ticket(), build)
+            pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected, known)))
             after = keys[-1]
         settle(0)
         sync_state.mark(store, dest.name, man.manifest_id, now_us(), finished=True)

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import except_, func, insert, select, update
 
 from feedledger.ledger.store import Store
+from feedledger.sync import known as known_rows
 from feedledger.sync.tables import (
     manifest_keys,
     sync_checkpoints,
@@ -54,6 +55,10 @@ class Outcome:
 
     groups: list[tuple[str, Sequence[Doc]]] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    # what the outcome ledger held for the batch's keys when it was read (a rebuild:
+    # sync/known.py): the groups' documents whose rows it confirms are recorded by a
+    # range update
+    known: known_rows.Known | None = None
 
     def __len__(self) -> int:
         return sum(len(docs) for _, docs in self.groups) + len(self.verdicts)
@@ -75,7 +80,7 @@ class Outcome:
 
     def plus(self, verdicts: Sequence[Verdict]) -> Outcome:
         """This outcome and `verdicts` (documents refused before writing)."""
-        return Outcome(self.groups, [*self.verdicts, *verdicts])
+        return Outcome(self.groups, [*self.verdicts, *verdicts], self.known)
 
 
 _OUTCOME_COLS = ("destination", "scope", "key", "verdict", "revision", "generation",
@@ -141,8 +146,26 @@ def record(
     ]  # fmt: skip
     sql = _record_sql(store.dialect)
     group_sql = _group_sql(store.dialect)
+    groups = list(outcome.groups)
+    known = outcome.known
+    ranged: tuple[str, list[Doc]] | None = None
     with store.begin() as conn:
-        for verdict, docs in outcome.groups:
+        if known is not None and known.docs is None:  # (read here, in this transaction)
+            known_rows.read(store, known, conn)
+        if known is not None and (known.docs or known.rows):
+            # the group whose documents the outcome ledger confirms most: those by one
+            # range update, first (sync/known.py); every other verdict after it
+            best, most, left = -1, 0, []
+            for i, (verdict, docs) in enumerate(groups):
+                if verdict in known_rows.CONFIRMING:
+                    same, rest = known_rows.confirmed(known, docs)
+                    if len(same) > most:
+                        best, most, left, ranged = i, len(same), rest, (verdict, same)
+            if best >= 0:
+                groups[best] = (groups[best][0], left)
+        if known is not None and ranged is not None:
+            known_rows.record_range(conn, store, known, ranged[0], at, ranged[1])
+        for verdict, docs in groups:
             for start in range(0, len(docs), GROUP_ROWS):
                 part = json.dumps(list(map(_PLAIN, docs[start : start + GROUP_ROWS])))
                 conn.exec_driver_sql(group_sql, (destination, scope, verdict, at, part))

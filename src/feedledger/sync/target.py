@@ -51,7 +51,7 @@ from feedledger.model.destination import Destination
 from feedledger.model.errors import ConfigError, FeedledgerError, StoreUnavailableError
 from feedledger.sync.guard import GUARD, judge
 from feedledger.sync.guard import evidence as guard_evidence
-from feedledger.sync.pg_batch import Batches
+from feedledger.sync.pg_batch import Batches, Build
 from feedledger.sync.state import Outcome, Verdict
 from feedledger.sync.transform import Doc
 
@@ -152,18 +152,23 @@ class Target:
         counts batches in the order their tickets were taken); 0 for SQLite."""
         return next(self.batches.tickets) if self.batches is not None else 0
 
-    def write_batch(self, docs: Sequence[Doc], ticket: int | None = None) -> Outcome:
+    def write_batch(
+        self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
+    ) -> Outcome:
         """`write`, its verdicts as an Outcome (sync/state.py): the documents with one
         plain verdict as groups -- a whole batch accepted, or already current, is one
         group, with no per-document work. `ticket`: from `ticket()`, taken when the
-        batch was handed to a writer thread."""
+        batch was handed to a writer thread; `build`: builds the documents of the batch
+        not built yet (sync/known.py), where they are sent whole."""
         if not docs:
             return Outcome()
         try:
             if self.batches is not None:
-                rows, default, listed = self.batches.write(docs, ticket)
+                rows, default, listed, docs = self.batches.write(docs, ticket, build)
                 got = ({r[0]: _Held(*r[1:]) for r in rows}, default, listed)
             else:
+                if build is not None:
+                    docs = build(docs)
                 got = self._write_sqlite(docs)
         except FeedledgerError:
             raise

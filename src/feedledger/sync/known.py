@@ -1,0 +1,164 @@
+"""The outcome ledger as what a rebuild already knows of its documents. A manifest's
+versions are fixed at its boundary, so the verdicts earlier rebuilds of the same
+manifest into the same destination recorded (a resync; a rebuild after the table was
+lost) name each key's revision, generation and content hash:
+
+* a key whose recorded verdict is `accepted` or `already_current` at the manifest's
+  generation has, from a source without a revision field or a transform (the default
+  document: a function of the version alone, which the recorded revision -- its
+  version id -- names), the document it had then. A batch likely not written (a
+  resync into PostgreSQL: sync/rebuild.py) is made of those rows (`docs`) and probed by
+  their hashes (sync/pg_batch.py): no version read, decoded or hashed; only the keys
+  with no such row, and those the destination does not hold as current, are read from
+  the ledger and built (live.py's `Builder.built`);
+* a verdict that confirms its row (the same verdict kind, revision, generation and
+  content hash: a resync's `already_current`, a repeated rebuild's `accepted`) is
+  recorded by ONE range update of the batch's rows (verdict, attempts and time), not a
+  parameter per key (state.py's `record`, with the rows read in its transaction). The
+  update comes first in the batch's transaction, every other verdict of the batch
+  after it, so a row it touched that is not confirmed is then written with its own
+  verdict: every key ends with its own row, verdict, attempts and time, as key by key.
+
+Only rows recorded since the destination was declared count (`since`: a destination
+removed and declared again under the same name, maybe with a transform, starts
+afresh). Assumed: the source's revision field and format are those it had when the
+rows were recorded (a revision field added to `feedledger.toml` later wants a new
+manifest).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from feedledger.ledger.store import Store
+from feedledger.model.destination import TOMBSTONE_HASH
+from feedledger.sync.transform import Doc
+
+# the verdicts whose row says "the destination took, or held, exactly this document"
+CONFIRMING = ("accepted", "already_current")
+
+
+@dataclass
+class Known:
+    """A batch's recorded verdicts that confirm a document, for the key range lo..hi of
+    (destination, scope) at `generation`, recorded at or after `since`: `rows` (key ->
+    revision, content hash), or `docs` (those rows as documents not built yet)."""
+
+    destination: str
+    scope: str
+    generation: str
+    since: int
+    lo: str
+    hi: str
+    rows: dict[str, tuple[int, str]] = field(default_factory=dict)
+    docs: list[Doc] | None = None
+
+    def table(self) -> dict[str, tuple[int, str]]:
+        if self.docs is not None and not self.rows:
+            self.rows = {d.key: (d.revision, d.content_hash) for d in self.docs}
+        return self.rows
+
+
+def join_sql(store: Store, key: str, o: str = "o.") -> str:
+    """The condition on the outcome row (columns prefixed `o`) that confirms `key`'s
+    document, with the named parameters k_dest, k_scope, k_gen, k_since."""
+    p = store.param
+    return (
+        f"{o}destination = {p('k_dest')} AND {o}scope = {p('k_scope')} AND {o}key = {key} "
+        f"AND {o}generation = {p('k_gen')} AND {o}at >= {p('k_since')} "
+        f"AND {o}verdict IN ({', '.join(repr(v) for v in CONFIRMING)})"
+    )
+
+
+def params(k: Known) -> dict[str, Any]:
+    return {"k_dest": k.destination, "k_scope": k.scope, "k_gen": k.generation,
+            "k_since": k.since}  # fmt: skip
+
+
+def _select(store: Store, columns: str) -> str:
+    p = store.param
+    return (
+        f"SELECT {columns} FROM sync_outcomes o WHERE {join_sql(store, 'o.key')} "
+        f"AND o.key >= {p('lo')} AND o.key <= {p('hi')}"
+    )
+
+
+def _fetch(store: Store, sql: str, args: dict[str, Any], conn: Any = None) -> list[Any]:
+    if conn is None:
+        with store.engine.connect() as own:
+            return _fetch(store, sql, args, own)
+    cur = conn.connection.cursor()
+    try:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+    finally:
+        cur.close()
+
+
+def read(store: Store, k: Known, conn: Any = None) -> Known:
+    """`k` with the `rows` of its range (a batch of a manifest's keys: every key of the
+    manifest between the first and the last), read through `conn` if given (the
+    recording transaction's: what it reads is what it updates)."""
+    sql = _select(store, "o.key, o.revision, o.content_hash")
+    got = _fetch(store, sql, {**params(k), "lo": k.lo, "hi": k.hi}, conn)
+    k.rows = {r[0]: (r[1], r[2]) for r in got}
+    return k
+
+
+def docs(store: Store, k: Known, rank: int) -> list[Doc]:
+    """The documents the rows of `k`'s range confirm, not built (see the module: from
+    a source without a revision field or a transform): each a Doc of the row's key,
+    revision, generation and content hash, a tombstone by its hash, its `doc` None;
+    they are `k.docs` too."""
+    p = store.param
+    columns = (
+        f"o.key, o.revision, o.generation, {p('rank')}, o.content_hash, "
+        f"o.content_hash = {p('tomb')}, NULL, NULL"
+    )
+    args = {**params(k), "lo": k.lo, "hi": k.hi, "rank": rank, "tomb": TOMBSTONE_HASH}
+    got = _fetch(store, _select(store, columns), args)
+    # each row is a Doc's fields in order: made a Doc in C, no Python call per row
+    k.docs = list(map(partial(tuple.__new__, Doc), got))
+    return k.docs
+
+
+def confirmed(k: Known, docs: Sequence[Doc]) -> tuple[list[Doc], list[Doc]]:
+    """`docs` split: those whose row in `k` is theirs (same revision and content hash),
+    and the others."""
+    if docs is k.docs:  # the documents it gave, as they are
+        return list(docs), []
+    rows = k.table()
+    same = [d for d in docs if rows.get(d.key) == (d.revision, d.content_hash)]
+    if len(same) == len(docs):
+        return same, []
+    mine = {d.key for d in same}
+    return same, [d for d in docs if d.key not in mine]
+
+
+def record_range(
+    conn: Any, store: Store, k: Known, verdict: str, at: int, same: Sequence[Doc]
+) -> None:
+    """Record `verdict` for `same` (documents `confirmed` by `k`) by one update of the
+    batch's range, first in the batch's transaction (see the module); the rows of `k`
+    not in `same` are left to the verdicts written after it."""
+    p = store.param
+    sql = (
+        f"UPDATE sync_outcomes SET verdict = {p('verdict')}, attempts = attempts + 1, "
+        f"at = {p('at')}, reason = NULL, evidence = NULL WHERE key >= {p('lo')} "
+        f"AND key <= {p('hi')} AND {join_sql(store, 'key', '')}"
+    )
+    args = {**params(k), "verdict": verdict, "at": at, "lo": k.lo, "hi": k.hi}
+    rows = k.table()
+    if len(same) != len(rows):
+        mine = {d.key for d in same}
+        args["skip"] = [key for key in rows if key not in mine]
+        if store.dialect == "postgresql":
+            sql += f" AND NOT (key = ANY({p('skip')}))"
+        else:
+            sql += f" AND key NOT IN (SELECT value FROM json_each({p('skip')}))"
+            args["skip"] = json.dumps(args["skip"])
+    conn.exec_driver_sql(sql, args)
