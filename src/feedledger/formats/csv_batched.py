@@ -157,7 +157,7 @@ def file_pieces(handle: BinaryIO, size: int) -> Iterator[bytes]:
     """The bytes `handle` reads, less a leading byte-order mark and blank lines, in
     consecutive pieces of about `size` bytes each ending at a line end outside any
     quoted field (the last one as the file ends): what `pieces` cuts, cut elsewhere."""
-    rest = handle.read(size)
+    rest = handle.read(max(size, 3))
     if rest.startswith(b"\xef\xbb\xbf"):
         rest = rest[3:]
     rest = rest.lstrip(b"\r\n")
