@@ -158,6 +158,8 @@ def _plan(
     if when is None:
         return None
     src = within_default(declared, size)
+    if src.memory_budget is None or src.format != "csv":
+        return None  # read whole (and polars loaded by `ingest`, beside the archiving)
     # a budgeted payload's freed memory goes back to the system at once: set before
     # polars is loaded (pipeline/allocators.py); `ingest` sets the same for the bytes
     release_promptly(src)
