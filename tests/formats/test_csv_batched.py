@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import random
+from pathlib import Path
+from tempfile import TemporaryDirectory
 
 import polars as pl
 import pytest
@@ -16,7 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger.config import make_source
-from feedledger.formats.csv_batched import fits_whole, pieces, read_csv_batched
+from feedledger.formats.csv_batched import (
+    file_pieces,
+    fits_whole,
+    pieces,
+    read_csv_batched,
+    read_csv_file,
+)
 from feedledger.formats.csv_reader import read_csv_payload
 from feedledger.formats.observations import Observations
 from feedledger.formats.spill import SpilledRows
@@ -77,6 +85,45 @@ def test_batched_read_equals_whole_read(
         _same(batched, whole)
     finally:
         batched.close()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(st.lists(VALUES, min_size=4, max_size=4), min_size=1, max_size=40),
+    piece=st.integers(1, 200),
+    batch_rows=st.integers(1, 7),
+    lead=st.sampled_from([b"", b"\xef\xbb\xbf", b"\n\r\n", b"\xef\xbb\xbf\n"]),
+)
+def test_a_file_read_a_piece_at_a_time_equals_the_read_of_its_bytes(
+    values: list[list[str]], piece: int, batch_rows: int, lead: bytes
+) -> None:
+    header = ["id", "name", "when", "op"]
+    rows = [[f"k{i}", *row[1:]] for i, row in enumerate(values)]
+    data = lead + _csv(rows, header)
+    src = make_source("s", key=("id",), published_from="field:when")
+    with TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p.csv"
+        path.write_bytes(data)
+        with path.open("rb") as handle:
+            cut = list(file_pieces(handle, piece))
+        # consecutive pieces of the bytes after the mark and blank lines, each ending
+        # at a line end outside quotes (an even count of quote characters)
+        start = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        assert b"".join(cut) == start.lstrip(b"\r\n")
+        assert all(p.endswith(b"\n") and p.count(b'"') % 2 == 0 for p in cut[:-1])
+        try:
+            whole = read_csv_batched(data, src, "p", piece_bytes=piece, batch_rows=batch_rows)
+        except BadPayloadError as exc:  # (a stray CR the whole read refuses): the same
+            with pytest.raises(BadPayloadError) as refused:
+                read_csv_file(path, src, "p", piece_bytes=piece, batch_rows=batch_rows)
+            assert str(refused.value) == str(exc)
+            return
+        from_file = read_csv_file(path, src, "p", piece_bytes=piece, batch_rows=batch_rows)
+        try:
+            _same(from_file, whole)
+        finally:
+            from_file.close()
+            whole.close()
 
 
 def test_pieces_end_outside_quotes() -> None:

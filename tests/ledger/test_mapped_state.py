@@ -72,3 +72,26 @@ def test_a_state_written_in_parts_some_empty_reads_back_whole(
     assert back.schema == STATE_SCHEMA
     assert_frame_equal(back.sort("key"), state)
     assert_frame_equal(statecache._read(path).clear(), empty)
+
+
+def test_a_state_written_in_parts_holds_each_parts_texts_once(tmp_path: Path) -> None:
+    # parts filtered out of one larger frame refer to its whole text buffers; written as
+    # they are, every part would carry every key's text
+    keys = [f'["parcel-{i:012d}"]' for i in range(40_000)]
+    state = pl.DataFrame(
+        {
+            "key": keys,
+            "version_id": range(40_000),
+            "hash": range(40_000),
+            "revision": [f"revision-{i:012d}" for i in range(40_000)],
+            "deleted": [False] * 40_000,
+        },
+        schema=STATE_SCHEMA,
+    )
+    parts = [state.filter(pl.col("version_id") % 8 == p) for p in range(8)]
+    path = tmp_path / "state.arrow"
+    statecache._write_parts(path, iter(parts))
+    texts = sum(len(k) for k in keys) + 40_000 * len("revision-000000000000")
+    # each key's and revision's text once, its view and the numbers: ~3 MB, not ~15 MB
+    assert path.stat().st_size < texts + 40_000 * (16 + 16 + 8 + 8 + 1) + (1 << 20)
+    assert_frame_equal(statecache._read(path).sort("version_id"), state)

@@ -56,6 +56,7 @@ class Archive(Protocol):
         content_type: str | None = None,
         sha256: str | None = None,
         metadata: dict[str, Any] | None = None,
+        size: int | None = None,
     ) -> tuple[PayloadRef, bool]: ...
 
     def put_object(self, data: bytes, source: str | None = None, *, later: bool = False) -> str: ...

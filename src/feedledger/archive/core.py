@@ -98,9 +98,12 @@ class BlobArchive:
         content_type: str | None = None,
         sha256: str | None = None,
         metadata: dict[str, Any] | None = None,
+        size: int | None = None,
     ) -> tuple[PayloadRef, bool]:
         """Archive `data` for `source`; returns (ref, created). `sha256` may be given when
-        the caller already stored the bytes with `put_object` (it is trusted);
+        the caller already stored the bytes with `put_object` (it is trusted), and then
+        `size` instead of the bytes (`data` empty) when it stored them from their file
+        (`LocalArchive.commit`: the object must exist);
         `metadata` (a portal connector's, JSON-able) is recorded in the sidecar.
 
         `created` is False when this exact publication (source, published_at, bytes)
@@ -116,12 +119,20 @@ class BlobArchive:
             original_name=original_name,
             content_type=content_type,
             sha256=sha256,
+            size=size,
         )
         blobs = self._blobs
         with blobs.writing():
             blobs.connect()
             # Archive first: the bytes are durable before any sidecar or claim names them.
-            self._write_object(ref.sha256, data, source)
+            if size is None:
+                self._write_object(ref.sha256, data, source)
+            elif sha256 is None or not self.objects.exists(sha256):
+                raise FeedledgerError(
+                    f"payload object {self._blobs.where(raw_rel(str(sha256)))} is missing",
+                    source=source,
+                    hint="it was stored from its file a moment ago: run the ingest again",
+                )
             accepted = f"meta/{source}/{sidecar_name(published_at, ref.payload_id)}"
             with blobs.slot(f"meta/{source}") as exclusive:
                 slot = blobs.list(f"meta/{source}/{published_at:020d}-")

@@ -23,6 +23,7 @@ from feedledger.archive.core import BlobArchive, object_rel
 from feedledger.archive.durable import fsync_dir, write_new
 from feedledger.archive.objects import DEFAULT_MIN_SIZE, KeyframeEvery
 from feedledger.archive.sidecar import SHA_RE
+from feedledger.archive.staged import INCOMING, StagedFile
 from feedledger.model.envfail import env_failure, failing_path
 from feedledger.model.errors import ArchiveUnavailableError, NotFoundError
 
@@ -211,3 +212,19 @@ class LocalArchive(BlobArchive):
 
     def _raw_file(self, sha256: str) -> Path | None:
         return self.path_of(sha256)
+
+    def stage(self, path: Path) -> StagedFile:
+        """A copy of the payload file `path` inside the archive's folder, to be read
+        and then archived as it is (`commit`: archive/staged.py)."""
+        with self._blobs.writing():
+            return StagedFile.copy(path, self.root / INCOMING)
+
+    def commit(self, staged: StagedFile) -> str:
+        """Store the staged copy as a raw object (durable, content-addressed; to be
+        compressed by `settle`, as `put_object(..., later=True)` stores one); returns
+        its sha256."""
+        sha = staged.digest()
+        with self._blobs.writing():
+            if not self.objects.exists(sha):
+                staged.link(self.path_of(sha))
+        return sha

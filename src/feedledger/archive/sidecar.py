@@ -54,9 +54,11 @@ def new_ref(
     original_name: str | None,
     content_type: str | None,
     sha256: str | None,
+    size: int | None = None,
 ) -> PayloadRef:
     """The ref of `data` as a publication of `source` (checked; `sha256` is trusted when
-    the caller already hashed the bytes): what every archive backend's `put` files."""
+    the caller already hashed the bytes, and `size` with it when the caller stored them
+    from their file and passes no bytes): what every archive backend's `put` files."""
     check_source(source)
     check_instant(published_at, "published_at", source)
     check_instant(fetched_at, "fetched_at", source)
@@ -67,7 +69,7 @@ def new_ref(
         sha256=sha,
         published_at=published_at,
         fetched_at=fetched_at,
-        size=len(data),
+        size=len(data) if size is None else size,
         original_name=original_name,
         content_type=content_type,
     )

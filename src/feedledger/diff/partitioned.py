@@ -92,13 +92,35 @@ def diff_parts(
 
 
 def merge(results: list[DiffResult]) -> DiffResult:
-    """The parts' diffs as one (versions and outcomes sorted by key, counts summed)."""
+    """The parts' diffs as one (versions and outcomes sorted by key, counts summed).
+    Consumes `results` (the list is emptied): each part's rows are freed as the whole
+    is put in key order, a column at a time, so that the parts and the whole never
+    exist at once beyond one column (a 10M-row first load's versions: ~600 MiB)."""
     if not results:
         raise ValueError("merge needs at least one part's diff")
-    versions = pl.concat([r.versions for r in results], how="vertical").sort("key")
-    outcomes = pl.concat([r.outcomes for r in results], how="vertical").sort("key")
     counts = {name: sum(r.counts[name] for r in results) for name in _COUNTS}
-    return DiffResult(versions=versions, outcomes=outcomes, counts=counts)
+    versions = [r.versions for r in results]
+    outcomes = [r.outcomes for r in results]
+    results.clear()
+    return DiffResult(
+        versions=_key_ordered(versions), outcomes=_key_ordered(outcomes), counts=counts
+    )
+
+
+def _key_ordered(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """`pl.concat(frames).sort("key", maintain_order=True)`, `frames` emptied: the
+    order is computed from the keys, then each column is gathered in it and its parts
+    dropped before the next column is."""
+    whole = pl.concat(frames, how="vertical", rechunk=False)
+    frames.clear()
+    if whole.height < 2:
+        return whole.rechunk()
+    order = whole.select(pl.arg_sort_by("key", maintain_order=True)).to_series()
+    columns = []
+    for name in whole.columns:
+        columns.append(whole.get_column(name).gather(order))
+        whole = whole.drop(name)
+    return pl.DataFrame(columns)
 
 
 def part(frame: pl.DataFrame, partitions: int, p: int) -> pl.DataFrame:
@@ -107,22 +129,28 @@ def part(frame: pl.DataFrame, partitions: int, p: int) -> pl.DataFrame:
 
 
 def compute_partitioned(
-    obs: pl.DataFrame,
+    obs: pl.DataFrame | list[pl.DataFrame],
     state: pl.DataFrame,
     *,
     kind: PayloadKind,
     use_revision: bool,
     partitions: int,
 ) -> DiffResult:
-    """`compute(obs, state, ...)`, done in `partitions` key-hash parts, each part's rows
-    taken from the whole frames only when it is diffed (one part's copy at a time)."""
+    """`compute(obs, state, ...)`, done in `partitions` key-hash parts, each part's state
+    rows taken from the whole state only when it is diffed. `obs` given as a one-item
+    list is taken from it (the list emptied): its rows are then split into the parts a
+    column at a time, each column freed once split, and each part freed once diffed,
+    so that the observations and their diff never exist whole at once."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, not {partitions}")
-    obs, state = with_key_hash(obs), with_key_hash(state)
+    held = obs if isinstance(obs, list) else [obs]
+    obs_parts = _split_taking(held, partitions)
+    obs_parts.reverse()  # popped in partition order
+    state = with_key_hash(state)
     return merge(
         list(
             diff_parts(
-                lambda p: part(obs, partitions, p),
+                lambda p: obs_parts.pop(),
                 lambda p: part(state, partitions, p),
                 partitions,
                 kind=kind,
@@ -130,3 +158,27 @@ def compute_partitioned(
             )
         )
     )
+
+
+def _split_taking(held: list[pl.DataFrame], partitions: int) -> list[pl.DataFrame]:
+    """`split(held.pop(), partitions)`, made a column at a time: each column of the
+    frame is dropped once its parts are made (the frame and its parts never exist
+    whole at once beyond one column when `held` had the only reference)."""
+    frame = with_key_hash(held.pop())
+    if partitions == 1:
+        return [frame]
+    which = frame.select(partition_of(partitions).alias("__part")).to_series()
+    columns: list[list[pl.Series]] = [[] for _ in range(partitions)]
+    for name in frame.columns:
+        column = frame.get_column(name)
+        frame = frame.drop(name)
+        pieces = pl.DataFrame([column, which]).partition_by(
+            "__part", as_dict=True, include_key=False, maintain_order=True
+        )
+        empty = column.clear()
+        del column
+        for p in range(partitions):
+            got = pieces.get((p,))
+            columns[p].append(got.get_column(name) if got is not None else empty)
+        del pieces
+    return [pl.DataFrame(part_columns) for part_columns in columns]

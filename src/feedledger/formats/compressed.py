@@ -86,6 +86,13 @@ def _wrapper(data: bytes) -> str | None:
     return None
 
 
+def plain_utf8(head: bytes, src: SourceConfig) -> bool:
+    """Whether a payload beginning with `head` is taken as it stands for `src`: neither
+    compressed (by its first bytes) nor in an encoding other than UTF-8 (`decompress`
+    and `decode_text` return it unchanged)."""
+    return _wrapper(head) is None and _unread(head) is None and _is_utf8(src.encoding)
+
+
 def not_parquet(data: bytes) -> str | None:
     """Why `data`, which a Parquet reader refused, is no Parquet file, in the user's
     words, when its bytes tell (None: they do not). A Parquet payload is read as

@@ -14,8 +14,9 @@ payload that cannot be read is refused before it costs much memory anyway)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 
@@ -93,10 +94,41 @@ def read_csv_batched(
         data = data.lstrip(b"\r\n")
     spilled = SpilledRows(spill_dir, batch_rows)
     try:
-        return _read(data, src, label, piece_bytes, spilled)
+        return _read(pieces(data, piece_bytes), lambda: data, src, label, spilled)
     except (_Refused, pl.exceptions.PolarsError):
         spilled.close()
         return read_csv_payload(data, src, label)  # its error, or (never) its result
+    except BaseException:
+        spilled.close()
+        raise
+
+
+def read_csv_file(
+    path: Path,
+    src: SourceConfig,
+    label: str,
+    *,
+    piece_bytes: int = PIECE_BYTES,
+    batch_rows: int = BATCH_ROWS,
+    spill_dir: Path | None = None,
+) -> Observations:
+    """`read_csv_batched` of the bytes of the file at `path`, read from the file a piece at
+    a time (the whole file is never held; only a refused or suspect payload, whose
+    error the whole read words, is read whole)."""
+
+    def whole() -> bytes:
+        data = path.read_bytes()
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        return data.lstrip(b"\r\n") if data[:1] in (b"\n", b"\r") else data
+
+    spilled = SpilledRows(spill_dir, batch_rows)
+    try:
+        with open(path, "rb") as handle:
+            return _read(file_pieces(handle, piece_bytes), whole, src, label, spilled)
+    except (_Refused, pl.exceptions.PolarsError):
+        spilled.close()
+        return read_csv_payload(whole(), src, label)  # its error, or (never) its result
     except BaseException:
         spilled.close()
         raise
@@ -121,6 +153,45 @@ def pieces(data: bytes, size: int) -> Iterator[bytes]:
         start = end
 
 
+def file_pieces(handle: BinaryIO, size: int) -> Iterator[bytes]:
+    """The bytes `handle` reads, less a leading byte-order mark and blank lines, in
+    consecutive pieces of about `size` bytes each ending at a line end outside any
+    quoted field (the last one as the file ends): what `pieces` cuts, cut elsewhere."""
+    rest = handle.read(max(size, 3))
+    if rest.startswith(b"\xef\xbb\xbf"):
+        rest = rest[3:]
+    rest = rest.lstrip(b"\r\n")
+    while not rest:  # blank so far
+        chunk = handle.read(size)
+        if not chunk:
+            return
+        rest = chunk.lstrip(b"\r\n")
+    while chunk := handle.read(size):
+        buffer = rest + chunk
+        del chunk
+        cut = _last_line_end(buffer)
+        if cut < 0:
+            rest = buffer  # no line end outside quotes yet: read on
+            continue
+        rest = buffer[cut + 1 :]
+        yield buffer[: cut + 1]
+        del buffer
+    if rest:
+        yield rest
+
+
+def _last_line_end(buffer: bytes) -> int:
+    """The offset of the last line end in `buffer` outside quoted fields (`buffer`
+    starts at a record's start), or -1."""
+    cut = buffer.rfind(b"\n")
+    quotes = buffer.count(b'"', 0, cut) if cut >= 0 else 0
+    while cut >= 0 and quotes % 2:
+        before = buffer.rfind(b"\n", 0, cut)
+        quotes -= buffer.count(b'"', before + 1 if before >= 0 else 0, cut)
+        cut = before
+    return cut
+
+
 def _parse(piece: bytes, src: SourceConfig) -> pl.DataFrame:
     return pl.read_csv(
         piece,
@@ -133,7 +204,11 @@ def _parse(piece: bytes, src: SourceConfig) -> pl.DataFrame:
 
 
 def _read(
-    data: bytes, src: SourceConfig, label: str, piece_bytes: int, spilled: SpilledRows
+    cut: Iterator[bytes],
+    whole: Callable[[], bytes],
+    src: SourceConfig,
+    label: str,
+    spilled: SpilledRows,
 ) -> Observations:
     header: list[str] = []
     frames: list[pl.DataFrame] = []
@@ -141,7 +216,7 @@ def _read(
     published: set[str] = set()
     suspects: list[int] = []
     offset = 0
-    for piece in pieces(data, piece_bytes):
+    for piece in cut:
         batch = _parse(piece, src)
         del piece
         if not header:
@@ -169,7 +244,7 @@ def _read(
     if not offset:
         raise _Refused  # no records (or an unreadable file): the whole read says which
     if suspects:
-        check_short_rows(data, offset, len(header), suspects, src, label)
+        check_short_rows(whole(), offset, len(header), suspects, src, label)
     spilled.finish()
     frame = (
         pl.concat(frames, how="vertical", rechunk=False)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain
+from pathlib import Path
 
 import polars as pl
 
-from feedledger.formats.compressed import decode_text, decompress
+from feedledger.formats.compressed import decode_text, decompress, plain_utf8
 from feedledger.formats.csv_reader import read_csv_payload
 from feedledger.formats.observations import (
     BLANK_PATTERN,
@@ -29,7 +30,13 @@ from feedledger.formats.records import json_records, parquet_records, read_recor
 from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 
-__all__ = ["Observations", "published_from_field", "read_observations"]
+__all__ = [
+    "Observations",
+    "published_from_field",
+    "read_observations",
+    "read_observations_file",
+    "reads_from_file",
+]
 
 
 def _fits_whole(src: SourceConfig, size: int) -> bool:
@@ -90,7 +97,43 @@ def read_observations(
         obs = read_records(records, src, label)
         obs.fields = list(dict.fromkeys(chain.from_iterable(records)))  # first seen
     _check_keys(obs, src, label)
+    return _without_raw(obs)
+
+
+def _without_raw(obs: Observations) -> Observations:
+    """A payload read in batches keeps its key columns (`raw`) only for the key checks
+    above: dropped after them (a 10M-row payload's: ~150 MiB)."""
+    if obs.on_disk:
+        obs.raw = obs.raw.clear()
     return obs
+
+
+def reads_from_file(src: SourceConfig, size: int, head: bytes) -> bool:
+    """Whether a payload file of `size` bytes beginning with `head` (its first
+    bytes, 64 KiB) is read for `src` by `read_observations_file`, from the file a
+    piece at a time, to what `read_observations` makes of its bytes: a CSV payload
+    neither compressed nor in another encoding than UTF-8, too large for the whole read
+    within the source's `memory_budget`, whose first bytes hold a line end and more than
+    white space. Any other payload is read from its bytes."""
+    return (
+        src.format == "csv"
+        and not src.is_geo
+        and not _fits_whole(src, size)
+        and plain_utf8(head, src)
+        and b"\n" in head
+        and not head.isspace()
+    )
+
+
+def read_observations_file(path: Path, src: SourceConfig, *, label: str) -> Observations:
+    """`read_observations` of the bytes of the file at `path`, for a payload
+    `reads_from_file` takes: read from the file a piece at a time (formats/csv_batched.py),
+    never held whole. Raises BadPayloadError on any bad input, as that does."""
+    from feedledger.formats.csv_batched import piece_bytes, read_csv_file  # lazy: see above
+
+    obs = read_csv_file(path, src, label, piece_bytes=piece_bytes(src))
+    _check_keys(obs, src, label)
+    return _without_raw(obs)
 
 
 def _bom_only(data: bytes) -> bool:

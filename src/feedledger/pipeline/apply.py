@@ -171,8 +171,14 @@ def apply_observations(
     geo = src.is_geo
     check_crs(store, src, ref.label, obs, wm.payload_id if wm is not None else None)
 
+    obs_rows = obs.frame.height
     with stage("diff"):
-        diff = ahead.diff if ahead is not None else bounded.diff(src, obs.frame, state)
+        if ahead is not None:
+            diff = ahead.diff
+        elif obs.on_disk:
+            diff = bounded.diff_taking(src, obs, state)
+        else:
+            diff = bounded.diff(src, obs.frame, state)
         bounded.keep_rows(src, obs, diff)
     counts = diff.counts
     live = counts["live_before"]
@@ -205,7 +211,7 @@ def apply_observations(
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
     with stage("next_state"):
-        after = bounded.next_state(src, obs.frame.height, state, versions, diff.state_rows)
+        after = bounded.next_state(src, obs_rows, state, versions, diff.state_rows)
     pending = ctx.cache.prepare(src.name, after, seq + 1)
     try:
         with stage("transaction"):

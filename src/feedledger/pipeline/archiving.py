@@ -126,6 +126,7 @@ def archive_publication(
     metadata: dict[str, Any] | None = None,
     sha256: str | None = None,
     open_store: Callable[[PayloadRef], Store] | None = None,
+    size: int | None = None,
 ) -> tuple[PayloadRef, bool]:
     """Archive `data` as `src`'s publication dated `published_at` (write-once,
     content-addressed, fsynced; its sidecar with `metadata`, what a portal connector
@@ -133,7 +134,8 @@ def archive_publication(
     new to the archive). `sha256`: the object is stored already (`Archive.put_object`,
     an ingest's `archive` stage). `open_store(ref)`: the store, reached the caller's
     way (an ingest names an unreachable one for the payload); `ctx.store` by default.
-    Crash boundaries: `after_archive`, `after_register`."""
+    `size` (with `sha256`, `data` empty): the object was stored from its file
+    (`LocalArchive.commit`). Crash boundaries: `after_archive`, `after_register`."""
     with stage("archive"):
         ref, created = ctx.archive.put(
             src.name,
@@ -144,6 +146,7 @@ def archive_publication(
             content_type=content_type,
             sha256=sha256,
             metadata=metadata,
+            size=size,
         )
     faults.point("after_archive")
     with stage("store_open"):

@@ -124,15 +124,30 @@ def compress_after(src: SourceConfig, obs: Observations) -> bool:
     return src.memory_budget is not None and obs.on_disk
 
 
-def diff(src: SourceConfig, obs: pl.DataFrame, state: pl.DataFrame) -> DiffResult:
-    """`compute(obs, state)` for `src`, partitioned as the budget requires (equal)."""
-    parts = partitions(src, obs.height, state.height)
+def diff(
+    src: SourceConfig, obs: pl.DataFrame | list[pl.DataFrame], state: pl.DataFrame
+) -> DiffResult:
+    """`compute(obs, state)` for `src`, partitioned as the budget requires (equal).
+    `obs` as a one-item list is taken from it (see `compute_partitioned`)."""
+    height = obs[0].height if isinstance(obs, list) else obs.height
+    parts = partitions(src, height, state.height)
     use_revision = src.revision is not None
     if parts == 1:
-        return compute(obs, state, kind=src.kind, use_revision=use_revision)
+        whole = obs.pop() if isinstance(obs, list) else obs
+        return compute(whole, state, kind=src.kind, use_revision=use_revision)
     return compute_partitioned(
         obs, state, kind=src.kind, use_revision=use_revision, partitions=parts
     )
+
+
+def diff_taking(src: SourceConfig, obs: Observations, state: pl.DataFrame) -> DiffResult:
+    """`diff(src, obs.frame, state)` for a payload read in batches, which takes the
+    payload's key frame from `obs` (left with its `idx` alone: what the transaction
+    reads its rows by) and frees it a part at a time while diffing (a 10M-row first
+    load: the frame, ~600 MiB, and its diff are never held whole at once)."""
+    held = [obs.frame]
+    obs.frame = obs.frame.select("idx")
+    return diff(src, held, state)
 
 
 def next_state(

@@ -192,41 +192,13 @@ def ingest(
     )
     from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
 
-    if bounded.compress_streamed(src, obs, len(data)):
-        # a payload read in batches to fit its budget: its bytes dropped before it is
-        # applied, its object compressed from its file, a chunk at a time: afterwards,
-        # or on the other core beside the apply under the default bound
-        del data
-        if not bounded.streamed_beside(declared, src):
-            result = apply_archived(
-                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
-            )
-            del obs
-            with stage("compress"):
-                ctx.archive.settle_streamed(src.name, ref.sha256)
-            return result
-        with Stages() as after:
-            compressing = after.start("compress", ctx.archive.settle_streamed, src.name, ref.sha256)
-            result = apply_archived(
-                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
-            )
-            del obs
-            with stage("compress_wait"):
-                compressing.result()
-        return result
-    if bounded.compress_after(src, obs):
-        # read in batches to fit its budget: compressed (against the source's previous
-        # payload) only once applied or refused, its base and compressor never beside
-        # the apply (settle reads the raw object from its file: the bytes go first)
-        del data
-        try:
-            return apply_archived(
-                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
-            )
-        finally:
-            del obs
-            with stage("compress"):
-                ctx.archive.settle(src.name, ref.sha256, ref.published_at)
+    if bounded.compress_streamed(src, obs, len(data)) or bounded.compress_after(src, obs):
+        # read in batches to fit its budget: its bytes dropped before it is applied
+        size, held = len(data), [obs]
+        del data, obs
+        return apply_bounded(
+            ctx, declared, src, ref, created, held, size, allow_mass_delete=allow_mass_delete
+        )
     if ctx.after_apply is not None:
         # a resident process (the scheduler): the raw object is compressed on its queue,
         # beside this payload's transaction and after it, and the run returns once the
@@ -277,6 +249,56 @@ def ingest(
         with stage("compress_wait"):
             compressing.result()
     return result
+
+
+def apply_bounded(
+    ctx: Context,
+    declared: SourceConfig,
+    src: SourceConfig,
+    ref: PayloadRef,
+    created: bool,
+    held: list[Observations],
+    size: int,
+    *,
+    allow_mass_delete: bool,
+) -> IngestResult:
+    """Apply an archived payload read in batches to fit its budget (`held`: its
+    observations, the only reference: dropped once applied, before the compression),
+    then compress its raw object. The caller holds its bytes no more."""
+    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
+
+    obs = held.pop()
+    if bounded.compress_streamed(src, obs, size):
+        # its object compressed from its file, a chunk at a time: afterwards, or on the
+        # other core beside the apply under the default bound
+        if not bounded.streamed_beside(declared, src):
+            result = apply_archived(
+                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+            )
+            del obs
+            with stage("compress"):
+                ctx.archive.settle_streamed(src.name, ref.sha256)
+            return result
+        with Stages() as after:
+            compressing = after.start("compress", ctx.archive.settle_streamed, src.name, ref.sha256)
+            result = apply_archived(
+                ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+            )
+            del obs
+            with stage("compress_wait"):
+                compressing.result()
+        return result
+    # compressed (against the source's previous payload) only once applied or refused,
+    # its base and compressor never beside the apply (settle reads the raw object from
+    # its file)
+    try:
+        return apply_archived(
+            ctx, src, ref, created=created, obs=obs, allow_mass_delete=allow_mass_delete
+        )
+    finally:
+        del obs
+        with stage("compress"):
+            ctx.archive.settle(src.name, ref.sha256, ref.published_at)
 
 
 def _store_raw(ctx: Context, data: bytes, source: str) -> str:

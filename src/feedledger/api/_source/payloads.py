@@ -14,6 +14,7 @@ from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.ingest import ingest as apply
+from feedledger.pipeline.ingest_file import ingest_file
 
 
 def content_type(name: str) -> str | None:
@@ -43,13 +44,27 @@ def ingest(
     inspection, as are a bad date's)."""
 
     if not isinstance(payload, bytes):
-        name = name or Path(payload).name
+        # a file: read from the archive's copy of it, never held whole, when its source
+        # reads it in batches; else its bytes (pipeline/ingest_file.py)
+        path = Path(payload)
+        name = name or path.name
+        return Ingested.of(
+            ingest_file(
+                ctx,
+                source,
+                path,
+                lambda: read(path),
+                published_at=published_at,
+                original_name=name,
+                content_type=content_type_ or content_type(name),
+                allow_mass_delete=allow_mass_delete,
+                allow_future=allow_future,
+            )
+        )
     result = apply(
         ctx,
         source,
-        # a file's bytes are bound to no name here, so that ingest can free them once
-        # they are archived and parsed (a large payload's copy is not held to the end)
-        payload if isinstance(payload, bytes) else read(Path(payload)),
+        payload,
         published_at=published_at,
         original_name=name,
         content_type=content_type_ or (content_type(name) if name else None),
