@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -132,6 +133,25 @@ def _parse(piece: bytes, src: SourceConfig) -> pl.DataFrame:
     )
 
 
+def _parsed_ahead(data: bytes, src: SourceConfig, piece_bytes: int) -> Iterator[pl.DataFrame]:
+    """Each piece of `data` parsed (`_parse`), the next one parsed on a second thread while
+    the caller works on this one (hashes it, spills it: mostly one core, where the
+    parse of the next piece takes the other; one parsed piece ahead at most). The
+    pieces are cut by that thread alone, one after another."""
+    cut = pieces(data, piece_bytes)
+
+    def parse_next() -> pl.DataFrame | None:
+        piece = next(cut, None)
+        return None if piece is None else _parse(piece, src)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="feedledger-csv") as pool:
+        ahead = pool.submit(parse_next)
+        while (batch := ahead.result()) is not None:
+            ahead = pool.submit(parse_next)
+            yield batch
+            del batch
+
+
 def _read(
     data: bytes, src: SourceConfig, label: str, piece_bytes: int, spilled: SpilledRows
 ) -> Observations:
@@ -141,9 +161,7 @@ def _read(
     published: set[str] = set()
     suspects: list[int] = []
     offset = 0
-    for piece in pieces(data, piece_bytes):
-        batch = _parse(piece, src)
-        del piece
+    for batch in _parsed_ahead(data, src, piece_bytes):
         if not header:
             if not batch.height:
                 continue
