@@ -28,7 +28,7 @@ import polars as pl
 from feedledger.archive.codec import MAX_DELTA_BYTES
 from feedledger.diff import DiffResult, compute
 from feedledger.diff import next_state as after
-from feedledger.diff.partitioned import compute_partitioned, parts_of
+from feedledger.diff.partitioned import compute_partitioned, part
 from feedledger.formats import Observations
 from feedledger.model.hashing import with_key_hash
 from feedledger.model.sizes import default_budget
@@ -153,9 +153,8 @@ def next_state(
     parts = partitions(src, obs_rows, state.height)
     if parts == 1:
         return after(state, versions, rows)
-    state_part = parts_of(with_key_hash(state), parts)
-    versions_part = parts_of(with_key_hash(versions), parts)
-    return (after(state_part(p), versions_part(p)) for p in range(parts))
+    state, versions = with_key_hash(state), with_key_hash(versions)
+    return (after(part(state, parts, p), part(versions, parts, p)) for p in range(parts))
 
 
 def keep_rows(src: SourceConfig, obs: Observations, result: DiffResult) -> None:
