@@ -1,6 +1,8 @@
 """Optional stage timings (`FEEDLEDGER_TIMINGS=1` prints them to stderr at exit;
 `FEEDLEDGER_TIMINGS=rss` adds, at the end of each stage, the process's peak resident set
-in MiB and, on Linux, its anonymous and file-backed parts at that moment).
+in MiB and, on Linux, its anonymous and file-backed parts at that moment;
+`FEEDLEDGER_TIMINGS=cpu` adds the process's user and system CPU seconds (all threads)
+spent during each stage).
 
 Used by the benchmarks to show where the time of a run goes; off by default.
 """
@@ -14,8 +16,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-ENABLED = os.environ.get("FEEDLEDGER_TIMINGS") in ("1", "rss")
+ENABLED = os.environ.get("FEEDLEDGER_TIMINGS") in ("1", "rss", "cpu")
 _RSS = os.environ.get("FEEDLEDGER_TIMINGS") == "rss"
+_CPU = os.environ.get("FEEDLEDGER_TIMINGS") == "cpu"
 _T0 = time.perf_counter()
 _stages: list[tuple[str, float]] = []
 _reported = False
@@ -27,10 +30,16 @@ def stage(name: str) -> Iterator[None]:
         yield
         return
     start = time.perf_counter()
+    cpu = os.times() if _CPU else None
     try:
         yield
     finally:
         _stages.append((name, time.perf_counter() - start))
+        if cpu is not None:
+            now = os.times()
+            _stages.extend(
+                ((f"{name}.user", now.user - cpu.user), (f"{name}.sys", now.system - cpu.system))
+            )
         if _RSS:
             _stages.extend((f"{name}.{part}", mib) for part, mib in _memory().items())
 

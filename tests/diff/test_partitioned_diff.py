@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger.diff import STATE_SCHEMA, compute
-from feedledger.diff.partitioned import compute_partitioned, split
+from feedledger.diff.partitioned import compute_partitioned, parts_of, split
 from feedledger.model.types import PayloadKind
 
 KEYS = [f'["k{i}"]' for i in range(30)]
@@ -111,6 +111,14 @@ def test_split_keeps_every_row_once_in_its_key_hash_part() -> None:
     assert together.drop("kh").equals(frame)
     again = split(frame, 7)
     assert all(a.equals(b) for a, b in zip(parts, again, strict=True))
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 7, 300])
+def test_parts_worked_out_once_are_the_split_parts(partitions: int) -> None:
+    frame = split(_obs({f'["k{i}"]': (1, None, False) for i in range(500)}, markers=False), 1)[0]
+    expected = split(frame, partitions)
+    part_of = parts_of(frame, partitions)
+    assert all(part_of(p).equals(expected[p]) for p in range(partitions))
 
 
 def test_partitions_below_one_are_refused() -> None:

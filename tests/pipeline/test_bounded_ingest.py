@@ -9,13 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
+from feedledger import config
 from feedledger.archive import LocalArchive
 from feedledger.config import Workspace
 from feedledger.context import Context
+from feedledger.diff import compute, empty_state, next_state
 from feedledger.formats import csv_batched
 from feedledger.ledger import bulk
+from feedledger.model.hashing import with_key_hash
 from feedledger.pipeline import bounded, ingest
 from helpers import Cli, MakeSource
 from pipeline.bounded_payloads import feedledger, parcels, peak_memory, write
@@ -173,3 +177,40 @@ def test_a_budgeted_payload_is_compressed_as_a_delta_once_applied_when_the_delta
         assert [s.encoding if s else None for s in stored] == ["keyframe", "delta"]
         assert all(item.ok for item in ctx.archive.verify("budgeted"))
     cli("verify", "budgeted")
+
+
+def test_a_first_load_is_diffed_whole_whatever_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    src = config.make_source("tiny", key=("id",), memory_budget="64MiB")
+    # (5,000 rows made to need many parts of its budget)
+    monkeypatch.setattr(bounded, "DIFF_BYTES_PER_ROW", 100_000)
+    obs = with_key_hash(
+        pl.DataFrame(
+            {
+                "idx": pl.int_range(5000, dtype=pl.UInt32, eager=True),
+                "key": [f'["k{i}"]' for i in range(5000)],
+                "hash": list(range(5000)),
+                "revision": pl.repeat(None, 5000, dtype=pl.String, eager=True),
+                "deleted": pl.repeat(False, 5000, eager=True),
+            }
+        )
+    )
+    parted: list[int] = []
+    real = bounded.compute_partitioned
+
+    def counted(*args: Any, partitions: int, **kwargs: Any) -> Any:
+        parted.append(partitions)
+        return real(*args, partitions=partitions, **kwargs)
+
+    monkeypatch.setattr(bounded, "compute_partitioned", counted)
+    state = empty_state()
+    assert bounded.partitions(src, obs.height, 0) > 1
+    got = bounded.diff(src, obs, state)
+    expected = compute(obs, state, kind=src.kind, use_revision=False)
+    assert parted == []  # no join to bound: the whole diff, its versions in key order
+    assert got.versions.equals(expected.versions) and got.counts == expected.counts
+    # the next payload, against the state the first left, is partitioned to the budget
+    loaded = expected.versions.with_columns(pl.int_range(1, 5001).alias("version_id"))
+    after = bounded.diff(src, obs, next_state(state, loaded))
+    assert parted and parted[0] > 1 and after.counts["unchanged"] == 5000

@@ -128,6 +128,21 @@ def part(frame: pl.DataFrame, partitions: int, p: int) -> pl.DataFrame:
     return frame.filter(partition_of(partitions) == p)
 
 
+def parts_of(frame: pl.DataFrame, partitions: int) -> Callable[[int], pl.DataFrame]:
+    """`lambda p: part(frame, partitions, p)`, each row's partition worked out once for
+    all parts (a small integer a row) rather than once a part: the number of parts grows
+    with the rows under a budget, so working them out per part grew as rows x parts
+    (10M observations and 10M state rows in 15 parts: ~2x the per-row cost at 3M).
+    Used by `compute_partitioned`; `pipeline/bounded.next_state` keeps `part` (a 10M next
+    day with it there peaked higher, unexplained: bench/README.md, "10M time (helper big,
+    2026-12-06)")."""
+    if partitions == 1:
+        return lambda p: frame
+    small = pl.UInt8 if partitions <= 256 else pl.UInt16 if partitions <= 65536 else pl.UInt32
+    ids = frame.select(partition_of(partitions).cast(small)).to_series()
+    return lambda p: frame.filter(ids == p)
+
+
 def compute_partitioned(
     obs: pl.DataFrame | list[pl.DataFrame],
     state: pl.DataFrame,
@@ -151,7 +166,7 @@ def compute_partitioned(
         list(
             diff_parts(
                 lambda p: obs_parts.pop(),
-                lambda p: part(state, partitions, p),
+                parts_of(state, partitions),
                 partitions,
                 kind=kind,
                 use_revision=use_revision,

@@ -128,9 +128,13 @@ def diff(
     src: SourceConfig, obs: pl.DataFrame | list[pl.DataFrame], state: pl.DataFrame
 ) -> DiffResult:
     """`compute(obs, state)` for `src`, partitioned as the budget requires (equal).
-    `obs` as a one-item list is taken from it (see `compute_partitioned`)."""
+    `obs` as a one-item list is taken from it (see `compute_partitioned`). Against an
+    empty state (a first load) never: there is no join to bound, and every observation
+    becomes a version, which the parts' merge would hold whole and sort again (10M: 4.2
+    CPU s and a higher peak in 8 parts, 1.5 s whole; bench/README.md, "10M time (helper
+    big, 2026-12-06)")."""
     height = obs[0].height if isinstance(obs, list) else obs.height
-    parts = partitions(src, height, state.height)
+    parts = partitions(src, height, state.height) if state.height else 1
     use_revision = src.revision is not None
     if parts == 1:
         whole = obs.pop() if isinstance(obs, list) else obs
