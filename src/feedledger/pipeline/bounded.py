@@ -128,13 +128,12 @@ def diff(
     src: SourceConfig, obs: pl.DataFrame | list[pl.DataFrame], state: pl.DataFrame
 ) -> DiffResult:
     """`compute(obs, state)` for `src`, partitioned as the budget requires (equal).
-    `obs` as a one-item list is taken from it (see `compute_partitioned`). Against an
-    empty state (a first load) never: there is no join to bound, and every observation
-    becomes a version, which the parts' merge would hold whole and sort again (10M: 4.2
-    CPU s and a higher peak in 8 parts, 1.5 s whole; bench/README.md, "10M time (helper
-    big, 2026-12-06)")."""
+    `obs` as a one-item list is taken from it (see `compute_partitioned`). A first load
+    (empty state) too: diffed whole, its 10M versions peaked at 2.0 GiB in the codebook
+    under a 1 GiB budget, partitioned (the parts merged a column at a time) at 1.6 GiB
+    (bench/README.md, "Merged at stop 39")."""
     height = obs[0].height if isinstance(obs, list) else obs.height
-    parts = partitions(src, height, state.height) if state.height else 1
+    parts = partitions(src, height, state.height)
     use_revision = src.revision is not None
     if parts == 1:
         whole = obs.pop() if isinstance(obs, list) else obs
