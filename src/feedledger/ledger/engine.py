@@ -16,7 +16,7 @@ from feedledger.model.errors import StoreUnavailableError
 MIGRATIONS = Path(__file__).parent / "migrations"
 # The newest migration. Kept here so ordinary commands need not import Alembic
 # (a test checks it equals Alembic's own head).
-HEAD = "0013_observations"
+HEAD = "0014_health_indexes"
 PAGE_SIZE = 16384
 CACHE_KIB = 65536  # the page cache of each SQLite connection
 
