@@ -256,6 +256,16 @@ leases = Table(
     Column("acquired_at", BigInteger),
     Column("expires_at", BigInteger),
     Column("heartbeat_at", BigInteger),  # renewed by a long-running holder (migration 0005)
+    # "<schema revision> <holder>" of the release that took it (0015; docs/upgrading.md)
+    Column("holder_schema", String(300)),
+)
+
+# The oldest schema revision whose feedledger may run against this store (one row,
+# migration 0015): a release that does not know it refuses the store (ledger/engine.py).
+schema_floor = Table(
+    "schema_floor",
+    metadata,
+    Column("floor", String(64), primary_key=True),
 )
 
 # What the scheduler knows of each source between runs (migration 0005).
