@@ -26,7 +26,7 @@ def test_revisions_are_alembics_chain() -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(eng.MIGRATIONS))
     chain = [s.revision for s in ScriptDirectory.from_config(cfg).walk_revisions()]
-    assert tuple(reversed(chain)) == eng.REVISIONS and eng.HEAD == eng.head_revision()
+    assert tuple(reversed(chain)) == eng.REVISIONS and eng.head_revision() == eng.HEAD
     assert eng.pending_floor(eng.HEAD) is None
     assert eng.pending_floor("0014_health_indexes") == "0013_observations"
 
