@@ -21,7 +21,9 @@ archived, not yet compressed / its compressed frame being checked, decoded in pa
 the next base cache's temporary file / compressed, the raw one not yet deleted:
 `archive/settle.py`).
 `:pause` instead of `:kill` makes the process wait there for `FEEDLEDGER_FAULT_PAUSE_S`
-seconds (default 5) and go on: time for a test to break something underneath it.
+seconds (default 5) and go on: time for a test to break something underneath it; with
+`FEEDLEDGER_FAULT_RESUME=<path>` it goes on as soon as that file exists (a test that
+must do something while the process is held there, however slow the machine).
 """
 
 from __future__ import annotations
@@ -51,8 +53,17 @@ def point(name: str, count: int | None = None) -> None:
     if count is not None and len(parts) > 1 and parts[1] != str(count):
         return
     if pause:
-        time.sleep(float(os.environ.get("FEEDLEDGER_FAULT_PAUSE_S", "5")))
+        _pause(float(os.environ.get("FEEDLEDGER_FAULT_PAUSE_S", "5")))
         return
     if kill:
         os.kill(os.getpid(), signal.SIGKILL)
     raise InjectedFailure(f"injected failure at {name}" + (f" #{count}" if count else ""))
+
+
+def _pause(seconds: float) -> None:
+    resume = os.environ.get("FEEDLEDGER_FAULT_RESUME")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if resume and os.path.exists(resume):
+            return
+        time.sleep(min(0.05 if resume else seconds, max(0.0, deadline - time.monotonic())))

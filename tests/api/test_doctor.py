@@ -210,16 +210,25 @@ def test_a_source_stale_by_cadence_is_found(ingested: Workspace) -> None:
     [
         ("UPDATE alembic_version SET version_num = '0012_decoded_changes'", "schema_behind"),
         ("UPDATE alembic_version SET version_num = '0099_from_a_later_release'", "schema_ahead"),
+        (
+            "UPDATE alembic_version SET version_num = '0099_from_a_later_release';"
+            "UPDATE schema_floor SET floor = '0099_from_a_later_release'",
+            "schema_ahead",
+        ),
         ("DELETE FROM alembic_version", "schema_missing"),
     ],
 )
 def test_a_schema_not_at_head_is_found_and_the_store_checks_wait(
     ingested: Workspace, sql: Any, plant: str, code: str
 ) -> None:
-    sql(plant)
+    for statement in plant.split(";"):
+        sql(statement)
     report = _doctor(ingested)
     assert [f.code for f in report.findings] == [code]
     assert report.findings[0].severity == "error"
+    if code == "schema_ahead":  # a newer schema's floor says whether this release runs on it
+        runs = "still runs on it" in report.findings[0].why
+        assert runs == ("schema_floor" not in plant), report.findings[0].why
     if code != "schema_ahead":
         assert report.findings[0].fix == "feedledger db upgrade"
     skipped = {c.check for c in report.checks if c.status == "skipped"}

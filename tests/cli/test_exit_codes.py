@@ -35,6 +35,8 @@ BEFORE = {
     "StaleWatermarkError": 6,
     "StoreUnavailableError": 8,
     "DateWentBackError": 6,
+    "SchemaTooNewError": 8,  # the store's schema past this release (docs/upgrading.md)
+    "UpgradeBlockedError": 7,  # `db upgrade` refused: older releases hold leases
 }
 
 # README's words for each code (its "non-zero exit code (2 bad configuration...)" list)

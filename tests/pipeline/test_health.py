@@ -128,6 +128,8 @@ def build(led: fl.Ledger) -> None:
     led.add_source("never", key=["id"], timezone="UTC")
     led.add_source("tried", key=["id"], timezone="UTC", fetch=fetch)
     schedule_state.attempted(store, "tried", at=NOW_US - 30 * HOUR, outcome="empty", success=True)
+    led.source("tried").add_gap("2026-08-09", "2026-08-09", "not published")
+    stale.add_gap("2026-07-20", "2026-07-22", "before the watermark")
     gone = led.add_source("retracted", key=["id"], timezone="UTC")
     gone.ingest(csv("x"), published_at="2026-08-07")
     last = gone.ingest(csv("y"), published_at="2026-08-08")
@@ -164,6 +166,7 @@ def test_batched_health_equals_the_per_source_reads(workspace: Workspace) -> Non
         assert by["failing"]["schedule"]["failures"] == 2 and by["failing"]["stale"]
         assert by["recovering"]["lease"]["state"] == "held"
         assert by["never"]["missed_publications"] == 0 and by["tried"]["missed_publications"]
+        assert "2026-08-09" not in by["tried"]["missed_dates"]  # a gap, never applied
         assert by["retracted"]["last_publisher_date"].startswith("2026-08-07")
         assert sum(by["fresh"]["notifications"].values()) >= 3
         assert set(by["fresh"]["notifications"]) == {"pending", "failed", "dead"}
@@ -191,7 +194,7 @@ def test_health_reads_a_fixed_number_of_statements(workspace: Workspace) -> None
         engine = led.context.store.engine
         event.listen(engine, "before_cursor_execute", counted)
         try:
-            health(led.context, NOW_US, ["s00"])
+            health(led.context, NOW_US, ["s01"])
             one = count[0]
             count[0] = 0
             report = health(led.context, NOW_US)

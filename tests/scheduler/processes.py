@@ -140,6 +140,15 @@ def kill(proc: subprocess.Popen[str]) -> Log:
     return parse_log(err)
 
 
+def ended(proc: subprocess.Popen[str], code: int, timeout: float = 120) -> Log:
+    """Wait for a scheduler to exit by itself with `code`; its log lines."""
+    proc.wait(timeout=timeout)
+    err = stderr_of(proc)
+    assert proc.returncode == code, err
+    _LOGS.pop(proc.pid).close()
+    return parse_log(err)
+
+
 def parse_log(err: str) -> Log:
     return [json.loads(x) for x in err.splitlines() if x.startswith("{")]
 

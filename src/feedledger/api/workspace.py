@@ -92,15 +92,22 @@ def create(
     return ws, Created(ws.config_path, eng.redact(ws.store_url), ws.archive_location, after)
 
 
-def upgrade_schema(config: str | os.PathLike[str] | None = None) -> SchemaChange:
-    """Create or upgrade the store's schema to this version's head revision."""
+def upgrade_schema(
+    config: str | os.PathLike[str] | None = None, *, wait_s: float = 0.0, force: bool = False
+) -> SchemaChange:
+    """Create or upgrade the store's schema to this version's head revision. Refused
+    (UpgradeBlockedError, nothing changed) while feedledger processes of a schema older
+    than the new schema's floor hold live leases, after waiting up to `wait_s` seconds
+    for them to let go; `force`: upgrade anyway (docs/upgrading.md)."""
     from feedledger.ledger import engine as eng  # lazy: SQLAlchemy
 
     ws = load_workspace(config)
     engine = eng.make_engine(ws.store_url)
-    eng.check_reachable(engine, ws.store_url)
-    before, after = eng.upgrade(engine)
-    engine.dispose()
+    try:
+        eng.check_reachable(engine, ws.store_url)
+        before, after = eng.upgrade(engine, wait_s=wait_s, force=force)
+    finally:
+        engine.dispose()
     return SchemaChange(eng.redact(ws.store_url), before, after)
 
 

@@ -58,11 +58,31 @@ def init(
     out.print("Next: feedledger source add NAME --key FIELD [--format csv] ...")
 
 
-def db_upgrade(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:
-    """Create or upgrade the store's schema to this version's head revision."""
+def db_upgrade(
+    ctx: typer.Context,
+    wait: float = typer.Option(
+        0.0,
+        "--wait",
+        metavar="SECONDS",
+        help="Refused because older schedulers hold leases: retry until they let go, "
+        "at most this long.",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Upgrade even while schedulers of an older schema hold leases (they stop "
+        "at their next lease; see docs/upgrading.md).",
+    ),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Create or upgrade the store's schema to this version's head revision.
+
+    Refused (exit 7, nothing changed) while a pending migration is incompatible with
+    the schema of a feedledger that holds a live lease; compatible migrations go ahead
+    beside the running schedulers (docs/upgrading.md)."""
     from feedledger.api.workspace import upgrade_schema  # lazy: --help loads no API
 
-    change = upgrade_schema(config_path(ctx))
+    change = upgrade_schema(config_path(ctx), wait_s=max(0.0, wait), force=force)
     if json_out:
         emit_json(change.to_json())
     else:

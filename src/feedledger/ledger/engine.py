@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from feedledger.ledger.failures import PROBE, Place, guard
 from feedledger.ledger.failures import redact as redact  # the workspace commands name it here
-from feedledger.model.errors import StoreUnavailableError
+from feedledger.model.errors import SchemaTooNewError, StoreUnavailableError, UpgradeBlockedError
+from feedledger.model.timeutil import now_us
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-# The newest migration. Kept here so ordinary commands need not import Alembic
-# (a test checks it equals Alembic's own head).
-HEAD = "0013_observations"
+# Every migration, oldest first, and the newest. Kept here so ordinary commands need not
+# import Alembic (a test checks they are Alembic's own chain and head). A store whose
+# revision is not among them is newer than this release: it runs against it only while
+# the store's floor is among them (`check_schema`, `refuse_newer`: docs/upgrading.md).
+REVISIONS: tuple[str, ...] = (
+    "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011",
+    "0012_decoded_changes", "0013_observations", "0014_health_indexes", "0015_schema_floor",
+)  # fmt: skip
+HEAD = REVISIONS[-1]
+FLOORED = "0015_schema_floor"  # the first revision with `schema_floor` and `holder_schema`
 PAGE_SIZE = 16384
 CACHE_KIB = 65536  # the page cache of each SQLite connection
 
@@ -148,14 +157,90 @@ def current_revision(engine: Engine) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
-def upgrade(engine: Engine) -> tuple[str | None, str]:
-    """Upgrade the schema to head. Returns (before, after)."""
+def upgrade(engine: Engine, *, wait_s: float = 0.0, force: bool = False) -> tuple[str | None, str]:
+    """Upgrade the schema to head. Returns (before, after). Refused (UpgradeBlockedError,
+    nothing changed) while a live lease is held by a release of a schema older than the
+    pending migrations' floor (`pending_floor`), after waiting up to `wait_s` seconds for
+    those leases to go; `force`: upgrade anyway. The leases are read in the migrations'
+    own transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: `leases` locked against
+    writes), so no lease is taken between the check and the new schema."""
     from alembic import command  # lazy: likewise
 
-    before = current_revision(engine)
-    with engine.begin() as conn:
-        command.upgrade(_config(conn), "head")
-    return before, head_revision()
+    current = current_revision(engine)
+    floor = None if force else pending_floor(current)
+    deadline = time.monotonic() + wait_s
+    while True:
+        with engine.begin() as conn:
+            held = older_holders(conn, current, floor) if floor is not None else []
+            if not held:
+                command.upgrade(_config(conn), "head")
+                break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            assert floor is not None
+            raise _blocked(held, floor, wait_s)
+        time.sleep(min(1.0, left))
+    return current, head_revision()
+
+
+def pending_floor(current: str | None) -> str | None:
+    """The floor the migrations after `current` leave (the newest one's `floor`); None:
+    nothing pending, or no pending migration declares one (before 0015)."""
+    from alembic.config import Config  # lazy: only set-up and schema checks need Alembic
+    from alembic.script import ScriptDirectory  # lazy: likewise
+
+    if current is None:
+        return None  # a new store: nobody runs on it yet
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    for script in ScriptDirectory.from_config(cfg).iterate_revisions("head", current):
+        floor = getattr(script.module, "floor", None)
+        if floor is not None:
+            return str(floor)
+    return None
+
+
+def older_holders(conn: Connection, current: str | None, floor: str) -> list[tuple[str, str, str]]:
+    """(source, holder, schema) of every live lease (not expired, its holder not a
+    process gone from this host) held by a release of a schema before `floor`. A lease
+    whose `holder_schema` does not name its holder was taken by a release from before
+    0015, which runs only on the store's own revision: `current`."""
+    from feedledger.ledger.leases import holder_dead  # lazy: the leases import the store
+
+    if current is None:
+        return []
+    if conn.dialect.name == "postgresql":  # no lease taken until the schema is new
+        conn.exec_driver_sql("LOCK TABLE leases IN SHARE ROW EXCLUSIVE MODE")
+    recorded = current not in REVISIONS or not before(current, FLOORED)
+    extra = ", holder_schema" if recorded else ", NULL"
+    rows = conn.exec_driver_sql(
+        f"SELECT source, holder, expires_at{extra} FROM leases WHERE holder IS NOT NULL"
+    ).all()
+    now = now_us()
+    held = []
+    for source, holder, expires_at, holder_schema in rows:
+        if (expires_at is not None and expires_at < now) or holder_dead(holder):
+            continue
+        schema, _, who = (holder_schema or "").partition(" ")
+        if who != holder:
+            schema = current
+        if schema in REVISIONS and before(schema, floor):
+            held.append((str(source), str(holder), schema))
+    return held
+
+
+def _blocked(held: list[tuple[str, str, str]], floor: str, wait_s: float) -> UpgradeBlockedError:
+    named = ", ".join(f"{s} ({h}, schema {v})" for s, h, v in held[:3])
+    more = f" and {len(held) - 3} more" if len(held) > 3 else ""
+    waited = f" after waiting {wait_s:g} s" if wait_s > 0 else ""
+    return UpgradeBlockedError(
+        f"the upgrade to {HEAD} needs every running feedledger at schema {floor} or newer, "
+        f"and {len(held)} live lease(s) are held by older ones{waited}: {named}{more}; "
+        "nothing was changed",
+        hint="stop or upgrade those schedulers first (SIGTERM: each finishes its payload "
+        "and lets go), with `db upgrade --wait SECONDS` to go ahead once they have; "
+        "`--force` upgrades now (they refuse at their next lease: docs/upgrading.md)",
+    )
 
 
 def settings(engine: Engine, names: list[str]) -> dict[str, str]:
@@ -179,10 +264,35 @@ def check_reachable(engine: Engine, url: str) -> None:
         conn.execute(text("SELECT 1"))
 
 
+def before(a: str, b: str) -> bool:
+    """Whether revision `a` comes before `b` (both among REVISIONS)."""
+    return REVISIONS.index(a) < REVISIONS.index(b)
+
+
+def refuse_newer(conn: Connection, current: str | None = None) -> None:
+    """SchemaTooNewError when the store's floor (the oldest schema whose releases may
+    run against it) is a revision this release does not know: a migration newer than
+    this release changed what it relies on. Read when a store at a revision this
+    release does not know is opened, and with every lease (`leases.acquire`)."""
+    floor = conn.execute(text("SELECT floor FROM schema_floor")).scalar()
+    if floor is None or floor in REVISIONS:
+        return
+    at = f"is at revision {current} and " if current is not None else ""
+    raise SchemaTooNewError(
+        f"the store {at}needs a feedledger of schema {floor} or newer; this one is of "
+        f"schema {HEAD}: nothing was done",
+        hint="upgrade feedledger on this machine and start it again (docs/upgrading.md)",
+    )
+
+
 def check_schema(engine: Engine, url: str) -> None:
     check_reachable(engine, url)
     current = current_revision(engine)
     head = HEAD
+    if current is not None and current != head and current not in REVISIONS:
+        with engine.connect() as conn:  # newer than this release: compatible or not
+            refuse_newer(conn, current)
+        return
     if current != head:
         state = "has no feedledger schema" if current is None else f"is at revision {current}"
         raise StoreUnavailableError(

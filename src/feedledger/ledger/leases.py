@@ -17,6 +17,10 @@ it), or the pid now belongs to another process (its start time differs from the 
 recorded). Holders written before the start time was recorded (`host:pid:token`) are
 judged by the pid alone.
 
+Rolling upgrades: every lease is taken after `engine.refuse_newer` (the store's floor is
+a schema this release knows), and names the holder's schema (`holder_schema`, migration
+0015), which `db upgrade` reads (`engine.older_holders`; docs/upgrading.md).
+
 Source freezes (`freeze`, `thaw`, `frozen`): while a source is frozen its live runs are
 refused (checked when a live run takes the source's lease); backfill, replay and
 retraction are allowed.
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, delete, insert, select, update
 
 from feedledger.ledger import runs
+from feedledger.ledger.engine import HEAD, refuse_newer
 from feedledger.ledger.schema import freezes, leases
 from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
@@ -101,6 +106,7 @@ def acquire(
                 )
         else:
             row = conn.execute(stmt).first()
+        refuse_newer(conn)  # the store's schema still one this release may run on
         if row is None:
             conn.execute(insert(leases).values(source=source))
         elif row.holder and row.holder != holder:
@@ -128,6 +134,7 @@ def acquire(
                 acquired_at=now,
                 expires_at=now + ttl * 1_000_000,
                 heartbeat_at=now,
+                holder_schema=f"{HEAD} {holder}",
             )
         )
         if run_kind == "live":
@@ -214,7 +221,9 @@ def release(
         conn.execute(
             update(leases)
             .where(leases.c.source == source, leases.c.holder == holder)
-            .values(holder=None, run_id=None, expires_at=None, heartbeat_at=None)
+            .values(
+                holder=None, run_id=None, expires_at=None, heartbeat_at=None, holder_schema=None
+            )
         )
 
 

@@ -48,6 +48,7 @@ payloads = Table(
     Column("crs", Text),
     Column("fields", Text),
     UniqueConstraint("source", "published_at", name="uq_payloads_source_published"),
+    Index("ix_payloads_source_fetched", "source", "fetched_at"),  # the last fetch (0014)
 )
 
 runs = Table(
@@ -70,6 +71,7 @@ runs = Table(
     Column("window_end", BigInteger),
     Column("resumptions", Text),
     Index("ix_runs_source_started", "source", "started_at"),
+    Index("ix_runs_status_source", "status", "source"),  # runs held for review (0014)
 )
 
 # One row per application of a payload (written in the payload's own transaction).
@@ -233,6 +235,7 @@ gaps = Table(
     Column("retracted_by", String(40)),
     Index("ix_gaps_source_start", "source", "start_at"),
     Index("ix_gaps_run", "run_id"),
+    Index("ix_gaps_end", "end_at"),  # the gaps after the watermarks (0014)
 )
 
 # A frozen source refuses live runs (backfill, replay and retraction are allowed).
@@ -253,6 +256,16 @@ leases = Table(
     Column("acquired_at", BigInteger),
     Column("expires_at", BigInteger),
     Column("heartbeat_at", BigInteger),  # renewed by a long-running holder (migration 0005)
+    # "<schema revision> <holder>" of the release that took it (0015; docs/upgrading.md)
+    Column("holder_schema", String(300)),
+)
+
+# The oldest schema revision whose feedledger may run against this store (one row,
+# migration 0015): a release that does not know it refuses the store (ledger/engine.py).
+schema_floor = Table(
+    "schema_floor",
+    metadata,
+    Column("floor", String(64), primary_key=True),
 )
 
 # What the scheduler knows of each source between runs (migration 0005).

@@ -85,6 +85,16 @@ class StoreUnavailableError(FeedledgerError):
     """The store URL cannot be reached or its schema is not at the expected revision."""
 
 
+class SchemaTooNewError(StoreUnavailableError):
+    """The store's schema was upgraded past what this feedledger can run against (its
+    floor is a revision this release does not know): upgrade this machine's feedledger."""
+
+
+class UpgradeBlockedError(LeaseHeldError):
+    """`db upgrade` refused: a pending migration is incompatible with the schema of a
+    release that holds a live lease (docs/upgrading.md)."""
+
+
 class ArchiveUnavailableError(FeedledgerError):
     """The archive's object store cannot be used: unreachable, no bucket, no credentials."""
 

@@ -33,6 +33,7 @@ from feedledger.model.errors import (
     FeedledgerError,
     FutureDateError,
     LeaseHeldError,
+    SchemaTooNewError,
     StaleWatermarkError,
 )
 from feedledger.model.source import SourceConfig
@@ -123,7 +124,8 @@ def attempt(
     progress: Progress | None = None,
 ) -> Attempt:
     """Run what is due for `src` (see the module docstring) and record the attempt.
-    Errors are recorded and returned, never raised (the scheduler must go on)."""
+    Errors are recorded and returned, never raised (the scheduler must go on), but for
+    SchemaTooNewError: the store's schema was upgraded past this release."""
     started = time.perf_counter()
     store = ctx.store
     state = schedule_state.get(store, src.name)
@@ -187,6 +189,8 @@ def attempt(
         result.error = str(exc)
         with contextlib.suppress(Exception):
             observing.future(ctx, src, exc)
+    except SchemaTooNewError:
+        raise  # not this source's problem: this release may no longer run (the loop stops)
     except FeedledgerError as exc:
         result.error = str(exc)
     except Interrupted:
@@ -218,6 +222,8 @@ def attempt(
                 error=result.error,
                 next_attempt_at=next_at,
             )
+        except SchemaTooNewError:
+            raise
         except Exception as exc:  # what the attempt did stands; its log line says both
             result.detail["not_recorded"] = f"{type(exc).__name__}: {exc}"
     return result

@@ -8,6 +8,8 @@ every source evaluate health, open or close alert episodes and update the metric
 heartbeat thread keeps this process's leases alive, so a short lease time-to-live
 hands a dead worker's sources to another one soon. SIGTERM / SIGINT: no new attempts;
 a backfill stops after its current payload's transaction; leases are released; exit.
+A store whose schema was upgraded past this release (its floor unknown here: a lease
+refused with SchemaTooNewError) stops the loop the same way, and `run` raises it.
 
 Resident: the process keeps the store open, its modules imported and the diff states
 of up to `max_warm_sources` sources in memory between attempts (least recently used
@@ -35,7 +37,9 @@ from typing import IO, Any, Protocol
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import leases
+from feedledger.ledger.engine import refuse_newer
 from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
+from feedledger.model.errors import SchemaTooNewError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
@@ -96,6 +100,9 @@ class Scheduler:
         self.store = self.ctx.store  # opened once, shared by the workers (thread-safe)
         self.cache = self.ctx.cache  # the diff states kept warm, shared by every tick
         self._report: ResidentReport | None = None
+        # the store's schema was upgraded past this release (`db upgrade` of a newer one):
+        # no more attempts; `run` stops and raises it (docs/upgrading.md)
+        self.refused: SchemaTooNewError | None = None
         leases.set_ttl(self.options.lease_ttl_s)
 
     # -- logging ----------------------------------------------------------------------
@@ -164,6 +171,9 @@ class Scheduler:
             pass
         try:
             result = attempt(ctx, src, now, self.rng, progress=self._progress())
+        except SchemaTooNewError as exc:
+            self._refuse(exc)
+            return None
         except Exception as exc:  # never silent: a worker's exception ends in its future
             self.emit({"event": "error", "source": name, "error": f"{type(exc).__name__}: {exc}"})
             return None
@@ -177,9 +187,29 @@ class Scheduler:
             self._watch(ctx, [name], now)  # its alerts once the attempt is over
         return result
 
+    def _refuse(self, exc: SchemaTooNewError) -> None:
+        self.refused = exc
+        self.stop.set()
+        self.emit({"event": "error", "error": str(exc), "stopping": True})
+
+    def _schema_allows(self) -> bool:
+        """Whether this release may still run on the store (each tick, before anything
+        is written: `engine.refuse_newer`; a lease checks again)."""
+        try:
+            with self.store.engine.connect() as conn:
+                refuse_newer(conn)
+        except SchemaTooNewError as exc:
+            self._refuse(exc)
+            return False
+        except Exception:  # the store is down: the tick's reads say so
+            pass
+        return True
+
     def tick(self, *, wait: bool = False) -> list[Future[Attempt | None]]:
         """Start an attempt for every due source not already in flight here; with
         `wait`, wait for them (and for their alerts) before returning."""
+        if not self._schema_allows():
+            return []
         ctx = self._context()
         now = self.clock.now_us()
         started: list[Future[Attempt | None]] = []
@@ -303,6 +333,8 @@ class Scheduler:
                 if self._report is not None:
                     self._report.remove()
         self.emit({"event": "stop"})
+        if self.refused is not None:
+            raise self.refused
 
     def close(self) -> None:
         self._after.shutdown(wait=True)

@@ -81,6 +81,16 @@ def _number(revision: str | None) -> int:
     return int(m.group(1)) if m else -1
 
 
+def _floor_known(engine: Any) -> bool:
+    """Whether this release may run on the store (`eng.refuse_newer` lets it)."""
+    try:
+        with engine.connect() as conn:
+            eng.refuse_newer(conn)
+    except Exception:  # SchemaTooNewError, or no floor table (a store from before 0015)
+        return False
+    return True
+
+
 def open_engine(url: str) -> Any:
     """An engine (SQLAlchemy's, opaque here: the ledger's functions take it) on the
     store, nothing created; StoreUnavailableError when it cannot be reached: `doctor`
@@ -111,14 +121,19 @@ def check_schema(engine: Any, url: str) -> list[Finding]:
                 "feedledger db upgrade",
             )
         ]
-    if _number(current) > _number(eng.HEAD):
+    if current not in eng.REVISIONS or _number(current) > _number(eng.HEAD):
         return [
             Finding(
                 "schema_ahead",
                 ERROR,
                 store,
                 f"the store is at revision {current}, newer than this feedledger's {eng.HEAD}",
-                "a newer release upgraded the store; this one refuses to use it",
+                "a newer release upgraded the store; "
+                + (
+                    "its floor is a schema this one knows, so this one still runs on it"
+                    if _floor_known(engine)
+                    else "this one refuses to use it (docs/upgrading.md)"
+                ),
                 "install the feedledger release that upgraded the store (`feedledger db "
                 "current` names its revision)",
             )
