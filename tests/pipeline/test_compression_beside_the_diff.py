@@ -38,7 +38,7 @@ def test_the_diff_ahead_runs_beside_the_compression_once_the_bytes_are_written(
     day2 = _two_days(cli, tmp_path)
     settling, order = threading.Event(), []
     settle, diff_ahead = BlobArchive.settle, ingest_module._diff_ahead
-    warm_store = ingest_module._warm_store
+    warm_store = ingest_module.warm_store
 
     def written_first(ctx: Any) -> Any:
         # the store is ready only once the archive has written the bytes (its thread ended)
@@ -57,7 +57,7 @@ def test_the_diff_ahead_runs_beside_the_compression_once_the_bytes_are_written(
         order.append(f"diff (compressing: {settling.wait(DEADLINE_S)})")
         return diff_ahead(*args)
 
-    monkeypatch.setattr(ingest_module, "_warm_store", written_first)
+    monkeypatch.setattr(ingest_module, "warm_store", written_first)
     monkeypatch.setattr(BlobArchive, "settle", settled)
     monkeypatch.setattr(ingest_module, "_diff_ahead", diffed)
     cli("ingest", "p", str(day2), "--published-at", "2026-08-02")

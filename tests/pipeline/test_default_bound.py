@@ -43,7 +43,14 @@ def batched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int | N
         seen.append((src.name, src.memory_budget))
         return real(data, src, label, **options)
 
+    real_file = csv_batched.read_csv_file
+
+    def spy_file(path: Path, src: Any, label: str, **options: Any) -> Any:
+        seen.append((src.name, src.memory_budget))  # a file given to `ingest`, read in pieces
+        return real_file(path, src, label, **options)
+
     monkeypatch.setattr(csv_batched, "read_csv_batched", spy)
+    monkeypatch.setattr(csv_batched, "read_csv_file", spy_file)
     yield seen
 
 

@@ -269,6 +269,17 @@ def before(a: str, b: str) -> bool:
     return REVISIONS.index(a) < REVISIONS.index(b)
 
 
+def floor_known(engine: Engine) -> bool:
+    """Whether this release may run on the store behind `engine` (`refuse_newer` lets
+    it); False also for a store without a floor table (from before 0015) or unreachable."""
+    try:
+        with engine.connect() as conn:
+            refuse_newer(conn)
+    except Exception:
+        return False
+    return True
+
+
 def refuse_newer(conn: Connection, current: str | None = None) -> None:
     """SchemaTooNewError when the store's floor (the oldest schema whose releases may
     run against it) is a revision this release does not know: a migration newer than

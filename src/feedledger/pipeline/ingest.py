@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from feedledger.ledger.store import Store
     from feedledger.pipeline.apply import Ahead, Applied
 
-# The ledger modules (SQLAlchemy, the driver) are imported by `_warm_store` in the
+# The ledger modules (SQLAlchemy, the driver) are imported by `warm_store` in the
 # `store` stage while the payload is parsed, not when this module is imported; the
 # readers (polars) by `ingest` once the archive has the bytes on the other core.
 
@@ -132,7 +132,7 @@ def ingest(
         storing = stages.start("archive", _store_raw, ctx, data, src.name)
         # opening the store (driver import, connection, schema check) also overlaps the
         # parse; its errors surface below, after the bytes are archived
-        opening = stages.start("store", _warm_store, ctx)
+        opening = stages.start("store", warm_store, ctx)
         # lazy: the archive hashes and compresses the bytes (no GIL) while polars and
         # the readers load
         from feedledger.formats import published_from_field, read_observations  # lazy: see above
@@ -165,7 +165,7 @@ def ingest(
     if src.is_geo and opened is None:
         # a layer in another CRS is bad input: refused before it claims its publication
         # slot (a reprojected file for the same date can follow), its bytes kept
-        from feedledger.pipeline.apply import check_source_crs  # lazy: see _warm_store
+        from feedledger.pipeline.apply import check_source_crs  # lazy: see warm_store
 
         try:
             check_source_crs(ctx, src, label, obs)
@@ -175,8 +175,8 @@ def ingest(
 
     def store_for(ref: PayloadRef) -> Store:
         if opened is not None:
-            raise _unreachable(opened, src.name, ref.label)
-        return _open_store(ctx, src.name, ref.label)
+            raise unreachable(opened, src.name, ref.label)
+        return open_store(ctx, src.name, ref.label)
 
     ref, created = archive_publication(
         ctx,
@@ -307,7 +307,7 @@ def _store_raw(ctx: Context, data: bytes, source: str) -> str:
 
 
 def _diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | None:
-    from feedledger.pipeline.apply import diff_ahead  # lazy: see _warm_store
+    from feedledger.pipeline.apply import diff_ahead  # lazy: see warm_store
 
     return diff_ahead(ctx, src, obs)
 
@@ -329,7 +329,7 @@ def _field_date(src: SourceConfig, text: str) -> int:
     return to_us(parse_instant(text, src.timezone, what="publisher date"))
 
 
-def _warm_store(ctx: Context) -> StoreUnavailableError | None:
+def warm_store(ctx: Context) -> StoreUnavailableError | None:
     """Open the store ahead of need (importing the ledger modules, connecting, checking
     the schema, checkpointing an SQLite log the previous writer left); an unreachable
     store is returned, not raised."""
@@ -347,7 +347,7 @@ def _checkpoint(ctx: Context) -> None:
         ctx.store.checkpoint()
 
 
-def _unreachable(exc: StoreUnavailableError, source: str, label: str) -> StoreUnavailableError:
+def unreachable(exc: StoreUnavailableError, source: str, label: str) -> StoreUnavailableError:
     return StoreUnavailableError(
         exc.problem + " (the payload is archived and will apply once the store is back)",
         source=source,
@@ -356,12 +356,12 @@ def _unreachable(exc: StoreUnavailableError, source: str, label: str) -> StoreUn
     )
 
 
-def _open_store(ctx: Context, source: str, label: str) -> Store:
+def open_store(ctx: Context, source: str, label: str) -> Store:
     """The store, with an unreachable one named for the source and payload at hand."""
     try:
         return ctx.store
     except StoreUnavailableError as exc:
-        raise _unreachable(exc, source, label) from None
+        raise unreachable(exc, source, label) from None
 
 
 def _already_applied(
@@ -388,7 +388,7 @@ def apply_archived(
     allow_mass_delete: bool = False,
     ahead: Ahead | None = None,
 ) -> IngestResult:
-    from feedledger.ledger import leases  # lazy: see _warm_store
+    from feedledger.ledger import leases  # lazy: see warm_store
     from feedledger.pipeline.apply import apply_observations, stale_error  # lazy: as above
 
     store = ctx.store

@@ -38,11 +38,11 @@ from feedledger.pipeline.allocators import release_promptly
 from feedledger.pipeline.archiving import archive_publication, keep_rejected, resolve_published_at
 from feedledger.pipeline.ingest import (
     IngestResult,
-    _open_store,
-    _unreachable,
-    _warm_store,
     apply_bounded,
     ingest,
+    open_store,
+    unreachable,
+    warm_store,
 )
 from feedledger.pipeline.stages import Stages
 from feedledger.timing import stage
@@ -89,7 +89,7 @@ def ingest_file(
     try:
         with Stages() as stages:
             storing = stages.start("archive", archive.commit, staged)
-            opening = stages.start("store", _warm_store, ctx)
+            opening = stages.start("store", warm_store, ctx)
             from feedledger.formats.readers import read_observations_file  # lazy: polars
 
             try:
@@ -109,8 +109,8 @@ def ingest_file(
 
     def store_for(ref: PayloadRef) -> Store:
         if opened is not None:
-            raise _unreachable(opened, src.name, ref.label)
-        return _open_store(ctx, src.name, ref.label)
+            raise unreachable(opened, src.name, ref.label)
+        return open_store(ctx, src.name, ref.label)
 
     ref, created = archive_publication(
         ctx,

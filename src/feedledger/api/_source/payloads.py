@@ -14,7 +14,6 @@ from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.ingest import ingest as apply
-from feedledger.pipeline.ingest_file import ingest_file
 
 
 def content_type(name: str) -> str | None:
@@ -48,6 +47,8 @@ def ingest(
         # reads it in batches; else its bytes (pipeline/ingest_file.py)
         path = Path(payload)
         name = name or path.name
+        from feedledger.pipeline.ingest_file import ingest_file  # lazy: the archive
+
         return Ingested.of(
             ingest_file(
                 ctx,
