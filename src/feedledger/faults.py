@@ -9,8 +9,11 @@ retraction committed), `after_payload:<n>` (the n-th payload of a backfill or re
 committed), `after_send` (notifications sent, their deliveries not yet marked),
 `before_destination_write:<n>`, `after_destination_write:<n>` (acknowledged, not yet
 checkpointed), `after_checkpoint:<n>` (the n-th batch of a destination rebuild),
-`destination_staged:<n>` (PostgreSQL destination: the n-th batch a Target writes is
-in its staging table, not yet upserted; the transaction open),
+`destination_staged:<n>` (the n-th batch a destination writes is written (PostgreSQL:
+in its staging table, not yet upserted), its transaction open, not committed),
+`before_destination_finish` (a rebuild's batches all acknowledged, its destination not
+yet finished: a GeoPackage's new file not swapped in), `gpkg_swap_marked` (a GeoPackage
+rebuild's new file complete, the old one marked replaced, not yet replaced),
 `mid_copy` (PostgreSQL: a payload's first rows sent by COPY, the COPY still open),
 `compact_written:<n>` / `compact_deleted:<n>` / `after_compact:<n>` (`archive compact`'s
 n-th payload: compressed object created, raw one deleted, payload done),

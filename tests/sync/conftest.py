@@ -33,3 +33,25 @@ def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     with engine.begin() as conn:
         conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
     engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "gpkg"])
+def kind_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """(kind, URL or file, table or layer) of a fresh destination of every kind
+    (sync/destination_kinds.py), dropped afterwards."""
+    kind = str(request.param)
+    table = f"k_{uuid.uuid4().hex[:12]}"
+    if kind == "gpkg":
+        yield "gpkg", str(tmp_path / "parcels.gpkg"), "parcels"
+        return
+    if kind == "sqlite":
+        yield "sqlite", str(tmp_path / "dest.db"), table
+        return
+    if not os.environ.get(PG_ENV):
+        pytest.skip(f"PostgreSQL destination not tested: set {PG_ENV}")
+    url = os.environ[PG_ENV]
+    yield "postgres", url, table
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+    engine.dispose()

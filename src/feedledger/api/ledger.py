@@ -253,15 +253,18 @@ class Ledger:
         name: str,
         *,
         source: str,
-        table: str,
+        table: str | None = None,
         sqlite: str | os.PathLike[str] | None = None,
         postgres: str | None = None,
         text_fields: str | None = None,
         transform: str | None = None,
         generation: str = "M-1",
+        gpkg: str | os.PathLike[str] | None = None,
+        layer: str | None = None,
     ) -> Destination:
-        """Declare a destination (SQLite file or PostgreSQL URL) and create or check its
-        table (`destination add`); its live route starts now."""
+        """Declare a destination -- a table in an SQLite file or a PostgreSQL database
+        (`table`), or a GeoPackage file's layer (`gpkg`, `layer`) -- and create or check
+        it (`destination add`); its live route starts now."""
         from feedledger.sync.destinations import add_destination  # lazy: SQLAlchemy, Arrow
 
         declared = add_destination(
@@ -274,6 +277,8 @@ class Ledger:
             text_fields=text_fields,
             transform=transform,
             generation=generation,
+            gpkg=os.fspath(gpkg) if gpkg is not None else None,
+            layer=layer,
         )
         return Destination(self.context, declared)
 

@@ -29,7 +29,17 @@ def destination_add(
         None, "--postgres", help="PostgreSQL URL (put the password in PGPASSWORD, not here)."
     ),
     sqlite: str | None = typer.Option(None, "--sqlite", help="SQLite file (embedded default)."),
-    table_name: str = typer.Option(..., "--table", help="Table (created if absent)."),
+    gpkg: str | None = typer.Option(
+        None,
+        "--gpkg",
+        help="GeoPackage file (created if absent): a layer QGIS opens while it is updated.",
+    ),
+    table_name: str | None = typer.Option(
+        None, "--table", help="Table (created if absent); with --postgres or --sqlite."
+    ),
+    layer: str | None = typer.Option(
+        None, "--layer", help="The GeoPackage's feature layer (created if absent); with --gpkg."
+    ),
     text_fields: str | None = typer.Option(
         None, "--text-fields", help="Fields searched (PostgreSQL: a tsvector with a GIN index)."
     ),
@@ -41,14 +51,19 @@ def destination_add(
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Declare a destination and create (or check) its table. Its live route starts now;
-    what the ledger already holds is written by `sync --manifest`."""
+    """Declare a destination and create (or check) its table or GeoPackage layer. Its
+    live route starts now; what the ledger already holds is written by `sync --manifest`.
+
+    Examples: `--sqlite search.db --table parcels`, `--postgres URL --table parcels`,
+    `--gpkg parcels.gpkg --layer parcels` (a GIS source's features, for QGIS)."""
     with ledger(ctx) as led:
         dest = led.add_destination(
             name,
             source=source,
             postgres=postgres,
             sqlite=sqlite,
+            gpkg=gpkg,
+            layer=layer,
             table=table_name,
             text_fields=text_fields,
             transform=transform,
@@ -57,7 +72,8 @@ def destination_add(
     if json_out:
         emit_json(dest.to_json())
     else:
-        out.print(f"destination {dest.name}: {dest.kind} table {dest.table} for {dest.source}")
+        what = "layer" if dest.kind == "gpkg" else "table"
+        out.print(f"destination {dest.name}: {dest.kind} {what} {dest.table} for {dest.source}")
 
 
 def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:

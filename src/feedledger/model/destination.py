@@ -29,7 +29,7 @@ _GENERATION_RE = re.compile(r"^[A-Za-z0-9_.:-]{0,56}?(\d{1,15})$")
 _TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _FIELD_RE = re.compile(r"^[^\s,]{1,128}$")
 
-Kind = Literal["postgres", "sqlite"]
+Kind = Literal["postgres", "sqlite", "gpkg"]  # sync/kinds: the one place each is opened
 
 
 def generation_rank(generation: str) -> int:
@@ -64,8 +64,8 @@ class Destination:
     name: str
     source: str
     kind: Kind
-    url: str  # PostgreSQL URL, or the SQLite file path
-    table: str
+    url: str  # PostgreSQL URL, or the SQLite / GeoPackage file path
+    table: str  # the table, or the GeoPackage layer
     text_fields: tuple[str, ...] = ()
     transform: str | None = None  # module:function
     generation: str = "M-1"

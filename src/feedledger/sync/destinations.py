@@ -11,6 +11,7 @@ from feedledger.context import Context
 from feedledger.formats.keys import key_candidates
 from feedledger.model.destination import (
     Destination,
+    Kind,
     check_fields,
     check_table,
     generation_rank,
@@ -21,7 +22,7 @@ from feedledger.model.source import check_name
 from feedledger.model.timeutil import iso, now_us
 from feedledger.sync import manifests, registry
 from feedledger.sync import state as sync_state
-from feedledger.sync.target import Target
+from feedledger.sync.kinds import open_target
 from feedledger.sync.transform import load
 
 
@@ -32,24 +33,42 @@ def add_destination(
     source: str,
     postgres: str | None,
     sqlite: str | None,
-    table: str,
+    table: str | None,
     text_fields: str | None,
     transform: str | None,
     generation: str,
+    gpkg: str | None = None,
+    layer: str | None = None,
 ) -> Destination:
     check_name(name, "destination")
     ctx.workspace.source(source)
-    if (postgres is None) == (sqlite is None):
-        raise ConfigError("give exactly one of --postgres URL or --sqlite PATH")
+    given = [k for k, v in (("postgres", postgres), ("sqlite", sqlite), ("gpkg", gpkg)) if v]
+    if len(given) != 1:
+        raise ConfigError(
+            "give exactly one of --postgres URL, --sqlite PATH or --gpkg FILE"
+            + (f" (got {' and '.join('--' + g for g in given)})" if given else "")
+        )
+    kind: Kind = given[0]  # type: ignore[assignment]
     if postgres is not None and not postgres.startswith(("postgresql://", "postgres://")):
         raise ConfigError(f"--postgres must be a postgresql:// URL, not {postgres!r}")
-    url = postgres if postgres is not None else str(Path(sqlite or "").expanduser().resolve())
+    if kind == "gpkg":
+        if table is not None:
+            raise ConfigError("a GeoPackage destination takes --layer NAME, not --table")
+        if not layer:
+            raise ConfigError("a GeoPackage destination needs --layer NAME (its feature layer)")
+        table = layer
+    elif layer is not None:
+        raise ConfigError("--layer is a GeoPackage destination's (--gpkg FILE); use --table")
+    if not table:
+        raise ConfigError(f"a {kind} destination needs --table NAME")
+    path = sqlite or gpkg or ""
+    url = postgres if postgres is not None else str(Path(path).expanduser().resolve())
     generation_rank(generation)
     load(transform)  # fails now, not at the first write
     dest = Destination(
         name=name,
         source=source,
-        kind="postgres" if postgres is not None else "sqlite",
+        kind=kind,
         url=url,
         table=check_table(table),
         text_fields=check_fields(tuple(f.strip() for f in (text_fields or "").split(",") if f)),
@@ -57,7 +76,7 @@ def add_destination(
         generation=generation,
         created_at=now_us(),
     )
-    target = Target(dest, geo=ctx.workspace.source(source).is_geo)
+    target = open_target(dest, geo=ctx.workspace.source(source).is_geo, store=ctx.store)
     try:
         target.ensure()
     finally:
@@ -74,7 +93,7 @@ def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:
     src = ctx.workspace.source(dest.source)
     candidates = key_candidates(src, key)
     found = sync_state.verdicts_for(ctx.store, dest.name, candidates)
-    target = Target(dest, geo=src.is_geo)
+    target = open_target(dest, geo=src.is_geo, store=ctx.store)
     try:
         target.ensure()
         row = target.held([f["key"] for f in found] + candidates)

@@ -24,8 +24,8 @@ from feedledger.model.destination import Destination, generation_rank
 from feedledger.model.timeutil import now_us
 from feedledger.sync import registry
 from feedledger.sync import state as sync_state
+from feedledger.sync.kinds import DestinationKind, open_target
 from feedledger.sync.state import Verdict
-from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc, build, default_doc, default_docs, load, wkb_of
 from feedledger.sync.versions import VersionRow, latest
 
@@ -188,7 +188,7 @@ def live_lag_s(ctx: Context, dest: Destination, now: int | None = None) -> float
 def live_step(
     ctx: Context,
     dest: Destination,
-    target: Target,
+    target: DestinationKind,
     builder: Builder,
     tally: dict[str, int] | None = None,
 ) -> int:
@@ -233,7 +233,7 @@ def live(
     report = SyncReport(dest.name, None)
     stop = stop or threading.Event()
     started = time.perf_counter()
-    target = Target(dest, geo=ctx.workspace.source(dest.source).is_geo)
+    target = open_target(dest, geo=ctx.workspace.source(dest.source).is_geo, store=ctx.store)
     tally = dict.fromkeys(sync_state.VERDICTS, 0)
     builder: Builder | None = None
     try:

@@ -28,6 +28,7 @@ from feedledger.model.timeutil import now_us
 from feedledger.sync import known as known_rows
 from feedledger.sync import manifests, registry
 from feedledger.sync import state as sync_state
+from feedledger.sync.kinds import DestinationKind, open_target
 from feedledger.sync.known import Known
 from feedledger.sync.live import (
     BATCH,
@@ -39,7 +40,6 @@ from feedledger.sync.live import (
 )
 from feedledger.sync.pg_batch import Build
 from feedledger.sync.state import Outcome, Verdict
-from feedledger.sync.target import Target
 from feedledger.sync.transform import Doc
 from feedledger.sync.versions import latest
 
@@ -130,7 +130,7 @@ def rebuild(
     report = SyncReport(dest.name, man.name)
     started = time.perf_counter()
     builder = Builder(ctx, dest, man.generation)
-    target = Target(dest, geo=builder.geo)
+    target = open_target(dest, geo=builder.geo, store=ctx.store, rebuild=man.manifest_id)
     target.ensure()
     live_builder = Builder(ctx, dest)
     bucket = TokenBucket(rate * (1 - live_reserve)) if rate else None
@@ -157,7 +157,7 @@ def rebuild(
     # each one's upsert keeps the guard). Batches are acknowledged in order, at most
     # IN_FLIGHT sent and not yet acknowledged: a crash repeats those (harmlessly: the
     # guard answers already_current), whichever of them the destination committed.
-    writers = IN_FLIGHT if target.postgres else 1
+    writers = min(IN_FLIGHT, target.writers)
     writer = ThreadPoolExecutor(writers, thread_name_prefix="destination-write")
     recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
     pending: deque[tuple[list[str], Future[None]]] = deque()
@@ -216,7 +216,7 @@ def rebuild(
             known = Known(dest.name, man.manifest_id, builder.generation, dest.created_at,
                           keys[0], keys[-1])  # fmt: skip
             build: Build | None = None
-            if builder.fast and target.batches is not None and not target.batches.writing:
+            if builder.fast and target.probing():
                 docs = known_rows.docs(store, known, builder.rank)
                 rejected: list[Verdict] = []
                 if len(docs) < len(keys):
@@ -237,6 +237,8 @@ def rebuild(
             pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected, known)))
             after = keys[-1]
         settle(0)
+        faults.point("before_destination_finish")
+        target.finish()  # what the rebuild wrote becomes the destination (a new file's swap)
         sync_state.mark(store, dest.name, man.manifest_id, now_us(), finished=True)
         report.status = "finished"
     except BaseException:
@@ -261,7 +263,7 @@ def rebuild(
 def _serve_live(
     ctx: Context,
     dest: Destination,
-    target: Target,
+    target: DestinationKind,
     builder: Builder,
     window_s: float,
     maintenance: bool,

@@ -25,8 +25,8 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.timeutil import now_us
 from feedledger.sync import manifests, registry, versions
 from feedledger.sync import state as sync_state
+from feedledger.sync.kinds import DestinationKind, open_target
 from feedledger.sync.manifests import Manifest
-from feedledger.sync.target import Target
 from feedledger.sync.transform import revision_of
 
 BUCKET = 10_000
@@ -163,7 +163,7 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
     result.missing_verdicts = [json.loads(k) for k in unjudged]
     want_rank = generation_rank(man.generation)
     use_revision = ctx.workspace.source(dest.source).revision is not None
-    target = Target(dest)
+    target = open_target(dest, geo=ctx.workspace.source(dest.source).is_geo, store=ctx.store)
     try:
         target.ensure()
         population = set(manifests.all_keys(ctx.store, man.manifest_id))
@@ -240,7 +240,7 @@ def _sums(
     )
 
 
-def _outside(target: Target, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+def _outside(target: DestinationKind, keys: Sequence[str]) -> list[tuple[Any, ...]]:
     if not keys:
         return target.rows()
     rows = target.rows("", keys[0]) + target.rows(keys[-1], "\U0010ffff")

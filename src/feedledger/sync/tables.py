@@ -30,7 +30,7 @@ destinations = Table(
     metadata,
     Column("name", String(64), primary_key=True),
     Column("source", String(64), nullable=False),
-    Column("kind", String(16), nullable=False),  # postgres | sqlite
+    Column("kind", String(16), nullable=False),  # postgres | sqlite | gpkg
     Column("url", Text, nullable=False),
     Column("table_name", String(63), nullable=False),
     Column("text_fields", Text),  # comma-separated

@@ -39,12 +39,14 @@ BEGIN IMMEDIATE transaction.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
+from feedledger import faults
 from feedledger.ledger import failures
 from feedledger.ledger.engine import normalise_url
 from feedledger.model.destination import Destination
@@ -73,6 +75,9 @@ class Target:
             if self.postgres
             else None
         )
+        # PostgreSQL: IN_FLIGHT batches on their own connections (sync/rebuild.py)
+        self.writers = 2 if self.postgres else 1
+        self._tickets = itertools.count(1)  # SQLite's batches, counted for the fault points
 
     def close(self) -> None:
         self.engine.dispose()
@@ -148,9 +153,17 @@ class Target:
         return [by_key[d.key] for d in docs]
 
     def ticket(self) -> int:
-        """The next batch's number (PostgreSQL: the fault point `destination_staged`
-        counts batches in the order their tickets were taken); 0 for SQLite."""
-        return next(self.batches.tickets) if self.batches is not None else 0
+        """The next batch's number (the fault point `destination_staged` counts batches
+        in the order their tickets were taken)."""
+        return next(self.batches.tickets if self.batches is not None else self._tickets)
+
+    def probing(self) -> bool:
+        """PostgreSQL, while batches are mostly already current (a resync): probes first
+        (sync/pg_batch.py); SQLite never."""
+        return self.batches is not None and not self.batches.writing
+
+    def finish(self) -> None:
+        """A table is rebuilt in place: nothing to do."""
 
     def write_batch(
         self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
@@ -169,7 +182,7 @@ class Target:
             else:
                 if build is not None:
                     docs = build(docs)
-                got = self._write_sqlite(docs)
+                got = self._write_sqlite(docs, next(self._tickets) if ticket is None else ticket)
         except FeedledgerError:
             raise
         except Exception as exc:
@@ -210,7 +223,9 @@ class Target:
             f"ON CONFLICT (key) DO UPDATE SET {sets}, written_at = {now} WHERE {GUARD}"
         )
 
-    def _write_sqlite(self, docs: Sequence[Doc]) -> tuple[dict[str, Any], str, set[str]]:
+    def _write_sqlite(
+        self, docs: Sequence[Doc], ticket: int
+    ) -> tuple[dict[str, Any], str, set[str]]:
         keys = [d.key for d in docs]
         held: dict[str, Any] = {}
         with self.engine.begin() as conn:
@@ -241,6 +256,7 @@ class Target:
                         for d in write
                     ],
                 )
+            faults.point("destination_staged", ticket)  # written, not committed
         for d in write:
             held.pop(d.key, None)
         return held, "accepted", set()

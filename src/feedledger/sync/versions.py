@@ -11,6 +11,7 @@ objects cost more than the query.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -144,3 +145,24 @@ def current_state(store: Store, source: str) -> list[Any]:
     with store.engine.connect() as conn:
         # oldest first: the last version of a key wins
         return list({r[0]: r for r in conn.exec_driver_sql(sql, {"s": source}).all()}.values())
+
+
+_GEOMETRY_TYPE = re.compile(
+    r'"type"\s*:\s*"(Point|LineString|Polygon|MultiPoint|MultiLineString|MultiPolygon|'
+    r'GeometryCollection)"'
+)
+
+
+def geometry_types(store: Store, source: str) -> set[str]:
+    """The GeoJSON geometry types of the source's current state (each key's latest
+    version, tombstones and features without geometry left out), read from the stored
+    texts without parsing them: a GeometryCollection names its parts' types too."""
+    sql = _state_sql(store, ("key", "deleted", "geometry"), None)
+    latest_type: dict[str, frozenset[str]] = {}
+    none: frozenset[str] = frozenset()
+    with store.engine.connect() as conn:
+        for key, deleted, geometry in conn.exec_driver_sql(sql, {"s": source}):
+            # oldest first: the last version of a key wins
+            found = none if deleted or not geometry else frozenset(_GEOMETRY_TYPE.findall(geometry))
+            latest_type[key] = found
+    return set().union(*latest_type.values()) if latest_type else set()

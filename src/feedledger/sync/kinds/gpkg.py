@@ -1,0 +1,609 @@
+"""A GeoPackage layer as a destination: QGIS opens the file while feedledger updates it.
+
+Each batch is ONE SQLite transaction (`BEGIN IMMEDIATE`: the file's one writer from the
+first read to the commit): the rows held for the batch's keys are read, the guard judges
+each document (sync/guard.py's `judge`, the same verdicts as every kind), and the
+accepted ones are written in place -- a present record is an upsert of its feature (the
+geometry a GeoPackage blob, sync/kinds/gpkg_binary.py; the document's members as
+attribute columns, added when first seen; the guard's columns `fl_key`, `fl_revision`,
+`fl_generation`, `fl_generation_rank`, `fl_content_hash`, `fl_written_at` next to
+them), a deletion (or a record the transform left out) removes its feature and keeps
+its tombstone in the side table `<layer>_fl_tombstones`, which QGIS does not list: the
+layer shows present features only, and a tombstone still stops any older write. The
+R-tree index is kept by GDAL's own triggers (their ST_ functions registered on the
+connection); `gpkg_contents`' extent and `last_change` are updated in the same
+transaction (the extent grown by the batch, or recomputed from the R-tree when a
+feature on its edge moved or went: R-tree boxes are float32, rounded outwards, so the
+extent is never smaller than the features). The commit is the acknowledgement.
+
+A rebuild (`rebuild=manifest id`) writes a NEW file beside the old one
+(gpkg_file.rebuild_path; a resumed rebuild continues it), and `finish` makes it the
+destination: under the old file's write lock, every row of the old file is written
+into the new one through the guard (what the live route wrote meanwhile, tombstones
+included: the newer position wins), the old file is marked "replaced by" the new one
+and committed, then the new file is fsynced and renamed over the old (`os.replace`)
+and the folder fsynced. A writer that finds the mark (another process's live route)
+finishes the swap itself and writes to the new file; a kill anywhere leaves either the
+old file or the new one in place, each complete.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from feedledger import faults
+from feedledger.ledger import failures
+from feedledger.ledger.store import Store, payload_crs
+from feedledger.model.destination import Destination
+from feedledger.sync.guard import evidence as guard_evidence
+from feedledger.sync.guard import judge
+from feedledger.sync.kinds import gpkg_binary, gpkg_file
+from feedledger.sync.kinds.base import Row
+from feedledger.sync.kinds.gpkg_file import GUARD_NAMES, Layout, quote, tombstones
+from feedledger.sync.pg_batch import Build
+from feedledger.sync.state import Outcome, Verdict
+from feedledger.sync.transform import Doc
+
+CHUNK = 500  # keys per IN (...) lookup
+MERGE = 5_000  # old rows per merge step
+MOD = 2305843009213693951  # 2^61 - 1, as reconcile's checksum
+
+
+class Item(NamedTuple):
+    """One guarded write in the layer's terms: the guard's fields (as a Doc names them,
+    so `judge` reads it), the attributes (None: a tombstone) and the geometry blob."""
+
+    key: str
+    revision: int
+    generation: str
+    rank: int
+    content_hash: str
+    deleted: bool
+    doc: str | None
+    attrs: dict[str, Any] | None
+    blob: bytes | None
+
+
+class _Held(NamedTuple):
+    revision: int
+    generation: str
+    generation_rank: int
+    content_hash: str
+    deleted: bool
+    fid: int | None  # the feature's row (None: a tombstone)
+    doc: Any = None  # its attributes, read for an unresolved verdict's evidence
+
+
+class GeoPackage:
+    writers = 1  # one writer per file: SQLite's lock
+
+    def __init__(
+        self,
+        dest: Destination,
+        *,
+        geo: bool = False,
+        store: Store | None = None,
+        rebuild: str | None = None,
+    ) -> None:
+        self.dest = dest
+        self.layer = dest.table
+        self.path = Path(dest.url)
+        self.geo = geo
+        self.store = store
+        self.rebuild = rebuild
+        self.into = self.path  # where writes go (a rebuild's new file until `finish`)
+        self.conn: sqlite3.Connection | None = None
+        self.lock = threading.Lock()  # the rebuild's writer thread and its live steps
+        self.geom: str | None = None  # the geometry column (None: an attribute table)
+        self.srs_id = 0
+        self.multi = False
+        self.columns: dict[str, str] = {}  # attribute column (lower case) -> its name
+        self._tickets = itertools.count(1)
+
+    # -- the file ---------------------------------------------------------------------------
+    def ensure(self) -> None:
+        with self.lock, self._mapped():
+            self._ensure_file(self.path)
+            if self.rebuild is not None:
+                self.into = gpkg_file.rebuild_path(self.path, self.rebuild)
+                self._ensure_file(self.into)
+            self._open(self.into)
+
+    def _ensure_file(self, path: Path) -> None:
+        if path.exists():
+            conn = gpkg_file.connect(path)
+            try:
+                found = gpkg_file.check(conn, path, self.layer, self.geo)
+            finally:
+                conn.close()
+            if found != "":
+                return
+        gpkg_file.create(path, self.layer, self._layout())
+
+    def _layout(self) -> Layout:
+        """The layer's CRS and geometry type, from the source's current state."""
+        if not self.geo:
+            return Layout(None, None)
+        if self.store is None:
+            return Layout(None, "Unknown")
+        from feedledger.sync.versions import geometry_types  # lazy: a new layer only
+
+        wm = self.store.watermark(self.dest.source)
+        crs = payload_crs(self.store, wm.payload_id) if wm is not None and wm.payload_id else None
+        kind = gpkg_file.layer_type(geometry_types(self.store, self.dest.source))
+        return Layout(crs, kind)
+
+    def _open(self, path: Path) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        conn = gpkg_file.connect(path)
+        gpkg_binary.register(conn)
+        self.conn = conn
+        self.geom = gpkg_file.check(conn, path, self.layer, self.geo) or None
+        if self.geom is not None:
+            srs, kind = conn.execute(
+                "SELECT srs_id, geometry_type_name FROM gpkg_geometry_columns "
+                "WHERE lower(table_name) = lower(?)",
+                (self.layer,),
+            ).fetchone()
+            self.srs_id, self.multi = int(srs), str(kind).upper().startswith("MULTI")
+        skip = {"fid", *(c.lower() for c in GUARD_NAMES), (self.geom or "").lower()}
+        self.columns = {
+            str(r[1]).lower(): str(r[1])
+            for r in conn.execute(f"PRAGMA table_info({quote(self.layer)})")
+            if str(r[1]).lower() not in skip
+        }
+
+    def close(self) -> None:
+        with self.lock:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+
+    def _mapped(self, *, reading: bool = False) -> AbstractContextManager[None]:
+        """A driver's error under the block as one line naming the destination."""
+        place = failures.Place(str(self.path), destination=self.dest.name, reading=reading)
+        return failures.translating(place)
+
+    def _current(self) -> sqlite3.Connection:
+        """The connection, following a swap another process announced in the file."""
+        if self.conn is None:
+            self._open(self.into)
+        assert self.conn is not None
+        if self.into == self.path and gpkg_file.replaced_by(self.conn) is not None:
+            self._follow()
+        assert self.conn is not None
+        return self.conn
+
+    def _follow(self) -> None:
+        """The file is marked replaced: finish the swap if its writer did not, reopen;
+        a mark whose new file is gone and was never swapped in is cleared."""
+        assert self.conn is not None
+        new = gpkg_file.replaced_by(self.conn)
+        if new is not None:
+            gpkg_file.swap(Path(new), self.path)
+        self._open(self.path)
+        assert self.conn is not None
+        if gpkg_file.replaced_by(self.conn) is not None and not Path(new or "").exists():
+            self.conn.execute("BEGIN IMMEDIATE")
+            gpkg_file.clear_mark(self.conn)
+            self.conn.execute("COMMIT")
+
+    # -- the guarded write --------------------------------------------------------------------
+    def ticket(self) -> int:
+        return next(self._tickets)
+
+    def probing(self) -> bool:
+        return False
+
+    def write(self, docs: Sequence[Doc]) -> list[Verdict]:
+        by_key = {v.key: v for v in self.write_batch(docs)}
+        return [by_key[d.key] for d in docs]
+
+    def write_batch(
+        self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
+    ) -> Outcome:
+        if not docs:
+            return Outcome()
+        if build is not None:
+            docs = build(docs)
+        items = self._items(docs)
+        with self.lock, self._mapped():
+            judged = self._write(items, next(self._tickets) if ticket is None else ticket)
+        by_key = {d.key: d for d in docs}
+        accepted = [by_key[v.key] for v in judged if v.verdict == "accepted"]
+        return Outcome(
+            [("accepted", accepted)] if accepted else [],
+            [v for v in judged if v.verdict != "accepted"],
+        )
+
+    def _items(self, docs: Sequence[Doc]) -> list[Item]:
+        """Docs as layer rows: attributes parsed (a GIS source's `geometry` member is the
+        geometry column's, not an attribute), WKB as GeoPackage blobs."""
+        blobs: list[bytes | None] = [None] * len(docs)
+        if self.geo:
+            blobs, _box = gpkg_binary.encode([d.wkb for d in docs], self.srs_id, self.multi)
+        out = []
+        for d, blob in zip(docs, blobs, strict=True):
+            attrs = None
+            if not d.deleted and d.doc is not None:
+                parsed = json.loads(d.doc)
+                attrs = parsed if isinstance(parsed, dict) else {"value": parsed}
+                if self.geo:
+                    attrs.pop("geometry", None)
+            out.append(Item(d.key, d.revision, d.generation, d.rank, d.content_hash,
+                            d.deleted, d.doc, attrs, None if d.deleted else blob))  # fmt: skip
+        return out
+
+    def _begin(self) -> sqlite3.Connection:
+        """BEGIN IMMEDIATE on the file writes go to (after a swap: the new one)."""
+        for _ in range(3):
+            conn = self._current()
+            conn.execute("BEGIN IMMEDIATE")
+            if self.into != self.path or gpkg_file.replaced_by(conn) is None:
+                return conn
+            conn.execute("ROLLBACK")  # replaced while this process waited for the lock
+            self._follow()
+        raise RuntimeError(f"GeoPackage {self.path} keeps being replaced")
+
+    def _write(self, items: Sequence[Item], ticket: int) -> list[Verdict]:
+        conn = self._begin()
+        try:
+            judged = self._apply(conn, items)
+            faults.point("destination_staged", ticket)  # written, not committed
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return judged
+
+    def _apply(self, conn: sqlite3.Connection, items: Sequence[Item]) -> list[Verdict]:
+        """The batch judged and written in the open transaction; its verdicts."""
+        held = self._held(conn, [i.key for i in items])
+        verdicts: list[Verdict] = []
+        write: list[Item] = []
+        for item in items:
+            row = held.get(item.key)
+            verdict, reason = judge(item, row)  # type: ignore[arg-type]
+            if verdict == "accepted":
+                write.append(item)
+            evidence = None
+            if verdict == "unresolved" and row is not None:
+                evidence = guard_evidence(item, row._replace(doc=self._attrs(conn, row.fid)))  # type: ignore[arg-type]
+            verdicts.append(Verdict(item.key, verdict, item.revision, item.generation,
+                                    item.content_hash, reason, evidence))  # fmt: skip
+        if write:
+            self._put(conn, write, held)
+        return verdicts
+
+    def _held(self, conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, _Held]:
+        out: dict[str, _Held] = {}
+        t, tomb = quote(self.layer), quote(tombstones(self.layer))
+        for start in range(0, len(keys), CHUNK):
+            part = keys[start : start + CHUNK]
+            marks = ", ".join("?" * len(part))
+            for r in conn.execute(
+                "SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash, "
+                f"fid FROM {t} WHERE fl_key IN ({marks})",
+                part,
+            ):
+                out[r[0]] = _Held(int(r[1]), r[2], int(r[3]), r[4], False, int(r[5]))
+            for r in conn.execute(
+                "SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash "
+                f"FROM {tomb} WHERE fl_key IN ({marks})",
+                part,
+            ):
+                out[r[0]] = _Held(int(r[1]), r[2], int(r[3]), r[4], True, None)
+        return out
+
+    def _attrs(self, conn: sqlite3.Connection, fid: int | None) -> dict[str, Any] | None:
+        if fid is None or not self.columns:
+            return None if fid is None else {}
+        names = list(self.columns.values())
+        row = conn.execute(
+            f"SELECT {', '.join(quote(n) for n in names)} FROM {quote(self.layer)} WHERE fid = ?",
+            (fid,),
+        ).fetchone()
+        return {n: v for n, v in zip(names, row or (), strict=False) if v is not None}
+
+    def _put(self, conn: sqlite3.Connection, write: list[Item], held: dict[str, _Held]) -> None:
+        t, tomb = quote(self.layer), quote(tombstones(self.layer))
+        now = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+        live = [i for i in write if not i.deleted]
+        gone = [i for i in write if i.deleted]
+        self._add_columns(conn, [i.attrs or {} for i in live])
+        # the features that move or go: their old boxes (the extent may shrink)
+        moved = [held[i.key].fid for i in write if i.key in held and not held[i.key].deleted]
+        old_boxes = self._boxes(conn, [f for f in moved if f is not None])
+        if gone:
+            conn.executemany(f"DELETE FROM {t} WHERE fl_key = ?", [(i.key,) for i in gone])
+            conn.executemany(
+                f"INSERT INTO {tomb} (fl_key, fl_revision, fl_generation, fl_generation_rank, "
+                f"fl_content_hash, fl_written_at) VALUES (?, ?, ?, ?, ?, {now}) "
+                "ON CONFLICT (fl_key) DO UPDATE SET fl_revision = excluded.fl_revision, "
+                "fl_generation = excluded.fl_generation, "
+                "fl_generation_rank = excluded.fl_generation_rank, "
+                "fl_content_hash = excluded.fl_content_hash, "
+                "fl_written_at = excluded.fl_written_at",
+                [(i.key, i.revision, i.generation, i.rank, i.content_hash) for i in gone],
+            )
+        if live:
+            back = [(i.key,) for i in live if i.key in held and held[i.key].deleted]
+            if back:
+                conn.executemany(f"DELETE FROM {tomb} WHERE fl_key = ?", back)
+            attrs = list(self.columns.values())
+            lowered = [a.lower() for a in attrs]
+            cols = [*([self.geom] if self.geom else []), *GUARD_NAMES[:5], *attrs]
+            sets = ", ".join(f"{quote(c)} = excluded.{quote(c)}" for c in cols if c != "fl_key")
+            marks = ", ".join(["?"] * len(cols))
+            conn.executemany(
+                f"INSERT INTO {t} ({', '.join(quote(c) for c in cols)}, fl_written_at) "
+                f"VALUES ({marks}, {now}) ON CONFLICT (fl_key) DO UPDATE SET {sets}, "
+                "fl_written_at = excluded.fl_written_at",
+                [
+                    (
+                        *([i.blob] if self.geom else []),
+                        i.key, i.revision, i.generation, i.rank, i.content_hash,
+                        *map(self._by_column(i).get, lowered),
+                    )
+                    for i in live
+                ],
+            )  # fmt: skip
+        self._contents(conn, live, old_boxes)
+
+    def _by_column(self, item: Item) -> dict[str, Any]:
+        """The item's values by their column's lower-case name (SQLite's names ignore
+        case: members differing only by case share a column, the last one wins)."""
+        return {_column(k, self.geom).lower(): _value(v) for k, v in (item.attrs or {}).items()}
+
+    def _add_columns(self, conn: sqlite3.Connection, records: list[dict[str, Any]]) -> None:
+        """Columns for members not seen before, typed by this batch's values."""
+        new: dict[str, list[Any]] = {}
+        for rec in records:
+            for name, value in rec.items():
+                low = _column(name, self.geom).lower()
+                if low not in self.columns:
+                    new.setdefault(name, []).append(value)
+        for name, values in new.items():
+            column = _column(name, self.geom)
+            if column.lower() in self.columns:
+                continue
+            conn.execute(
+                f"ALTER TABLE {quote(self.layer)} ADD COLUMN {quote(column)} {_sql_type(values)}"
+            )
+            self.columns[column.lower()] = column
+
+    def _boxes(self, conn: sqlite3.Connection, fids: list[int]) -> list[tuple[float, ...]]:
+        if self.geom is None or not fids:
+            return []
+        rtree = quote(f"rtree_{self.layer}_{self.geom}")
+        out: list[tuple[float, ...]] = []
+        for start in range(0, len(fids), CHUNK):
+            part = fids[start : start + CHUNK]
+            out += conn.execute(
+                f"SELECT minx, miny, maxx, maxy FROM {rtree} "
+                f"WHERE id IN ({', '.join('?' * len(part))})",
+                part,
+            ).fetchall()
+        return out
+
+    def _contents(
+        self, conn: sqlite3.Connection, live: list[Item], old_boxes: list[tuple[float, ...]]
+    ) -> None:
+        """gpkg_contents: last_change now; the extent grown by the batch, or recomputed
+        from the R-tree when an old box touched its edge (it may shrink)."""
+        stamp = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+        if self.geom is None:
+            conn.execute(
+                f"UPDATE gpkg_contents SET last_change = {stamp} "
+                "WHERE lower(table_name) = lower(?)",
+                (self.layer,),
+            )
+            return
+        cur = conn.execute(
+            "SELECT min_x, min_y, max_x, max_y FROM gpkg_contents "
+            "WHERE lower(table_name) = lower(?)",
+            (self.layer,),
+        ).fetchone()
+        extent: tuple[Any, ...] | None = None if cur is None or cur[0] is None else tuple(cur)
+        edge = extent is not None and any(
+            b[0] <= extent[0] or b[1] <= extent[1] or b[2] >= extent[2] or b[3] >= extent[3]
+            for b in old_boxes
+        )
+        if edge or (extent is None and old_boxes):
+            rtree = quote(f"rtree_{self.layer}_{self.geom}")
+            got = conn.execute(
+                f"SELECT min(minx), min(miny), max(maxx), max(maxy) FROM {rtree}"
+            ).fetchone()
+            extent = None if got is None or got[0] is None else tuple(got)
+        else:
+            box = _union_box([i.blob for i in live])
+            if box is not None:
+                extent = box if extent is None else (
+                    min(extent[0], box[0]), min(extent[1], box[1]),
+                    max(extent[2], box[2]), max(extent[3], box[3]),
+                )  # fmt: skip
+        conn.execute(
+            f"UPDATE gpkg_contents SET last_change = {stamp}, min_x = ?, min_y = ?, max_x = ?, "
+            "max_y = ? WHERE lower(table_name) = lower(?)",
+            (*(extent if extent is not None else (None,) * 4), self.layer),
+        )
+
+    # -- a rebuild's new file ---------------------------------------------------------------
+    def finish(self) -> None:
+        """Make a rebuild's new file the destination (see the module)."""
+        if self.rebuild is None or self.into == self.path:
+            return
+        with self.lock, self._mapped():
+            old = gpkg_file.connect(self.path)
+            gpkg_binary.register(old)
+            try:
+                old.execute("BEGIN IMMEDIATE")  # no other writer until the mark is in
+                if gpkg_file.replaced_by(old) != str(self.into):
+                    self._merge(old)
+                    gpkg_file.mark_replaced(old, self.into)
+                old.execute("COMMIT")
+            except BaseException:
+                if old.in_transaction:
+                    old.execute("ROLLBACK")
+                raise
+            finally:
+                old.close()
+            faults.point("gpkg_swap_marked")
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+            gpkg_file.swap(self.into, self.path)
+            self.into = self.path
+            self._open(self.path)
+
+    def _merge(self, old: sqlite3.Connection) -> None:
+        """Every row of the old file written into the new one through the guard."""
+        for items in _old_rows(old, self.layer):
+            conn = self._current()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._apply(conn, items)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    # -- reading back ---------------------------------------------------------------------
+    def _union_sql(self, columns: str, where: str) -> str:
+        t, tomb = quote(self.layer), quote(tombstones(self.layer))
+        return (
+            f"SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, 0 AS deleted, "
+            f"fl_content_hash{columns} FROM {t}{where} UNION ALL "
+            f"SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, 1, "
+            f"fl_content_hash{columns} FROM {tomb}{where}"
+        )
+
+    def rows(self, lo: str | None = None, hi: str | None = None) -> list[Row]:
+        where, params = "", tuple[str, ...]()
+        if lo is not None and hi is not None:
+            where, params = " WHERE fl_key >= ? AND fl_key <= ?", (lo, hi)
+        with self.lock, self._mapped(reading=True):
+            conn = self._current()
+            sql = self._union_sql("", where) + " ORDER BY 1"
+            return [tuple(r) for r in conn.execute(sql, params * 2)]
+
+    def held(self, keys: Sequence[str]) -> Row | None:
+        with self.lock, self._mapped(reading=True):
+            conn = self._current()
+            sql = self._union_sql(", fl_written_at", " WHERE fl_key = ?")
+            for key in keys:
+                row = conn.execute(sql, (key, key)).fetchone()
+                if row is not None:
+                    return tuple(row)
+        return None
+
+    def bucket_sums(self, bounds: Sequence[tuple[str, str]]) -> list[tuple[int, int, int, int]]:
+        out = []
+        inner = self._union_sql("", " WHERE fl_key >= ? AND fl_key <= ?")
+        sql = (
+            f"SELECT count(*), coalesce(sum(fl_revision % {MOD}), 0), "
+            f"coalesce(sum(fl_generation_rank), 0), coalesce(sum(deleted), 0) FROM ({inner})"
+        )
+        with self.lock, self._mapped(reading=True):
+            conn = self._current()
+            for lo, hi in bounds:
+                r = conn.execute(sql, (lo, hi, lo, hi)).fetchone()
+                out.append((int(r[0]), int(r[1]), int(r[2]), int(r[3])))
+        return out
+
+
+def _old_rows(conn: sqlite3.Connection, layer: str) -> Iterator[list[Item]]:
+    """The old file's features and tombstones, MERGE at a time, as Items."""
+    t, tomb = quote(layer), quote(tombstones(layer))
+    geom_row = conn.execute(
+        "SELECT column_name FROM gpkg_geometry_columns WHERE lower(table_name) = lower(?)",
+        (layer,),
+    ).fetchone()
+    geom = str(geom_row[0]) if geom_row else None
+    skip = {"fid", *GUARD_NAMES, geom}
+    attrs = [str(r[1]) for r in conn.execute(f"PRAGMA table_info({t})") if r[1] not in skip]
+    cols = ", ".join(quote(c) for c in [*([geom] if geom else []), *attrs])
+    after = ""
+    while True:
+        rows = conn.execute(
+            f"SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash"
+            f"{', ' + cols if cols else ''} FROM {t} WHERE fl_key > ? ORDER BY fl_key LIMIT ?",
+            (after, MERGE),
+        ).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        n = 6 if geom else 5
+        yield [
+            Item(r[0], int(r[1]), r[2], int(r[3]), r[4], False, None,
+                 dict(zip(attrs, r[n:], strict=True)), r[5] if geom else None)
+            for r in rows
+        ]  # fmt: skip
+    after = ""
+    while True:
+        rows = conn.execute(
+            "SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash "
+            f"FROM {tomb} WHERE fl_key > ? ORDER BY fl_key LIMIT ?",
+            (after, MERGE),
+        ).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        yield [Item(r[0], int(r[1]), r[2], int(r[3]), r[4], True, None, None, None) for r in rows]
+
+
+def _union_box(blobs: Sequence[bytes | None]) -> tuple[float, float, float, float] | None:
+    """(minx, miny, maxx, maxy) of the blobs' header envelopes."""
+    box: list[float] | None = None
+    for blob in blobs:
+        env = gpkg_binary.envelope(blob)
+        if env is None:
+            continue
+        minx, maxx, miny, maxy = env
+        if box is None:
+            box = [minx, miny, maxx, maxy]
+        else:
+            box = [min(box[0], minx), min(box[1], miny), max(box[2], maxx), max(box[3], maxy)]
+    return None if box is None else (box[0], box[1], box[2], box[3])
+
+
+_RESERVED = ("fid",)
+
+
+def _column(name: str, geom: str | None) -> str:
+    """The column of a document member: its name, but for the layer's own columns'
+    names (fid, the geometry column, `fl_...`), which get a leading underscore."""
+    low = name.lower()
+    if low in _RESERVED or (geom is not None and low == geom.lower()) or low.startswith("fl_"):
+        return "_" + name
+    return name
+
+
+def _sql_type(values: list[Any]) -> str:
+    """A GeoPackage column type for a member's values (JSON types; nulls ignored)."""
+    seen = {type(v) for v in values if v is not None}
+    if seen and seen <= {bool}:
+        return "BOOLEAN"
+    if seen and seen <= {int}:
+        return "INTEGER"
+    if seen and seen <= {int, float}:
+        return "REAL"
+    return "TEXT"
+
+
+def _value(value: Any) -> Any:
+    """A member's value as stored: JSON objects and arrays as their JSON text."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return value
