@@ -85,7 +85,9 @@ def remove_row(place: Place, key: str) -> None:
     try:
         with engine.begin() as conn:
             column = "fl_key" if kind == "gpkg" else "key"
-            conn.execute(text(f'DELETE FROM "{table}" WHERE {column} = :k'), {"k": json.dumps([key])})
+            conn.execute(
+                text(f'DELETE FROM "{table}" WHERE {column} = :k'), {"k": json.dumps([key])}
+            )
     finally:
         engine.dispose()
 

@@ -63,6 +63,13 @@ def add_destination(
         raise ConfigError(f"a {kind} destination needs --table NAME")
     path = sqlite or gpkg or ""
     url = postgres if postgres is not None else str(Path(path).expanduser().resolve())
+    if kind == "gpkg":  # one destination per file: a rebuild replaces the whole file
+        for other in registry.listing(ctx.store):
+            if other.kind == "gpkg" and other.url == url:
+                raise ConfigError(
+                    f"{url} is already the file of destination {other.name}",
+                    hint="give each GeoPackage destination its own --gpkg file",
+                )
     generation_rank(generation)
     load(transform)  # fails now, not at the first write
     dest = Destination(

@@ -153,16 +153,26 @@ _GEOMETRY_TYPE = re.compile(
 )
 
 
+_NUMBER = r"\s*-?[0-9.]+(?:[eE][-+]?[0-9]+)?\s*"
+_XYZ = re.compile(rf"\[{_NUMBER},{_NUMBER},{_NUMBER}\]")
+
+
 def geometry_types(store: Store, source: str) -> set[str]:
     """The GeoJSON geometry types of the source's current state (each key's latest
-    version, tombstones and features without geometry left out), read from the stored
-    texts without parsing them: a GeometryCollection names its parts' types too."""
+    version, tombstones and features without geometry left out), `Polygon Z` for one
+    with a third coordinate, read from the stored texts without parsing them: a
+    GeometryCollection names its parts' types too."""
     sql = _state_sql(store, ("key", "deleted", "geometry"), None)
     latest_type: dict[str, frozenset[str]] = {}
     none: frozenset[str] = frozenset()
     with store.engine.connect() as conn:
         for key, deleted, geometry in conn.exec_driver_sql(sql, {"s": source}):
             # oldest first: the last version of a key wins
-            found = none if deleted or not geometry else frozenset(_GEOMETRY_TYPE.findall(geometry))
+            if deleted or not geometry:
+                found = none
+            else:
+                names = _GEOMETRY_TYPE.findall(geometry)
+                z = " Z" if _XYZ.search(geometry) else ""
+                found = frozenset(n + z for n in names)
             latest_type[key] = found
     return set().union(*latest_type.values()) if latest_type else set()

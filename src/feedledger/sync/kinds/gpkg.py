@@ -8,8 +8,9 @@ geometry a GeoPackage blob, sync/kinds/gpkg_binary.py; the document's members as
 attribute columns, added when first seen; the guard's columns `fl_key`, `fl_revision`,
 `fl_generation`, `fl_generation_rank`, `fl_content_hash`, `fl_written_at` next to
 them), a deletion (or a record the transform left out) removes its feature and keeps
-its tombstone in the side table `<layer>_fl_tombstones`, which QGIS does not list: the
-layer shows present features only, and a tombstone still stops any older write. The
+its tombstone in the side table `gpkgext_feedledger_<layer>_tombstones`, which QGIS
+does not list: the layer shows present features only, and a tombstone still stops any
+older write. The
 R-tree index is kept by GDAL's own triggers (their ST_ functions registered on the
 connection); `gpkg_contents`' extent and `last_change` are updated in the same
 transaction (the extent grown by the batch, or recomputed from the R-tree when a
@@ -104,6 +105,7 @@ class GeoPackage:
         self.geom: str | None = None  # the geometry column (None: an attribute table)
         self.srs_id = 0
         self.multi = False
+        self.z = False  # the layer's geometries have Z (else written 2-D)
         self.columns: dict[str, str] = {}  # attribute column (lower case) -> its name
         self._tickets = itertools.count(1)
 
@@ -118,6 +120,7 @@ class GeoPackage:
 
     def _ensure_file(self, path: Path) -> None:
         if path.exists():
+            gpkg_file.check_header(path)
             conn = gpkg_file.connect(path)
             try:
                 found = gpkg_file.check(conn, path, self.layer, self.geo)
@@ -154,6 +157,10 @@ class GeoPackage:
                 (self.layer,),
             ).fetchone()
             self.srs_id, self.multi = int(srs), str(kind).upper().startswith("MULTI")
+            self.z = bool(conn.execute(
+                "SELECT z FROM gpkg_geometry_columns WHERE lower(table_name) = lower(?)",
+                (self.layer,),
+            ).fetchone()[0])  # fmt: skip
         skip = {"fid", *(c.lower() for c in GUARD_NAMES), (self.geom or "").lower()}
         self.columns = {
             str(r[1]).lower(): str(r[1])
@@ -229,7 +236,7 @@ class GeoPackage:
         geometry column's, not an attribute), WKB as GeoPackage blobs."""
         blobs: list[bytes | None] = [None] * len(docs)
         if self.geo:
-            blobs, _box = gpkg_binary.encode([d.wkb for d in docs], self.srs_id, self.multi)
+            blobs, _box = gpkg_binary.encode([d.wkb for d in docs], self.srs_id, self.multi, self.z)
         out = []
         for d, blob in zip(docs, blobs, strict=True):
             attrs = None

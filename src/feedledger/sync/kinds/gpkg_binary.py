@@ -32,12 +32,14 @@ _MULTI_OF = {0: 4, 1: 5, 3: 6}
 
 
 def encode(
-    wkbs: Sequence[bytes | None], srs_id: int, multi: bool = False
+    wkbs: Sequence[bytes | None], srs_id: int, multi: bool = False, z: bool = False
 ) -> tuple[list[bytes | None], tuple[float, float, float, float] | None]:
     """GeoPackage blobs of ISO WKB geometries (None stays None), and the envelope of
     the batch (minx, miny, maxx, maxy; None if no geometry has one). `multi`: the layer
     is of a Multi* type, so a single part is written as a one-part Multi* (the same
-    geometry: its canonical form, formats/geometry.py, is equal)."""
+    geometry: its canonical form, formats/geometry.py, is equal). `z`: the layer has Z
+    (else a third coordinate is dropped: a 2-D layer holds 2-D geometry, as its
+    canonical form is)."""
     out: list[bytes | None] = [None] * len(wkbs)
     present = [i for i, w in enumerate(wkbs) if w is not None]
     if not present:
@@ -51,7 +53,7 @@ def encode(
                 shapes[hit] = [_promote(s, single) for s in shapes[hit]]
     bounds = shapely.bounds(shapes)
     empty = shapely.is_empty(shapes)
-    blobs = shapely.to_wkb(shapes, flavor="iso", byte_order=1)
+    blobs = shapely.to_wkb(shapes, flavor="iso", byte_order=1, output_dimension=3 if z else 2)
     srs = struct.pack("<i", srs_id)
     for j, i in enumerate(present):
         if empty[j]:

@@ -4,12 +4,12 @@ rebuilt file in.
 The layer is created by GDAL (pyogrio, an empty Arrow table): the GeoPackage's own
 tables (`gpkg_contents`, `gpkg_geometry_columns`, `gpkg_spatial_ref_sys` with the SRS
 GDAL knows for the source's CRS), the layer table with its integer `fid` and geometry
-column typed from the source's geometry type, and the R-tree spatial index
+column typed from the source's geometry type (with Z when the source's geometries have a
+third coordinate; a 2-D layer gets 2-D geometry), and the R-tree spatial index
 (`rtree_<layer>_<geom>`) with the triggers that keep it -- exactly what GDAL and QGIS
 expect. Then, with sqlite3: a unique index on the key column, the tombstone side table
 `<layer>_fl_tombstones` (deleted records: kept there, so the layer QGIS shows holds
-only present features) and `fl_meta` (where a rebuild's swap is announced). The
-geometry column accepts Z (`z` = 2, optional): geometry is written as stated.
+only present features) and `fl_meta` (where a rebuild's swap is announced).
 
 One destination per file: a rebuild replaces the whole file.
 
@@ -37,7 +37,7 @@ GUARD_COLUMNS = (
     ("fl_written_at", "INTEGER"),
 )
 GUARD_NAMES = tuple(c for c, _t in GUARD_COLUMNS)
-META = "fl_meta"
+META = "gpkgext_feedledger_meta"
 REPLACED_BY = "replaced_by"
 
 # the GeoJSON type names -> GDAL's geometry type for pyogrio
@@ -54,20 +54,23 @@ class Layout:
 
 
 def layer_type(types: set[str]) -> str:
-    """The one geometry type of a layer holding `types` (GeoJSON names): the type
-    itself, the Multi* type of X and Multi-X together (single parts are written as
-    one-part Multi*), or `Unknown` (GEOMETRY: any) when mixed or none yet."""
-    if len(types) == 1:
-        return next(iter(types))
-    if len(types) == 2:
+    """The one geometry type of a layer holding `types` (GeoJSON names, `X Z` for 3-D):
+    the type itself, the Multi* type of X and Multi-X together (single parts are
+    written as one-part Multi*), or `Unknown` (GEOMETRY: any) when mixed or none yet;
+    ` Z` when any has a third coordinate."""
+    z = " Z" if any(t.endswith(" Z") for t in types) else ""
+    names = {t.removesuffix(" Z") for t in types}
+    if len(names) == 1:
+        return next(iter(names)) + z
+    if len(names) == 2:
         for single, multi in _MULTI.items():
-            if types == {single, multi}:
-                return multi
-    return "Unknown"
+            if names == {single, multi}:
+                return multi + z
+    return "Unknown" + z
 
 
 def tombstones(layer: str) -> str:
-    return f"{layer}_fl_tombstones"
+    return f"gpkgext_feedledger_{layer}_tombstones"
 
 
 def quote(name: str) -> str:
@@ -127,15 +130,24 @@ def create(path: Path, layer: str, layout: Layout) -> None:
             "fl_written_at INTEGER)"
         )
         conn.execute(f"CREATE TABLE IF NOT EXISTS {META} (k TEXT PRIMARY KEY, v TEXT)")
-        if geo:  # geometry as stated: Z allowed
-            conn.execute(
-                "UPDATE gpkg_geometry_columns SET z = 2 WHERE lower(table_name) = lower(?)",
-                (layer,),
-            )
         conn.execute("COMMIT")
     finally:
         conn.close()
     fsync(path)
+
+
+def check_header(path: Path) -> None:
+    """Refuse a file that is not an SQLite database (so not a GeoPackage)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError as exc:
+        raise StoreUnavailableError(f"cannot read GeoPackage {path}: {exc.strerror}") from None
+    if head and head != b"SQLite format 3\x00":
+        raise ConfigError(
+            f"{path} is not a GeoPackage (not an SQLite database)",
+            hint="give a new file name, or a GeoPackage file",
+        )
 
 
 def check(conn: sqlite3.Connection, path: Path, layer: str, geo: bool) -> str | None:
