@@ -113,7 +113,7 @@ def parcels(n: int, shift: float = 0.0) -> dict[str, tuple[str, Any]]:
     for i in range(n):
         geom = square(i + shift, i % 5)
         if i == 7:
-            geom = {"type": "MultiPolygon", "coordinates": [square(i, 0)["coordinates"],
-                                                            square(i, 3)["coordinates"]]}  # fmt: skip
+            parts = [square(i, 0)["coordinates"], square(i, 3)["coordinates"]]
+            geom = {"type": "MultiPolygon", "coordinates": parts}
         out[f"P{i:02d}"] = (f"R{i % 3}", geom)
     return out

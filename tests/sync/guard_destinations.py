@@ -1,4 +1,4 @@
-"""Destination tables for the sync tests (a Target on a fresh table, a Doc, what a table
+"""Destinations for the sync tests (any kind opened on a fresh place, a Doc, what it
 holds for a key) and the `suppliers` source they are fed from: shared by the guard,
 destination-command and deletion-order tests.
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.model.destination import Destination, generation_rank
-from feedledger.sync.target import Target
+from feedledger.sync.kinds import DestinationKind, open_target
 from feedledger.sync.transform import Doc, content_hash
 from helpers import Cli, write_csv
 
@@ -18,9 +18,10 @@ PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
 SRC = "suppliers"
 
 
-def target(place: tuple[str, str, str]) -> Target:
+def target(place: tuple[str, str, str]) -> DestinationKind:
+    """The destination at `place` (any kind: sync/kinds), opened and ensured."""
     kind, url, table = place
-    t = Target(Destination("d", SRC, kind, url, table, ("name",)))  # type: ignore[arg-type]
+    t = open_target(Destination("d", SRC, kind, url, table, ("name",)))  # type: ignore[arg-type]
     t.ensure()
     return t
 
@@ -31,7 +32,7 @@ def doc(key: str, rev: int, body: dict[str, Any] | None, gen: str = "M-3") -> Do
     return Doc(k, rev, gen, generation_rank(gen), content_hash(text_), body is None, text_)
 
 
-def held(t: Target, key: str) -> tuple[int, str, bool] | None:
+def held(t: DestinationKind, key: str) -> tuple[int, str, bool] | None:
     rows = {r[0]: r for r in t.rows()}
     r = rows.get(json.dumps([key]))
     return None if r is None else (int(r[1]), r[2], bool(r[4]))
@@ -44,8 +45,9 @@ def supplier_day(cli: Cli, tmp_path: Path, day: str, rows: list[list[str]]) -> N
 
 def declare(cli: Cli, place: tuple[str, str, str], *extra: str) -> None:
     kind, url, table = place
-    cli("destination", "add", "search", "--source", SRC, f"--{kind}", url, "--table", table,
-        "--text-fields", "name", *extra)  # fmt: skip
+    where = "--layer" if kind == "gpkg" else "--table"
+    cli("destination", "add", "search", "--source", SRC, f"--{kind}", url, where, table,
+        *(() if kind == "gpkg" else ("--text-fields", "name")), *extra)  # fmt: skip
 
 
 def base(n: int = 30) -> list[list[str]]:

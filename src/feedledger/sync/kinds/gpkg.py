@@ -18,10 +18,13 @@ feature on its edge moved or went: R-tree boxes are float32, rounded outwards, s
 extent is never smaller than the features). The commit is the acknowledgement.
 
 A rebuild (`rebuild=manifest id`) writes a NEW file beside the old one
-(gpkg_file.rebuild_path; a resumed rebuild continues it), and `finish` makes it the
-destination: under the old file's write lock, every row of the old file is written
-into the new one through the guard (what the live route wrote meanwhile, tombstones
-included: the newer position wins), the old file is marked "replaced by" the new one
+(gpkg_file.rebuild_path), begun as a copy of the old one (`VACUUM INTO`: tombstones
+kept, and a repeated rebuild finds its documents already current, as in a table; a
+resumed rebuild continues its file), so QGIS never sees a half-rebuilt layer (a new
+transform generation, say). `finish` makes it the destination: under the old file's
+write lock, every row of the old file is written into the new one through the guard
+(what the live route wrote meanwhile, tombstones included: the newer position wins),
+the old file is marked "replaced by" the new one
 and committed, then the new file is fsynced and renamed over the old (`os.replace`)
 and the folder fsynced. A writer that finds the mark (another process's live route)
 finishes the swap itself and writes to the new file; a kill anywhere leaves either the
@@ -115,6 +118,8 @@ class GeoPackage:
             self._ensure_file(self.path)
             if self.rebuild is not None:
                 self.into = gpkg_file.rebuild_path(self.path, self.rebuild)
+                if not self.into.exists():  # (a resumed rebuild continues its file)
+                    gpkg_file.copy(self.path, self.into)
                 self._ensure_file(self.into)
             self._open(self.into)
 

@@ -224,6 +224,29 @@ def swap(new: Path, path: Path) -> bool:
     return True
 
 
+def copy(path: Path, new: Path) -> None:
+    """A consistent, compacted copy of the GeoPackage at `path` as `new` (`VACUUM
+    INTO` a part file, then renamed: a kill leaves no half copy under `new`'s name),
+    without the old file's swap announcement."""
+    part = new.with_name(new.name + ".part")
+    part.unlink(missing_ok=True)
+    conn = connect(path)
+    try:
+        conn.execute("VACUUM INTO ?", (str(part),))
+    finally:
+        conn.close()
+    conn = connect(part)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if replaced_by(conn) is not None:
+            clear_mark(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    fsync(part)
+    os.replace(part, new)
+
+
 def clear_mark(conn: sqlite3.Connection) -> None:
     """The new file carries no announcement of its own replacement."""
     conn.execute(f"DELETE FROM {META} WHERE k = ?", (REPLACED_BY,))
