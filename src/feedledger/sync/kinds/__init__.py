@@ -6,8 +6,10 @@ index, a PostGIS table) is a module here, a branch in `open_target`, a `Kind` in
 model/destination.py and a parameter of tests/sync/test_destination_kinds.py.
 
 Holds: `base` (the protocol), `gpkg` (the GeoPackage layer's guarded write and read
-back), `gpkg_file` (creating, checking and swapping the file), `gpkg_binary` (the
-GeoPackage geometry blob and the ST_ functions its R-tree triggers call).
+back), `gpkg_rows` (its rows: members as columns, the old file's rows), `gpkg_swap` (a
+rebuild's end: merge, announce, swap), `gpkg_file` (creating, checking, copying and
+swapping the file), `gpkg_binary` (the GeoPackage geometry blob and the ST_ functions
+its R-tree triggers call).
 """
 
 from __future__ import annotations

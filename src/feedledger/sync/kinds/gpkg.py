@@ -10,8 +10,7 @@ attribute columns, added when first seen; the guard's columns `fl_key`, `fl_revi
 them), a deletion (or a record the transform left out) removes its feature and keeps
 its tombstone in the side table `gpkgext_feedledger_<layer>_tombstones`, which QGIS
 does not list: the layer shows present features only, and a tombstone still stops any
-older write. The
-R-tree index is kept by GDAL's own triggers (their ST_ functions registered on the
+older write. The R-tree index is kept by GDAL's own triggers (their ST_ functions registered on the
 connection); `gpkg_contents`' extent and `last_change` are updated in the same
 transaction (the extent grown by the batch, or recomputed from the R-tree when a
 feature on its edge moved or went: R-tree boxes are float32, rounded outwards, so the
@@ -24,9 +23,9 @@ resumed rebuild continues its file), so QGIS never sees a half-rebuilt layer (a 
 transform generation, say). `finish` makes it the destination: under the old file's
 write lock, every row of the old file is written into the new one through the guard
 (what the live route wrote meanwhile, tombstones included: the newer position wins),
-the old file is marked "replaced by" the new one
-and committed, then the new file is fsynced and renamed over the old (`os.replace`)
-and the folder fsynced. A writer that finds the mark (another process's live route)
+the old file is marked "replaced by" the new one and committed, then the new file is
+fsynced and renamed over the old (`os.replace`) and the folder fsynced
+(sync/kinds/gpkg_swap.py). A writer that finds the mark (another process's live route)
 finishes the swap itself and writes to the new file; a kill anywhere leaves either the
 old file or the new one in place, each complete.
 """
@@ -37,10 +36,10 @@ import itertools
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from feedledger import faults
 from feedledger.ledger import failures
@@ -48,41 +47,15 @@ from feedledger.ledger.store import Store, payload_crs
 from feedledger.model.destination import Destination
 from feedledger.sync.guard import evidence as guard_evidence
 from feedledger.sync.guard import judge
-from feedledger.sync.kinds import gpkg_binary, gpkg_file
+from feedledger.sync.kinds import gpkg_binary, gpkg_file, gpkg_swap
 from feedledger.sync.kinds.base import Row
 from feedledger.sync.kinds.gpkg_file import GUARD_NAMES, Layout, quote, tombstones
+from feedledger.sync.kinds.gpkg_rows import CHUNK, Held, Item, column, sql_type, union_box, value
 from feedledger.sync.pg_batch import Build
 from feedledger.sync.state import Outcome, Verdict
 from feedledger.sync.transform import Doc
 
-CHUNK = 500  # keys per IN (...) lookup
-MERGE = 5_000  # old rows per merge step
 MOD = 2305843009213693951  # 2^61 - 1, as reconcile's checksum
-
-
-class Item(NamedTuple):
-    """One guarded write in the layer's terms: the guard's fields (as a Doc names them,
-    so `judge` reads it), the attributes (None: a tombstone) and the geometry blob."""
-
-    key: str
-    revision: int
-    generation: str
-    rank: int
-    content_hash: str
-    deleted: bool
-    doc: str | None
-    attrs: dict[str, Any] | None
-    blob: bytes | None
-
-
-class _Held(NamedTuple):
-    revision: int
-    generation: str
-    generation_rank: int
-    content_hash: str
-    deleted: bool
-    fid: int | None  # the feature's row (None: a tombstone)
-    doc: Any = None  # its attributes, read for an unresolved verdict's evidence
 
 
 class GeoPackage:
@@ -110,6 +83,7 @@ class GeoPackage:
         self.multi = False
         self.z = False  # the layer's geometries have Z (else written 2-D)
         self.columns: dict[str, str] = {}  # attribute column (lower case) -> its name
+        self._low: dict[str, str] = {}  # a member's name -> its column's, lower case
         self._tickets = itertools.count(1)
 
     # -- the file ---------------------------------------------------------------------------
@@ -175,16 +149,14 @@ class GeoPackage:
 
     def close(self) -> None:
         with self.lock:
-            if self.conn is not None:
-                self.conn.close()
-                self.conn = None
+            self.close_connection()
 
     def _mapped(self, *, reading: bool = False) -> AbstractContextManager[None]:
         """A driver's error under the block as one line naming the destination."""
         place = failures.Place(str(self.path), destination=self.dest.name, reading=reading)
         return failures.translating(place)
 
-    def _current(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection:
         """The connection, following a swap another process announced in the file."""
         if self.conn is None:
             self._open(self.into)
@@ -226,9 +198,8 @@ class GeoPackage:
             return Outcome()
         if build is not None:
             docs = build(docs)
-        items = self._items(docs)
         with self.lock, self._mapped():
-            judged = self._write(items, next(self._tickets) if ticket is None else ticket)
+            judged = self._write(docs, next(self._tickets) if ticket is None else ticket)
         by_key = {d.key: d for d in docs}
         accepted = [by_key[v.key] for v in judged if v.verdict == "accepted"]
         return Outcome(
@@ -257,7 +228,7 @@ class GeoPackage:
     def _begin(self) -> sqlite3.Connection:
         """BEGIN IMMEDIATE on the file writes go to (after a swap: the new one)."""
         for _ in range(3):
-            conn = self._current()
+            conn = self.connection()
             conn.execute("BEGIN IMMEDIATE")
             if self.into != self.path or gpkg_file.replaced_by(conn) is None:
                 return conn
@@ -265,10 +236,10 @@ class GeoPackage:
             self._follow()
         raise RuntimeError(f"GeoPackage {self.path} keeps being replaced")
 
-    def _write(self, items: Sequence[Item], ticket: int) -> list[Verdict]:
+    def _write(self, docs: Sequence[Doc], ticket: int) -> list[Verdict]:
         conn = self._begin()
         try:
-            judged = self._apply(conn, items)
+            judged = self.apply(conn, docs)
             faults.point("destination_staged", ticket)  # written, not committed
             conn.execute("COMMIT")
         except BaseException:
@@ -277,11 +248,12 @@ class GeoPackage:
             raise
         return judged
 
-    def _apply(self, conn: sqlite3.Connection, items: Sequence[Item]) -> list[Verdict]:
-        """The batch judged and written in the open transaction; its verdicts."""
+    def apply(self, conn: sqlite3.Connection, items: Sequence[Doc | Item]) -> list[Verdict]:
+        """The batch judged and written in the open transaction; its verdicts (documents
+        are made layer rows only where the guard accepts them)."""
         held = self._held(conn, [i.key for i in items])
         verdicts: list[Verdict] = []
-        write: list[Item] = []
+        write: list[Any] = []
         for item in items:
             row = held.get(item.key)
             verdict, reason = judge(item, row)  # type: ignore[arg-type]
@@ -293,11 +265,13 @@ class GeoPackage:
             verdicts.append(Verdict(item.key, verdict, item.revision, item.generation,
                                     item.content_hash, reason, evidence))  # fmt: skip
         if write:
-            self._put(conn, write, held)
+            docs = [w for w in write if isinstance(w, Doc)]
+            made = self._items(docs) if docs else []
+            self._put(conn, [*made, *(w for w in write if isinstance(w, Item))], held)
         return verdicts
 
-    def _held(self, conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, _Held]:
-        out: dict[str, _Held] = {}
+    def _held(self, conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Held]:
+        out: dict[str, Held] = {}
         t, tomb = quote(self.layer), quote(tombstones(self.layer))
         for start in range(0, len(keys), CHUNK):
             part = keys[start : start + CHUNK]
@@ -307,13 +281,13 @@ class GeoPackage:
                 f"fid FROM {t} WHERE fl_key IN ({marks})",
                 part,
             ):
-                out[r[0]] = _Held(int(r[1]), r[2], int(r[3]), r[4], False, int(r[5]))
+                out[r[0]] = Held(int(r[1]), r[2], int(r[3]), r[4], False, int(r[5]))
             for r in conn.execute(
                 "SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash "
                 f"FROM {tomb} WHERE fl_key IN ({marks})",
                 part,
             ):
-                out[r[0]] = _Held(int(r[1]), r[2], int(r[3]), r[4], True, None)
+                out[r[0]] = Held(int(r[1]), r[2], int(r[3]), r[4], True, None)
         return out
 
     def _attrs(self, conn: sqlite3.Connection, fid: int | None) -> dict[str, Any] | None:
@@ -326,7 +300,7 @@ class GeoPackage:
         ).fetchone()
         return {n: v for n, v in zip(names, row or (), strict=False) if v is not None}
 
-    def _put(self, conn: sqlite3.Connection, write: list[Item], held: dict[str, _Held]) -> None:
+    def _put(self, conn: sqlite3.Connection, write: list[Item], held: dict[str, Held]) -> None:
         t, tomb = quote(self.layer), quote(tombstones(self.layer))
         now = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
         live = [i for i in write if not i.deleted]
@@ -364,34 +338,40 @@ class GeoPackage:
                     (
                         *([i.blob] if self.geom else []),
                         i.key, i.revision, i.generation, i.rank, i.content_hash,
-                        *map(self._by_column(i).get, lowered),
+                        *map(self._bycolumn(i).get, lowered),
                     )
                     for i in live
                 ],
             )  # fmt: skip
         self._contents(conn, live, old_boxes)
 
-    def _by_column(self, item: Item) -> dict[str, Any]:
+    def _bycolumn(self, item: Item) -> dict[str, Any]:
         """The item's values by their column's lower-case name (SQLite's names ignore
         case: members differing only by case share a column, the last one wins)."""
-        return {_column(k, self.geom).lower(): _value(v) for k, v in (item.attrs or {}).items()}
+        low = self._low
+        return {(low.get(k) or self._lower(k)): value(v) for k, v in (item.attrs or {}).items()}
+
+    def _lower(self, name: str) -> str:
+        self._low[name] = got = column(name, self.geom).lower()
+        return got
 
     def _add_columns(self, conn: sqlite3.Connection, records: list[dict[str, Any]]) -> None:
         """Columns for members not seen before, typed by this batch's values."""
-        new: dict[str, list[Any]] = {}
-        for rec in records:
-            for name, value in rec.items():
-                low = _column(name, self.geom).lower()
-                if low not in self.columns:
-                    new.setdefault(name, []).append(value)
+        names: set[str] = set().union(*records) if records else set()
+        unseen = {n for n in names if (self._low.get(n) or self._lower(n)) not in self.columns}
+        new: dict[str, list[Any]] = {n: [] for n in sorted(unseen)}
+        if new:
+            for rec in records:
+                for name in unseen.intersection(rec):
+                    new[name].append(rec[name])
         for name, values in new.items():
-            column = _column(name, self.geom)
-            if column.lower() in self.columns:
+            col = column(name, self.geom)
+            if col.lower() in self.columns:
                 continue
             conn.execute(
-                f"ALTER TABLE {quote(self.layer)} ADD COLUMN {quote(column)} {_sql_type(values)}"
+                f"ALTER TABLE {quote(self.layer)} ADD COLUMN {quote(col)} {sql_type(values)}"
             )
-            self.columns[column.lower()] = column
+            self.columns[col.lower()] = col
 
     def _boxes(self, conn: sqlite3.Connection, fids: list[int]) -> list[tuple[float, ...]]:
         if self.geom is None or not fids:
@@ -437,7 +417,7 @@ class GeoPackage:
             ).fetchone()
             extent = None if got is None or got[0] is None else tuple(got)
         else:
-            box = _union_box([i.blob for i in live])
+            box = union_box([i.blob for i in live])
             if box is not None:
                 extent = box if extent is None else (
                     min(extent[0], box[0]), min(extent[1], box[1]),
@@ -451,43 +431,17 @@ class GeoPackage:
 
     # -- a rebuild's new file ---------------------------------------------------------------
     def finish(self) -> None:
-        """Make a rebuild's new file the destination (see the module)."""
+        """Make a rebuild's new file the destination (sync/kinds/gpkg_swap.py)."""
         if self.rebuild is None or self.into == self.path:
             return
         with self.lock, self._mapped():
-            old = gpkg_file.connect(self.path)
-            gpkg_binary.register(old)
-            try:
-                old.execute("BEGIN IMMEDIATE")  # no other writer until the mark is in
-                if gpkg_file.replaced_by(old) != str(self.into):
-                    self._merge(old)
-                    gpkg_file.mark_replaced(old, self.into)
-                old.execute("COMMIT")
-            except BaseException:
-                if old.in_transaction:
-                    old.execute("ROLLBACK")
-                raise
-            finally:
-                old.close()
-            faults.point("gpkg_swap_marked")
-            if self.conn is not None:
-                self.conn.close()
-                self.conn = None
-            gpkg_file.swap(self.into, self.path)
-            self.into = self.path
+            gpkg_swap.finish(self)
             self._open(self.path)
 
-    def _merge(self, old: sqlite3.Connection) -> None:
-        """Every row of the old file written into the new one through the guard."""
-        for items in _old_rows(old, self.layer):
-            conn = self._current()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._apply(conn, items)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+    def close_connection(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
     # -- reading back ---------------------------------------------------------------------
     def _union_sql(self, columns: str, where: str) -> str:
@@ -504,13 +458,13 @@ class GeoPackage:
         if lo is not None and hi is not None:
             where, params = " WHERE fl_key >= ? AND fl_key <= ?", (lo, hi)
         with self.lock, self._mapped(reading=True):
-            conn = self._current()
+            conn = self.connection()
             sql = self._union_sql("", where) + " ORDER BY 1"
             return [tuple(r) for r in conn.execute(sql, params * 2)]
 
     def held(self, keys: Sequence[str]) -> Row | None:
         with self.lock, self._mapped(reading=True):
-            conn = self._current()
+            conn = self.connection()
             sql = self._union_sql(", fl_written_at", " WHERE fl_key = ?")
             for key in keys:
                 row = conn.execute(sql, (key, key)).fetchone()
@@ -526,96 +480,8 @@ class GeoPackage:
             f"coalesce(sum(fl_generation_rank), 0), coalesce(sum(deleted), 0) FROM ({inner})"
         )
         with self.lock, self._mapped(reading=True):
-            conn = self._current()
+            conn = self.connection()
             for lo, hi in bounds:
                 r = conn.execute(sql, (lo, hi, lo, hi)).fetchone()
                 out.append((int(r[0]), int(r[1]), int(r[2]), int(r[3])))
         return out
-
-
-def _old_rows(conn: sqlite3.Connection, layer: str) -> Iterator[list[Item]]:
-    """The old file's features and tombstones, MERGE at a time, as Items."""
-    t, tomb = quote(layer), quote(tombstones(layer))
-    geom_row = conn.execute(
-        "SELECT column_name FROM gpkg_geometry_columns WHERE lower(table_name) = lower(?)",
-        (layer,),
-    ).fetchone()
-    geom = str(geom_row[0]) if geom_row else None
-    skip = {"fid", *GUARD_NAMES, geom}
-    attrs = [str(r[1]) for r in conn.execute(f"PRAGMA table_info({t})") if r[1] not in skip]
-    cols = ", ".join(quote(c) for c in [*([geom] if geom else []), *attrs])
-    after = ""
-    while True:
-        rows = conn.execute(
-            f"SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash"
-            f"{', ' + cols if cols else ''} FROM {t} WHERE fl_key > ? ORDER BY fl_key LIMIT ?",
-            (after, MERGE),
-        ).fetchall()
-        if not rows:
-            break
-        after = rows[-1][0]
-        n = 6 if geom else 5
-        yield [
-            Item(r[0], int(r[1]), r[2], int(r[3]), r[4], False, None,
-                 dict(zip(attrs, r[n:], strict=True)), r[5] if geom else None)
-            for r in rows
-        ]  # fmt: skip
-    after = ""
-    while True:
-        rows = conn.execute(
-            "SELECT fl_key, fl_revision, fl_generation, fl_generation_rank, fl_content_hash "
-            f"FROM {tomb} WHERE fl_key > ? ORDER BY fl_key LIMIT ?",
-            (after, MERGE),
-        ).fetchall()
-        if not rows:
-            break
-        after = rows[-1][0]
-        yield [Item(r[0], int(r[1]), r[2], int(r[3]), r[4], True, None, None, None) for r in rows]
-
-
-def _union_box(blobs: Sequence[bytes | None]) -> tuple[float, float, float, float] | None:
-    """(minx, miny, maxx, maxy) of the blobs' header envelopes."""
-    box: list[float] | None = None
-    for blob in blobs:
-        env = gpkg_binary.envelope(blob)
-        if env is None:
-            continue
-        minx, maxx, miny, maxy = env
-        if box is None:
-            box = [minx, miny, maxx, maxy]
-        else:
-            box = [min(box[0], minx), min(box[1], miny), max(box[2], maxx), max(box[3], maxy)]
-    return None if box is None else (box[0], box[1], box[2], box[3])
-
-
-_RESERVED = ("fid",)
-
-
-def _column(name: str, geom: str | None) -> str:
-    """The column of a document member: its name, but for the layer's own columns'
-    names (fid, the geometry column, `fl_...`), which get a leading underscore."""
-    low = name.lower()
-    if low in _RESERVED or (geom is not None and low == geom.lower()) or low.startswith("fl_"):
-        return "_" + name
-    return name
-
-
-def _sql_type(values: list[Any]) -> str:
-    """A GeoPackage column type for a member's values (JSON types; nulls ignored)."""
-    seen = {type(v) for v in values if v is not None}
-    if seen and seen <= {bool}:
-        return "BOOLEAN"
-    if seen and seen <= {int}:
-        return "INTEGER"
-    if seen and seen <= {int, float}:
-        return "REAL"
-    return "TEXT"
-
-
-def _value(value: Any) -> Any:
-    """A member's value as stored: JSON objects and arrays as their JSON text."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return value

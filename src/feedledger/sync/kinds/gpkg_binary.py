@@ -90,11 +90,24 @@ def wkb_of(blob: bytes | None) -> bytes | None:
     return bytes(blob[8 + 8 * _ENVELOPE_DOUBLES[(flags >> 1) & 0x07] :])
 
 
+_LAST: list[Any] = [None, None]  # the last blob read and its envelope (the triggers ask 5x)
+
+
 def envelope(blob: Any) -> tuple[float, float, float, float] | None:
     """(minx, maxx, miny, maxy) from the header, or None (empty, or not a blob)."""
     if not isinstance(blob, bytes) or len(blob) < 8 or blob[:2] != b"GP":
         return None
     flags = blob[3]
+    if flags == _LE_XY:  # what this module writes: the envelope right after the SRS id
+        minx, maxx, miny, maxy = struct.unpack_from("<4d", blob, 8)
+        return minx, maxx, miny, maxy
+    if blob != _LAST[0]:
+        _LAST[0], _LAST[1] = blob, _envelope(blob, flags)
+    got: tuple[float, float, float, float] | None = _LAST[1]
+    return got
+
+
+def _envelope(blob: bytes, flags: int) -> tuple[float, float, float, float] | None:
     if flags & (1 << 4):
         return None
     order = "<" if flags & 1 else ">"

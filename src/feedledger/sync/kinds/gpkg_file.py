@@ -247,6 +247,19 @@ def copy(path: Path, new: Path) -> None:
     os.replace(part, new)
 
 
+def clear_stale(path: Path, mark: str) -> None:
+    """Clear the announcement `mark` from the file at `path` if its new file is gone
+    (a rebuild abandoned after announcing, whose file was removed)."""
+    conn = connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if replaced_by(conn) == mark and not Path(mark).exists():
+            clear_mark(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 def clear_mark(conn: sqlite3.Connection) -> None:
     """The new file carries no announcement of its own replacement."""
     conn.execute(f"DELETE FROM {META} WHERE k = ?", (REPLACED_BY,))
