@@ -43,12 +43,13 @@ class Feature:
     """One entity as a GeoJSON Feature: `id` the key text, `properties_text` its
     record in the source's field order (JSON, numbers as stated), `geometry_text` the
     GeoJSON geometry as stated (None: no geometry), `valid_from` when the version in
-    force began (its publisher time)."""
+    force began (its publisher time), `crs` the layer's CRS as stated."""
 
     id: str
     valid_from: datetime
     properties_text: str
     geometry_text: str | None
+    crs: str | None = None  # the layer's CRS as stated (`payloads.crs`)
 
     @property
     def properties(self) -> dict[str, Any]:
@@ -193,7 +194,7 @@ class Layer:
                 break
             token = now  # a payload or a gap came in meanwhile: choose again
         order = _Order(layout.fields or [])
-        features = [_feature(r, order, self.config.key) for r in rows]
+        features = [_feature(r, order, self.config.key, layout.crs) for r in rows]
         return FeaturePage(
             self.name, features, matched, offset, limit, opt_dt(layout.published_at), layout.crs
         )
@@ -219,7 +220,7 @@ class Layer:
             raise NotFoundError(
                 f"no feature {key!r} in the layer as it stood at {iso(at)}", source=self.name
             )
-        return _feature(rows[0], _Order(layout.fields or []), self.config.key)
+        return _feature(rows[0], _Order(layout.fields or []), self.config.key, layout.crs)
 
     # -- internals -----------------------------------------------------------------
     def _token(self) -> Token:
@@ -312,7 +313,9 @@ class _Order:
         return found
 
 
-def _feature(row: FeatureRow, order: _Order, key_fields: tuple[str, ...]) -> Feature:
+def _feature(
+    row: FeatureRow, order: _Order, key_fields: tuple[str, ...], crs: str | None
+) -> Feature:
     from feedledger.formats.canonical import canonical, json_string  # lazy: as the readers
     from feedledger.pipeline.exports.columns import parse  # lazy: as the readers
 
@@ -323,6 +326,7 @@ def _feature(row: FeatureRow, order: _Order, key_fields: tuple[str, ...]) -> Fea
         valid_from=from_us(row.valid_from),
         properties_text="{" + props + "}",
         geometry_text=row.geometry,
+        crs=crs,
     )
 
 

@@ -24,6 +24,7 @@ from feedledger.api.ledger import open_config
 from feedledger.api.snapshot_stream import warm_up
 from feedledger.server import (
     docs,
+    ogc,
     problems,
     routes_destinations,
     routes_runs,
@@ -99,6 +100,7 @@ def create_app(
     problems.install(app)
     for module in (routes_sources, streaming, routes_runs, routes_destinations, routes_writes):
         app.include_router(module.router)
+    app.include_router(ogc.router)  # OGC API - Features (server/ogc.py)
     app.include_router(docs.router)
     _mount_pages(app)
     # the plain asof/history requests answered before routing (server/fastpath.py)
