@@ -174,3 +174,22 @@ def test_unknown_and_not_observed(client: TestClient) -> None:
 def test_limit_above_the_maximum_is_the_maximum(client: TestClient) -> None:
     body = get(client, "/ogc/collections/owners/items?limit=20000").json()
     assert body["numberReturned"] == 12 and body["numberMatched"] == 12
+
+
+def test_the_api_pinned_at_a_valid_time(client: TestClient) -> None:
+    landing = get(client, "/ogc/at/2026-08-02").json()
+    data = [link["href"] for link in landing["links"] if link["rel"] == "data"]
+    assert data[0].endswith("/ogc/at/2026-08-02/collections")
+    items = [
+        link["href"]
+        for c in get(client, data[0]).json()["collections"]
+        for link in c["links"]
+        if link["rel"] == "items" and c["id"] == "parcels"
+    ]
+    features, pages = walk(client, items[0] + "?limit=9")
+    assert [f["id"] for f in features] == sorted(DAYS[1])
+    assert "/ogc/at/2026-08-02/collections/parcels/items" in pages[0]["links"][1]["href"]
+    one = get(client, "/ogc/at/2026-08-01/collections/parcels/items/P000").json()
+    assert one["properties"]["zoning"] == "R-1"
+    get(client, "/ogc/at/2026-08-03/collections/parcels/items", 409)
+    get(client, "/ogc/at/2026-08-02/collections/parcels/items?datetime=2026-08-01", 400)

@@ -11,6 +11,9 @@ directly.
                                                numberMatched/numberReturned/timeStamp,
                                                self/next/prev links)
     /ogc/collections/{source}/items/{id}       one feature
+    /ogc/at/{datetime}/...                     the same, pinned at a valid time (an instant
+                                               or a date): for a client that cannot send
+                                               `datetime` (GDAL, QGIS: the connection URL)
 
 Parameters (`server/ogc_params.py`): `bbox`, `datetime` (valid time), `limit`,
 `offset`, the vendor parameter `known_at` (transaction time). A feature's `id` is its
@@ -66,7 +69,16 @@ class GeoJSONText(Response):
 
 
 def _base(request: Request) -> str:
-    return str(request.base_url).rstrip("/") + "/ogc"
+    """The API's root as this request reached it: `/ogc`, or `/ogc/at/{datetime}` (the
+    layer pinned at a valid time, for clients that cannot send `datetime`)."""
+    root = str(request.base_url).rstrip("/") + "/ogc"
+    pinned = request.path_params.get("at")
+    return root + (f"/at/{quote(pinned, safe='')}" if pinned else "")
+
+
+def _pinned(request: Request) -> str | None:
+    found = request.path_params.get("at")
+    return str(found) if found else None
 
 
 def _link(href: str, rel: str, kind: str, title: str | None = None) -> dict[str, str]:
@@ -76,7 +88,6 @@ def _link(href: str, rel: str, kind: str, title: str | None = None) -> dict[str,
     return out
 
 
-@router.get("", response_class=JSONText, summary="Landing page", responses=_PROBLEMS)
 def landing(request: Request) -> JSONText:
     ogc_params.check_known(request.query_params, ogc_params.DOCUMENT)
     base = _base(request)
@@ -97,13 +108,11 @@ def landing(request: Request) -> JSONText:
     )
 
 
-@router.get("/conformance", response_class=JSONText, summary="Conformance classes")
 def conformance(request: Request) -> JSONText:
     ogc_params.check_known(request.query_params, ogc_params.DOCUMENT)
     return JSONText({"conformsTo": CONFORMANCE})
 
 
-@router.get("/collections", response_class=JSONText, summary="The sources as collections")
 async def collections(request: Request, led: fl.Ledger = Depends(ledger)) -> JSONText:
     ogc_params.check_known(request.query_params, ogc_params.DOCUMENT)
     base = _base(request)
@@ -117,23 +126,14 @@ async def collections(request: Request, led: fl.Ledger = Depends(ledger)) -> JSO
     )
 
 
-@router.get(
-    "/collections/{source}", response_class=JSONText, summary="One source", responses=_PROBLEMS
-)
 async def collection(source: str, request: Request, led: fl.Ledger = Depends(ledger)) -> JSONText:
     ogc_params.check_known(request.query_params, ogc_params.DOCUMENT)
     return JSONText(await in_reader(partial(_collection, led, source, _base(request))))
 
 
-@router.get(
-    "/collections/{source}/items",
-    response_class=GeoJSONText,
-    summary="A page of the layer's features",
-    responses=_PROBLEMS,
-)
 async def items(source: str, request: Request, led: fl.Ledger = Depends(ledger)) -> Response:
     src = led.source(source)
-    asked = ogc_params.items(request.query_params, src.config.timezone)
+    asked = ogc_params.items(request.query_params, src.config.timezone, _pinned(request))
     page = await in_reader(partial(_page, src, asked))
     ogc_params.coordinates(request.query_params, _crs_uri(page.crs))
     url = _base(request) + f"/collections/{quote(source, safe='')}/items"
@@ -141,18 +141,12 @@ async def items(source: str, request: Request, led: fl.Ledger = Depends(ledger))
     return Response(body, media_type=GEOJSON, headers=_crs_header(page.crs))
 
 
-@router.get(
-    "/collections/{source}/items/{key}",
-    response_class=GeoJSONText,
-    summary="One feature",
-    responses=_PROBLEMS,
-)
 async def item(
     source: str, key: str, request: Request, led: fl.Ledger = Depends(ledger)
 ) -> Response:
     src = led.source(source)
     ogc_params.check_known(request.query_params, ogc_params.ONE_ITEM)
-    when = ogc_params.when(request.query_params, src.config.timezone)
+    when = ogc_params.when(request.query_params, src.config.timezone, _pinned(request))
     layer = src.layer()
     found = await in_reader(partial(layer.feature, key, valid=when.valid, known_at=when.known_at))
     ogc_params.coordinates(request.query_params, _crs_uri(found.crs))
@@ -163,6 +157,43 @@ async def item(
     ]
     body = found.geojson()[:-1] + ',"links":' + json.dumps(links) + "}"
     return Response(body, media_type=GEOJSON, headers=_crs_header(found.crs))
+
+
+# each resource at /ogc/... and, pinned at a valid time, at /ogc/at/{datetime}/...
+for prefix in ("", "/at/{at}"):
+    router.add_api_route(
+        prefix or "", landing, response_class=JSONText, summary="Landing page", responses=_PROBLEMS
+    )
+    router.add_api_route(
+        prefix + "/conformance", conformance, response_class=JSONText, summary="Conformance"
+    )
+    router.add_api_route(
+        prefix + "/collections",
+        collections,
+        response_class=JSONText,
+        summary="The sources as collections",
+    )
+    router.add_api_route(
+        prefix + "/collections/{source}",
+        collection,
+        response_class=JSONText,
+        summary="One source",
+        responses=_PROBLEMS,
+    )
+    router.add_api_route(
+        prefix + "/collections/{source}/items",
+        items,
+        response_class=GeoJSONText,
+        summary="A page of the layer's features",
+        responses=_PROBLEMS,
+    )
+    router.add_api_route(
+        prefix + "/collections/{source}/items/{key}",
+        item,
+        response_class=GeoJSONText,
+        summary="One feature",
+        responses=_PROBLEMS,
+    )
 
 
 # -- the documents ---------------------------------------------------------------------

@@ -81,11 +81,16 @@ def check_known(params: QueryParams, allowed: frozenset[str]) -> None:
         raise bad(f"f={fmt}: the only encoding served is JSON (f=json or f=geojson)")
 
 
-def when(params: QueryParams, tz: str) -> When:
-    """`datetime` and `known_at` (see the module's text)."""
+def when(params: QueryParams, tz: str, pinned: str | None = None) -> When:
+    """`datetime` and `known_at` (see the module's text); `pinned`: the datetime of an
+    `/ogc/at/{datetime}` path (then the query may not give one too)."""
     known_text = params.get("known_at")
     known = _instant(known_text, tz, "known_at") if known_text else None
     text = params.get("datetime")
+    if pinned is not None:
+        if text is not None:
+            raise bad(f"datetime={text}: this URL is pinned at {pinned} already")
+        text = pinned
     if text is None or text.strip() == "":
         return When(known_at=known)
     text = text.strip()
@@ -101,9 +106,9 @@ def when(params: QueryParams, tz: str) -> When:
     return When(valid=valid, since=since, known_at=known)
 
 
-def items(params: QueryParams, tz: str) -> Items:
+def items(params: QueryParams, tz: str, pinned: str | None = None) -> Items:
     check_known(params, ITEMS)
-    return Items(when(params, tz), bbox(params), limit(params), offset(params))
+    return Items(when(params, tz, pinned), bbox(params), limit(params), offset(params))
 
 
 def coordinates(params: QueryParams, layer_crs: str) -> None:
