@@ -15,7 +15,7 @@ starts on a free port and, one keep-alive client at a time:
 * `offset`: pages of 100 at random offsets over the whole layer;
 * `bbox`: pages of (at most) 100 for a random ~0.005 degree box inside the layer
   (about 100 parcels each), with numberMatched;
-* `bbox_datetime`: the same with `datetime=2026-11-02` (the day-2 state, its own index
+* `bbox_datetime`: the same with `datetime=2026-11-01` (the day-1 state: its own index,
   built once by the first of them, that first request reported apart).
 
 Each is reported as p50/p90/p99 of the wall time per request and the server's CPU per
@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"n": cfg.n, "backend": "pg" if cfg.store_url else "sqlite"}
     try:
         with httpx.Client(timeout=600) as client:
+            results["server_rss_mib_before"] = round(server.memory_info().rss / 2**20)
             before, t = cpu(server), time.perf_counter()
             first = client.get(items + "?limit=100")
             assert first.status_code == 200
@@ -162,12 +163,13 @@ def main(argv: list[str] | None = None) -> int:
             results["bbox"] = timed(
                 client, server, [f"{items}?limit=100&bbox={b}" for b in boxes(cfg.requests)]
             )
-            dated = [f"{items}?limit=100&datetime=2026-11-02&bbox={b}" for b in boxes(cfg.requests)]
+            dated = [f"{items}?limit=100&datetime=2026-11-01&bbox={b}" for b in boxes(cfg.requests)]
             before, t = cpu(server), time.perf_counter()
             client.get(dated[0])
             results["bbox_datetime_first"] = {
                 "wall_s": round(time.perf_counter() - t, 2),
                 "server_cpu_s": round(cpu(server) - before, 2),
+                "server_rss_mib": round(server.memory_info().rss / 2**20),
             }
             results["bbox_datetime"] = timed(client, server, dated[1:])
             results["server_rss_mib_after"] = round(server.memory_info().rss / 2**20)

@@ -131,7 +131,12 @@ def build(batches: Iterable[pa.RecordBatch]) -> LayerIndex:
         bounds.append(shapely.bounds(shapely.from_geojson(texts, on_invalid="ignore")))
     if not keys:
         return _index(pa.array([], pa.string()), np.zeros(0, np.int64), np.zeros((0, 4)))
-    return _index(pa.concat_arrays(keys), np.concatenate(froms), np.concatenate(bounds))
+    made = _index(pa.concat_arrays(keys), np.concatenate(froms), np.concatenate(bounds))
+    # the scan's batches (their geometry texts) go back to the system, not kept by
+    # Arrow's allocator for a next scan that may never come
+    del keys, froms, bounds
+    pa.default_memory_pool().release_unused()
+    return made
 
 
 def _index(
