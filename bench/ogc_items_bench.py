@@ -20,7 +20,8 @@ starts on a free port and, one keep-alive client at a time:
 
 Each is reported as p50/p90/p99 of the wall time per request and the server's CPU per
 request (user+sys over the run / requests: the machine is shared, wall times are not
-to be trusted alone). Results go to `bench/results/ogc-items-latest.json`.
+to be trusted alone). Results go to `bench/results/ogc-items-latest.json` (and a
+stamped copy git ignores).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import psutil
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 import gis_bench  # noqa: E402
+from resultfiles import save_results  # noqa: E402
 
 EXE = str(Path(sys.executable).with_name("feedledger"))
 X0, Y0, STEP = -105.2, 40.3, 0.0005  # gis_bench's grid
@@ -177,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         proc.terminate()
         proc.wait(timeout=30)
     results["load_average"] = [round(x, 1) for x in os.getloadavg()]
-    out = BENCH / "results" / "ogc-items-latest.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    save_results(BENCH / "results", "ogc-items", json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
