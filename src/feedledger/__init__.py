@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from feedledger.api.destination import Destination
-    from feedledger.api.errors import GapWarning, InGap
+    from feedledger.api.errors import GapWarning, InGap, NotObserved
     from feedledger.api.explain import ExplainVerdict, Explanation, HeldRow, Incoming
+    from feedledger.api.features import Feature, FeaturePage, Layer, LayerExtent
     from feedledger.api.ledger import Ledger, init, open
     from feedledger.api.notify import Correction, Deliveries, DeliveryStatus, Dispatched, Subscriber
     from feedledger.api.results import (
@@ -88,7 +89,8 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "feedledger.api.destination": ("Destination",),
     "feedledger.api.explain": ("ExplainVerdict", "Explanation", "HeldRow", "Incoming"),
-    "feedledger.api.errors": ("GapWarning", "InGap"),
+    "feedledger.api.errors": ("GapWarning", "InGap", "NotObserved"),
+    "feedledger.api.features": ("Feature", "FeaturePage", "Layer", "LayerExtent"),
     "feedledger.api.ledger": ("Ledger", "init", "open"),
     "feedledger.api.notify": (
         "Correction",
@@ -193,6 +195,8 @@ __all__ = [
     "Dispatched",
     "ExplainVerdict",
     "Explanation",
+    "Feature",
+    "FeaturePage",
     "FeedledgerError",
     "FetchError",
     "FreezeState",
@@ -204,12 +208,15 @@ __all__ = [
     "Incoming",
     "IngestStatus",
     "Ingested",
+    "Layer",
+    "LayerExtent",
     "LeaseHeldError",
     "Ledger",
     "Manifest",
     "MassDeleteError",
     "NotFoundError",
     "NotModified",
+    "NotObserved",
     "NothingToDo",
     "Outcome",
     "Payload",

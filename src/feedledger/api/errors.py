@@ -41,3 +41,9 @@ def gap_text(source: str, valid: str, inside: Any) -> str:
         f"{last.isoformat() if last else 'never'}, next observed "
         f"{nxt.isoformat() if nxt else 'not yet'}"
     )
+
+
+class NotObserved(ConfigError):
+    """A layer asked for at a valid time before the source's first observation (or of
+    a source never observed): nothing was observed then, so no state is answered --
+    never the nearest one (`Source.layer()`; HTTP 409, problem type `not-observed`)."""

@@ -19,6 +19,7 @@ from feedledger.api import calendar as calendars
 from feedledger.api._source import history_frame, payloads, snapshots
 from feedledger.api.archive import PayloadFiles, Rejected
 from feedledger.api.calendar import Calendar
+from feedledger.api.features import Layer
 from feedledger.api.results import (
     AsOf,
     Assessment,
@@ -459,6 +460,11 @@ class Source:
 
         lo, hi = self._day(start, "start"), self._day(end, "end")
         return Gap.of(add_gap(self.context, self.name, lo, hi, reason))
+
+    def layer(self) -> Layer:
+        """The source read as a layer of features a page at a time (the OGC API -
+        Features that `serve` answers: `feedledger.api.features`)."""
+        return Layer(self.context, self.config)
 
     def watermark(self) -> Watermark:
         wm = self.context.store.watermark(self.name)

@@ -12,7 +12,9 @@ import asyncio
 import contextlib
 import gc
 import importlib
+import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,6 +26,7 @@ from feedledger.api.ledger import open_config
 from feedledger.api.snapshot_stream import warm_up
 from feedledger.server import (
     docs,
+    ogc,
     problems,
     routes_destinations,
     routes_runs,
@@ -45,6 +48,7 @@ READY_ENV = "FEEDLEDGER_SERVE_READY_DIR"
 GO_FILE = "go"
 
 Opener = Callable[[], fl.Ledger]
+log = logging.getLogger("feedledger.server")
 
 
 def create_app(
@@ -57,7 +61,8 @@ def create_app(
     """The app over the ledger `open_ledger()` opens (at startup; closed at shutdown).
     `tokens`: who may write (none: read-only). `warm`: at startup, pay what a snapshot
     stream's first use costs (`api.snapshot_stream.warm_up`), as `feedledger serve`
-    does."""
+    does, and once started build the GIS layers' spatial indexes on a thread of their
+    own (`_warm_layers`: the OGC API's first page of each)."""
     tokens = list(tokens or [])
 
     @asynccontextmanager
@@ -77,6 +82,10 @@ def create_app(
         await asyncio.to_thread(_started_then_wait)
         if started is not None:  # (`serve` prints its URL: before any answer)
             started()
+        if warm:  # the GIS layers' spatial indexes, built beside the first requests
+            threading.Thread(
+                target=_warm_layers, args=(led,), name="feedledger-layers", daemon=True
+            ).start()
         try:
             yield
         finally:
@@ -99,11 +108,25 @@ def create_app(
     problems.install(app)
     for module in (routes_sources, streaming, routes_runs, routes_destinations, routes_writes):
         app.include_router(module.router)
+    app.include_router(ogc.router)  # OGC API - Features (server/ogc.py)
     app.include_router(docs.router)
     _mount_pages(app)
     # the plain asof/history requests answered before routing (server/fastpath.py)
     app.add_middleware(EntityFastPath)
     return app
+
+
+def _warm_layers(led: fl.Ledger) -> None:
+    """Build each GIS source's current spatial index (`Source.layer()`), so that a GIS
+    client's first OGC request does not wait for it (8 s of CPU at 1M parcels). Best
+    effort: a failure is logged, and the first request builds it instead."""
+    for config in led.sources(by_name=False):
+        if not config.is_geo:
+            continue
+        try:
+            led.source(config.name).layer().extent()
+        except Exception:  # the server goes on; the request that needs it tries again
+            log.warning("warming the layer of %s failed", config.name, exc_info=True)
 
 
 def _started_then_wait() -> None:

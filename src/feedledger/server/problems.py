@@ -28,6 +28,7 @@ TYPE_BASE = "urn:feedledger:problem:"
 _STATUS: list[tuple[type[fl.FeedledgerError], int, str]] = [
     (fl.NotFoundError, 404, "not-found"),
     (fl.InGap, 409, "in-gap"),
+    (fl.NotObserved, 409, "not-observed"),
     (fl.ConfigError, 422, "invalid-request"),
     (fl.BadPayloadError, 422, "bad-payload"),
     (fl.SourceFrozenError, 409, "source-frozen"),

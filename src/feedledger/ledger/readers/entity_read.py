@@ -103,7 +103,7 @@ def read(
         if store.dialect == "postgresql":
             results = pg_pipeline.fetch(store, statements, params)
         else:
-            results = _sqlite_fetch(store, statements, params)
+            results = fetch_sqlite(store, statements, params)
     rows = results[0]
     key = _first_key(rows, candidates)
     found = _history([r for r in rows if r[1] == key], known_at, include_retracted, geo)
@@ -128,7 +128,7 @@ def read(
     return EntityRead(key, found, observed, first, gaps)
 
 
-def _sqlite_fetch(store: Store, statements: list[str], params: dict[str, Any]) -> list[list[Any]]:
+def fetch_sqlite(store: Store, statements: list[str], params: dict[str, Any]) -> list[list[Any]]:
     """Each statement's rows, in one read transaction of a pooled connection."""
     raw = store.engine.raw_connection()
     try:

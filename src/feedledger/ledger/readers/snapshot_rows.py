@@ -22,7 +22,7 @@ its CRS as stated (`payloads.crs`).
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from feedledger.ledger.visibility import (
     visible_sql,
 )
 
-__all__ = ["BATCH_ROWS", "PayloadLayout", "batches", "layout", "rows"]
+__all__ = ["BATCH_ROWS", "PayloadLayout", "batches", "layer_rows", "layout", "rows"]
 
 BATCH_ROWS = 4096
 STREAM_CACHE_KIB = arrow_fetch.STREAM_CACHE_KIB
@@ -74,6 +74,7 @@ class PayloadLayout:
     sha256: str
     fields: list[str] | None  # as stated, in order; None: not recorded
     crs: str | None
+    published_at: int | None = None  # its publisher time: the state stands from then
 
 
 def batches(
@@ -112,7 +113,9 @@ def batches(
     return latest
 
 
-def _latest(found: Iterator[pa.RecordBatch], present: _Present) -> Iterator[pa.RecordBatch]:
+def _latest(
+    found: Iterator[pa.RecordBatch], present: Callable[[pa.Table], Iterator[pa.RecordBatch]]
+) -> Iterator[pa.RecordBatch]:
     carry: pa.Table | None = None
     for got in found:
         table = _nulls_back(pa.Table.from_batches([got]))
@@ -179,6 +182,31 @@ class _Present:
         yield from picked.combine_chunks().to_batches()
 
 
+def layer_rows(
+    store: Store, source: str, valid_at: int, known_at: int | None = None, *, batch: int = 65_536
+) -> Iterator[pa.RecordBatch]:
+    """Stream batches of `key`, `valid_from` (of the version in force) and `geometry`
+    (GeoJSON text or null) of every entity present at `valid_at` as known at
+    `known_at`, in key order: what a layer's spatial index is built from (no
+    attributes read or decoded)."""
+    scan = pa.schema([*_SCAN[:4], ("geometry", pa.string())])
+    vis = visible_sql(":known" if known_at is not None else None)
+    cols = [_NOT_NULL.get(c, c) for c in scan.names]
+    sql = key_ordered_sql(cols, f"source = :source AND valid_from <= :valid AND {vis}")
+    params: dict[str, Any] = {"source": source, "valid": valid_at}
+    if known_at is not None:
+        params["known"] = known_at
+    found = arrow_fetch.batches(store, sql, params, scan, batch=batch)
+    return _latest(found, _present_narrow)
+
+
+def _present_narrow(rows: pa.Table) -> Iterator[pa.RecordBatch]:
+    latest = latest_of_ordered(rows)
+    kept = latest.filter(pc.invert(latest.column("deleted")))
+    if kept.num_rows:
+        yield from kept.select(["key", "valid_from", "geometry"]).combine_chunks().to_batches()
+
+
 def rows(
     store: Store,
     source: str,
@@ -204,7 +232,7 @@ def layout(
     known at `known_at`, with its recorded field order and CRS; None if none."""
     a, p = applications, payloads
     stmt = (
-        select(p.c.payload_id, p.c.sha256, p.c.fields, p.c.crs)
+        select(p.c.payload_id, p.c.sha256, p.c.fields, p.c.crs, a.c.published_at)
         .select_from(a.join(p, p.c.payload_id == a.c.payload_id))
         .where(a.c.source == source, a.c.published_at <= valid_at, visible(a, known_at))
         .order_by(a.c.published_at.desc())
@@ -219,6 +247,7 @@ def layout(
         sha256=str(row.sha256),
         fields=_fields(row.fields),
         crs=str(row.crs) if row.crs else None,
+        published_at=int(row.published_at),
     )
 
 
