@@ -126,14 +126,13 @@ def publisher_asset(cfg: fl.SourceConfig, tr: FeedledgerTranslator) -> dg.Source
         return dg.ObserveResult(data_version=dg.DataVersion(pub.version), metadata=data)
 
     return dg.observable_source_asset(
-        observe,
         key=tr.get_publisher_key(cfg),
         description=f"What the publisher of {name} serves now (observed, never fetched "
         "into the ledger).",
         group_name=tr.get_group_name(cfg),
         metadata=tr.get_metadata(cfg),
         required_resource_keys={RESOURCE_KEY},
-    )
+    )(observe)
 
 
 def ledger_asset(cfg: fl.SourceConfig, tr: FeedledgerTranslator) -> dg.AssetsDefinition:
