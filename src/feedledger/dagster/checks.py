@@ -8,7 +8,9 @@
   changes; while one does, Dagster runs nothing downstream of the source (its
   notifications are held too, until `feedledger review`).
 * `reconciled` (per destination): the destination agrees with the ledger over a named
-  manifest's population (`Destination.reconcile`).
+  manifest's population (`Destination.reconcile`): every key of it judged by a sync
+  over the manifest (`feedledger sync --manifest`, `Destination.rebuild`), nothing
+  missing, extra, stale or unresolved.
 """
 
 from collections.abc import Callable
@@ -115,14 +117,21 @@ def reconciled(destination: str, manifest: str, key: dg.AssetKey) -> dg.AssetChe
         required_resource_keys={RESOURCE_KEY},
     )
     def _reconciled(context: AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        with _feedledger(context).ledger() as led:
-            rec = led.destination(destination).reconcile(manifest)
+        try:
+            with _feedledger(context).ledger() as led:
+                rec = led.destination(destination).reconcile(manifest)
+        except fl.NotFoundError as exc:  # no such manifest (yet): not reconciled
+            return dg.AssetCheckResult(passed=False, metadata={"problem": str(exc)})
+        report = rec.to_json()
+        findings = ("missing", "extra", "duplicates", "stale", "wrong_generation", "unresolved")
         return dg.AssetCheckResult(
             passed=rec.complete,
             metadata={
                 "manifest": rec.manifest,
                 "population": rec.population,
                 "outcomes": {o.value: n for o, n in rec.outcomes.items()},
+                "findings": {f: len(report.get(f) or []) for f in findings},
+                "keys_without_verdict": report.get("missing_verdicts_count", 0),
             },
         )
 
