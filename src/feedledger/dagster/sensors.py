@@ -20,7 +20,6 @@ import feedledger as fl
 from feedledger.dagster.resource import FeedledgerResource
 from feedledger.dagster.windows import partition_key
 
-RESOURCE_KEY = "feedledger"
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
 
@@ -39,14 +38,15 @@ def publications_sensor(
         name=name,
         minimum_interval_seconds=interval_s,
         asset_selection=[key],
-        required_resource_keys={RESOURCE_KEY},
         description=f"Adds a partition of {key.to_user_string()} for each publication of "
         f"{source} archived, and applies the waiting ones as one backfill.",
     )
-    def _sensor(context: SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    def _sensor(
+        context: SensorEvaluationContext, feedledger: FeedledgerResource
+    ) -> dg.SensorResult | dg.SkipReason:
         from feedledger.api.calendar import DayState
 
-        res: FeedledgerResource = getattr(context.resources, RESOURCE_KEY)
+        res = feedledger  # the resource under the key `feedledger`
         with res.ledger() as led:
             src = led.source(source)
             archived = src.archive_list()
