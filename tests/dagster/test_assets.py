@@ -13,6 +13,7 @@ import dagster as dg
 import feedledger as fl
 from feedledger.dagster import FeedledgerResource, feedledger_assets
 
+
 def midnight(day: date) -> datetime:
     """00:00 of `day` in the source's timezone, in UTC (the publisher date of its file)."""
     return datetime.combine(day, time(), ZoneInfo("America/Denver")).astimezone(UTC)

@@ -44,7 +44,7 @@ def test_a_range_added_out_of_order_is_one_run_in_publisher_order(
     instance.add_dynamic_partitions(PARTITIONS, ["2026-08-06", "2026-08-02", "2026-08-04"])
     asset = feedledger_assets(resource, sources=["larimer"]).resolve_assets_def(PUBLICATIONS)
     result = dg.materialize(
-        [asset], instance=instance, tags=dict(zip(RANGE, ["2026-08-06", "2026-08-04"]))
+        [asset], instance=instance, tags=dict(zip(RANGE, ["2026-08-06", "2026-08-04"], strict=True))
     )
     assert result.success
     (run,) = src.runs()  # ONE feedledger run for the whole range
@@ -54,7 +54,11 @@ def test_a_range_added_out_of_order_is_one_run_in_publisher_order(
     for meta in found.values():
         assert meta["run_id"] == run.run_id
         assert meta["window"] == "2026-08-02..2026-08-06"
-        assert [t[:10] for t in meta["publisher_order"]] == ["2026-08-02", "2026-08-04", "2026-08-06"]
+        assert [t[:10] for t in meta["publisher_order"]] == [
+            "2026-08-02",
+            "2026-08-04",
+            "2026-08-06",
+        ]
         assert meta["missing_dates"] == ["2026-08-03", "2026-08-05"]
         assert meta["gaps_recorded"] == 2
     # the ledger's history is in publisher order, each version at its publication

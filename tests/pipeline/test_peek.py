@@ -89,7 +89,9 @@ def test_an_http_source_is_peeked_by_head_never_downloaded(
     led: fl.Ledger, publisher: tuple[Publisher, str]
 ) -> None:
     state, url = publisher
-    src = led.add_source("county", key=["parcel_id"], fetch=url, published_from="header:Last-Modified")
+    src = led.add_source(
+        "county", key=["parcel_id"], fetch=url, published_from="header:Last-Modified"
+    )
     pub = src.peek()
     assert (pub.via, pub.etag, pub.version) == ("head", '"v1"', 'etag:"v1"')
     assert pub.published_at == datetime(2026, 8, 4, 6, tzinfo=UTC)
@@ -108,9 +110,7 @@ def test_an_http_source_is_peeked_by_head_never_downloaded(
         assert each.archive_list() == [] and each.runs() == []
 
 
-def test_a_connector_is_peeked_by_its_metadata_alone(
-    led: fl.Ledger, socrata: FakeSocrata
-) -> None:
+def test_a_connector_is_peeked_by_its_metadata_alone(led: fl.Ledger, socrata: FakeSocrata) -> None:
     socrata.rows = [{":id": "row-1", "parcel_id": "P1", "zoning": "R-1"}]
     socrata.rows_updated_at = 1_785_801_600  # 2026-08-04T00:00:00Z
     src = led.add_source(

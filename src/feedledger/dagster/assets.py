@@ -25,6 +25,7 @@ Everything is returned as one `dagster.Definitions` (the resource under the key
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import dagster as dg
 from dagster import AssetExecutionContext, OpExecutionContext
@@ -73,11 +74,10 @@ def feedledger_assets(
             publications_asset(cfg, tr, partitions),
         ]
         asset_checks += checks.source_checks(cfg, tr.get_asset_key(cfg))
+        sensor_name = tr.get_sensor_name(cfg)
+        key = tr.get_publications_key(cfg)
         sensor_defs.append(
-            sensors.publications_sensor(
-                cfg, tr.get_publications_key(cfg), partitions, tr.get_sensor_name(cfg),
-                sensor_interval_s,
-            )  # fmt: skip
+            sensors.publications_sensor(cfg, key, partitions, sensor_name, sensor_interval_s)
         )
     declared: dict[str, fl.Destination] = {}
     if destinations:
@@ -117,7 +117,7 @@ def publisher_asset(cfg: fl.SourceConfig, tr: FeedledgerTranslator) -> dg.Source
     def observe(context: OpExecutionContext) -> dg.ObserveResult:
         with _feedledger(context).ledger() as led:
             pub = led.source(name).peek()
-        data: dict[str, object] = {"via": pub.via, "version": pub.version}
+        data: dict[str, Any] = {"via": pub.via, "version": pub.version}
         if pub.published_at is not None:
             data["publisher_date"] = dg.MetadataValue.timestamp(pub.published_at)
             data["publication"] = partition_key(pub.published_at, cfg.timezone)
@@ -149,7 +149,7 @@ def ledger_asset(cfg: fl.SourceConfig, tr: FeedledgerTranslator) -> dg.AssetsDef
         kinds=tr.get_kinds(cfg),
         required_resource_keys={RESOURCE_KEY},
     )
-    def _ledger(context: AssetExecutionContext) -> dg.MaterializeResult:
+    def _ledger(context: AssetExecutionContext) -> dg.MaterializeResult[None]:
         res = _feedledger(context)
         with res.ledger() as led:
             src = led.source(name)
@@ -182,7 +182,7 @@ def publications_asset(
         kinds=tr.get_kinds(cfg),
         required_resource_keys={RESOURCE_KEY},
     )
-    def _publications(context: AssetExecutionContext) -> dg.MaterializeResult:
+    def _publications(context: AssetExecutionContext) -> dg.MaterializeResult[None]:
         res = _feedledger(context)
         keys = list(context.partition_keys)
         with res.ledger() as led:
@@ -231,7 +231,7 @@ def destination_asset(
         kinds=tr.get_kinds(source),
         required_resource_keys={RESOURCE_KEY},
     )
-    def _destination(context: AssetExecutionContext) -> dg.MaterializeResult:
+    def _destination(context: AssetExecutionContext) -> dg.MaterializeResult[None]:
         with _feedledger(context).ledger() as led:
             report = led.destination(dest.name).sync_live(once=True)
         outcomes = {o.value: n for o, n in report.outcomes.items()}

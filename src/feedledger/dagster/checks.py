@@ -14,6 +14,7 @@
 """
 
 from collections.abc import Callable
+from typing import Any
 
 import dagster as dg
 from dagster import AssetCheckExecutionContext
@@ -40,7 +41,7 @@ def fresh(source: str, key: dg.AssetKey) -> dg.AssetChecksDefinition:
     def _fresh(context: AssetCheckExecutionContext) -> dg.AssetCheckResult:
         with _feedledger(context).ledger() as led:
             (h,) = led.health([source])
-        data: dict[str, object] = {
+        data: dict[str, Any] = {
             "status": h.status.value,
             "missed_publications": h.missed_publications,
             "missed_dates": [d.isoformat() for d in h.missed_dates[:SHOWN]],
@@ -97,7 +98,7 @@ def no_held_burst(source: str, key: dg.AssetKey) -> dg.AssetChecksDefinition:
         with res.ledger() as led:
             page = led.runs_page(source=source, status=fl.RunStatus.HELD, limit=SHOWN)
         held = [r.run_id for r in page.runs]
-        data: dict[str, object] = {"held_runs": held}
+        data: dict[str, Any] = {"held_runs": held}
         link = res.run_page(held[0]) if held else None
         if link is not None:
             data["review"] = dg.MetadataValue.url(link)

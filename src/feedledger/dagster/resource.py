@@ -19,7 +19,7 @@ from pydantic import Field
 import feedledger as fl
 
 
-class FeedledgerResource(dg.ConfigurableResource):  # type: ignore[misc]
+class FeedledgerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """A feedledger workspace, opened through the public API (`feedledger.open`)."""
 
     workspace: str | None = Field(

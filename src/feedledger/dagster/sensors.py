@@ -33,6 +33,7 @@ def publications_sensor(
 ) -> dg.SensorDefinition:
     source, tz = cfg.name, cfg.timezone
     assert partitions.name is not None
+    partitions_name: str = partitions.name
 
     @dg.sensor(
         name=name,
@@ -50,7 +51,7 @@ def publications_sensor(
         with res.ledger() as led:
             src = led.source(source)
             archived = src.archive_list()
-            known = set(context.instance.get_dynamic_partitions(partitions.name))
+            known = set(context.instance.get_dynamic_partitions(partitions_name))
             fresh = sorted({partition_key(p.published_at, tz) for p in archived} - known)
             if not fresh:
                 return dg.SkipReason(f"no new publication of {source} archived")

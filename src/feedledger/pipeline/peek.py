@@ -96,9 +96,7 @@ def _head(src: SourceConfig) -> Peeked | None:
         with httpx.Client(timeout=min(30.0, src.fetch_deadline_s)) as client:
             response = client.head(url, follow_redirects=True)
     except httpx.HTTPError as exc:
-        raise FetchError(
-            f"HEAD {display_url(url)} failed: {exc}", source=src.name
-        ) from exc
+        raise FetchError(f"HEAD {display_url(url)} failed: {exc}", source=src.name) from exc
     if response.status_code >= 400:
         return None  # a server refusing HEAD may still serve GET
     etag = response.headers.get("etag")
