@@ -22,6 +22,7 @@ Everything is returned as one `dagster.Definitions` (the resource under the key
 `feedledger`), to merge with a project's own (`Definitions.merge`).
 """
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -59,6 +60,20 @@ def feedledger_assets(
     """The assets, checks and sensors of `sources` (default: every declared source)
     and of `destinations`, with `resource` as the resource `feedledger`. The
     declarations are read from the workspace now (names, cadences, metadata)."""
+    with warnings.catch_warnings():
+        # observable source assets and backfill policies are marked beta in Dagster 1.13:
+        # said once here (README), not on every definition load
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return _definitions(resource, sources, destinations, translator, sensor_interval_s)
+
+
+def _definitions(
+    resource: FeedledgerResource,
+    sources: Sequence[str] | None,
+    destinations: Sequence[FeedledgerDestination],
+    translator: FeedledgerTranslator | None,
+    sensor_interval_s: int,
+) -> dg.Definitions:
     names = list(sources) if sources is not None else None
     tr = translator or FeedledgerTranslator()
     configs = resource.declarations(names)
