@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import dagster as dg
 
 import feedledger as fl
-from feedledger.dagster import FeedledgerResource, feedledger_assets
+from feedledger.dagster import FeedledgerResource, FeedledgerTranslator, feedledger_assets
 
 
 def midnight(day: date) -> datetime:
@@ -109,3 +109,30 @@ def test_the_publisher_is_observed_as_its_newest_publication_nothing_applied(
     # observing archives and applies nothing
     src = ledger.source("larimer")
     assert src.archive_list() == [] and src.runs() == []
+
+
+def test_a_translator_names_and_groups_the_assets(resource: FeedledgerResource) -> None:
+    class County(FeedledgerTranslator):
+        prefix = ("counties",)
+
+        def get_group_name(self, source: fl.SourceConfig) -> str:
+            return f"county_{source.name}"
+
+        def get_metadata(self, source: fl.SourceConfig) -> dict[str, Any]:
+            return {**super().get_metadata(source), "owner": "gis-team"}
+
+    defs = feedledger_assets(resource, sources=["larimer"], translator=County())
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {
+        "counties/larimer",
+        "counties/larimer/publisher",
+        "counties/larimer/publications",
+    }
+    ledger_key = dg.AssetKey(["counties", "larimer"])
+    node = graph.get(ledger_key)
+    assert node.group_name == "county_larimer"
+    assert node.metadata["owner"] == "gis-team"
+    assert node.metadata["feedledger/cadence"] == "daily"
+    checks = {c.name for c in graph.get_check_keys_for_assets({ledger_key})}
+    assert checks == {"fresh", "no_unrecorded_gaps", "no_held_burst"}

@@ -5,7 +5,7 @@ Each tick lists the archive (`Source.archive_list`: the store's payload index, n
 payload read) and the publication calendar, and for the publication dates Dagster
 does not know yet:
 
-* adds them as dynamic partitions, oldest first;
+* adds them as dynamic partitions, oldest first (before the tick's events name them);
 * those already applied (by a live run, a backfill, or held for review) are reported as
   materialised, naming the run that applied them -- Dagster learns of the ledger's
   work, it does not repeat it;
@@ -88,11 +88,10 @@ def publications_sensor(
                     tags={RANGE_START: lo, RANGE_END: hi},
                 )
             )
-        return dg.SensorResult(
-            run_requests=requests,
-            dynamic_partitions_requests=[partitions.build_add_request(fresh)],
-            asset_events=events,
-        )
+        # added here, not as the result's request: Dagster's daemon reports a result's
+        # asset events before it adds its partitions, and these events name them
+        context.instance.add_dynamic_partitions(partitions_name, fresh)
+        return dg.SensorResult(run_requests=requests, asset_events=events)
 
     return _sensor
 
