@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import dagster as dg
 
 import feedledger as fl
+from feedledger.config import Workspace
 from feedledger.dagster import FeedledgerResource, FeedledgerTranslator, feedledger_assets
 
 
@@ -136,3 +137,20 @@ def test_a_translator_names_and_groups_the_assets(resource: FeedledgerResource) 
     assert node.metadata["feedledger/cadence"] == "daily"
     checks = {c.name for c in graph.get_check_keys_for_assets({ledger_key})}
     assert checks == {"fresh", "no_unrecorded_gaps", "no_held_burst"}
+
+
+def test_a_resource_opened_from_a_store_url_and_an_archive(
+    workspace: Workspace, ledger: fl.Ledger, publish: Any, instance: dg.DagsterInstance
+) -> None:
+    resource = FeedledgerResource(
+        store=workspace.store_url,
+        archive=workspace.archive_location,
+        sources_from=str(workspace.config_path),
+    )
+    assert [c.name for c in resource.declarations()] == ["larimer"]
+    publish(date(2026, 8, 1), "R-1")
+    asset = feedledger_assets(resource, sources=["larimer"]).resolve_assets_def(LEDGER)
+    meta = materialised(dg.materialize([asset], instance=instance), LEDGER)
+    (run,) = ledger.source("larimer").runs()  # the same store as the workspace's
+    assert meta["run_id"] == run.run_id
+    assert len(ledger.source("larimer").archive_list()) == 1  # the same archive too
