@@ -20,6 +20,7 @@ import dagster as dg
 from dagster import AssetCheckExecutionContext
 
 import feedledger as fl
+from feedledger.api.calendar import DayState
 from feedledger.dagster.resource import FeedledgerResource
 
 RESOURCE_KEY = "feedledger"
@@ -65,8 +66,6 @@ def no_unrecorded_gaps(source: str, key: dg.AssetKey) -> dg.AssetChecksDefinitio
         required_resource_keys={RESOURCE_KEY},
     )
     def _gaps(context: AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        from feedledger.api.calendar import DayState
-
         with _feedledger(context).ledger() as led:
             cal = led.source(source).calendar()
         missed = [d.day for d in cal.days if d.state is DayState.MISSED]

@@ -17,6 +17,7 @@ import dagster as dg
 from dagster import SensorEvaluationContext
 
 import feedledger as fl
+from feedledger.api.calendar import DayState
 from feedledger.dagster.resource import FeedledgerResource
 from feedledger.dagster.windows import partition_key
 
@@ -45,8 +46,6 @@ def publications_sensor(
     def _sensor(
         context: SensorEvaluationContext, feedledger: FeedledgerResource
     ) -> dg.SensorResult | dg.SkipReason:
-        from feedledger.api.calendar import DayState
-
         res = feedledger  # the resource under the key `feedledger`
         with res.ledger() as led:
             src = led.source(source)

@@ -25,6 +25,9 @@ import httpx
 from feedledger.model.errors import ConfigError, FetchError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
+from feedledger.sources.directory import list_dated
+from feedledger.sources.dispatch import fetch, location_directory, location_kind
+from feedledger.sources.http import display_url, http_date
 
 # a watermark no publisher date passes: the connectors stop after their metadata
 _NEVER_AFTER = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z, us UTC
@@ -49,8 +52,6 @@ def peek(src: SourceConfig) -> Peeked:
         )
     if src.connector is not None:
         return _connector(src)
-    from feedledger.sources import location_kind  # lazy: the fetchers load httpx
-
     kind = location_kind(src.fetch.strip())
     if kind == "directory" and src.published_from.field is None:
         got = _newest_file(src)
@@ -64,8 +65,6 @@ def peek(src: SourceConfig) -> Peeked:
 
 
 def _connector(src: SourceConfig) -> Peeked:
-    from feedledger.sources.dispatch import fetch  # lazy: httpx, the portal clients
-
     try:
         got = fetch(src, watermark=_NEVER_AFTER)
     except StaleWatermarkError as exc:
@@ -78,9 +77,6 @@ def _connector(src: SourceConfig) -> Peeked:
 
 
 def _newest_file(src: SourceConfig) -> Peeked | None:
-    from feedledger.sources.directory import list_dated
-    from feedledger.sources.dispatch import location_directory
-
     dated = list_dated(location_directory((src.fetch or "").strip()), src.timezone)
     if not dated:
         return None
@@ -89,8 +85,6 @@ def _newest_file(src: SourceConfig) -> Peeked | None:
 
 
 def _head(src: SourceConfig) -> Peeked | None:
-    from feedledger.sources.http import display_url, http_date
-
     url = (src.fetch or "").strip()
     try:
         with httpx.Client(timeout=min(30.0, src.fetch_deadline_s)) as client:
@@ -119,8 +113,6 @@ def _head(src: SourceConfig) -> Peeked | None:
 
 
 def _fetched(src: SourceConfig) -> Peeked:
-    from feedledger.sources.dispatch import fetch  # lazy: httpx, the portal clients
-
     got = fetch(src)
     return _of_bytes(src, got.data or b"", got.published_at, got.etag)
 
