@@ -103,6 +103,7 @@ def test_a_step_killed_mid_range_resumes_the_same_feedledger_run(
         **os.environ,
         "FEEDLEDGER_FAULT": "after_payload:2:kill",
         "DAGSTER_HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path),  # what the killed process leaves stays in the test's folder
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
     }
     args = [str(workspace.config_path), ",".join(KEYS), KEYS[0], KEYS[-1]]
