@@ -29,6 +29,7 @@ from feedledger.api.results import (
     NothingToDo,
     NotModified,
     Payload,
+    Publication,
     Recovered,
     Run,
     SnapshotGap,
@@ -223,6 +224,14 @@ class Source:
 
         lo, hi = self._day(start, "start"), self._day(end, "end")
         return Assessment.of(assess(self.context, self.name, lo, hi, fetch=fetch))
+
+    def peek(self) -> Publication:
+        """The newest publication as the publisher states it now (its date and a version
+        that changes exactly when it does), asked as cheaply as the location allows;
+        nothing is archived or applied (an orchestrator's observation)."""
+        from feedledger.pipeline.peek import peek  # lazy: the fetchers load httpx
+
+        return Publication.of(peek(self.config))
 
     def verify(self) -> Verification:
         from feedledger.pipeline.verify import verify  # lazy: SQLAlchemy, Arrow

@@ -197,6 +197,33 @@ class Payload(Raw):
 
 
 @dataclass(frozen=True)
+class Publication:
+    """`peek`: the newest publication as the publisher states it now, nothing archived
+    or applied. `version` changes exactly when the publication does (an ETag, a portal's
+    edit date, the newest dated file, or the newest payload's hash); `via` says how it
+    was asked: `metadata` (a connector), `listing` (a folder), `head` (HTTP), `fetched`."""
+
+    source: str
+    published_at: datetime | None  # None: the payload states it (a field)
+    version: str
+    etag: str | None
+    via: str
+
+    @classmethod
+    def of(cls, p: Any) -> Publication:
+        return cls(p.source, opt_dt(p.published_at), p.version, p.etag, p.via)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "published_at": None if self.published_at is None else self.published_at.isoformat(),
+            "version": self.version,
+            "etag": self.etag,
+            "via": self.via,
+        }
+
+
+@dataclass(frozen=True)
 class FreezeState:
     source: str
     frozen: bool
