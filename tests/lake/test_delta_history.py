@@ -88,9 +88,7 @@ def test_time_travel_equals_asof_known_at(cli: Cli, tmp_path: Path) -> None:
         assert_equals_history(cli, rows, known_at=known)
         for key in ("1", "2", "3", "4"):
             for valid in valid_times:
-                answer = cli.json(
-                    "asof", SRC, key, "--valid", valid, "--known-at", iso_us(known)
-                )
+                answer = cli.json("asof", SRC, key, "--valid", valid, "--known-at", iso_us(known))
                 standing = [
                     r for r in rows
                     if r["key"] == key and r["retracted_at"] is None

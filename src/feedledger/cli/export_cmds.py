@@ -96,7 +96,9 @@ def _bar(quiet: bool) -> Iterator[Callable[[str, str, int, int], None]]:
     if quiet or not err.is_terminal:
         yield lambda _source, _stage, _done, _total: None
         return
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err, transient=True) as bar:
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), console=err, transient=True
+    ) as bar:
         task = bar.add_task("reading", total=None)
 
         def step(source: str, stage: str, done: int, _total: int) -> None:

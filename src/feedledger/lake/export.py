@@ -140,9 +140,7 @@ def export(
         if rows.num_rows:
             parts.append(rows)
         any_updates = any_updates or updates > 0
-        done.append(
-            SourceExport(name, since, known, rows.num_rows - updates, updates, resumed)
-        )
+        done.append(SourceExport(name, since, known, rows.num_rows - updates, updates, resumed))
     if not moved or not parts:
         _follow(ctx, tgt.uri, configs, follow)
         return DeltaExport(tgt.uri, tgt.version(), False, done)
@@ -153,10 +151,9 @@ def export(
         "feedledger.known_at": ",".join(f"{s}={iso(k)}" for s, k in moved.items()),
         "feedledger.exported_at": str(iso(now_us())),
     }
-    config = {"feedledger.geo": geo_note(_projjson(geo_crs))} if geo_crs or _any_geo(configs) else None
-    version = tgt.commit(
-        table, moved, updates=any_updates, metadata=metadata, configuration=config
-    )
+    geo = _any_geo(configs)
+    config = {"feedledger.geo": geo_note(_projjson(geo_crs))} if geo else None
+    version = tgt.commit(table, moved, updates=any_updates, metadata=metadata, configuration=config)
     faults.point("delta_after_commit")
     at = now_us()
     for name, known in moved.items():

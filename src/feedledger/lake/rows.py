@@ -57,9 +57,8 @@ _CHANGES = ("added", "changed", "deleted")
 def _valid_to(frame: pl.DataFrame, visible: pl.Expr, name: str) -> pl.DataFrame:
     """`frame` (key, valid_from, txn_seq order) with `name`: the next visible version's
     valid_from of the same key, null for the latest and for an invisible row."""
-    nxt = (
-        frame.filter(visible)
-        .select("version_id", pl.col("valid_from").shift(-1).over("key").alias(name))
+    nxt = frame.filter(visible).select(
+        "version_id", pl.col("valid_from").shift(-1).over("key").alias(name)
     )
     return frame.join(nxt, on="version_id", how="left")
 

@@ -95,7 +95,9 @@ def versions_of(
     books = codebooks.load(store, source)
     params: dict[str, Any] = {"source": source, "known": known}
     if keys is None:
-        yield from _decoded(arrow_fetch.batches(store, _SELECT, params, SCHEMA, batch=BATCH_ROWS), books, known)
+        yield from _decoded(
+            arrow_fetch.batches(store, _SELECT, params, SCHEMA, batch=BATCH_ROWS), books, known
+        )
         return
     for start in range(0, len(keys), _KEYS_PER_READ):
         chunk = keys[start : start + _KEYS_PER_READ]
