@@ -6,12 +6,16 @@ of that version's position."""
 
 from __future__ import annotations
 
+import csv
+import io
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 
 from helpers import Cli
 from lake.delta_scenario import (
+    HEADER,
     SRC,
     assert_equals_history,
     declare,
@@ -64,6 +68,20 @@ def test_first_and_incremental_exports_equal_history(cli: Cli, tmp_path: Path) -
     frame = pl.read_delta(uri)
     assert frame.height == len(rows)
     assert sorted(frame["version_id"].to_list()) == sorted(r["version_id"] for r in rows)
+
+    # the table as of a valid date equals `snapshot` (polars' own filter)
+    for day in ("2025-08-01", "2025-08-03", "2025-08-04", "2025-08-06", "2026-01-05"):
+        at = datetime.fromisoformat(f"{day}T12:00:00+00:00")
+        standing = frame.filter(
+            pl.col("retracted_at").is_null()
+            & (pl.col("valid_from") <= at)
+            & (pl.col("valid_to").is_null() | (pl.col("valid_to") > at))
+            & ~pl.col("deleted")
+        )
+        mine = sorted(standing.select(HEADER).rows())
+        text = cli("snapshot", SRC, "--valid", f"{day}T12:00:00+00:00").stdout
+        theirs = sorted(tuple(r) for r in list(csv.reader(io.StringIO(text)))[1:])
+        assert mine == theirs, day
 
 
 def test_time_travel_equals_asof_known_at(cli: Cli, tmp_path: Path) -> None:

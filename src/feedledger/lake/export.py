@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from feedledger.context import Context
 from feedledger.lake import positions
-from feedledger.lake.rows import changed, delta_rows, geo_note
+from feedledger.lake.rows import changed, delta_rows, geo_note, with_geo_note
 from feedledger.lake.target import DeltaTarget, normalised, storage_options
 from feedledger.model.timeutil import iso, now_us
 
@@ -151,9 +151,9 @@ def export(
         "feedledger.known_at": ",".join(f"{s}={iso(k)}" for s, k in moved.items()),
         "feedledger.exported_at": str(iso(now_us())),
     }
-    geo = _any_geo(configs)
-    config = {"feedledger.geo": geo_note(_projjson(geo_crs))} if geo else None
-    version = tgt.commit(table, moved, updates=any_updates, metadata=metadata, configuration=config)
+    if _any_geo(configs):
+        table = with_geo_note(table, geo_note(_projjson(geo_crs)))
+    version = tgt.commit(table, moved, updates=any_updates, metadata=metadata)
     faults.point("delta_after_commit")
     at = now_us()
     for name, known in moved.items():

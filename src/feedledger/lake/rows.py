@@ -5,8 +5,9 @@ One row per version ever recorded, retracted ones included (history is append-on
 there too). Columns: `source`, `valid_year` (the partition columns: the source's name
 and the UTC year of `valid_from`), `key` (the key's value as the CLI takes it; a
 compound key's JSON array), the attributes as typed columns in the source's field
-order (`lake.columns`), for a GIS source `geometry` (ISO WKB; the GeoParquet-style note
-is the table property `feedledger.geo`), then `valid_from`, `valid_to`, `recorded_at`,
+order (`lake.columns`), for a GIS source `geometry` (ISO WKB; a GeoParquet-style note,
+GeoParquet 1.1's `geo` metadata with the CRS as PROJJSON, is the column's metadata `geo`
+in the Delta schema), then `valid_from`, `valid_to`, `recorded_at`,
 `retracted_at` (timestamp µs UTC), `run_id`, `payload_id`, `deleted`, `backfill`,
 `change`, `revision` and `version_id` (the ledger's id of the version: what a merge
 matches on).
@@ -159,9 +160,19 @@ def _wkb(geometries: list[str | None]) -> pa.Array:
     return pa.array(list(shapely.to_wkb(shapes, flavor="iso")), pa.binary())
 
 
+def with_geo_note(table: pa.Table, note: str) -> pa.Table:
+    """`table` with `note` as its `geometry` field's metadata `geo` (kept by Delta in
+    the column's metadata of the table schema)."""
+    at = table.schema.get_field_index("geometry")
+    if at < 0:
+        return table
+    field = table.schema.field(at).with_metadata({"geo": note})
+    return table.cast(table.schema.set(at, field))
+
+
 def geo_note(crs_projjson: dict[str, Any] | None) -> str:
-    """The GeoParquet-style note on the `geometry` column (the table property
-    `feedledger.geo`): GeoParquet 1.1's file metadata for one WKB column."""
+    """The GeoParquet-style note on the `geometry` column (its metadata `geo` in the
+    Delta schema): GeoParquet 1.1's file metadata for one WKB column."""
     column: dict[str, Any] = {"encoding": "WKB", "geometry_types": []}
     if crs_projjson is not None:
         column["crs"] = crs_projjson

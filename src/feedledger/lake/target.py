@@ -124,7 +124,6 @@ class DeltaTarget:
         *,
         updates: bool,
         metadata: Mapping[str, str],
-        configuration: Mapping[str, str] | None = None,
     ) -> int:
         """Write `rows` in ONE commit carrying `positions` (source -> known_at) as app
         transactions and `metadata` as the commit's own; returns the new version.
@@ -145,7 +144,6 @@ class DeltaTarget:
                     mode="error",
                     name="feedledger history",
                     description="feedledger: the bitemporal history of its sources' versions",
-                    configuration=dict(configuration or {}) or None,
                     storage_options=self.options,
                     commit_properties=props,
                 )
