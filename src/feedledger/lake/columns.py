@@ -43,7 +43,10 @@ def typed(
     names = ordered([str(n) for n in table.column_names], order)
     arrays: list[pa.Array] = []
     again = [n for n in names if table.column(n).type not in (*_PLAIN, pa.null())]
-    as_text = dict(zip(again, text_columns(texts, again), strict=True)) if again else {}
+    as_text: dict[str, pa.Array] = {}
+    if again:  # (the reader takes every field of the records, or none)
+        every = dict(zip(names, text_columns(texts, names), strict=True))
+        as_text = {n: every[n] for n in again}
     for name in names:
         array = as_text[name] if name in as_text else table.column(name).combine_chunks()
         if array.type == pa.null():
