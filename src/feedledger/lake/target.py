@@ -40,6 +40,18 @@ class ExportError(FeedledgerError):
     """The Delta table refused or failed a read or a commit."""
 
 
+def _deltalake() -> Any:
+    """The deltalake module, or a one-line ConfigError naming the extra."""
+    try:
+        import deltalake  # lazy: the extra
+    except ImportError as exc:
+        raise ConfigError(
+            "export delta needs the deltalake package, which is not installed",
+            hint="pip install 'feedledger[delta]'",
+        ) from exc
+    return deltalake
+
+
 def storage_options(uri: str, endpoint: str | None) -> dict[str, str] | None:
     """delta-rs's options for `uri`: None for a local path; for s3:// the endpoint (the
     archive's, resolved as the archive resolves it), region and credentials from the
@@ -61,6 +73,11 @@ def storage_options(uri: str, endpoint: str | None) -> dict[str, str] | None:
         if os.environ.get(name):
             options[name] = os.environ[name]
     return options
+
+
+def _line(exc: BaseException) -> str:
+    """An error's text on one line (delta-rs's messages span several)."""
+    return " ".join(str(exc).replace("↳", " ").split())
 
 
 def normalised(uri: str) -> str:
@@ -86,15 +103,15 @@ class DeltaTarget:
 
     def table(self) -> Any:
         """The DeltaTable at its newest version, or None if there is none yet."""
-        from deltalake import DeltaTable  # lazy: the extra
+        DeltaTable = _deltalake().DeltaTable
 
         if self._table is None:
             try:
                 if not DeltaTable.is_deltatable(self.uri, storage_options=self.options):
                     return None
                 self._table = DeltaTable(self.uri, storage_options=self.options)
-            except OSError as exc:
-                raise ExportError(f"Delta table {self.uri}: {exc}") from exc
+            except (OSError, _deltalake().exceptions.DeltaError) as exc:
+                raise ExportError(f"Delta table {self.uri}: {_line(exc)}") from exc
         else:
             self._table.update_incremental()
         return self._table
@@ -128,8 +145,9 @@ class DeltaTarget:
         """Write `rows` in ONE commit carrying `positions` (source -> known_at) as app
         transactions and `metadata` as the commit's own; returns the new version.
         `updates`: some rows may already be in the table (a merge), else an append."""
-        from deltalake import CommitProperties, Transaction, write_deltalake  # lazy: the extra
-
+        lib = _deltalake()
+        CommitProperties, Transaction = lib.CommitProperties, lib.Transaction
+        write_deltalake = lib.write_deltalake
         props = CommitProperties(
             custom_metadata=dict(metadata),
             app_transactions=[Transaction(APP_PREFIX + s, int(k)) for s, k in positions.items()],
@@ -174,8 +192,8 @@ class DeltaTarget:
                     .when_not_matched_insert_all()
                     .execute()
                 )
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise ExportError(f"Delta table {self.uri}: the commit failed: {exc}") from exc
+        except (OSError, ValueError, RuntimeError, lib.exceptions.DeltaError) as exc:
+            raise ExportError(f"Delta table {self.uri}: the commit failed: {_line(exc)}") from exc
         self._table = None
         version = self.version()
         assert version is not None
