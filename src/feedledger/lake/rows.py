@@ -26,7 +26,6 @@ Delta's own history keeps each earlier state (time travel).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
@@ -116,7 +115,7 @@ def delta_rows(
     cols: dict[str, Any] = {
         "source": pa.array([source] * n, pa.string()),
         "valid_year": pc.year(valid_from.cast(STAMP)).cast(pa.int32()),
-        "key": pa.array(_key_texts(versions.column("key").to_pylist()), pa.string()),
+        "key": _key_texts(versions.column("key").combine_chunks()),
     }
     texts = pc.fill_null(versions.column("attributes"), "{}").combine_chunks()
     names, arrays = lake_columns.typed(texts, order, known_types or {})
@@ -130,24 +129,47 @@ def delta_rows(
     cols["payload_id"] = versions.column("payload_id")
     cols["deleted"] = versions.column("deleted").cast(pa.bool_())
     cols["backfill"] = versions.column("backfill").cast(pa.bool_())
-    codes = versions.column("change").to_pylist()
-    cols["change"] = pa.array([_CHANGES[int(c)] for c in codes], pa.string())
+    codes = versions.column("change").cast(pa.int32())
+    cols["change"] = pa.array(_CHANGES, pa.string()).take(codes)
     cols["revision"] = versions.column("revision").cast(pa.string())
     cols["version_id"] = versions.column("version_id").cast(pa.int64())
     return pa.table(cols)
 
 
-def _key_texts(keys: Iterable[str]) -> list[str]:
+# a stored single key whose text is its value's between two fixed ends: a string
+# without escapes (["0714-22-1"]) or a number ([42]); anything else is parsed
+_PLAIN_STRING = r'^\["[^"\\]*"\]$'
+_PLAIN_NUMBER = r"^\[-?[0-9][0-9.eE+-]*\]$"
+
+
+def _key_texts(keys: pa.Array) -> pa.Array:
     """Stored keys (JSON arrays) as the CLI takes them: a single key's value, a compound
-    key's JSON array."""
+    key's JSON array (vectorised for the plain forms; the rest one by one)."""
+    import pyarrow.compute as pc  # lazy: as the readers
+
+    keys = keys.cast(pa.string())
+    string = pc.match_substring_regex(keys, _PLAIN_STRING)
+    number = pc.match_substring_regex(keys, _PLAIN_NUMBER)
+    out = pc.if_else(
+        string,
+        pc.utf8_slice_codeunits(keys, 2, -2),
+        pc.if_else(number, pc.utf8_slice_codeunits(keys, 1, -1), keys),
+    )
+    rest = pc.indices_nonzero(pc.invert(pc.or_(string, number))).to_pylist()
+    if not rest:
+        return out
+    texts = out.to_pylist()
+    for i in rest:
+        texts[i] = _key_text(texts[i])
+    return pa.array(texts, pa.string())
+
+
+def _key_text(key: str) -> str:
     from feedledger.formats.canonical import RawNumber  # lazy: polars
     from feedledger.ledger.encoding.columns import value_text  # lazy: as the readers
 
-    out: list[str] = []
-    for key in keys:
-        values = json.loads(key, parse_float=RawNumber, parse_int=RawNumber)
-        out.append(str(value_text(values[0])) if len(values) == 1 else key)
-    return out
+    values = json.loads(key, parse_float=RawNumber, parse_int=RawNumber)
+    return str(value_text(values[0])) if len(values) == 1 else key
 
 
 def _wkb(geometries: list[str | None]) -> pa.Array:
