@@ -121,3 +121,31 @@ def test_time_travel_equals_asof_known_at(cli: Cli, tmp_path: Path) -> None:
                     assert answer["status"] == "present", (version, key, valid)
                     assert answer["version"]["payload_id"] == found["payload_id"]
                     assert answer["version"]["attributes"]["zoning"] == found["zoning"]
+
+
+def test_several_sources_in_one_table_one_commit_per_call(cli: Cli, tmp_path: Path) -> None:
+    uri = str(tmp_path / "lake")
+    declare(cli)
+    cli("source", "add", "weld", "--key", "parcel_id", "--timezone", "UTC")
+    ingest(cli, tmp_path, "2025-08-01")
+    weld = tmp_path / "weld.csv"
+    weld.write_text("parcel_id,zoning,owner,area\n9,W,wes,5\n")
+    cli("ingest", "weld", str(weld), "--published-at", "2025-08-01")
+    both = cli.json("export", "delta", SRC, "weld", "--to", uri)
+    assert both["delta_version"] == 0 and [s["inserted"] for s in both["sources"]] == [3, 1]
+    ingest(cli, tmp_path, "2025-08-02")
+    later = cli.json("export", "delta", SRC, "weld", "--to", uri)
+    assert later["delta_version"] == 1  # one commit for the call
+    assert [s["inserted"] for s in later["sources"]] == [1, 0]
+    rows = table_rows(uri)
+    assert {r["source"] for r in rows} == {SRC, "weld"}
+    assert_equals_history(cli, [r for r in rows if r["source"] == SRC])
+    assert position(uri, 1) is not None
+    assert len(deltalake_history(uri)) == 2
+
+
+def deltalake_history(uri: str) -> list[dict[str, object]]:
+    import deltalake
+
+    found: list[dict[str, object]] = deltalake.DeltaTable(uri).history()
+    return found
