@@ -22,7 +22,8 @@ written / written, its base cache and sidecar not yet), `before_settle` /
 `settle_checking` / `settle_written` (an ingest's object stored raw and its payload
 archived, not yet compressed / its compressed frame being checked, decoded in part into
 the next base cache's temporary file / compressed, the raw one not yet deleted:
-`archive/settle.py`).
+`archive/settle.py`), `delta_before_commit` / `delta_after_commit` (`export delta`: its
+rows built, the Delta commit not yet made / made, the store's positions not yet saved).
 `:pause` instead of `:kill` makes the process wait there for `FEEDLEDGER_FAULT_PAUSE_S`
 seconds (default 5) and go on: time for a test to break something underneath it; with
 `FEEDLEDGER_FAULT_RESUME=<path>` it goes on as soon as that file exists (a test that

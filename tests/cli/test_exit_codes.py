@@ -37,6 +37,7 @@ BEFORE = {
     "DateWentBackError": 6,
     "SchemaTooNewError": 8,  # the store's schema past this release (docs/upgrading.md)
     "UpgradeBlockedError": 7,  # `db upgrade` refused: older releases hold leases
+    "ExportError": 1,  # `export delta`: the Delta table refused or failed a commit
 }
 
 # README's words for each code (its "non-zero exit code (2 bad configuration...)" list)

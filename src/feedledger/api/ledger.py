@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from feedledger.api import archive, audit, destination_status, doctor, review, runs_page
+from feedledger.api import archive, audit, destination_status, doctor, lake, review, runs_page
 from feedledger.api._deprecated import deprecated
 from feedledger.api.archive import (
     ArchiveCompacted,
@@ -23,6 +23,7 @@ from feedledger.api.archive import (
 from feedledger.api.audit import AuditEntry
 from feedledger.api.destination import Destination, create_manifest
 from feedledger.api.doctor import DoctorReport
+from feedledger.api.lake import DeltaPosition
 from feedledger.api.notify import Notifications
 from feedledger.api.results import (
     Change,
@@ -55,6 +56,9 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
 from feedledger.model.types import RunKind, RunStatus
+
+if TYPE_CHECKING:
+    from feedledger.lake.export import DeltaExport
 
 
 class Ledger:
@@ -357,6 +361,26 @@ class Ledger:
     ) -> ArchiveVerified:
         """Read back every archived payload and check its sha256 (`archive verify`)."""
         return archive.verify(self.context, source, progress)
+
+    # -- the history as a Delta Lake table (the `delta` extra) ---------------------------
+    def export_delta(
+        self,
+        sources: list[str],
+        to: str | os.PathLike[str],
+        *,
+        progress: lake.OnDeltaProgress | None = None,
+        follow: bool | None = None,
+    ) -> DeltaExport:
+        """Write the sources' bitemporal history to the Delta table at `to` (a folder or
+        s3://bucket/prefix on the archive's object store): every version, retracted ones
+        too, partitioned by source and valid year; later calls add what was recorded or
+        retracted since, in ONE Delta commit each (`feedledger.lake`). `follow`: the
+        scheduler exports after each run of these sources (True), or no longer (False)."""
+        return lake.export_delta(self.context, sources, to, progress=progress, follow=follow)
+
+    def delta_exports(self, to: str | os.PathLike[str] | None = None) -> list[DeltaPosition]:
+        """How far each Delta table holds each source (of the table `to` only)."""
+        return lake.delta_exports(self.context, to)
 
     # -- deprecated: a source's operations are `Source`'s (`led.source(name).<call>`) ----
     def ingest(self, source: str, *args: Any, **kwargs: Any) -> Ingested:

@@ -235,6 +235,16 @@ manifest_app = typer.Typer(
     help="Frozen populations for destination rebuilds.",
     no_args_is_help=True,
 )
+export_app = typer.Typer(
+    cls=lazy(
+        {
+            "delta": "feedledger.cli.export_cmds:delta_cmd",
+            "status": "feedledger.cli.export_cmds:status_cmd",
+        }
+    ),
+    help="The history as a Delta Lake table (pip install 'feedledger[delta]').",
+    no_args_is_help=True,
+)
 
 app.add_typer(source_app, name="source")
 app.add_typer(db_app, name="db")
@@ -244,6 +254,7 @@ app.add_typer(notify_app, name="notify")
 app.add_typer(gap_app, name="gap")
 app.add_typer(destination_app, name="destination")
 app.add_typer(manifest_app, name="manifest")
+app.add_typer(export_app, name="export")
 
 
 def _print_version(value: bool) -> None:

@@ -24,6 +24,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 REVISIONS: tuple[str, ...] = (
     "0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011",
     "0012_decoded_changes", "0013_observations", "0014_health_indexes", "0015_schema_floor",
+    "0016_delta_exports",
 )  # fmt: skip
 HEAD = REVISIONS[-1]
 FLOORED = "0015_schema_floor"  # the first revision with `schema_floor` and `holder_schema`

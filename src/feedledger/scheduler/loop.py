@@ -19,6 +19,9 @@ An attempt returns once its payload is applied: the raw object's compression
 (archive/settle.py) is queued on a thread of the process's own (`Context.after_apply`),
 drained when the loop stops.
 
+After an attempt that applied payloads, the Delta tables that follow the source
+(`feedledger export delta --follow`) are brought up to date (`lake.export.follow_run`).
+
 The clock is a parameter: tests drive ticks with a fake one, no sleeping.
 """
 
@@ -181,11 +184,25 @@ class Scheduler:
             self._keep_archive(ctx)
             self._publish_warm()
         self.emit(result.to_json())
+        if result.payloads:
+            self._export_delta(ctx, name)
         if self.metrics is not None:
             self.metrics.observe(result)
         if result.outcome != "interrupted":  # stopping: the next start judges it
             self._watch(ctx, [name], now)  # its alerts once the attempt is over
         return result
+
+    def _export_delta(self, ctx: Context, name: str) -> None:
+        """The Delta tables following `name` (`export delta --follow`), brought up to date
+        after an attempt that applied payloads (`feedledger.lake`; a failure is logged,
+        and the next run's export takes it up from the table's own position)."""
+        from feedledger.lake.export import follow_run  # lazy: pyarrow, the delta extra
+
+        try:
+            for done in follow_run(ctx, name):
+                self.emit({"event": "delta_export", **done.to_json()})
+        except Exception as exc:
+            self.emit({"event": "error", "source": name, "error": f"delta export: {exc}"})
 
     def _refuse(self, exc: SchemaTooNewError) -> None:
         self.refused = exc
