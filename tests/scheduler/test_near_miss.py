@@ -122,7 +122,7 @@ def test_a_near_miss_after_a_failure_ends_the_failures_and_is_no_failed_outcome(
     cli: Cli, tmp_path: Path
 ) -> None:
     feed = tmp_path / "feed"
-    _sched, clock = started(cli, feed)
+    started(cli, feed)
     now = to_us(parse_instant("2026-08-02T06:00", TZ))
     hidden = tmp_path / "hidden"
     feed.rename(hidden)  # the location is gone: a failure
