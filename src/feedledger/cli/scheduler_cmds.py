@@ -207,6 +207,8 @@ def health(
             held: list[list[str]] = []
             for r in resident:
                 who = f"pid {r.pid} ({len(r.states)}/{r.max_warm_sources})"
+                if r.rss_bytes is not None:
+                    who += f", RSS {r.rss_bytes / 2**20:,.0f} MiB"
                 held.extend(
                     [who, w.source, str(w.commit_seq), f"{w.rows:,}", f"{w.bytes / 2**20:,.1f}",
                      "yes" if w.current else "no: reloaded before use"]
