@@ -31,8 +31,8 @@ from scheduler.processes import (
     wait_until,
 )
 
-SOURCES = 18
-PARCELS = 8_000
+SOURCES = 12
+PARCELS = 5_000
 KINDS = ("csv", "geojson", "gpkg")
 MIB = 1 << 20
 # what may differ between runs for reasons other than what was held: the allocator's
