@@ -110,11 +110,12 @@ def _retry_at(src: SourceConfig, now: int, failures: int, due: int, rng: random.
 NEAR_MISSES = ("not_yet_published", "waiting")
 
 
-def late_steps(src: SourceConfig, now: int, due: int) -> int:
-    """The backoff's doublings for a near miss, from how late the publication is (not
-    from a count of attempts): tried at its due time, then about `retry_s`, 2, 4, ...
-    x `retry_s` after it (up to an hour apart), whichever process tries."""
-    late_s = max(0.0, (now - due) / 1e6)
+def late_steps(src: SourceConfig, now: int, since: int) -> int:
+    """The backoff's doublings for a near miss, from how long the publication has been
+    waited for (`since`: its due time, or the source's last success if later -- not a
+    count of attempts): tried then, then about `retry_s`, 2, 4, ... x `retry_s` after
+    it (up to an hour apart), whichever process tries."""
+    late_s = max(0.0, (now - since) / 1e6)
     return max(0, int(math.log2(late_s / src.retry_s))) if late_s >= src.retry_s else 0
 
 
@@ -227,7 +228,8 @@ def attempt(
     elif success:
         next_at = None
     elif near_miss:
-        next_at = _retry_at(src, now, late_steps(src, now, due), due, rng)
+        since = max(due, state.last_success_at or due)  # waited for since then
+        next_at = _retry_at(src, now, late_steps(src, now, since), due, rng)
     else:
         next_at = _retry_at(src, now, state.failures, due, rng)
     if result.outcome not in ("busy", "interrupted"):
