@@ -28,22 +28,33 @@ rows built, the Delta commit not yet made / made, the store's positions not yet 
 seconds (default 5) and go on: time for a test to break something underneath it; with
 `FEEDLEDGER_FAULT_RESUME=<path>` it goes on as soon as that file exists (a test that
 must do something while the process is held there, however slow the machine).
+`FEEDLEDGER_FAULT_PAUSED=<path>`: on entering the pause the process writes that file
+(atomically, JSON: `point`, `count`, `pid` and, where the point holds a PostgreSQL
+connection, that connection's `backend_pid`), so a test acts on exactly the process
+and connection held there -- never on one it guessed from `pg_stat_activity` (another
+batch's connection may look the same for a moment).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 
 ENV = "FEEDLEDGER_FAULT"
+# the file a pause writes when it begins (see the module)
+PAUSED_ENV = "FEEDLEDGER_FAULT_PAUSED"
+RESUME_ENV = "FEEDLEDGER_FAULT_RESUME"
 
 
 class InjectedFailure(RuntimeError):
     """Raised at an injected fault point."""
 
 
-def point(name: str, count: int | None = None) -> None:
+def point(name: str, count: int | None = None, *, backend_pid: int | None = None) -> None:
+    """The fault point `name` (its `count`-th pass, where counted); `backend_pid`: the
+    PostgreSQL backend of the connection this point holds (published by a pause)."""
     spec = os.environ.get(ENV)
     if not spec:
         return
@@ -57,6 +68,7 @@ def point(name: str, count: int | None = None) -> None:
     if count is not None and len(parts) > 1 and parts[1] != str(count):
         return
     if pause:
+        _announce(name, count, backend_pid)
         _pause(float(os.environ.get("FEEDLEDGER_FAULT_PAUSE_S", "5")))
         return
     if kill:
@@ -64,8 +76,21 @@ def point(name: str, count: int | None = None) -> None:
     raise InjectedFailure(f"injected failure at {name}" + (f" #{count}" if count else ""))
 
 
+def _announce(name: str, count: int | None, backend_pid: int | None) -> None:
+    """Write FEEDLEDGER_FAULT_PAUSED's file, if asked for: written whole, then renamed, so
+    a reader never sees a part of it."""
+    path = os.environ.get(PAUSED_ENV)
+    if not path:
+        return
+    info = {"point": name, "count": count, "pid": os.getpid(), "backend_pid": backend_pid}
+    part = f"{path}.{os.getpid()}.part"
+    with open(part, "w", encoding="utf-8") as f:
+        json.dump(info, f)
+    os.replace(part, path)
+
+
 def _pause(seconds: float) -> None:
-    resume = os.environ.get("FEEDLEDGER_FAULT_RESUME")
+    resume = os.environ.get(RESUME_ENV)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if resume and os.path.exists(resume):

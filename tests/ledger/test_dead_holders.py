@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from fault_pause import FaultPause
 from feedledger.ledger import leases
 from feedledger.ledger.leases import holder_dead, new_holder
 from feedledger.ledger.store import Store
@@ -90,24 +91,19 @@ def test_a_rerun_right_after_a_kill_proceeds_at_once(
     cli("source", "add", SRC, "--key", "id")
     path = csv_payload(tmp_path, "2026-08-01", 5)
     args = ["ingest", SRC, str(path), "--published-at", "2026-08-01"]
-    env = {**os.environ, "FEEDLEDGER_FAULT": "mid_transaction:pause"}
-    env["FEEDLEDGER_FAULT_PAUSE_S"] = "600"
+    # held inside its payload's transaction, the lease taken, until it is killed
+    pause = FaultPause(tmp_path, "mid_transaction")
     proc = subprocess.Popen(
         [sys.executable, "-m", "feedledger", "--config", str(cli.ws.config_path), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         text=True,
-        env=env,
+        env={**os.environ, **pause.env()},
     )
     children.append(proc)
-    deadline = time.monotonic() + 60
-    while True:  # the child holds the lease (and is paused in its transaction)
-        holder = lease_holder(cli.ws.store_url)
-        if holder is not None:
-            break
-        assert proc.poll() is None, "the child ended before taking the lease"
-        assert time.monotonic() < deadline, "the child never took the lease"
-        time.sleep(0.02)
+    pause.wait(proc)
+    holder = lease_holder(cli.ws.store_url)
+    assert holder is not None
     assert holder.split(":")[1] == str(proc.pid)
     kill_unreaped(proc)
     # the lease has not expired (600 s), yet the rerun takes it over and applies the payload

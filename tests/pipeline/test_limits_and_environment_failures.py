@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from fault_pause import FaultPause
 from feedledger.config import make_source
 from feedledger.model.errors import BadPayloadError, ConfigError, FeedledgerError
 from feedledger.model.source import SourceConfig
@@ -545,29 +546,37 @@ def test_postgresql_backend_terminated_mid_copy_says_the_connection_was_lost(
         cli("source", "add", "p", "--key", "id")
         # two COPY chunks (50,000 versions each), so the loss is met inside the COPY
         payload = _payload(tmp_path, 6, 60_000, width=1)
-        env = {**os.environ, "FEEDLEDGER_FAULT": "mid_copy:pause", "FEEDLEDGER_FAULT_PAUSE_S": "3"}
+        # held inside the COPY (its first chunk sent) until the test has ended exactly
+        # that connection's backend (published by the pause; no timed pause, no guess)
+        pause = FaultPause(tmp_path, "mid_copy")
         command = [sys.executable, "-m", "feedledger", "--config", str(ws.config_path)]
         proc = subprocess.Popen(
             [*command, "ingest", "p", str(payload)],
-            env=env,
+            env={**os.environ, **pause.env()},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        terminated = False
-        deadline = time.monotonic() + 60  # a hang detector
-        with psycopg.connect(base, autocommit=True) as admin:
-            while not terminated and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            held = pause.wait(proc)
+            with psycopg.connect(base, autocommit=True) as admin:
                 row = admin.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
-                    "AND query ILIKE 'COPY versions%%'",
-                    (app,),
+                    "SELECT application_name, query FROM pg_stat_activity WHERE pid = %s",
+                    (held["backend_pid"],),
                 ).fetchone()
-                if row is not None:
-                    admin.execute("SELECT pg_terminate_backend(%s)", (row[0],))
-                    terminated = True
-                time.sleep(0.05)
-        out, err = proc.communicate(timeout=120)
+                assert row is not None and row[0] == app, row
+                assert row[1].startswith("COPY versions"), row
+                # ended, and waited for until gone (a hang detector's timeout, in ms)
+                (terminated,) = admin.execute(
+                    "SELECT pg_terminate_backend(%s, 300000)", (held["backend_pid"],)
+                ).fetchone()
+            pause.resume()
+            out, err = proc.communicate(timeout=300)  # only detects a hang
+        finally:
+            pause.resume()
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
         assert terminated, err
         assert proc.returncode == 8, (proc.returncode, err)
         lines = [ln for ln in err.splitlines() if ln.strip()]

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from fault_pause import FaultPause
 from feedledger.config import Workspace
-from feedledger.faults import ENV as FAULT_ENV
 from feedledger.ledger.schema import applications, leases, outbox, payloads, runs, versions
 from helpers import Cli, migrate
 from scheduler.fleet import Fleet, day_rows, midnight_us
@@ -174,14 +174,13 @@ def test_a_scheduler_killed_mid_day_leaves_its_source_to_the_others(fleet: Fleet
     fleet.publish(day)
     # one scheduler stops inside its first payload's transaction (lease held, run
     # running), as if the machine froze there; the others go on with the day
-    pause = {FAULT_ENV: "mid_transaction:pause", "FEEDLEDGER_FAULT_PAUSE_S": "600"}
-    doomed = spawn(fleet.ws.config_path, "--workers", "1", env=pause, lease_ttl=ttl)
+    # (held there until it is killed: the pause says when it is inside it)
+    pause = FaultPause(fleet.ws.config_path.parent, "mid_transaction")
+    doomed = spawn(fleet.ws.config_path, "--workers", "1", env=pause.env(), lease_ttl=ttl)
     others: list[Any] = []
     dead_log: list[dict[str, Any]] = []
     try:
-        wait_until(
-            lambda: bool(held_by(fleet, doomed.pid)), [doomed], what="the doomed lease", timeout=600
-        )
+        pause.wait(doomed, 600)
         (victim,) = held_by(fleet, doomed.pid)
         others = spawn_many(2, fleet.ws.config_path, "--workers", "2", lease_ttl=ttl)
         wait_until(

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 import feedledger
-from feedledger.faults import ENV as FAULT_ENV
+from fault_pause import FaultPause
 from helpers import Cli, write_csv
 
 PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
@@ -51,10 +50,12 @@ def test_a_destination_connection_killed_mid_rebuild_is_one_line_and_the_rerun_r
     cli("destination", "add", "d", "--source", "sup", "--postgres", url, "--table", table)
     cli("manifest", "create", "all", "--source", "sup")
     args = ["sync", "d", "--manifest", "all", "--batch", "10"]
-    env = {**os.environ, FAULT_ENV: "destination_staged:2:pause", "FEEDLEDGER_FAULT_PAUSE_S": "4"}
+    # held with the second batch staged in its open transaction, until the test has
+    # ended exactly that batch's backend (published by the pause: batch 1's connection
+    # may look the same in pg_stat_activity for a moment)
+    pause = FaultPause(tmp_path, "destination_staged:2")
     proc = subprocess.Popen(
-        # no timed progress lines: at high load the paused batch outlasts the default
-        # interval, and stderr must hold the error's one line only
+        # no timed progress lines: stderr must hold the error's one line only
         [
             sys.executable,
             "-m",
@@ -68,30 +69,30 @@ def test_a_destination_connection_killed_mid_rebuild_is_one_line_and_the_rerun_r
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env={**os.environ, **pause.env()},
     )
     admin = create_engine(os.environ[PG_ENV].replace("postgresql://", "postgresql+psycopg://", 1))
-    killed = 0
     try:
-        # the second batch is staged in an open transaction: end that backend
-        deadline = time.monotonic() + 60  # only detects a hang
-        while not killed and proc.poll() is None and time.monotonic() < deadline:
-            with admin.begin() as conn:
-                killed = len(
-                    conn.execute(
-                        text(
-                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE application_name = :a AND state = 'idle in transaction' "
-                            "AND query LIKE 'COPY fl_stage%'"
-                        ),
-                        {"a": app_name},
-                    ).all()
-                )
-            time.sleep(0.05)
-        out, err = proc.communicate(timeout=120)
+        held = pause.wait(proc)
+        assert held["count"] == 2 and held["backend_pid"], held
+        with admin.begin() as conn:
+            # that backend, and it is the destination's, in its open transaction
+            state = conn.execute(
+                text("SELECT application_name, state FROM pg_stat_activity WHERE pid = :p"),
+                {"p": held["backend_pid"]},
+            ).one()
+            assert tuple(state) == (app_name, "idle in transaction"), state
+            # ended, and waited for until it is gone (a hang detector's timeout, in ms)
+            killed = conn.execute(
+                text("SELECT pg_terminate_backend(:p, 300000)"), {"p": held["backend_pid"]}
+            ).scalar_one()
+        pause.resume()
+        out, err = proc.communicate(timeout=300)  # only detects a hang
     finally:
+        pause.resume()
         if proc.poll() is None:
             proc.kill()
+            proc.communicate()
         admin.dispose()
     assert killed, (out, err)
     lines = err.strip().splitlines()

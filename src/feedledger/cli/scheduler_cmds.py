@@ -133,7 +133,8 @@ def health(
 
     Resident: each scheduler process running on this host for the workspace, with the
     sources' diff states it keeps in memory (`--max-warm-sources`), their bytes, and
-    whether each is current (one that is not is reloaded before its next use).
+    whether each is current (one that is not is reloaded before its next use), and
+    its RSS after its last attempt (what it holds between runs) and at its peak.
     """
     when = instant(at, "UTC", "--at") if at else from_us(now_us())
     with ledger(ctx) as led:
@@ -219,6 +220,12 @@ def health(
                 ["process", "source", "commit seq", "rows", "MiB", "current"],
                 held,
             )
+            for r in resident:  # what each holds in all, between runs
+                if r.rss_bytes is not None and r.peak_rss_bytes is not None:
+                    out.print(
+                        f"pid {r.pid}: RSS {r.rss_bytes / 2**20:,.0f} MiB after its last "
+                        f"attempt (peak {r.peak_rss_bytes / 2**20:,.0f} MiB)"
+                    )
         if stale:
             err.print(f"stale: {', '.join(stale)}")
         for h in dates:

@@ -45,7 +45,7 @@ def _copy_in(
     ):
         for part in parts:
             copy.write(part.select(columns).write_csv(include_header=False, null_value=""))
-            faults.point("mid_copy")
+            faults.point("mid_copy", backend_pid=cur.connection.info.backend_pid)
 
 
 def slices(frame: pl.DataFrame, rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
@@ -350,7 +350,7 @@ def _copy_versions_binary(
             copy.write(PG_SIGNATURE)
             for data in ahead(encoded) if rows > (chunk_rows or VERSION_CHUNK_ROWS) else encoded:
                 copy.write(data)
-                faults.point("mid_copy")
+                faults.point("mid_copy", backend_pid=cur.connection.info.backend_pid)
             copy.write(PG_TRAILER)
         for definition in deferred:
             cur.execute(definition)

@@ -73,10 +73,16 @@ def attempted(
     at: int,
     outcome: str,
     success: bool,
+    failed: bool | None = None,
     error: str | None = None,
     next_attempt_at: int | None = None,
 ) -> State:
-    """Record one attempt: a success resets the count of consecutive unsuccessful ones."""
+    """Record one attempt. `success`: it got the expected publication, or observed the
+    source (`last_success_at`). `failed` (default: not `success`): it failed, one more
+    of the consecutive failures; any other attempt -- a success, or a near miss (the
+    publisher has nothing new yet: not a failure, invariant 12) -- resets that count."""
+    if failed is None:
+        failed = not success
     with store.begin() as conn:
         _ensure(conn, source)
         row = conn.execute(select(schedule_state).where(schedule_state.c.source == source)).one()
@@ -85,7 +91,7 @@ def attempted(
             "last_outcome": outcome,
             "last_error": error,
             "next_attempt_at": next_attempt_at,
-            "failures": 0 if success else int(row.failures) + 1,
+            "failures": int(row.failures) + 1 if failed else 0,
         }
         if row.first_attempt_at is None:
             values["first_attempt_at"] = at

@@ -15,7 +15,17 @@ The whole path (a source without a budget, a payload below the default bound) ke
 the allocators' defaults, and its speed. Nothing here imports polars: jemalloc reads its
 setting from the environment when polars is first loaded, so it is set before then (the
 CLI's `ingest` loads polars only once it knows the source); glibc's, with `mallopt`, at
-any time (other C libraries: left as they are)."""
+any time (other C libraries: left as they are).
+
+A resident process (the scheduler) runs payload after payload for hours, on worker
+threads: glibc gives each thread that allocates an arena of its own (up to 8 per core)
+and keeps what is freed in each for reuse, so its RSS is the sum of every arena's high
+water, growing with each larger payload and each new thread (a 300-source day: one
+scheduler at ~2.4 GB; 30 sources x 20,000 parcels: ~230 MiB of glibc arenas, ~80 %
+of it free, bench/README.md). `resident_process` caps the arenas at its start and
+`give_back` (after each attempt: between runs) returns every arena's free pages to
+the system (`malloc_trim`): what the process holds between runs is then its modules,
+its connections and the diff states `--max-warm-sources` bounds."""
 
 from __future__ import annotations
 
@@ -34,6 +44,10 @@ PROMPT_DECAY = "dirty_decay_ms:0,muzzy_decay_ms:0"
 # top of the heap trimmed beyond this much
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
+# a resident process's glibc arenas (its worker threads share them; the heavy work is
+# in polars' own allocator, and Python's holds the GIL)
+RESIDENT_ARENAS = 2
 GLIBC_THRESHOLD = 128 * 1024
 # jemalloc's decay set to 0 only under a budget this small: there its kept pages
 # (~100-130 MiB) are a large part of the bound, while at 10M parcels under the default
@@ -62,16 +76,78 @@ def release_promptly(src: SourceConfig) -> bool:
     return _glibc_prompt() or changed
 
 
-def _glibc_prompt() -> bool:
-    if not sys.platform.startswith("linux"):
+def resident_process() -> bool:
+    """A long-lived process (the scheduler), at its start (before its worker threads):
+    at most RESIDENT_ARENAS glibc arenas, unless the environment sets its own
+    (`MALLOC_ARENA_MAX`, glibc's tunables). Whether it was set."""
+    libc = _glibc()
+    if libc is None or "MALLOC_ARENA_MAX" in os.environ or "GLIBC_TUNABLES" in os.environ:
         return False
+    return bool(libc.mallopt(M_ARENA_MAX, RESIDENT_ARENAS))
+
+
+def give_back() -> bool:
+    """Return the free pages of every glibc arena to the system (`malloc_trim(0)`: a
+    few milliseconds), between two runs of a resident process. Whether any was."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    try:
+        trim = libc.malloc_trim
+    except AttributeError:
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return bool(trim(0))
+
+
+def rss_bytes() -> int | None:
+    """This process's resident set now (Linux: /proc/self/statm), else None."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def peak_rss_bytes() -> int | None:
+    """The most this process ever held resident (its high water mark), else None."""
+    if not sys.platform.startswith("linux"):  # (ru_maxrss is in bytes on macOS)
+        return None
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
+    except (ImportError, OSError):
+        return None
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """glibc, with `mallopt` typed; None on another platform or C library."""
+    global _libc
+    if _libc is not None:
+        return _libc
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
     except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return False
+        return None
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
+    _libc = libc
+    return libc
+
+
+def _glibc_prompt() -> bool:
+    libc = _glibc()
+    if libc is None:
+        return False
+    mallopt = libc.mallopt
     set_mmap = mallopt(M_MMAP_THRESHOLD, GLIBC_THRESHOLD)
     set_trim = mallopt(M_TRIM_THRESHOLD, GLIBC_THRESHOLD)
     return bool(set_mmap and set_trim)

@@ -27,6 +27,7 @@ from feedledger.context import Context
 from feedledger.ledger import leases
 from feedledger.ledger.statecache import WarmStates
 from feedledger.model.timeutil import iso, now_us
+from feedledger.pipeline import allocators
 
 FOLDER = "resident"
 
@@ -57,6 +58,10 @@ class ResidentReport:
             "host": socket.gethostname(),
             "store_id": self.store_id,
             "updated_at": iso(now_us()),
+            # its resident set as it publishes (after an attempt, the memory freed given
+            # back: pipeline/allocators.py), and the most it ever held
+            "rss_bytes": allocators.rss_bytes(),
+            "peak_rss_bytes": allocators.peak_rss_bytes(),
             **warm.summary(),
         }
         with self._lock, contextlib.suppress(OSError):

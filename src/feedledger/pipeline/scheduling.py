@@ -20,6 +20,7 @@ announced to the notification subscribers once when it opens and once when it cl
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -100,6 +101,22 @@ def _retry_at(src: SourceConfig, now: int, failures: int, due: int, rng: random.
     if src.fetch_window_h is not None and at > due + int(src.fetch_window_h * 3.6e9):
         return max(at, next_due(src.cadence, src.timezone, now, src.publish_at))
     return at
+
+
+# the publisher has nothing new yet (the fetch worked; the publication is late): a near
+# miss, an observation that nothing new was published (invariant 12) -- never a failure.
+# The source is still behind (health counts the publication missed), so it is tried
+# again, less and less often while the publication stays away.
+NEAR_MISSES = ("not_yet_published", "waiting")
+
+
+def late_steps(src: SourceConfig, now: int, since: int) -> int:
+    """The backoff's doublings for a near miss, from how long the publication has been
+    waited for (`since`: its due time, or the source's last success if later -- not a
+    count of attempts): tried then, then about `retry_s`, 2, 4, ... x `retry_s` after
+    it (up to an hour apart), whichever process tries."""
+    late_s = max(0.0, (now - since) / 1e6)
+    return max(0, int(math.log2(late_s / src.retry_s))) if late_s >= src.retry_s else 0
 
 
 def due_now(ctx: Context, src: SourceConfig, now: int) -> bool:
@@ -203,12 +220,16 @@ def attempt(
             _done_elsewhere(ctx, src, before, result)
     result.seconds = time.perf_counter() - started
     success = result.outcome in ("applied", "recovered", "done_elsewhere", "unchanged")
+    near_miss = result.outcome in NEAR_MISSES
     if result.outcome in ("busy", "interrupted"):
         next_at: int | None = state.next_attempt_at
     elif result.outcome == "held":
         next_at = next_due(src.cadence, src.timezone, now, src.publish_at)
     elif success:
         next_at = None
+    elif near_miss:
+        since = max(due, state.last_success_at or due)  # waited for since then
+        next_at = _retry_at(src, now, late_steps(src, now, since), due, rng)
     else:
         next_at = _retry_at(src, now, state.failures, due, rng)
     if result.outcome not in ("busy", "interrupted"):
@@ -219,6 +240,7 @@ def attempt(
                 at=now,
                 outcome=result.outcome,
                 success=success,
+                failed=not (success or near_miss),
                 error=result.error,
                 next_attempt_at=next_at,
             )

@@ -15,7 +15,9 @@ Resident: the process keeps the store open, its modules imported and the diff st
 of up to `max_warm_sources` sources in memory between attempts (least recently used
 dropped first; each checked against the store's watermark before use:
 ledger/statecache.py), and says what it holds in a file `health` reads (pipeline/resident.py).
-An attempt returns once its payload is applied: the raw object's compression
+Between runs it holds no more than that: glibc's arenas are capped at its start and
+their free pages given back after each attempt (pipeline/allocators.py), and its RSS is
+in the same file. An attempt returns once its payload is applied: the raw object's compression
 (archive/settle.py) is queued on a thread of the process's own (`Context.after_apply`),
 drained when the loop stops.
 
@@ -47,6 +49,7 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
+from feedledger.pipeline import allocators
 from feedledger.pipeline.health import destination_lag, health
 from feedledger.pipeline.resident import ResidentReport
 from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
@@ -87,6 +90,7 @@ class Scheduler:
     stop: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
+        allocators.resident_process()  # before the worker threads allocate anything
         self.rng = random.Random(self.options.seed)
         self._inflight: dict[str, Future[Attempt | None]] = {}
         self._lock = threading.Lock()
@@ -182,6 +186,8 @@ class Scheduler:
             return None
         finally:
             self._keep_archive(ctx)
+            # between runs: what the attempt freed goes back to the system
+            allocators.give_back()
             self._publish_warm()
         self.emit(result.to_json())
         if result.payloads:

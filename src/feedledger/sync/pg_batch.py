@@ -141,7 +141,7 @@ class Batches:
         )
         stale = {r[0] for r in cur.fetchall()}
         if not stale:  # a resync's batch: nothing sent whole, nothing written
-            faults.point("destination_staged", ticket)
+            faults.point("destination_staged", ticket, backend_pid=cur.connection.info.backend_pid)
             return [], "already_current", set(), docs
         rest = [d for d in docs if d.key in stale]
         if build is not None:
@@ -171,7 +171,7 @@ class Batches:
             for d in docs:
                 copy.write_row(d[:width])
         self.whole += len(docs)
-        faults.point("destination_staged", ticket)
+        faults.point("destination_staged", ticket, backend_pid=cur.connection.info.backend_pid)
         judged: list[str] = []
         listed: set[str] = set()
         default = "accepted"

@@ -74,7 +74,9 @@ class WarmState:
 @dataclass(frozen=True)
 class ResidentProcess(Raw):
     """A scheduler process of this workspace (on this host) and the diff states it keeps
-    warm: at most `max_warm_sources`, `bytes_held` in all."""
+    warm: at most `max_warm_sources`, `bytes_held` in all; its resident set after its
+    last attempt (`rss_bytes`) and the most it ever held (`peak_rss_bytes`), where the
+    platform says (None: not known)."""
 
     holder: str
     pid: int
@@ -83,6 +85,8 @@ class ResidentProcess(Raw):
     bytes_held: int
     states: list[WarmState]
     _raw: Any = field(repr=False, compare=False)
+    rss_bytes: int | None = None
+    peak_rss_bytes: int | None = None
 
     @classmethod
     def of(cls, r: dict[str, Any]) -> ResidentProcess:
@@ -92,7 +96,7 @@ class ResidentProcess(Raw):
         ]
         return cls(
             r["holder"], r["pid"], r.get("updated_at"), r["max_warm_sources"],
-            r["bytes_held"], states, r,
+            r["bytes_held"], states, r, r.get("rss_bytes"), r.get("peak_rss_bytes"),
         )  # fmt: skip
 
 
