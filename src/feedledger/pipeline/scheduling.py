@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import leases, schedule_state
+from feedledger.ledger import schedule_state
 from feedledger.ledger.records import Watermark
+from feedledger.ledger.schedule_state import State
+from feedledger.ledger.views.health import health_rows
 from feedledger.model.cadence import due_at, next_due
 from feedledger.model.errors import (
     FeedledgerError,
@@ -41,7 +43,7 @@ from feedledger.model.timeutil import iso
 from feedledger.pipeline import observing
 from feedledger.pipeline.catchup.backfill import Progress
 from feedledger.pipeline.catchup.recovery import recover, waiting
-from feedledger.pipeline.health import SourceHealth, missed_dates
+from feedledger.pipeline.health import SourceHealth, due_in
 from feedledger.pipeline.observing import DateWentBackError, observes
 from feedledger.pipeline.run import live_run
 
@@ -103,17 +105,11 @@ def _retry_at(src: SourceConfig, now: int, failures: int, due: int, rng: random.
 
 
 def due_now(ctx: Context, src: SourceConfig, now: int) -> bool:
-    """Whether the scheduler should attempt `src` now."""
+    """Whether the scheduler should attempt `src` now (`health.due_in`, its rows read
+    now)."""
     if src.fetch is None:
         return False
-    state = schedule_state.get(ctx.store, src.name)
-    if state.next_attempt_at is not None and now < state.next_attempt_at:
-        return False
-    if leases.is_frozen(ctx.store, src.name):
-        return False
-    if ctx.store.watermark(src.name) is None:
-        return True  # never applied: the first live run
-    return bool(missed_dates(ctx, src, now))
+    return due_in(src, health_rows(ctx.store, [src.name])[src.name], now)
 
 
 def attempt(
@@ -247,10 +243,14 @@ def _done_elsewhere(
     result.detail["watermark_at"] = iso(after.published_at)
 
 
-def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
-    """Open or close the source's alert episodes; returns the notices queued."""
+def alerts(ctx: Context, health: SourceHealth, now: int, state: State | None = None) -> list[str]:
+    """Open or close the source's alert episodes; returns the notices queued. `state`:
+    the source's scheduler state as just read (default: read here). An episode already
+    as it should be (open while active, closed while not) is left without a transaction:
+    opening and closing are conditional updates, so the next look settles a race."""
     store = ctx.store
-    state = schedule_state.get(store, health.source)
+    if state is None:
+        state = schedule_state.get(store, health.source)
     stale = health.stale
     failing = state.failures > 0 and state.last_outcome == "failed" and not health.frozen
     holding = state.last_outcome == "held" and health.missed > 1
@@ -283,6 +283,8 @@ def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
             "for an operator (recovery = hold)",
         ),
     ):
+        if active == (getattr(state, column) is not None):
+            continue  # already open while active, or closed while not: nothing to do
         done = f"{health.source}: {topic.replace('_', ' ')} cleared"
         sent = schedule_state.alert_episode(
             store,
