@@ -70,9 +70,12 @@ def test_a_failed_run_under_a_claim_is_finished_failed_and_the_claim_freed(
 ) -> None:
     store = Store(cli.ws.store_url)
     try:
-        with pytest.raises(RuntimeError), leases.claimed(store, SRC) as holder:
-            with leases.leased_run(store, SRC, "live"):
-                raise RuntimeError("the read failed")
+        with (
+            pytest.raises(RuntimeError),
+            leases.claimed(store, SRC) as holder,
+            leases.leased_run(store, SRC, "live"),
+        ):
+            raise RuntimeError("the read failed")
         ((_run_id, status, by),) = run_rows(store)
         assert (status, by) == ("failed", holder)
         free = lease_of(store)
