@@ -94,9 +94,7 @@ with leases.claimed(Store(sys.argv[1]), sys.argv[2]):
 """
 
 
-def test_a_claim_whose_process_was_killed_is_taken_over_at_once(
-    cli: Cli, tmp_path: Path
-) -> None:
+def test_a_claim_whose_process_was_killed_is_taken_over_at_once(cli: Cli, tmp_path: Path) -> None:
     write_csv(tmp_path / "a.csv", ["parcel_id", "zoning"], [["1", "R-1"]])
     cli("source", "add", SRC, "--key", "parcel_id")
     proc = subprocess.Popen(
