@@ -118,8 +118,9 @@ def acquire(
         elif row.holder and row.holder != holder:
             expired = row.expires_at is not None and row.expires_at < now
             if not expired and not holder_dead(row.holder):
+                who = f"another run ({row.run_id})" if row.run_id else "another worker's attempt"
                 raise LeaseHeldError(
-                    f"another run ({row.run_id}) holds this source's lease "
+                    f"{who} holds this source's lease "
                     f"(holder {row.holder}, until {iso(row.expires_at)})",
                     source=source,
                     hint="one run per source at a time; wait for it to finish",
