@@ -205,24 +205,35 @@ def health(ctx: Context, now_us: int, sources: list[str] | None = None) -> list[
     return from_rows(ctx, read_rows(ctx, names), names, now_us)
 
 
-def read_rows(ctx: Context, names: list[str]) -> dict[str, HealthRows]:
+def read_rows(ctx: Context, names: list[str], *, facts: bool = True) -> dict[str, HealthRows]:
     """What health reads of the ledger for `names` (`health_rows`, `BATCH` at a time):
-    the scheduler's tick reads it once for both its due sources and its health."""
+    the scheduler's tick reads it once for both its due sources and its health.
+    `facts=False`: without held runs and last fetches (`health_rows`)."""
     got: dict[str, HealthRows] = {}
     for i in range(0, len(names), BATCH):
-        got.update(health_rows(ctx.store, sorted(set(names[i : i + BATCH]))))
+        got.update(health_rows(ctx.store, sorted(set(names[i : i + BATCH])), facts=facts))
     return got
 
 
 def from_rows(
-    ctx: Context, rows: dict[str, HealthRows], names: list[str], now_us: int
+    ctx: Context,
+    rows: dict[str, HealthRows],
+    names: list[str],
+    now_us: int,
+    *,
+    notifications: bool = True,
 ) -> list[SourceHealth]:
     """The health of `names` from their `rows` (`read_rows`) and their undelivered
-    notifications (read here, one statement per `BATCH`)."""
+    notifications (read here, one statement per `BATCH`; not with `notifications=False`:
+    then counted 0)."""
     got: list[SourceHealth] = []
     for i in range(0, len(names), BATCH):
         batch = names[i : i + BATCH]
-        waiting = deliveries.waiting_counts_by_source(ctx.store, sorted(set(batch)))
+        waiting = (
+            deliveries.waiting_counts_by_source(ctx.store, sorted(set(batch)))
+            if notifications
+            else {}
+        )
         got.extend(
             _source_health(ctx.workspace.source(n), rows[n], waiting.get(n, {}), now_us)
             for n in batch

@@ -243,6 +243,23 @@ def _done_elsewhere(
     result.detail["watermark_at"] = iso(after.published_at)
 
 
+def _episodes(health: SourceHealth, state: State) -> list[tuple[str, bool]]:
+    """(episode column, whether its condition holds now) of each alert episode."""
+    failing = state.failures > 0 and state.last_outcome == "failed" and not health.frozen
+    return [
+        ("stale_alerted_at", health.stale),
+        ("failure_alerted_at", failing),
+        ("hold_alerted_at", state.last_outcome == "held" and health.missed > 1),
+    ]
+
+
+def alerts_due(health: SourceHealth, state: State) -> bool:
+    """Whether an alert episode of the source opens or closes now (`alerts` has work):
+    the conditions depend only on the missed days, frozen and the scheduler's state, so
+    a light health (no last fetch, no notification counts) can tell."""
+    return any(active != (getattr(state, c) is not None) for c, active in _episodes(health, state))
+
+
 def alerts(ctx: Context, health: SourceHealth, now: int, state: State | None = None) -> list[str]:
     """Open or close the source's alert episodes; returns the notices queued. `state`:
     the source's scheduler state as just read (default: read here). An episode already
@@ -251,9 +268,7 @@ def alerts(ctx: Context, health: SourceHealth, now: int, state: State | None = N
     store = ctx.store
     if state is None:
         state = schedule_state.get(store, health.source)
-    stale = health.stale
-    failing = state.failures > 0 and state.last_outcome == "failed" and not health.frozen
-    holding = state.last_outcome == "held" and health.missed > 1
+    (_, stale), (_, failing), (_, holding) = _episodes(health, state)
     queued: list[str] = []
     body: dict[str, Any] = {
         "missed_publications": health.missed,

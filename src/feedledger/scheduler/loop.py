@@ -48,7 +48,14 @@ from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
 from feedledger.pipeline.health import destination_lag, due_in, from_rows, health, read_rows
 from feedledger.pipeline.resident import ResidentReport
-from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
+from feedledger.pipeline.scheduling import (
+    Attempt,
+    Interrupted,
+    alerts,
+    alerts_due,
+    attempt,
+    due_now,
+)
 from feedledger.scheduler.metrics import Metrics
 
 
@@ -267,7 +274,8 @@ class Scheduler:
         # one read of the ledger for every source (a fixed number of statements): which
         # are due, which another process is working on, and the idle ones' health
         try:
-            rows = read_rows(ctx, sorted(ctx.workspace.sources))
+            # (the held runs, last fetches and notification counts only for the metrics)
+            rows = read_rows(ctx, sorted(ctx.workspace.sources), facts=self.metrics is not None)
         except Exception as exc:  # the store is down: the next tick looks again
             self.emit({"event": "error", "error": f"tick: {type(exc).__name__}: {exc}"})
             rows = {}
@@ -330,7 +338,8 @@ class Scheduler:
             if not names:
                 report = []
             elif rows is not None:
-                report = from_rows(ctx, rows, names, now)
+                full = self.metrics is not None
+                report = from_rows(ctx, rows, names, now, notifications=full)
             else:
                 report = health(ctx, now, names)
         except Exception as exc:
@@ -341,6 +350,12 @@ class Scheduler:
                 self.metrics.update(h)
             try:
                 state = rows[h.source].schedule if rows is not None else None
+                if state is not None and not alerts_due(h, state):
+                    continue  # every episode as it should be: no transaction
+                if rows is not None and self.metrics is None:
+                    # an episode opens or closes: its notice says what health says in full
+                    (h,) = health(ctx, now, [h.source])
+                    state = None
                 for topic in alerts(ctx, h, now, state):
                     self.emit({"event": "alert", "source": h.source, "topic": topic})
             except Exception as exc:
