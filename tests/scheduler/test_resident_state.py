@@ -21,8 +21,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from feedledger.ledger import leases
 from feedledger.ledger.schema import applications, watermarks
 from feedledger.ledger.store import Store
+from feedledger.model.errors import LeaseHeldError
 from feedledger.model.timeutil import parse_instant, to_us
 from helpers import Cli
 
@@ -114,19 +116,23 @@ def wait_for(what: str, ready: Callable[[], bool], proc: subprocess.Popen[str]) 
 
 
 def when_free(cli: Cli, *args: str) -> Any:
-    """`cli(*args)` as an operator runs it beside a running scheduler: refused while the
-    scheduler's own attempt holds the source's lease (exit 7, "holds this source's
-    lease": one run per source at a time, the product's rule), run again once it is
-    free. Other refusals fail the test."""
+    """`cli(*args)` as an operator runs it beside a running scheduler: the source's
+    lease claimed first (`leases.claimed`; refused while the scheduler's own attempt
+    holds it: one run per source at a time, the product's rule), then the command, whose
+    run goes on under that claim -- so the scheduler cannot take up the payload an
+    `ingest` archived before the command applies it. Other refusals fail the test."""
     deadline = time.monotonic() + 120  # only detects a hang
-    while True:
-        result = cli(*args, expect=None)
-        busy = result.exit_code == 7 and "holds this source's lease" in result.stderr
-        if not busy:
-            assert result.exit_code == 0, (result.stdout, result.stderr)
-            return result
-        assert time.monotonic() < deadline, result.stderr
-        time.sleep(0.05)
+    store = Store(cli.ws.store_url)
+    try:
+        while True:
+            try:
+                with leases.claimed(store, NAME):
+                    return cli(*args)
+            except LeaseHeldError as exc:
+                assert time.monotonic() < deadline, str(exc)
+                time.sleep(0.05)
+    finally:
+        store.close()
 
 
 def test_a_warm_scheduler_reloads_a_state_another_process_made_stale(

@@ -35,6 +35,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,9 @@ NOTHING = "nothing_to_do"
 _ttl_s = DEFAULT_TTL_S  # this process's lease time-to-live (the scheduler shortens it)
 _active: dict[str, str] = {}  # holder -> source: leases this process holds now
 _active_lock = threading.Lock()
+# source -> holder: the sources this thread of work has claimed (`claimed`); a leased run
+# of one of them goes on under the claim's holder instead of taking the lease anew
+_claims: ContextVar[dict[str, str] | None] = ContextVar("feedledger_lease_claims", default=None)
 
 
 def set_ttl(seconds: int) -> None:
@@ -71,7 +75,7 @@ def acquire(
     store: Store,
     source: str,
     holder: str,
-    run_id: str,
+    run_id: str | None,
     *,
     run_kind: str | None = None,
     parent_run_id: str | None = None,
@@ -80,7 +84,9 @@ def acquire(
 ) -> int:
     """Take the source's lease; with `run_kind`, also start the new run `run_id` (same
     transaction; which unfinished run it goes on with is decided under the lease:
-    `continue_run`). `window`: a backfill's requested window, kept on the run.
+    `continue_run`); `run_id` None: a claim, no run (`claimed`). `holder` may take again a
+    lease it holds (a run under its claim). `window`: a backfill's requested window, kept
+    on the run.
     `reserve`: as many version ids reserved in the same transaction (a live run whose
     diff was computed before it took the lease: one fsync'd transaction fewer); returns
     the first (0: none reserved). Ids of a run that writes none are simply skipped.
@@ -112,8 +118,9 @@ def acquire(
         elif row.holder and row.holder != holder:
             expired = row.expires_at is not None and row.expires_at < now
             if not expired and not holder_dead(row.holder):
+                who = f"another run ({row.run_id})" if row.run_id else "another worker's attempt"
                 raise LeaseHeldError(
-                    f"another run ({row.run_id}) holds this source's lease "
+                    f"{who} holds this source's lease "
                     f"(holder {row.holder}, until {iso(row.expires_at)})",
                     source=source,
                     hint="one run per source at a time; wait for it to finish",
@@ -149,6 +156,7 @@ def acquire(
                     f"`feedledger thaw {source}` resumes live runs",
                 )
         if run_kind is not None:
+            assert run_id is not None
             runs.start(
                 conn,
                 run_id=run_id,
@@ -207,24 +215,57 @@ def release(
     run_id: str | None = None,
     status: str | None = None,
     error: str | None = None,
+    keep: bool = False,
 ) -> None:
     """Release the lease; with `run_id` and `status`, also finish the run (same txn),
     if `holder` still holds it (`runs.finish`). Status `NOTHING`: the run found nothing
     to do once it held the lease, and is removed if it wrote nothing (`runs.discard`),
-    else finished `succeeded`."""
+    else finished `succeeded`. `keep`: the run ends but `holder` keeps the lease (its
+    claim: `claimed`), naming no run."""
     with store.begin() as conn:
         if run_id is not None and status == NOTHING:
             if not runs.discard(conn, run_id, holder):
                 runs.finish(conn, run_id, "succeeded", error, holder=holder)
         elif run_id is not None and status is not None:
             runs.finish(conn, run_id, status, error, holder=holder)
-        conn.execute(
-            update(leases)
-            .where(leases.c.source == source, leases.c.holder == holder)
-            .values(
-                holder=None, run_id=None, expires_at=None, heartbeat_at=None, holder_schema=None
+        mine = update(leases).where(leases.c.source == source, leases.c.holder == holder)
+        if keep:
+            conn.execute(mine.values(run_id=None))
+        else:
+            conn.execute(
+                mine.values(
+                    holder=None,
+                    run_id=None,
+                    expires_at=None,
+                    heartbeat_at=None,
+                    holder_schema=None,
+                )
             )
-        )
+
+
+@contextmanager
+def claimed(store: Store, source: str) -> Iterator[str]:
+    """Hold the source's lease, with no run, for the block, and yield the holder: what a
+    scheduler's attempt takes BEFORE it fetches, reads or diffs anything, so that a
+    worker of another process finds the source taken (LeaseHeldError, at the cost of
+    one statement) instead of doing the same work to lose the lease at the end. A run
+    the block starts on `source` (`leased_run`, on this thread) goes on under the
+    claim's holder and leaves the lease claimed when it ends; the block's end releases
+    it. Kept alive by `Heartbeat`; a claim whose process died is taken over like any
+    lease (it has no run to abandon)."""
+    holder = new_holder()
+    with stage("claim"):
+        acquire(store, source, holder, None)
+    token = _claims.set({**(_claims.get() or {}), source: holder})
+    with _active_lock:
+        _active[holder] = source
+    try:
+        yield holder
+    finally:
+        _claims.reset(token)
+        with _active_lock:
+            _active.pop(holder, None)
+        release(store, source, holder)
 
 
 def continue_run(store: Store, run: LeasedRun, run_id: str) -> None:
@@ -283,9 +324,11 @@ def leased_run(
     the ledger, and set `run.outcome = NOTHING` when another run did the work in
     between; an unfinished run it is to go on with is named under it (`continue_run`).
     `reserve`: version ids reserved with the lease (`acquire`), the first kept in
-    `run.reserved`."""
+    `run.reserved`. Under this thread's claim of `source` (`claimed`), the run takes the
+    lease with the claim's holder and hands it back to the claim at its end."""
     run_id = str(uuid.uuid4())
-    run = LeasedRun(run_id=run_id, holder=new_holder(), source=source)
+    claim = (_claims.get() or {}).get(source)
+    run = LeasedRun(run_id=run_id, holder=claim or new_holder(), source=source)
     with stage("lease"):
         first = acquire(
             store,
@@ -299,8 +342,9 @@ def leased_run(
         )
     if first:
         run.reserved = (first, reserve)
-    with _active_lock:
-        _active[run.holder] = source
+    if claim is None:
+        with _active_lock:
+            _active[run.holder] = source
     status, error = "failed", None
     try:
         yield run
@@ -309,10 +353,19 @@ def leased_run(
         error = str(exc) or type(exc).__name__
         raise
     finally:
-        with _active_lock:
-            _active.pop(run.holder, None)
+        if claim is None:
+            with _active_lock:
+                _active.pop(run.holder, None)
         with stage("release"):
-            release(store, source, run.holder, run_id=run.run_id, status=status, error=error)
+            release(
+                store,
+                source,
+                run.holder,
+                run_id=run.run_id,
+                status=status,
+                error=error,
+                keep=claim is not None,
+            )
 
 
 def renew(store: Store) -> int:

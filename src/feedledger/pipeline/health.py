@@ -202,17 +202,61 @@ def health(ctx: Context, now_us: int, sources: list[str] | None = None) -> list[
     """The sources' health, read with a fixed number of statements per `BATCH` sources
     (not per source): one per table."""
     names = sources or sorted(ctx.workspace.sources)
-    configs = [ctx.workspace.source(n) for n in names]
+    return from_rows(ctx, read_rows(ctx, names), names, now_us)
+
+
+def read_rows(ctx: Context, names: list[str], *, facts: bool = True) -> dict[str, HealthRows]:
+    """What health reads of the ledger for `names` (`health_rows`, `BATCH` at a time):
+    the scheduler's tick reads it once for both its due sources and its health.
+    `facts=False`: without held runs and last fetches (`health_rows`)."""
+    got: dict[str, HealthRows] = {}
+    for i in range(0, len(names), BATCH):
+        got.update(health_rows(ctx.store, sorted(set(names[i : i + BATCH])), facts=facts))
+    return got
+
+
+def from_rows(
+    ctx: Context,
+    rows: dict[str, HealthRows],
+    names: list[str],
+    now_us: int,
+    *,
+    notifications: bool = True,
+) -> list[SourceHealth]:
+    """The health of `names` from their `rows` (`read_rows`) and their undelivered
+    notifications (read here, one statement per `BATCH`; not with `notifications=False`:
+    then counted 0)."""
     got: list[SourceHealth] = []
     for i in range(0, len(names), BATCH):
-        batch = sorted(set(names[i : i + BATCH]))
-        rows = health_rows(ctx.store, batch)
-        waiting = deliveries.waiting_counts_by_source(ctx.store, batch)
+        batch = names[i : i + BATCH]
+        waiting = (
+            deliveries.waiting_counts_by_source(ctx.store, sorted(set(batch)))
+            if notifications
+            else {}
+        )
         got.extend(
-            _source_health(src, rows[src.name], waiting.get(src.name, {}), now_us)
-            for src in configs[i : i + BATCH]
+            _source_health(ctx.workspace.source(n), rows[n], waiting.get(n, {}), now_us)
+            for n in batch
         )
     return got
+
+
+def due_in(src: SourceConfig, rows: HealthRows, now_us: int) -> bool:
+    """Whether the scheduler should attempt `src` at `now_us`, from its health rows: it
+    has a fetch location, is not backing off, not frozen, and was never applied or
+    missed a publication (`missed_dates`)."""
+    if src.fetch is None:
+        return False
+    state = rows.schedule
+    if state.next_attempt_at is not None and now_us < state.next_attempt_at:
+        return False
+    if rows.freeze is not None:
+        return False
+    wm = rows.watermark
+    if wm is None:
+        return True  # never applied: the first live run
+    missed = _missed(src, wm.published_at, lambda: state, lambda: rows.gap_spans, now_us)
+    return bool(missed)
 
 
 def destination_lag(

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import leases, schedule_state
+from feedledger.ledger import schedule_state
 from feedledger.ledger.records import Watermark
+from feedledger.ledger.schedule_state import State
+from feedledger.ledger.views.health import health_rows
 from feedledger.model.cadence import due_at, next_due
 from feedledger.model.errors import (
     FeedledgerError,
@@ -42,7 +44,7 @@ from feedledger.model.timeutil import iso
 from feedledger.pipeline import observing
 from feedledger.pipeline.catchup.backfill import Progress
 from feedledger.pipeline.catchup.recovery import recover, waiting
-from feedledger.pipeline.health import SourceHealth, missed_dates
+from feedledger.pipeline.health import SourceHealth, due_in
 from feedledger.pipeline.observing import DateWentBackError, observes
 from feedledger.pipeline.run import live_run
 
@@ -120,17 +122,11 @@ def late_steps(src: SourceConfig, now: int, since: int) -> int:
 
 
 def due_now(ctx: Context, src: SourceConfig, now: int) -> bool:
-    """Whether the scheduler should attempt `src` now."""
+    """Whether the scheduler should attempt `src` now (`health.due_in`, its rows read
+    now)."""
     if src.fetch is None:
         return False
-    state = schedule_state.get(ctx.store, src.name)
-    if state.next_attempt_at is not None and now < state.next_attempt_at:
-        return False
-    if leases.is_frozen(ctx.store, src.name):
-        return False
-    if ctx.store.watermark(src.name) is None:
-        return True  # never applied: the first live run
-    return bool(missed_dates(ctx, src, now))
+    return due_in(src, health_rows(ctx.store, [src.name])[src.name], now)
 
 
 def attempt(
@@ -269,13 +265,32 @@ def _done_elsewhere(
     result.detail["watermark_at"] = iso(after.published_at)
 
 
-def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
-    """Open or close the source's alert episodes; returns the notices queued."""
-    store = ctx.store
-    state = schedule_state.get(store, health.source)
-    stale = health.stale
+def _episodes(health: SourceHealth, state: State) -> list[tuple[str, bool]]:
+    """(episode column, whether its condition holds now) of each alert episode."""
     failing = state.failures > 0 and state.last_outcome == "failed" and not health.frozen
-    holding = state.last_outcome == "held" and health.missed > 1
+    return [
+        ("stale_alerted_at", health.stale),
+        ("failure_alerted_at", failing),
+        ("hold_alerted_at", state.last_outcome == "held" and health.missed > 1),
+    ]
+
+
+def alerts_due(health: SourceHealth, state: State) -> bool:
+    """Whether an alert episode of the source opens or closes now (`alerts` has work):
+    the conditions depend only on the missed days, frozen and the scheduler's state, so
+    a light health (no last fetch, no notification counts) can tell."""
+    return any(active != (getattr(state, c) is not None) for c, active in _episodes(health, state))
+
+
+def alerts(ctx: Context, health: SourceHealth, now: int, state: State | None = None) -> list[str]:
+    """Open or close the source's alert episodes; returns the notices queued. `state`:
+    the source's scheduler state as just read (default: read here). An episode already
+    as it should be (open while active, closed while not) is left without a transaction:
+    opening and closing are conditional updates, so the next look settles a race."""
+    store = ctx.store
+    if state is None:
+        state = schedule_state.get(store, health.source)
+    (_, stale), (_, failing), (_, holding) = _episodes(health, state)
     queued: list[str] = []
     body: dict[str, Any] = {
         "missed_publications": health.missed,
@@ -305,6 +320,8 @@ def alerts(ctx: Context, health: SourceHealth, now: int) -> list[str]:
             "for an operator (recovery = hold)",
         ),
     ):
+        if active == (getattr(state, column) is not None):
+            continue  # already open while active, or closed while not: nothing to do
         done = f"{health.source}: {topic.replace('_', ' ')} cleared"
         sent = schedule_state.alert_episode(
             store,

@@ -35,6 +35,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -44,16 +45,35 @@ from feedledger.context import Context
 from feedledger.ledger import leases
 from feedledger.ledger.engine import refuse_newer
 from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
-from feedledger.model.errors import SchemaTooNewError
+from feedledger.ledger.views.health import HealthRows
+from feedledger.model.errors import LeaseHeldError, SchemaTooNewError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
 from feedledger.pipeline import allocators
-from feedledger.pipeline.health import destination_lag, health
+from feedledger.pipeline.health import destination_lag, due_in, from_rows, health, read_rows
 from feedledger.pipeline.resident import ResidentReport
-from feedledger.pipeline.scheduling import Attempt, Interrupted, alerts, attempt, due_now
+from feedledger.pipeline.scheduling import (
+    Attempt,
+    Interrupted,
+    alerts,
+    alerts_due,
+    attempt,
+    due_now,
+)
 from feedledger.scheduler.metrics import Metrics
+
+
+def _held_elsewhere(rows: HealthRows) -> bool:
+    """Whether another process's run or attempt holds the source's lease now (not
+    expired, its holder alive): the source is left to it this tick, unlooked at."""
+    lease = rows.lease
+    if lease is None or lease.holder is None:
+        return False
+    if lease.expires_at is not None and lease.expires_at < now_us():
+        return False
+    return not leases.holder_dead(lease.holder)
 
 
 class Clock(Protocol):
@@ -101,6 +121,7 @@ class Scheduler:
         self._after = ThreadPoolExecutor(1, thread_name_prefix="after-apply")
         self._after_queued: list[Future[object]] = []
         workspace = Workspace.load(self.config_path)
+        self._config_text: bytes | None = None  # that of the workspace last parsed
         self.ctx = Context(
             workspace, warm_sources=self.options.max_warm_sources, after_apply=self._queue_after
         )
@@ -120,13 +141,27 @@ class Scheduler:
             self.log.flush()
 
     # -- one tick ---------------------------------------------------------------------
-    def _context(self) -> Context:
-        """This tick's workspace (feedledger.toml may have changed), the same store."""
+    def _workspace(self) -> Workspace:
+        """feedledger.toml as it stands: parsed again only when its text changed since
+        the last good parse (a fleet's file of 300 sources costs tomlkit ~0.1 CPU s a
+        parse, and a tick comes every `tick_s`); a broken edit keeps the last good one."""
+        try:
+            text = Workspace.locate(self.config_path).read_bytes()
+        except OSError:
+            text = None  # Workspace.load names the problem
+        if text is not None and text == self._config_text:
+            return self.ctx.workspace
         try:
             workspace = Workspace.load(self.config_path)
         except Exception as exc:  # a broken edit: keep the last good configuration
             self.emit({"event": "config_error", "error": str(exc)})
-            workspace = self.ctx.workspace
+            return self.ctx.workspace
+        self.ctx.workspace, self._config_text = workspace, text
+        return workspace
+
+    def _context(self) -> Context:
+        """This tick's workspace (feedledger.toml may have changed), the same store."""
+        workspace = self._workspace()
         ctx = Context(workspace, after_apply=self._queue_after)
         ctx._store = self.store
         ctx._cache = self.cache
@@ -168,27 +203,41 @@ class Scheduler:
 
     def _run_one(self, ctx: Context, name: str, now: int) -> Attempt | None:
         src = ctx.workspace.source(name)
-        try:
-            if not due_now(ctx, src, now):
-                # looked at again as a worker takes it up: another scheduler applied it
-                # (or tried it and set its next try) since this tick queued it -- no
-                # fetch, no read, no attempt recorded over that scheduler's
+        with ExitStack() as claim:
+            try:
+                # the source's lease claimed first: a worker of another scheduler on it
+                # now makes this attempt `busy` before it fetched, read or diffed anything
+                claim.enter_context(leases.claimed(self.store, name))
+            except LeaseHeldError as exc:
+                return self._busy(src, now, exc)
+            except SchemaTooNewError as exc:
+                self._refuse(exc)
                 return None
-        except Exception:  # the store is down: the attempt says so
-            pass
-        try:
-            result = attempt(ctx, src, now, self.rng, progress=self._progress())
-        except SchemaTooNewError as exc:
-            self._refuse(exc)
-            return None
-        except Exception as exc:  # never silent: a worker's exception ends in its future
-            self.emit({"event": "error", "source": name, "error": f"{type(exc).__name__}: {exc}"})
-            return None
-        finally:
-            self._keep_archive(ctx)
-            # between runs: what the attempt freed goes back to the system
-            allocators.give_back()
-            self._publish_warm()
+            except Exception:  # the store is down: the attempt says so
+                pass
+            try:
+                if not due_now(ctx, src, now):
+                    # looked at again under the claim: another scheduler applied it (or
+                    # tried it and set its next try) since this tick queued it -- no
+                    # fetch, no read, no attempt recorded over that scheduler's
+                    return None
+            except Exception:  # the store is down: the attempt says so
+                pass
+            try:
+                result = attempt(ctx, src, now, self.rng, progress=self._progress())
+            except SchemaTooNewError as exc:
+                self._refuse(exc)
+                return None
+            except Exception as exc:  # never silent: a worker's exception ends in its future
+                self.emit(
+                    {"event": "error", "source": name, "error": f"{type(exc).__name__}: {exc}"}
+                )
+                return None
+            finally:
+                self._keep_archive(ctx)
+                # between runs: what the attempt freed goes back to the system
+                allocators.give_back()
+                self._publish_warm()
         self.emit(result.to_json())
         if result.payloads:
             self._export_delta(ctx, name)
@@ -209,6 +258,15 @@ class Scheduler:
                 self.emit({"event": "delta_export", **done.to_json()})
         except Exception as exc:
             self.emit({"event": "error", "source": name, "error": f"delta export: {exc}"})
+
+    def _busy(self, src: SourceConfig, now: int, exc: LeaseHeldError) -> Attempt:
+        """Another process holds the source's lease (its attempt, or an operator's
+        command): this attempt ends here, nothing fetched and nothing recorded."""
+        result = Attempt(src.name, "live", "busy", now, error=exc.problem)
+        self.emit(result.to_json())
+        if self.metrics is not None:
+            self.metrics.observe(result)
+        return result
 
     def _refuse(self, exc: SchemaTooNewError) -> None:
         self.refused = exc
@@ -236,18 +294,23 @@ class Scheduler:
         ctx = self._context()
         now = self.clock.now_us()
         started: list[Future[Attempt | None]] = []
+        # one read of the ledger for every source (a fixed number of statements): which
+        # are due, which another process is working on, and the idle ones' health
+        try:
+            # (the held runs, last fetches and notification counts only for the metrics)
+            rows = read_rows(ctx, sorted(ctx.workspace.sources), facts=self.metrics is not None)
+        except Exception as exc:  # the store is down: the next tick looks again
+            self.emit({"event": "error", "error": f"tick: {type(exc).__name__}: {exc}"})
+            rows = {}
+        elsewhere = {n for n, r in rows.items() if _held_elsewhere(r)}
         for name, src in self._in_turn(ctx):
             if self.stop.is_set():
                 break
             with self._lock:
                 busy = name in self._inflight and not self._inflight[name].done()
-            if busy:
+            if busy or name in elsewhere or name not in rows:
                 continue
-            try:
-                if not due_now(ctx, src, now):
-                    continue
-            except Exception as exc:
-                self.emit({"event": "error", "source": name, "error": str(exc)})
+            if not due_in(src, rows[name], now):
                 continue
             future = self._pool.submit(self._run_one, ctx, name, now)
             with self._lock:
@@ -258,10 +321,11 @@ class Scheduler:
                 f.result()
         attempted = {n for n, f in self._inflight.items() if f in started}
         with self._lock:
-            watched = self._running() | attempted  # each attempt watches its own source
-            idle = [n for n in ctx.workspace.sources if n not in watched]
+            # each attempt watches its own source, as does the process working on it
+            watched = self._running() | attempted | elsewhere
+            idle = [n for n in ctx.workspace.sources if n not in watched and n in rows]
         if not self.stop.is_set():
-            self._watch(ctx, idle, now)
+            self._watch(ctx, idle, now, rows)
         if self.options.dispatch:
             self._dispatch()
         self._keep_archive(ctx)
@@ -282,11 +346,25 @@ class Scheduler:
     def _running(self) -> set[str]:
         return {n for n, f in self._inflight.items() if not f.done()}
 
-    def _watch(self, ctx: Context, names: list[str], now: int) -> None:
+    def _watch(
+        self,
+        ctx: Context,
+        names: list[str],
+        now: int,
+        rows: dict[str, HealthRows] | None = None,
+    ) -> None:
         """Health of these sources (none with an attempt in flight: a source being
-        recovered is not announced stale): alert episodes and metrics."""
+        recovered is not announced stale): alert episodes and metrics. `rows`: their
+        health rows as the tick read them (default: read here)."""
+        names = sorted(names)
         try:
-            report = health(ctx, now, sorted(names)) if names else []
+            if not names:
+                report = []
+            elif rows is not None:
+                full = self.metrics is not None
+                report = from_rows(ctx, rows, names, now, notifications=full)
+            else:
+                report = health(ctx, now, names)
         except Exception as exc:
             self.emit({"event": "error", "error": f"health: {exc}"})
             return
@@ -294,7 +372,14 @@ class Scheduler:
             if self.metrics is not None:
                 self.metrics.update(h)
             try:
-                for topic in alerts(ctx, h, now):
+                state = rows[h.source].schedule if rows is not None else None
+                if state is not None and not alerts_due(h, state):
+                    continue  # every episode as it should be: no transaction
+                if rows is not None and self.metrics is None:
+                    # an episode opens or closes: its notice says what health says in full
+                    (h,) = health(ctx, now, [h.source])
+                    state = None
+                for topic in alerts(ctx, h, now, state):
                     self.emit({"event": "alert", "source": h.source, "topic": topic})
             except Exception as exc:
                 self.emit({"event": "error", "source": h.source, "error": f"alert: {exc}"})

@@ -51,8 +51,10 @@ class HealthRows:
         return self.state if self.state is not None else State(self.source)
 
 
-def health_rows(store: Store, sources: list[str]) -> dict[str, HealthRows]:
-    """Every one of `sources` (each a key of the result) with its rows."""
+def health_rows(store: Store, sources: list[str], *, facts: bool = True) -> dict[str, HealthRows]:
+    """Every one of `sources` (each a key of the result) with its rows. `facts=False`:
+    without the runs held for review and the last fetch (left 0 and None), which
+    neither a source's due time nor its missed days depend on (the scheduler's tick)."""
     got = {s: HealthRows(s) for s in sources}
     if not sources:
         return got
@@ -60,9 +62,10 @@ def health_rows(store: Store, sources: list[str]) -> dict[str, HealthRows]:
         _watermarks(conn, sources, got)
         _states(conn, sources, got)
         _freezes_and_leases(conn, sources, got)
-        for source, n in runs.held_counts(conn, sources).items():
-            got[source].held_runs = n
-        _last_fetches(conn, sources, got)
+        if facts:
+            for source, n in runs.held_counts(conn, sources).items():
+                got[source].held_runs = n
+            _last_fetches(conn, sources, got)
         _standing_gaps(conn, got)
     return got
 
