@@ -155,7 +155,9 @@ class Fleet:
             options: dict[str, Any] = {"key": ("parcel_id",), "retry_s": 1.0}
             if kind == "arcgis":
                 options.update(key=("PARCEL_ID",), connector="arcgis", fetch=self.layers[n].url)
-                options["geometry_grid"] = 0.001
+                # ~0.1 m, a county layer's precision: a grid as coarse as the 0.0009-degree
+                # parcels would snap each one to an invalid shape (a slow path, not a fleet)
+                options["geometry_grid"] = 1e-6
             else:
                 folder = self.feed / n
                 folder.mkdir(parents=True, exist_ok=True)
