@@ -23,7 +23,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from feedledger.ledger.encoding.columns import concatenated, json_lines
 from feedledger.model.errors import ConfigError
+from feedledger.pipeline.exports.columns import ColumnTypes, parse, typed_columns
+from feedledger.pipeline.exports.order import ordered
 
 __all__ = ["typed"]
 
@@ -58,11 +61,9 @@ def typed(
 def _inferred(texts: pa.Array) -> pa.Table | None:
     import pyarrow.json as pj  # lazy: as the readers
 
-    from feedledger.ledger.encoding.columns import _lines, concatenated
-
     if len(texts) == 0:
         return pa.table({})
-    data = concatenated(_lines(texts))
+    data = concatenated(json_lines(texts))
     options = pj.ParseOptions(unexpected_field_behavior="infer")
     try:
         table = pj.read_json(pa.BufferReader(data), parse_options=options)
@@ -74,8 +75,6 @@ def _inferred(texts: pa.Array) -> pa.Table | None:
 def _per_record(
     texts: pa.Array, order: list[str], known: dict[str, pa.DataType]
 ) -> tuple[list[str], list[pa.Array]]:
-    from feedledger.pipeline.exports.columns import ColumnTypes, parse, typed_columns
-    from feedledger.pipeline.exports.order import ordered
 
     records = [parse(t) for t in texts.to_pylist()]
     types = ColumnTypes()

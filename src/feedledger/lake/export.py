@@ -39,7 +39,9 @@ from feedledger.context import Context
 from feedledger.lake import positions
 from feedledger.lake.rows import changed, delta_rows, geo_note, with_geo_note
 from feedledger.lake.target import DeltaTarget, normalised, storage_options
+from feedledger.ledger.readers import history_rows
 from feedledger.model.timeutil import iso, now_us
+from feedledger.pipeline.exports import order
 
 __all__ = ["DeltaExport", "SourceExport", "export", "follow_run"]
 
@@ -180,9 +182,6 @@ def _source_rows(
     are updates of exported rows)."""
     import pyarrow.compute as pc  # lazy: as the readers
 
-    from feedledger.ledger.readers import history_rows
-    from feedledger.pipeline.exports import order
-
     name = src.name
     if since is None:
         keys = None
@@ -217,7 +216,6 @@ def _any_geo(configs: list[Any]) -> bool:
 
 
 def _crs(ctx: Context, source: str, known: int) -> str | None:
-    from feedledger.pipeline.exports import order
 
     layout = order.layout_at(ctx, source, _FOREVER, known)
     return layout.crs if layout is not None else None

@@ -115,7 +115,7 @@ def peak_rss_bytes() -> int | None:
     if not sys.platform.startswith("linux"):  # (ru_maxrss is in bytes on macOS)
         return None
     try:
-        import resource
+        import resource  # lazy: POSIX only (no resource module on Windows)
 
         return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
     except (ImportError, OSError):

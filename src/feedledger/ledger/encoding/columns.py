@@ -114,7 +114,7 @@ def _read(lines: pa.Array, schema: pa.Schema) -> pa.Table:
     return pj.read_json(pa.BufferReader(data), read_options=reading, parse_options=options)
 
 
-def _lines(texts: pa.Array) -> pa.Array:
+def json_lines(texts: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(texts, pa.scalar("\n"), "")
 
 
@@ -124,7 +124,7 @@ def text_columns(attributes: pa.Array, names: list[str]) -> list[pa.Array]:
     schema = pa.schema([(name, pa.string()) for name in names])
     if len(attributes) == 0:
         return [pa.array([], pa.string()) for _ in names]
-    lines = _lines(attributes)
+    lines = json_lines(attributes)
     try:
         table = _read(lines, schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
