@@ -234,3 +234,19 @@ def test_bad_geopackage_declarations_are_refused_in_one_line(cli: Cli, tmp_path:
               expect=2)  # fmt: skip
     assert "already the file of destination d" in got.stderr
     assert os.path.exists(gpkg)
+
+
+def test_the_live_route_of_a_killed_rebuild_wrote_the_file_in_place(
+    cli: Cli, tmp_path: Path
+) -> None:
+    place, day1 = setup(cli, tmp_path, 12)
+    cli("manifest", "create", "all", "--source", "zoning")
+    day2 = {**day1, "P05": ("R6", square(60, 60))}
+    ingest(cli, tmp_path, "2026-08-02", day2)  # waits for the live route
+    # the rebuild serves the live route before its first batch, then dies
+    killed = cli.proc("sync", "d", "--manifest", "all", "--batch", "5",
+                      env={FAULT_ENV: "after_checkpoint:1:kill"})  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert cli.json("sync", "d", "--live", "--once")["outcomes"]["accepted"] == 0  # done
+    got = features(place)  # the file in place, not the abandoned rebuild's
+    assert got["P05"][0]["zone"] == "R6"

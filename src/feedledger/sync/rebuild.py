@@ -208,7 +208,8 @@ def rebuild(
             n += 1
             if bucket is not None:
                 bucket.take(len(keys))
-            lag = _serve_live(ctx, dest, target, live_builder, recovery_window_s, maintenance)
+            lag = _serve_live(ctx, dest, target.live(), live_builder, recovery_window_s,
+                              maintenance)  # fmt: skip
             # what the outcome ledger confirms of these keys (sync/known.py): a batch
             # likely not written (a resync) probes them by their recorded hashes, their
             # versions read and their documents built only where the destination does
@@ -249,7 +250,7 @@ def rebuild(
         recorder.shutdown(wait=True)
         if maintenance:
             registry.set_paused(store, dest.name, None)
-    while n := live_step(ctx, dest, target, live_builder):  # what waited, or came meanwhile
+    while n := live_step(ctx, dest, target.live(), live_builder):  # what waited, or came
         report.live_written += n
     target.close()
     report.note_rejections(builder, live_builder)

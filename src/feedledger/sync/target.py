@@ -165,6 +165,10 @@ class Target:
     def finish(self) -> None:
         """A table is rebuilt in place: nothing to do."""
 
+    def live(self) -> Target:
+        """A table is rebuilt in place: the live route writes it too."""
+        return self
+
     def write_batch(
         self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
     ) -> Outcome:

@@ -72,6 +72,11 @@ class DestinationKind(Protocol):
         """Per key range: (rows, sum of revisions mod 2^61 - 1, sum of generation ranks,
         tombstones) -- a checksum of what the destination holds."""
 
+    def live(self) -> DestinationKind:
+        """What the live route writes through while this one takes a rebuild's batches:
+        itself (a kind rebuilt in place), or the destination as it stands (a kind that
+        rebuilds into a new file: `finish` carries those writes over)."""
+
     def finish(self) -> None:
         """A rebuild's last batch was acknowledged: make what it wrote the destination
         (a kind that rebuilds in place has nothing to do)."""

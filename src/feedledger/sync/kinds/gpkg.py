@@ -85,6 +85,7 @@ class GeoPackage:
         self.columns: dict[str, str] = {}  # attribute column (lower case) -> its name
         self._low: dict[str, str] = {}  # a member's name -> its column's, lower case
         self._tickets = itertools.count(1)
+        self._live: GeoPackage | None = None  # a rebuild's: the file in place
 
     # -- the file ---------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -150,6 +151,18 @@ class GeoPackage:
     def close(self) -> None:
         with self.lock:
             self.close_connection()
+        if self._live is not None:
+            self._live.close()
+
+    def live(self) -> GeoPackage:
+        """While a rebuild writes its new file, the live route writes the file in
+        place (its own connection), and `finish` merges that into the new one."""
+        if self.rebuild is None:
+            return self
+        if self._live is None:
+            self._live = GeoPackage(self.dest, geo=self.geo, store=self.store)
+            self._live.ensure()
+        return self._live
 
     def _mapped(self, *, reading: bool = False) -> AbstractContextManager[None]:
         """A driver's error under the block as one line naming the destination."""
