@@ -25,8 +25,12 @@ catalog (`helpers._pg_catalog`), as the first replay is.
 from __future__ import annotations
 
 import atexit
+import os
 import uuid
 from typing import Any
+
+# FEEDLEDGER_TEST_PG_POOL=0: every PostgreSQL test schema replayed and dropped (as before)
+ENABLED = os.environ.get("FEEDLEDGER_TEST_PG_POOL", "1") != "0"
 
 # the schemas of this process ready to be renamed into a test's (clean, at the head)
 _POOL: list[str] = []
@@ -152,7 +156,7 @@ def note(conn: Any, schema: str) -> None:
 def take(conn: Any, schema: str) -> bool:
     """Puts a pooled head schema in the place of the new, empty `schema`; False where
     the pool is empty or `schema` is not empty (the caller migrates it instead)."""
-    if not _POOL:
+    if not _POOL or not ENABLED:
         return False
     pooled = _POOL.pop()
     try:
@@ -189,7 +193,7 @@ def release(conn: Any, schema: str) -> bool:
     """Cleans `schema` into the pool when only its data changed; False (nothing done)
     where it must be dropped instead."""
     noted = _SNAPSHOT.pop(schema, None)
-    if not _PRISTINE or noted is None:
+    if not _PRISTINE or noted is None or not ENABLED:
         return False
     try:
         with conn.cursor() as cur:
@@ -261,8 +265,6 @@ def check_against_alembic(url: str) -> None:
 
 def drop_pool(base: str) -> None:
     """Drops this process's pooled schemas (at exit)."""
-    import os
-
     log = os.environ.get("FEEDLEDGER_TEST_PG_POOL_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as fh:
