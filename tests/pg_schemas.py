@@ -161,6 +161,15 @@ def take(conn: Any, schema: str) -> bool:
     pooled = _POOL.pop()
     try:
         with conn.cursor() as cur:
+            # (a schema created with privileges or an owner of its own keeps them: migrated)
+            cur.execute(
+                "SELECT n.nspacl IS NULL AND n.nspowner = p.nspowner FROM pg_namespace n,"
+                " pg_namespace p WHERE n.nspname = %s AND p.nspname = %s",
+                (schema, pooled),
+            )
+            plain = cur.fetchone()
+            if not plain or not plain[0]:
+                raise LookupError(schema)
             cur.execute(f"DROP SCHEMA {_ident(schema)} RESTRICT")
             cur.execute(f"ALTER SCHEMA {_ident(pooled)} RENAME TO {_ident(schema)}")
             _rebind_functions(cur, pooled, schema)
