@@ -275,9 +275,10 @@ def check_against_alembic(url: str) -> None:
 def drop_pool(base: str) -> None:
     """Drops this process's pooled schemas (at exit)."""
     log = os.environ.get("FEEDLEDGER_TEST_PG_POOL_LOG")
-    if log:
+    if log and any(COUNTS.values()):
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(f"{os.getpid()} {COUNTS}\n")
+        COUNTS.update(taken=0, recycled=0, dropped=0)
     if not _POOL:
         return
     import psycopg
