@@ -18,10 +18,11 @@ import pytest
 import typer.main
 import typer.testing
 
+import pg_schemas
 from feedledger import config
 from feedledger.config import Workspace
 from feedledger.model.source import SourceConfig
-from helpers import BACKENDS, Cli, MakeSource, backend_store, migrate
+from helpers import BACKENDS, PG_ENV, Cli, MakeSource, backend_store, migrate
 
 # -- the CLI's click command tree, built once per process ---------------------------------
 #
@@ -57,6 +58,14 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # this process's recycled PostgreSQL schemas (tests/pg_schemas.py) go with it (atexit
+    # too, where a worker ends otherwise)
+    base = os.environ.get(PG_ENV)
+    if base:
+        pg_schemas.drop_pool(base)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -17,6 +17,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+import pg_schemas
 from feedledger.archive.sidecar import new_ref
 from feedledger.config import Workspace
 from feedledger.model.payload import PayloadRef
@@ -44,7 +45,9 @@ def pg_schema_url(base: str, schema: str) -> str:
 # third of the suite. `migrate(url)` gives the same schema for a fraction of that:
 # Alembic runs for real once per process and backend, then SQLite stores are copies of
 # that file and PostgreSQL schemas get the very statements it sent, replayed on one
-# connection (the first replay is compared with the real one's catalog). The migrations
+# connection (the first replay is compared with the real one's catalog) -- or, cheaper
+# still, are a former test's schema cleaned back to that state (tests/pg_schemas.py:
+# its first one compared with the real one's catalog too). The migrations
 # themselves stay tested as such: ledger/test_schema_matches_migrations.py,
 # ledger/test_bitemporal.py, `init`, `db upgrade`.
 
@@ -73,6 +76,17 @@ def migrate(url: str) -> None:
             _record_pg(engine)
             return
         raw = engine.raw_connection()
+        taken = False
+        try:
+            schema = _search_path(raw)
+            # a recycled head schema renamed into place (pg_schemas.py), else the replay
+            taken = pg_schemas.take(raw, schema)
+        finally:
+            if taken:
+                raw.close()
+        if taken:
+            pg_schemas.check_against_alembic(url)
+            return
         try:
             cur = raw.cursor()
             for statement, params, many in _PG_SCRIPT:
@@ -82,15 +96,26 @@ def migrate(url: str) -> None:
                     cur.execute(statement, params)
             cur.close()
             raw.commit()
+            if len(_PG_CATALOG) == 1:  # once per process: the replay gave the same schema
+                with engine.connect() as conn:
+                    replayed = _pg_catalog(conn)
+                assert replayed == _PG_CATALOG[0], "replayed migrations differ from Alembic's"
+                _PG_CATALOG.append(replayed)
+                pg_schemas.record_pristine(raw, schema)
+            pg_schemas.note(raw, schema)
         finally:
             raw.close()
-        if len(_PG_CATALOG) == 1:  # once per process: the replay gave the same schema
-            with engine.connect() as conn:
-                replayed = _pg_catalog(conn)
-            assert replayed == _PG_CATALOG[0], "replayed migrations differ from Alembic's"
-            _PG_CATALOG.append(replayed)
     finally:
         engine.dispose()
+
+
+def _search_path(raw: Any) -> str:
+    cur = raw.cursor()
+    cur.execute("SHOW search_path")
+    schema = str(cur.fetchone()[0]).strip('"')
+    cur.close()
+    raw.rollback()
+    return schema
 
 
 def _sqlite_template() -> Path:
@@ -232,11 +257,16 @@ def backend_store(backend: str, tmp: Path, name: str = "ledger.db") -> Iterator[
     schema = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
+    pg_schemas.register_cleanup(base)
     try:
         yield pg_schema_url(base, schema)
     finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        # a schema whose data alone changed is cleaned for the next test, else dropped
+        with psycopg.connect(base) as conn:
+            if not pg_schemas.release(conn, schema):
+                pg_schemas.COUNTS["dropped"] += 1
+                conn.autocommit = True
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def old_cell(value: Any) -> str:
