@@ -1,4 +1,4 @@
-"""A fleet: 12 county feeds of 200 parcels in mixed formats (tests/scheduler/fleet.py:
+"""A fleet: 30 county feeds of 500 parcels in mixed formats (tests/scheduler/fleet.py:
 CSV, GeoJSON and GeoPackage folders, fake ArcGIS FeatureServer layers), the archive on
 S3 (moto's server on 127.0.0.1), three `feedledger scheduler` processes sharing the
 store. A day is applied once per source and `health` is green after it; a scheduler
@@ -36,10 +36,7 @@ from scheduler.processes import (
     wait_until,
 )
 
-# every kind of feed (fleet.KINDS: 6 CSV, 2 GeoJSON, a GeoPackage and an ArcGIS layer, then
-# 2 CSV) shared by 3 schedulers of 2 workers each; the size is bench/fleet_bench.py's to
-# measure (30 x 500 here cost ~30 CPU-s a test, the suite's largest file)
-SOURCES, PARCELS = 12, 200
+SOURCES, PARCELS = 30, 500
 LATE = 4  # sources that miss a week
 
 
