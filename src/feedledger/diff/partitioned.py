@@ -138,9 +138,17 @@ def parts_of(frame: pl.DataFrame, partitions: int) -> Callable[[int], pl.DataFra
     2026-12-06)")."""
     if partitions == 1:
         return lambda p: frame
-    small = pl.UInt8 if partitions <= 256 else pl.UInt16 if partitions <= 65536 else pl.UInt32
-    ids = frame.select(partition_of(partitions).cast(small)).to_series()
+    ids = partition_ids(frame, partitions)
     return lambda p: frame.filter(ids == p)
+
+
+def partition_ids(frame: pl.DataFrame, partitions: int) -> pl.Series:
+    """Each row's partition as the smallest integer type that holds it, from the frame's
+    key hash `kh`, or from its key (the hash made on the fly, never kept)."""
+    small = pl.UInt8 if partitions <= 256 else pl.UInt16 if partitions <= 65536 else pl.UInt32
+    if "kh" not in frame.columns:
+        frame = with_key_hash(frame.select("key"))
+    return frame.select(partition_of(partitions).cast(small)).to_series()
 
 
 def compute_partitioned(
@@ -150,23 +158,27 @@ def compute_partitioned(
     kind: PayloadKind,
     use_revision: bool,
     partitions: int,
+    state_parts: Callable[[int], pl.DataFrame] | None = None,
 ) -> DiffResult:
     """`compute(obs, state, ...)`, done in `partitions` key-hash parts, each part's state
-    rows taken from the whole state only when it is diffed. `obs` given as a one-item
-    list is taken from it (the list emptied): its rows are then split into the parts a
-    column at a time, each column freed once split, and each part freed once diffed,
-    so that the observations and their diff never exist whole at once."""
+    rows taken from the whole state only when it is diffed (or given by `state_parts`:
+    partition p's rows of `state`, as `part` makes them, read from wherever they are
+    kept). `obs` given as a one-item list is taken from it (the list emptied): its rows
+    are then split into the parts a column at a time, each column freed once split, and
+    each part freed once diffed, so that the observations and their diff never exist
+    whole at once."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, not {partitions}")
     held = obs if isinstance(obs, list) else [obs]
     obs_parts = _split_taking(held, partitions)
     obs_parts.reverse()  # popped in partition order
-    state = with_key_hash(state)
+    if state_parts is None:
+        state_parts = parts_of(with_key_hash(state), partitions)
     return merge(
         list(
             diff_parts(
                 lambda p: obs_parts.pop(),
-                parts_of(state, partitions),
+                state_parts,
                 partitions,
                 kind=kind,
                 use_revision=use_revision,
