@@ -8,9 +8,9 @@ loaded ledger.
         [--asof 200] [--src SRC]
 
 Each (data, backend, budget) is one fresh workspace: `ingest` of day 1, then day 2, each
-under /usr/bin/time (wall, peak RSS) with FEEDLEDGER_TIMINGS=rss (the stage where the
-peak was reached); then `snapshot --valid day 2 -o file` (wall, peak RSS) and `asof` of
-random parcels through the Python API (p50/p90 ms, after a warm-up). `--src` runs
+under /usr/bin/time (wall, peak RSS, user + sys CPU) with FEEDLEDGER_TIMINGS=rss (the
+stage where the peak was reached); then `snapshot --valid day 2 -o file` (wall, peak
+RSS) and `asof` of random parcels through the Python API (p50/p90 ms, after a warm-up). `--src` runs
 another source tree (PYTHONPATH) for an A/B. The data directories come from
 `bench/gen_parcels.py --n N --days 2 --out DIR`. Figures differ by minutes on a shared
 machine: compare configurations of one run, not runs. Writes
@@ -48,7 +48,7 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """Run `argv` under /usr/bin/time: wall s, peak RSS MiB, and the timings line."""
     out = cwd / ".time"
     done = subprocess.run(
-        ["/usr/bin/time", "-f", "%e %M", "-o", str(out), *argv],
+        ["/usr/bin/time", "-f", "%e %M %U %S", "-o", str(out), *argv],
         cwd=cwd,
         env={**env, "FEEDLEDGER_TIMINGS": "rss"},
         capture_output=True,
@@ -57,7 +57,7 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     )
     if done.returncode:
         raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
-    wall, rss = out.read_text().split()[-2:]
+    wall, rss, user, system = out.read_text().split()[-4:]
     stages = {}
     for line in done.stderr.splitlines():
         if line.startswith("timings:"):
@@ -70,6 +70,11 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     return {
         "wall_s": float(wall),
         "peak_mib": int(rss) // 1024,
+        # the process's CPU (all threads; a PostgreSQL server's own is not counted): the
+        # figure to compare on a loaded machine, where walls are not
+        "cpu_s": round(float(user) + float(system), 2),
+        "user_s": float(user),
+        "sys_s": float(system),
         "peak_stage": peak_stage.removesuffix(".peak_mib") if peak_stage else None,
         "stages_s": {k: v for k, v in stages.items() if "." not in k and v >= 0.5},
     }

@@ -14,6 +14,7 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.diff.compute import STATE_SCHEMA
 from feedledger.ledger import statecache
+from feedledger.ledger.stateparts import StateParts, write_parts
 from feedledger.pipeline.ingest import ingest
 from helpers import MakeSource
 
@@ -48,8 +49,9 @@ def test_a_mapped_state_is_the_ledgers_state_and_outlives_its_file(
 
 
 @pytest.mark.parametrize("mapped", [False, True])
+@pytest.mark.parametrize("partitioned", [False, True])
 def test_a_state_written_in_parts_some_empty_reads_back_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool, partitioned: bool
 ) -> None:
     # a partitioned diff's next state arrives one key-hash partition at a time, and
     # with more partitions than keys most of them are empty
@@ -66,7 +68,7 @@ def test_a_state_written_in_parts_some_empty_reads_back_whole(
     empty = state.clear()
     parts = [empty, state[:3], empty, empty, state[3:4], state[4:], empty]
     path = tmp_path / "state.arrow"
-    statecache._write_parts(path, iter(parts))
+    write_parts(path, StateParts(iter(parts), len(parts)) if partitioned else iter(parts))
     monkeypatch.setattr(statecache, "MAP_BYTES", 0 if mapped else 1 << 40)
     back = statecache._read(path)
     assert back.schema == STATE_SCHEMA
@@ -90,7 +92,7 @@ def test_a_state_written_in_parts_holds_each_parts_texts_once(tmp_path: Path) ->
     )
     parts = [state.filter(pl.col("version_id") % 8 == p) for p in range(8)]
     path = tmp_path / "state.arrow"
-    statecache._write_parts(path, iter(parts))
+    write_parts(path, iter(parts))
     texts = sum(len(k) for k in keys) + 40_000 * len("revision-000000000000")
     # each key's and revision's text once, its view and the numbers: ~3 MB, not ~15 MB
     assert path.stat().st_size < texts + 40_000 * (16 + 16 + 8 + 8 + 1) + (1 << 20)

@@ -19,6 +19,7 @@ from feedledger.context import Context
 from feedledger.diff import compute, empty_state, next_state
 from feedledger.formats import csv_batched
 from feedledger.ledger import bulk
+from feedledger.ledger.stateparts import StoredState
 from feedledger.model.hashing import with_key_hash
 from feedledger.pipeline import bounded, ingest
 from helpers import Cli, MakeSource
@@ -63,6 +64,16 @@ def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
 
     # (a payload file read in batches is read from the archive's copy of the file)
     monkeypatch.setattr(csv_batched, "read_csv_file", spy)
+    # the next days' diffs and next states read the state cache file a partition at a
+    # time (ledger/stateparts.py), never mapped whole
+    partitions_read: list[int] = []
+    read_part = StoredState.read
+
+    def spy_read(stored: StoredState, p: int) -> pl.DataFrame:
+        partitions_read.append(stored.partitions)
+        return read_part(stored, p)
+
+    monkeypatch.setattr(StoredState, "read", spy_read)
     days = [write(parcels(3000, day), tmp_path / f"d{day}.csv") for day in (1, 2)]
     # day 3 states day 2 again: its diff reads the state cache written in partitions
     for day, path in enumerate([*days, days[1]], start=1):
@@ -75,6 +86,11 @@ def test_a_budgeted_ingest_records_what_the_whole_ingest_records(
         if day == 2:
             assert whole["changed"] == 60 and whole["deleted"] == 6 and whole["added"] == 6
     assert batched == ["budgeted"] * 3
+    # days 2 and 3, each partition read once by the diff and once by the next state
+    budgeted_src = config.make_source("x", key=("parcel_id",), memory_budget="64MiB")
+    first = bounded.partitions(budgeted_src, 3000, 0)
+    assert partitions_read and set(partitions_read) >= {first}
+    assert len(partitions_read) >= 4 * first
     assert whole["unchanged"] == 3000 - 6 + 6 and whole["changes"] == 0
     # the state cache written in partitions equals the state recomputed from history
     cli("verify", "budgeted")
@@ -183,7 +199,7 @@ def test_a_budgeted_payload_is_compressed_as_a_delta_once_applied_when_the_delta
     cli("verify", "budgeted")
 
 
-def test_a_first_load_is_diffed_in_its_budgets_parts_as_if_whole(
+def test_a_first_load_is_never_partitioned_and_equals_the_whole_diff(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     src = config.make_source("tiny", key=("id",), memory_budget="64MiB")
@@ -212,11 +228,11 @@ def test_a_first_load_is_diffed_in_its_budgets_parts_as_if_whole(
     assert bounded.partitions(src, obs.height, 0) > 1
     got = bounded.diff(src, obs, state)
     expected = compute(obs, state, kind=src.kind, use_revision=False)
-    # its versions held a part at a time (the whole diff's peaked far above the budget
-    # at 10M), the result the whole diff's, its versions in key order
-    assert parted == [bounded.partitions(src, obs.height, 0)]
+    # no join to bound: its versions are the observations' own columns in key order
+    # (diff/first_load.py), never cut in parts, the result the whole diff's
+    assert parted == []
     assert got.versions.equals(expected.versions) and got.counts == expected.counts
     # the next payload, against the state the first left, is partitioned to the budget
     loaded = expected.versions.with_columns(pl.int_range(1, 5001).alias("version_id"))
     after = bounded.diff(src, obs, next_state(state, loaded))
-    assert len(parted) == 2 and parted[1] > 1 and after.counts["unchanged"] == 5000
+    assert len(parted) == 1 and parted[0] > 1 and after.counts["unchanged"] == 5000

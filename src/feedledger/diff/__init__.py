@@ -10,7 +10,8 @@ from feedledger.diff.compute import (
     DiffResult,
     compute,
     empty_state,
+    first_load,
     next_state,
 )
 
-__all__ = ["STATE_SCHEMA", "DiffResult", "compute", "empty_state", "next_state"]
+__all__ = ["STATE_SCHEMA", "DiffResult", "compute", "empty_state", "first_load", "next_state"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from feedledger.diff import aligned
+from feedledger.diff.first_load import against_nothing
 from feedledger.model.hashing import with_key_hash
 from feedledger.model.types import ChangeKind, Outcome, PayloadKind
 
@@ -178,7 +179,10 @@ def compute(
     use_revision: bool,
 ) -> DiffResult:
     """Diff one payload's observations (`idx` must be 0..n-1 in row order) against the
-    source's current state."""
+    source's current state. Against an empty state (a first load) no join is made
+    (diff/first_load.py; the same result)."""
+    if not state.height:
+        return first_load(obs)
     # Both in key order (a sorted export, diffed against the state it left): each
     # observation's state row found by position, confirmed on the key text
     joined = _aligned(obs, state, use_revision)
@@ -267,6 +271,15 @@ def compute(
         "unresolved": int(tally.get(_UNRESOLVED, 0)),
     }
     return DiffResult(versions=versions, outcomes=outcomes, counts=counts, state_rows=state_rows)
+
+
+def first_load(obs: pl.DataFrame | list[pl.DataFrame]) -> DiffResult:
+    """`compute(obs, empty_state())` (diff/first_load.py); `obs` as a one-item list is
+    taken from it (see `against_nothing`)."""
+    versions, outcomes, counts = against_nothing(obs)
+    # every key is new to the state: no version has a row in it
+    rows = pl.repeat(None, versions.height, dtype=pl.UInt32, eager=True).alias("si")
+    return DiffResult(versions=versions, outcomes=outcomes, counts=counts, state_rows=rows)
 
 
 def next_state(

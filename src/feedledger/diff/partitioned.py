@@ -64,8 +64,10 @@ def _part_diff(
     def to_global(frame: pl.DataFrame) -> pl.DataFrame:
         if frame.is_empty():
             return frame
-        return frame.with_columns(
-            global_idx.gather(frame.get_column("idx")).cast(frame.schema["idx"]).alias("idx")
+        return _owned(
+            frame.with_columns(
+                global_idx.gather(frame.get_column("idx")).cast(frame.schema["idx"]).alias("idx")
+            )
         )
 
     return DiffResult(
@@ -73,6 +75,20 @@ def _part_diff(
         outcomes=to_global(result.outcomes),
         counts=result.counts,
     )
+
+
+def _owned(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (a part's few versions or outcomes) with texts of its own: its string
+    columns were gathered from the part's observations and state, whose text buffers
+    a gathered column keeps alive whole -- every part's, until the parts are merged
+    (a 3M-key next day, 6 parts: +200 MiB of buffers held for ~2 MiB of rows; the state
+    read a partition at a time, ledger/stateparts.py, holds its record batch's whole
+    body). Copied out as plain strings, then viewed again."""
+    if not any(dtype == pl.String for dtype in frame.schema.values()):
+        return frame
+    owned = pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))
+    assert isinstance(owned, pl.DataFrame)
+    return owned
 
 
 def diff_parts(
@@ -138,9 +154,17 @@ def parts_of(frame: pl.DataFrame, partitions: int) -> Callable[[int], pl.DataFra
     2026-12-06)")."""
     if partitions == 1:
         return lambda p: frame
-    small = pl.UInt8 if partitions <= 256 else pl.UInt16 if partitions <= 65536 else pl.UInt32
-    ids = frame.select(partition_of(partitions).cast(small)).to_series()
+    ids = partition_ids(frame, partitions)
     return lambda p: frame.filter(ids == p)
+
+
+def partition_ids(frame: pl.DataFrame, partitions: int) -> pl.Series:
+    """Each row's partition as the smallest integer type that holds it, from the frame's
+    key hash `kh`, or from its key (the hash made on the fly, never kept)."""
+    small = pl.UInt8 if partitions <= 256 else pl.UInt16 if partitions <= 65536 else pl.UInt32
+    if "kh" not in frame.columns:
+        frame = with_key_hash(frame.select("key"))
+    return frame.select(partition_of(partitions).cast(small)).to_series()
 
 
 def compute_partitioned(
@@ -150,23 +174,27 @@ def compute_partitioned(
     kind: PayloadKind,
     use_revision: bool,
     partitions: int,
+    state_parts: Callable[[int], pl.DataFrame] | None = None,
 ) -> DiffResult:
     """`compute(obs, state, ...)`, done in `partitions` key-hash parts, each part's state
-    rows taken from the whole state only when it is diffed. `obs` given as a one-item
-    list is taken from it (the list emptied): its rows are then split into the parts a
-    column at a time, each column freed once split, and each part freed once diffed,
-    so that the observations and their diff never exist whole at once."""
+    rows taken from the whole state only when it is diffed (or given by `state_parts`:
+    partition p's rows of `state`, as `part` makes them, read from wherever they are
+    kept). `obs` given as a one-item list is taken from it (the list emptied): its rows
+    are then split into the parts a column at a time, each column freed once split, and
+    each part freed once diffed, so that the observations and their diff never exist
+    whole at once."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, not {partitions}")
     held = obs if isinstance(obs, list) else [obs]
     obs_parts = _split_taking(held, partitions)
     obs_parts.reverse()  # popped in partition order
-    state = with_key_hash(state)
+    if state_parts is None:
+        state_parts = parts_of(with_key_hash(state), partitions)
     return merge(
         list(
             diff_parts(
                 lambda p: obs_parts.pop(),
-                parts_of(state, partitions),
+                state_parts,
                 partitions,
                 kind=kind,
                 use_revision=use_revision,

@@ -32,6 +32,7 @@ import polars as pl
 import pyarrow as pa
 
 from feedledger.diff import STATE_SCHEMA, empty_state
+from feedledger.ledger.stateparts import StoredState, open_stored, write_parts
 
 if TYPE_CHECKING:
     from feedledger.ledger.records import Watermark
@@ -198,6 +199,15 @@ class StateCache:
             self._keep_warm(source, frame, wm.txn_seq)
         return frame, wm
 
+    def stored(self, source: str, wm: Watermark | None) -> StoredState | None:
+        """The cache file of the source's state at `wm` (as `load` gave it), to be read a
+        key-hash partition at a time, when it was written in partitions
+        (ledger/stateparts.py); None otherwise (then use `load`'s frame). The file is
+        opened now: a later prune does not take it away from the reader."""
+        if wm is None:
+            return None
+        return open_stored(self._path(source, wm.txn_seq))
+
     def peek(self, source: str) -> tuple[pl.DataFrame, Watermark | None] | None:
         """`load` without writing anything: None when the cache file for the store's
         watermark is missing or unreadable. For a caller that does not hold the
@@ -229,7 +239,8 @@ class StateCache:
         """Start writing the state the transaction at `seq` will commit, on another core;
         it becomes visible only by `PendingCache.publish()` after that commit. `frame`
         may come in parts (made one at a time as they are written, in any key order:
-        a diff within a memory budget, pipeline/bounded.py)."""
+        a diff within a memory budget, pipeline/bounded.py; a `StateParts` is written a
+        key-hash partition to a record batch: ledger/stateparts.py)."""
         return PendingCache(self, source, frame, seq)
 
     def save(self, source: str, frame: pl.DataFrame, seq: int) -> None:
@@ -273,7 +284,7 @@ class PendingCache:
             if isinstance(frame, pl.DataFrame):
                 frame.write_ipc(self.tmp, compression="uncompressed")
             else:
-                _write_parts(self.tmp, frame)
+                write_parts(self.tmp, frame)
             self._ok = True
         except (OSError, pl.exceptions.PolarsError, pa.ArrowException):
             self._ok = False
@@ -314,27 +325,3 @@ def _read(path: Path) -> pl.DataFrame:
     frame = pl.from_arrow(table, rechunk=False)
     assert isinstance(frame, pl.DataFrame)
     return frame
-
-
-def _write_parts(path: Path, parts: Iterable[pl.DataFrame]) -> None:
-    """The parts, one after the other, as one Arrow IPC file of the state's schema."""
-    empty = empty_state().to_arrow(compat_level=pl.CompatLevel.newest())
-    with pa.ipc.new_file(str(path), empty.schema) as writer:
-        for part in parts:
-            table = part.select(list(STATE_SCHEMA)).cast(STATE_SCHEMA)
-            writer.write_table(_compact(table))
-
-
-def _compact(frame: pl.DataFrame) -> pa.Table:
-    """`frame` as Arrow with its string columns' texts of their own: a part made by
-    filtering a larger frame holds string views into the whole frame's text buffers,
-    which Arrow would write whole with every part (a 3M-key state written in 8 parts:
-    457 MB where its texts are ~45 MB). Copied out as plain strings, then viewed."""
-    table = frame.to_arrow(compat_level=pl.CompatLevel.oldest())
-    views = pa.schema(
-        [
-            pa.field(f.name, pa.string_view()) if pa.types.is_large_string(f.type) else f
-            for f in table.schema
-        ]
-    )
-    return table.cast(views)

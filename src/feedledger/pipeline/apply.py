@@ -165,6 +165,9 @@ def apply_observations(
     with stage("state_load"):
         ahead = _still_current(store, src, ahead)
         state, wm = (ahead.state, ahead.wm) if ahead is not None else ctx.cache.load(src.name)
+        # under a budget, a state cache file written in partitions is read a partition
+        # at a time by the diff and the next state, never mapped whole
+        stored = ctx.cache.stored(src.name, wm) if src.memory_budget is not None else None
     seq = wm.txn_seq if wm else 0
     if wm is not None and wm.published_at is not None and ref.published_at <= wm.published_at:
         raise stale_error(src, ref, wm.published_at, wm.payload_id)
@@ -176,9 +179,9 @@ def apply_observations(
         if ahead is not None:
             diff = ahead.diff
         elif obs.on_disk:
-            diff = bounded.diff_taking(src, obs, state)
+            diff = bounded.diff_taking(src, obs, state, stored)
         else:
-            diff = bounded.diff(src, obs.frame, state)
+            diff = bounded.diff(src, obs.frame, state, stored)
         bounded.keep_rows(src, obs, diff)
     counts = diff.counts
     live = counts["live_before"]
@@ -211,7 +214,7 @@ def apply_observations(
     # The state after this payload is known now; write it beside the transaction and
     # publish it only once the transaction committed (its commit sequence is seq + 1).
     with stage("next_state"):
-        after = bounded.next_state(src, obs_rows, state, versions, diff.state_rows)
+        after = bounded.next_state(src, obs_rows, state, versions, diff.state_rows, stored)
     pending = ctx.cache.prepare(src.name, after, seq + 1)
     try:
         with stage("transaction"):

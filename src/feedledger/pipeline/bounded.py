@@ -21,15 +21,16 @@ unchanged otherwise (invariant 2)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import polars as pl
 
 from feedledger.archive.codec import MAX_DELTA_BYTES
-from feedledger.diff import DiffResult, compute
+from feedledger.diff import DiffResult, compute, first_load
 from feedledger.diff import next_state as after
-from feedledger.diff.partitioned import compute_partitioned, part
+from feedledger.diff.partitioned import compute_partitioned, part, partition_ids
 from feedledger.formats import Observations
+from feedledger.ledger.stateparts import StateParts, StoredState
 from feedledger.model.hashing import with_key_hash
 from feedledger.model.sizes import default_budget
 from feedledger.model.source import SourceConfig
@@ -125,32 +126,71 @@ def compress_after(src: SourceConfig, obs: Observations) -> bool:
 
 
 def diff(
-    src: SourceConfig, obs: pl.DataFrame | list[pl.DataFrame], state: pl.DataFrame
+    src: SourceConfig,
+    obs: pl.DataFrame | list[pl.DataFrame],
+    state: pl.DataFrame,
+    stored: StoredState | None = None,
 ) -> DiffResult:
     """`compute(obs, state)` for `src`, partitioned as the budget requires (equal).
     `obs` as a one-item list is taken from it (see `compute_partitioned`). A first load
-    (empty state) too: diffed whole, its 10M versions peaked at 2.0 GiB in the codebook
-    under a 1 GiB budget, partitioned (the parts merged a column at a time) at 1.6 GiB
-    (bench/README.md, "Merged at stop 39")."""
+    (empty state) is never partitioned: it has no join to bound, and its versions are
+    the observations' own columns in key order (diff/first_load.py; 10M parcels: ~36
+    bytes a row, where the join's, partitioned and merged, were ~70: bench/README.md,
+    "10M under a 1 GiB budget, stop 40")."""
+    if not state.height:
+        return first_load(obs)
     height = obs[0].height if isinstance(obs, list) else obs.height
     parts = partitions(src, height, state.height)
     use_revision = src.revision is not None
     if parts == 1:
         whole = obs.pop() if isinstance(obs, list) else obs
         return compute(whole, state, kind=src.kind, use_revision=use_revision)
+    if stored is None:
+        return compute_partitioned(
+            obs, state, kind=src.kind, use_revision=use_revision, partitions=parts
+        )
+    parts = stored_partitions(parts, stored)
     return compute_partitioned(
-        obs, state, kind=src.kind, use_revision=use_revision, partitions=parts
+        obs,
+        state,
+        kind=src.kind,
+        use_revision=use_revision,
+        partitions=parts,
+        state_parts=_stored_part(stored, parts),
     )
 
 
-def diff_taking(src: SourceConfig, obs: Observations, state: pl.DataFrame) -> DiffResult:
+def stored_partitions(parts: int, stored: StoredState) -> int:
+    """The partitions of a diff that needs `parts` and reads its state from `stored`
+    (a state cache file written in `stored.partitions`, ledger/stateparts.py): the
+    smallest multiple of the file's at least `parts`, so that each of the diff's
+    partitions lies in one of the file's (a key hash modulo a multiple of n tells its
+    remainder modulo n)."""
+    return stored.partitions * math.ceil(parts / stored.partitions)
+
+
+def _stored_part(stored: StoredState, partitions: int) -> Callable[[int], pl.DataFrame]:
+    """Partition p (of `partitions`, a multiple of the file's) of the stored state: read
+    from the file's partition it lies in, alone (a 10M-key state in 8 partitions: ~75
+    MiB at a time where the whole file mapped held ~600-740 MiB of its pages)."""
+
+    def read(p: int) -> pl.DataFrame:
+        rows = with_key_hash(stored.read(p % stored.partitions))
+        return rows if partitions == stored.partitions else part(rows, partitions, p)
+
+    return read
+
+
+def diff_taking(
+    src: SourceConfig, obs: Observations, state: pl.DataFrame, stored: StoredState | None = None
+) -> DiffResult:
     """`diff(src, obs.frame, state)` for a payload read in batches, which takes the
     payload's key frame from `obs` (left with its `idx` alone: what the transaction
     reads its rows by) and frees it a part at a time while diffing (a 10M-row first
     load: the frame, ~600 MiB, and its diff are never held whole at once)."""
     held = [obs.frame]
     obs.frame = obs.frame.select("idx")
-    return diff(src, held, state)
+    return diff(src, held, state, stored)
 
 
 def next_state(
@@ -159,16 +199,29 @@ def next_state(
     state: pl.DataFrame,
     versions: pl.DataFrame,
     rows: pl.Series | None = None,
-) -> pl.DataFrame | Iterator[pl.DataFrame]:
+    stored: StoredState | None = None,
+) -> pl.DataFrame | StateParts:
     """The state after `versions` (diff.next_state, with `rows`: the versions' rows in
     `state`, `DiffResult.state_rows`): whole, or, when the diff was cut in partitions,
-    as the same partitions made one at a time while the state cache writes them (the
-    next state never exists whole beside the current one)."""
+    as the same partitions made one at a time while the state cache writes them, a
+    partition to a record batch (the next state never exists whole beside the current
+    one; `stored`: the current one is read a partition at a time from its file, as the
+    diff read it)."""
     parts = partitions(src, obs_rows, state.height)
     if parts == 1:
         return after(state, versions, rows)
+    if not state.height:  # a first load: its versions are the state
+        ids = partition_ids(versions, parts)
+        return StateParts((after(state, versions.filter(ids == p)) for p in range(parts)), parts)
+    if stored is not None:
+        parts = stored_partitions(parts, stored)
+        ids = partition_ids(versions, parts)
+        read = _stored_part(stored, parts)
+        return StateParts((after(read(p), versions.filter(ids == p)) for p in range(parts)), parts)
     state, versions = with_key_hash(state), with_key_hash(versions)
-    return (after(part(state, parts, p), part(versions, parts, p)) for p in range(parts))
+    return StateParts(
+        (after(part(state, parts, p), part(versions, parts, p)) for p in range(parts)), parts
+    )
 
 
 def keep_rows(src: SourceConfig, obs: Observations, result: DiffResult) -> None:
@@ -176,10 +229,10 @@ def keep_rows(src: SourceConfig, obs: Observations, result: DiffResult) -> None:
     reads them once when they fit the budget (a daily payload's changes)."""
     if src.memory_budget is None:
         return
-    idx = pl.concat(
-        [
-            result.versions.get_column("idx").drop_nulls(),
-            result.outcomes.get_column("idx").drop_nulls(),
-        ]
-    )
-    obs.keep_rows(idx, limit=int(src.memory_budget * KEEP_SHARE) // ROW_BYTES)
+    limit = int(src.memory_budget * KEEP_SHARE) // ROW_BYTES
+    versions, outcomes = result.versions.get_column("idx"), result.outcomes.get_column("idx")
+    # each record is one version or one outcome at most: as many records as indexes (a
+    # first load's 10M are not counted one by one: that hash set alone held ~100 MiB)
+    if versions.len() - versions.null_count() + outcomes.len() - outcomes.null_count() > limit:
+        return
+    obs.keep_rows(pl.concat([versions.drop_nulls(), outcomes.drop_nulls()]), limit=limit)
