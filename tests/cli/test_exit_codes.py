@@ -17,6 +17,7 @@ from feedledger.model.errors import FeedledgerError
 # (`exit_code` class attributes, inherited by subclasses), by class name.
 BEFORE = {
     "InGap": 2,
+    "NotObserved": 2,
     "FeatureGeometryError": 4,
     "ConcurrentApplyError": 1,
     "AmbiguousPayloadError": 4,

@@ -141,6 +141,10 @@ class GeoPackage:
                 "SELECT z FROM gpkg_geometry_columns WHERE lower(table_name) = lower(?)",
                 (self.layer,),
             ).fetchone()[0])  # fmt: skip
+        self._read_columns(conn)
+
+    def _read_columns(self, conn: sqlite3.Connection) -> None:
+        """The layer's attribute columns as the file has them now."""
         skip = {"fid", *(c.lower() for c in GUARD_NAMES), (self.geom or "").lower()}
         self.columns = {
             str(r[1]).lower(): str(r[1])
@@ -372,6 +376,11 @@ class GeoPackage:
         """Columns for members not seen before, typed by this batch's values."""
         names: set[str] = set().union(*records) if records else set()
         unseen = {n for n in names if (self._low.get(n) or self._lower(n)) not in self.columns}
+        if unseen:
+            # another writer (the live route beside a rebuild, another process) may have
+            # added them since this one read the layer: read again, under the write lock
+            self._read_columns(conn)
+            unseen = {n for n in unseen if self._low[n] not in self.columns}
         new: dict[str, list[Any]] = {n: [] for n in sorted(unseen)}
         if new:
             for rec in records:
