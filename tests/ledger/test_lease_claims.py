@@ -111,6 +111,8 @@ def test_a_claim_whose_process_was_killed_is_taken_over_at_once(cli: Cli, tmp_pa
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=60)
+        if proc.stdout is not None:
+            proc.stdout.close()  # else the collector finds it open in a later test
     # no expiry waited for: the claimer is gone, so the next run takes the source now
     cli("ingest", SRC, str(tmp_path / "a.csv"), "--published-at", "2026-08-01")
     store = Store(cli.ws.store_url)
