@@ -109,9 +109,10 @@ def test_a_scheduler_holds_no_more_between_runs_after_many_sources_than_after_on
     (mine,) = [r for r in health["resident"] if r["pid"] == proc.pid]
     assert mine["rss_bytes"] > 0 and mine["rss_bytes"] <= mine["peak_rss_bytes"], mine
     assert len(mine["sources"]) == 1
-    # between runs, after every source, no more than after the first few (every kind of
-    # payload read once by then: the sources of a kind are every third, attempted in
-    # name order from some place in the list)
-    early = [rss for n, rss in seen if 3 <= n <= 6]
+    # between runs, after every source, no more than after the first half of them (the
+    # reports are polled: two workers may apply several sources between two looks, so
+    # CI once saw none between the 3rd and the 6th; MARGIN covers a kind of payload
+    # not yet read by the first look)
+    early = [rss for n, rss in seen if 1 <= n <= SOURCES // 2]
     assert early, seen
     assert final["rss_bytes"] <= max(early) + MARGIN, (final["rss_bytes"], seen)
