@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diff.diff_reference import reference_compute
+from diff.frames import observation_frame as _obs
+from diff.frames import state_frame as _state
 from feedledger.diff import STATE_SCHEMA, aligned, compute, next_state
 from feedledger.model.types import PayloadKind
 
@@ -29,38 +31,6 @@ obs_rows = st.dictionaries(
     st.tuples(st.integers(0, 3), REVS, st.booleans()),  # hash, revision, delete marker
     max_size=len(KEYS),
 )
-
-
-def _state(rows: dict[str, tuple[int, str | None, bool]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "key": list(rows),
-            "version_id": [100 + i for i in range(len(rows))],
-            "hash": [h for h, _r, _d in rows.values()],
-            "revision": [r for _h, r, _d in rows.values()],
-            "deleted": [d for _h, _r, d in rows.values()],
-        },
-        schema=STATE_SCHEMA,
-    )
-
-
-def _obs(rows: dict[str, tuple[int, str | None, bool]], markers: bool) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "idx": list(range(len(rows))),
-            "key": list(rows),
-            "hash": [h for h, _r, _d in rows.values()],
-            "revision": [r for _h, r, _d in rows.values()],
-            "deleted": [d and markers for _h, _r, d in rows.values()],
-        },
-        schema={
-            "idx": pl.UInt32,
-            "key": pl.String,
-            "hash": pl.Int64,
-            "revision": pl.String,
-            "deleted": pl.Boolean,
-        },
-    )
 
 
 def _collide(frame: pl.DataFrame) -> pl.DataFrame:

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedledger.diff import STATE_SCHEMA, compute
+from diff.frames import observation_frame as _obs
+from diff.frames import state_frame as _state
+from feedledger.diff import compute
 from feedledger.diff.partitioned import compute_partitioned, parts_of, split
 from feedledger.model.types import PayloadKind
 
@@ -20,38 +22,6 @@ KEYS = [f'["k{i}"]' for i in range(30)]
 REVS = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "2026-08-01", "b"]))
 ROW = st.tuples(st.integers(0, 3), REVS, st.booleans())  # hash, revision, deleted/marker
 rows = st.dictionaries(st.sampled_from(KEYS), ROW, max_size=len(KEYS))
-
-
-def _state(found: dict[str, tuple[int, str | None, bool]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "key": list(found),
-            "version_id": [100 + i for i in range(len(found))],
-            "hash": [h for h, _r, _d in found.values()],
-            "revision": [r for _h, r, _d in found.values()],
-            "deleted": [d for _h, _r, d in found.values()],
-        },
-        schema=STATE_SCHEMA,
-    )
-
-
-def _obs(found: dict[str, tuple[int, str | None, bool]], markers: bool) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "idx": list(range(len(found))),
-            "key": list(found),
-            "hash": [h for h, _r, _d in found.values()],
-            "revision": [r for _h, r, _d in found.values()],
-            "deleted": [d and markers for _h, _r, d in found.values()],
-        },
-        schema={
-            "idx": pl.UInt32,
-            "key": pl.String,
-            "hash": pl.Int64,
-            "revision": pl.String,
-            "deleted": pl.Boolean,
-        },
-    )
 
 
 def _degenerate_kh(frame: pl.DataFrame, buckets: int) -> pl.DataFrame:

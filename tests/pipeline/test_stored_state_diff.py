@@ -16,6 +16,8 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diff.frames import observation_frame as _obs
+from diff.frames import state_frame as _state
 from feedledger import config
 from feedledger.diff import STATE_SCHEMA, compute, next_state
 from feedledger.diff.partitioned import part, partition_of
@@ -29,38 +31,6 @@ KEYS = [f'["k{i}"]' for i in range(30)]
 REVS = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "b"]))
 ROW = st.tuples(st.integers(0, 3), REVS, st.booleans())  # hash, revision, deleted/marker
 rows = st.dictionaries(st.sampled_from(KEYS), ROW, max_size=len(KEYS))
-
-
-def _state(found: dict[str, tuple[int, str | None, bool]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "key": list(found),
-            "version_id": [100 + i for i in range(len(found))],
-            "hash": [h for h, _r, _d in found.values()],
-            "revision": [r for _h, r, _d in found.values()],
-            "deleted": [d for _h, _r, d in found.values()],
-        },
-        schema=STATE_SCHEMA,
-    )
-
-
-def _obs(found: dict[str, tuple[int, str | None, bool]], markers: bool) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "idx": list(range(len(found))),
-            "key": list(found),
-            "hash": [h for h, _r, _d in found.values()],
-            "revision": [r for _h, r, _d in found.values()],
-            "deleted": [d and markers for _h, _r, d in found.values()],
-        },
-        schema={
-            "idx": pl.UInt32,
-            "key": pl.String,
-            "hash": pl.Int64,
-            "revision": pl.String,
-            "deleted": pl.Boolean,
-        },
-    )
 
 
 def _degenerate(buckets: int) -> Any:
