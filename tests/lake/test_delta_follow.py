@@ -7,30 +7,15 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
-from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli
 from lake.delta_scenario import DAYS, HEADER, SRC, assert_equals_history, table_rows
+from scheduler.fake_clock import FakeClock
 
 TZ = "UTC"
-
-
-class FakeClock:
-    def __init__(self, when: str) -> None:
-        self.now = to_us(parse_instant(when, TZ))
-
-    def now_us(self) -> int:
-        return self.now
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        self.now += int(seconds * 1e6)
-
-    def at(self, when: str) -> None:
-        self.now = to_us(parse_instant(when, TZ))
 
 
 def publish(feed: Path, day: str) -> None:
@@ -51,7 +36,7 @@ def test_the_scheduler_exports_after_each_applied_run(cli: Cli, tmp_path: Path) 
     cli("source", "add", SRC, "--key", "parcel_id", "--timezone", TZ, "--fetch", str(feed),
         "--publish-at", "06:00")  # fmt: skip
     publish(feed, "2025-08-01")
-    clock = FakeClock("2025-08-01T07:00")
+    clock = FakeClock("2025-08-01T07:00", TZ)
     sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), clock, io.StringIO())
     try:
         assert [e["outcome"] for e in tick(sched) if e["event"] == "run"] == ["applied"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import random
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +25,11 @@ from feedledger.pipeline.scheduling import attempt
 from feedledger.scheduler.loop import Options, Scheduler
 from feedledger.scheduler.metrics import Metrics
 from helpers import Cli
+from scheduler.fake_clock import FakeClock as Clock
 
 SRC = "parcels"
 TZ = "America/Denver"
 RETRY_S = 600
-
-
-class Clock:
-    def __init__(self, when: str) -> None:
-        self.now = to_us(parse_instant(when, TZ))
-
-    def now_us(self) -> int:
-        return self.now
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        self.now += int(seconds * 1e6)
 
 
 def publish(feed: Path, day: str) -> None:

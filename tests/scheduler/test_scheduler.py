@@ -24,23 +24,10 @@ from feedledger.ledger.store import Store
 from feedledger.model.timeutil import parse_instant, to_us
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli
+from scheduler.fake_clock import FakeClock
 
 SRC = "parcels"
 TZ = "America/Denver"
-
-
-class FakeClock:
-    def __init__(self, when: str) -> None:
-        self.now = to_us(parse_instant(when, TZ))
-
-    def now_us(self) -> int:
-        return self.now
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        self.now += int(seconds * 1e6)
-
-    def at(self, when: str) -> None:
-        self.now = to_us(parse_instant(when, TZ))
 
 
 def publish(feed: Path, day: str, zoning: str, *, extra: int = 0) -> None:
