@@ -64,8 +64,10 @@ class Gated:
         self.server.server_close()
 
 
-def receiver(started: list[Gated], gate: Callable[[Gated], bool] = lambda _r: True) -> Gated:
-    r = Gated(gate)
+def receiver(
+    started: list[Gated], gate: Callable[[Gated], bool] = lambda _r: True, hold_s: float = 60
+) -> Gated:
+    r = Gated(gate, hold_s)
     started.append(r)
     return r
 

@@ -31,6 +31,7 @@ from notify.gated_dispatch import Gated, finish, receiver, spawn, wait_until
 from notify.receivers import Receiver, Reply, dispatch, file_lines, live_payload, serve
 from pipeline.backfill_scenario import declare, ingest_args
 
+HOLD_S = 600  # a held request outlives any step of the test (only a hang reaches it)
 SECRET = "whsec_" + "c2VjcmV0LWtleS1mb3ItdGVzdHM="
 
 
@@ -278,11 +279,17 @@ def test_a_claimed_message_is_looked_at_again_before_sending(
     and is recorded delivered; the other 19 are never sent. The retraction notice waits
     for the dispatcher to settle, then goes to the subscriber (it heard of the run)."""
     release = threading.Event()
-    hook = receiver(started, lambda _r: release.is_set())
+    # Neither side gives up on the held request before the test releases it, however
+    # slow a loaded machine makes the steps between: with the default 10 s timeout the
+    # first message would fail, the next ones go out before the retraction, legitimately
+    hook = receiver(started, lambda _r: release.is_set(), hold_s=HOLD_S)
     cli("source", "add", CLAIM_SRC, "--key", "id")
     cli("subscriber", "add", "hook", "--webhook", hook.url)
     run = ingest_n(cli, tmp_path, "2026-08-01", 20)
-    proc = spawn(cli, "notify", "dispatch", "--once", "--concurrency", "1", "--json")
+    timeout = str(HOLD_S)
+    proc = spawn(
+        cli, "notify", "dispatch", "--once", "--concurrency", "1", "--json", "--timeout", timeout
+    )
     try:
         wait_until(lambda: len(hook.ids()) == 1, "the first message on the wire")
         entry = {s["subscriber"]: s for s in cli.json("notify", "status")["subscribers"]}
