@@ -4,7 +4,8 @@ One index per state of a source -- (store, source, the watermark's commit sequen
 the publisher time the state stands from, known-at) -- built once from
 `ledger.readers.snapshot_rows.layer_rows` (keys, the valid_from of the version in
 force, the geometry text; never the attributes), a batch at a time: each batch's
-geometries are parsed (`shapely.from_geojson`) only for their envelope and dropped.
+geometry texts give only their envelopes (`envelopes`: read off the numbers of the
+ledger's own compact GeoJSON, shapely for any other) and are dropped.
 What is kept per entity is its key (in the store's key order), its valid_from, its
 envelope (four float64, NaN without a geometry) and its place in minx order: ~60
 bytes and the key's text, about 70 MB for 1M parcels. A page is then a binary search
@@ -117,7 +118,8 @@ def build(batches: Iterable[pa.RecordBatch]) -> LayerIndex:
     """The index of the state `batches` (`key`, `valid_from`, `geometry`) stream."""
     import numpy as np  # lazy: `import feedledger` stays light
     import pyarrow as pa  # lazy: as numpy
-    import shapely  # lazy: as numpy
+
+    from feedledger.api._source.envelopes import envelopes
 
     keys: list[pa.Array] = []
     froms: list[npt.NDArray[np.int64]] = []
@@ -127,8 +129,7 @@ def build(batches: Iterable[pa.RecordBatch]) -> LayerIndex:
             continue
         keys.append(batch.column(0))
         froms.append(batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64))
-        texts = batch.column(2).to_numpy(zero_copy_only=False)
-        bounds.append(shapely.bounds(shapely.from_geojson(texts, on_invalid="ignore")))
+        bounds.append(envelopes(batch.column(2)))
     if not keys:
         return _index(pa.array([], pa.string()), np.zeros(0, np.int64), np.zeros((0, 4)))
     made = _index(pa.concat_arrays(keys), np.concatenate(froms), np.concatenate(bounds))
