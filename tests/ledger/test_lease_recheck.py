@@ -29,10 +29,11 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import leases
 from feedledger.ledger.records import Run
-from feedledger.ledger.runs import list_runs
+from feedledger.ledger.run_lookup import list_runs
 from feedledger.ledger.schema import applications, gaps
 from feedledger.model.timeutil import to_us
-from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill, replay
+from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill
+from feedledger.pipeline.catchup.replay import replay
 from feedledger.pipeline.ingest import ingest
 from helpers import Cli
 from ledger.lease_rival import NOW, rival_before_lease

@@ -6,7 +6,8 @@ only by `migrations/`), `engine` (engines for both backends), `store` (the one s
 interface: payload index, watermarks, applications, the recorded CRS), `payload_txn`
 (a payload's one transaction) with `bulk` and `staging` (its bulk writes), `records`
 (row types), `visibility` (the two rules: known at K, latest per key), `queries`,
-`runs`, `run_ids` (run ids as people type them), `leases` (holders, freezes),
+`runs` (a run's writes), `run_lookup` (reading runs; run ids as people type them),
+`leases` (leases and claims), `holders` (the processes holding them), `freezes`,
 `backfill_runs` (resuming a backfill, its last transaction), `gaps`, `manual_gaps`,
 `retraction`, `notices` (the outbox, holds for review), `schedule_state`, `statecache`
 (the diff state: its file and its in-memory tier), `audit`.

@@ -30,7 +30,8 @@ from feedledger.ledger import gaps, notices
 from feedledger.ledger.leases import check_held
 from feedledger.ledger.records import Run
 from feedledger.ledger.retraction import commit_time
-from feedledger.ledger.runs import UNFINISHED, list_runs
+from feedledger.ledger.run_lookup import list_runs
+from feedledger.ledger.runs import UNFINISHED
 from feedledger.ledger.schema import applications, outbox
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, exists, func, or_, select, update
 
-from feedledger.ledger.leases import holder_dead
+from feedledger.ledger.holders import holder_dead
 from feedledger.ledger.notices import of_applications
 from feedledger.ledger.schema import applications, counters, outbox
 from feedledger.ledger.store import Store

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, manual_gaps
-from feedledger.ledger.leases import Freeze
+from feedledger.ledger import freezes, gaps, leases, manual_gaps
+from feedledger.ledger.freezes import Freeze
 from feedledger.ledger.records import Gap
 from feedledger.model.cadence import day_start_us
 from feedledger.model.errors import ConfigError
@@ -44,9 +44,9 @@ def add_gap(ctx: Context, source: str, start: str | date, end: str | date, reaso
 
 def freeze(ctx: Context, source: str, reason: str | None) -> tuple[Freeze, bool]:
     src = ctx.workspace.source(source)
-    return leases.freeze(ctx.store, src.name, reason)
+    return freezes.freeze(ctx.store, src.name, reason)
 
 
 def thaw(ctx: Context, source: str) -> bool:
     src = ctx.workspace.source(source)
-    return leases.thaw(ctx.store, src.name)
+    return freezes.thaw(ctx.store, src.name)

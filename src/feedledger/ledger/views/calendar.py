@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from feedledger.ledger.runs import kinds_and_statuses
+from feedledger.ledger.run_lookup import kinds_and_statuses
 from feedledger.ledger.schema import applications
 from feedledger.ledger.store import Store
 
