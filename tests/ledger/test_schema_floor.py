@@ -14,7 +14,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from feedledger.ledger import engine as eng
-from feedledger.ledger import holders, leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.schema import runs
 from feedledger.ledger.store import Store
 from feedledger.model.errors import SchemaTooNewError

@@ -28,7 +28,7 @@ from feedledger.config import Workspace
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.ledger import engine as eng
-from feedledger.ledger import holders, leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.schema import versions
 from feedledger.ledger.store import Store
 from feedledger.notify import tables as _notify_tables  # noqa: F401  (its tables in `metadata`)

@@ -23,7 +23,7 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import queries
 from feedledger.ledger.records import Version
-from feedledger.ledger.run_lookup import list_runs
+from feedledger.ledger.runs.lookup import list_runs
 from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.catchup.backfill import NothingToDo, backfill
 from feedledger.pipeline.catchup.replay import replay

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from feedledger.config import Workspace
-from feedledger.ledger import holders, leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.store import Store
 from helpers import Cli
 from pipeline.backfill_scenario import (

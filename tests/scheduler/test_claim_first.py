@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from feedledger.ledger import holders, leases, schedule_state
+from feedledger.ledger import schedule_state
+from feedledger.ledger.runs import holders, leases
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline import run as run_module
 from feedledger.scheduler.loop import Options, Scheduler

@@ -56,14 +56,14 @@ class RunsPage:
 
 def resolve_run(ctx: Context, run_id: str) -> str:
     """`Ledger.resolve_run`: a whole run id from any unique prefix."""
-    from feedledger.ledger import run_lookup  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger.runs import lookup  # lazy: SQLAlchemy, Arrow
 
-    return run_lookup.resolve_id(ctx.store, run_id)
+    return lookup.resolve_id(ctx.store, run_id)
 
 
 def is_geo_run(ctx: Context, run_id: str) -> bool:
     """Whether the run's source is a GIS one (its changes say `geometry_changed`)."""
-    from feedledger.ledger.run_lookup import get_run  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger.runs.lookup import get_run  # lazy: SQLAlchemy, Arrow
 
     found = get_run(ctx.store, run_id)
     if found is None:
@@ -85,7 +85,7 @@ def read_runs_page(
 ) -> RunsPage:
     """`Ledger.runs_page`: a page of runs (of `source`, `kind` and `status` when given)
     after `cursor`."""
-    from feedledger.ledger import run_lookup as pages  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger.runs import lookup as pages  # lazy: SQLAlchemy, Arrow
 
     if source is not None:
         ctx.workspace.source(source)  # SourceNotFound
@@ -171,16 +171,16 @@ class RunDetail:
 
 def read_run_detail(ctx: Context, run_id: str) -> RunDetail:
     """`Ledger.run_detail`: the run `run_id` (or a unique prefix; NotFoundError if none)."""
-    from feedledger.ledger import run_lookup  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger.runs import lookup  # lazy: SQLAlchemy, Arrow
     from feedledger.ledger.views import run_page as run_view  # lazy: SQLAlchemy, Arrow
     from feedledger.notify.run_deliveries import by_notice  # lazy: SQLAlchemy, Arrow
 
     whole = resolve_run(ctx, run_id)
     store = ctx.store
-    found = run_lookup.get_run_shown(store, whole)
+    found = lookup.get_run_shown(store, whole)
     if found is None:
         raise NotFoundError(f"no run {run_id!r}")
-    by = [r for r, _at in run_lookup.retracted_by(store, whole)]
+    by = [r for r, _at in lookup.retracted_by(store, whole)]
     by += [r for r in found.retracted_by if r not in by]
     retracted = found.status == RunStatus.RETRACTED or bool(by)
     rows = run_view.notices(store, whole)

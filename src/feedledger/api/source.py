@@ -198,7 +198,7 @@ class Source(SnapshotMethods):
 
     def runs(self) -> list[Run]:
         """The source's runs, oldest first."""
-        from feedledger.ledger.run_lookup import list_runs  # lazy: SQLAlchemy, Arrow
+        from feedledger.ledger.runs.lookup import list_runs  # lazy: SQLAlchemy, Arrow
 
         self.config  # noqa: B018 -- SourceNotFound for an undeclared name, as before
         return [Run.of(r) for r in list_runs(self.context.store, self.name)]

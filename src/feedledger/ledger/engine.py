@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from feedledger.ledger.failures import PROBE, Place, guard
 from feedledger.ledger.failures import redact as redact  # the workspace commands name it here
-from feedledger.ledger.holders import holder_dead
+from feedledger.ledger.runs.holders import holder_dead
 from feedledger.model.errors import SchemaTooNewError, StoreUnavailableError, UpgradeBlockedError
 from feedledger.model.timeutil import now_us
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from feedledger.context import Context
-from feedledger.ledger import freezes, gaps, leases, manual_gaps
-from feedledger.ledger.freezes import Freeze
+from feedledger.ledger import gaps
+from feedledger.ledger.gaps import manual as manual_gaps
 from feedledger.ledger.records import Gap
+from feedledger.ledger.runs import freezes, leases
+from feedledger.ledger.runs.freezes import Freeze
 from feedledger.model.cadence import day_start_us
 from feedledger.model.errors import ConfigError
 from feedledger.model.types import RunKind

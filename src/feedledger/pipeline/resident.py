@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import holders
+from feedledger.ledger.runs import holders
 from feedledger.ledger.statecache import WarmStates
 from feedledger.model.timeutil import iso, now_us
 from feedledger.pipeline import allocators

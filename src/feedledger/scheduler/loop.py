@@ -42,8 +42,8 @@ from typing import IO, Any, Protocol
 
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger import holders, leases
 from feedledger.ledger.engine import refuse_newer
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
 from feedledger.ledger.views.health import HealthRows
 from feedledger.model.errors import LeaseHeldError, SchemaTooNewError

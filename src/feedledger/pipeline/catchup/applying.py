@@ -10,7 +10,7 @@ from collections.abc import Callable
 from feedledger import faults
 from feedledger.context import Context
 from feedledger.formats import read_observations
-from feedledger.ledger.leases import LeasedRun
+from feedledger.ledger.runs.leases import LeasedRun
 from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.sizes import within_default

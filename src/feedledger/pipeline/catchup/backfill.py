@@ -5,7 +5,7 @@ shares with a replay: `applying.py`; a replay: `replay.py`).
 `backfill SOURCE --from D --to D` first archives what the source's fetch location still
 serves for the window (`fetch=False`: the archive only), then applies the archived
 payloads after the watermark in the window (oldest first). Interrupted, the same request
-RESUMES it under the run id it started with (ledger/backfill_runs.py: the source's latest
+RESUMES it under the run id it started with (ledger/runs/backfills.py: the source's latest
 backfill, unfinished, whose window covers the request); a request reaching beyond that
 window starts a new run naming the unfinished one its parent.
 
@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from feedledger.context import Context
-from feedledger.ledger import leases, queries, run_lookup, runs
-from feedledger.ledger.backfill_runs import resumable, summarised
+from feedledger.ledger import queries, runs
 from feedledger.ledger.records import Run
+from feedledger.ledger.runs import leases, lookup
+from feedledger.ledger.runs.backfills import resumable, summarised
 from feedledger.model.cadence import day_start_us, local_date
 from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
@@ -59,9 +60,7 @@ def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -
     window starts a new run that names it as its parent). A run still marked `running`
     counts: if its process is alive, taking the lease refuses us; if it died, taking
     the lease marks it abandoned."""
-    earlier = [
-        r for r in run_lookup.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own
-    ]
+    earlier = [r for r in lookup.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own]
     if earlier and earlier[-1].status != "succeeded":
         return earlier[-1]
     return None
@@ -169,7 +168,7 @@ def backfill(
             if now.resume is not None:
                 leases.continue_run(ctx.store, run, now.resume.run_id)
                 report.run_id = run.run_id
-                resumed = run_lookup.get_run(ctx.store, run.run_id)
+                resumed = lookup.get_run(ctx.store, run.run_id)
                 report.resumed = len(resumed.resumed) if resumed is not None else 0
                 report.parent_run_id = resumed.parent_run_id if resumed is not None else None
             elif now.parent is not None:

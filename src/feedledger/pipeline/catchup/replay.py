@@ -22,8 +22,8 @@ from datetime import date
 
 from feedledger import faults
 from feedledger.context import Context
-from feedledger.ledger import leases
-from feedledger.ledger.retraction import Retracted, Scope, retract_scope
+from feedledger.ledger.runs import leases
+from feedledger.ledger.runs.retraction import Retracted, Scope, retract_scope
 from feedledger.ledger.store import Transaction
 from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import FeedledgerError

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from feedledger.ledger import engine as eng
-from feedledger.ledger.holders import holder_dead
+from feedledger.ledger.runs.holders import holder_dead
 from feedledger.model.timeutil import iso, to_us
 from feedledger.pipeline.doctor.findings import ERROR, WARNING, Finding, Options
 

@@ -1,12 +1,15 @@
-"""The `runs` table's writes: a run from its start to its end.
+"""Runs and who may start one (ledger/runs/): here, the `runs` table's writes -- a run
+from its start to its end; `lookup` reads the table (this package is its one owner);
+`leases` (one run per source at a time, and claims), `holders` (the processes holding
+them), `freezes`, `backfills` (resuming an unfinished backfill, its last transaction),
+`retraction` (by run id; itself a run).
 
 A run is one unit of work on one source with one run id (`live`, `backfill`,
 `replay`, `retraction`, `sync`). It is started with the source's lease (`start`,
 or `reopen` for a resumed backfill), counts what its payload transactions applied
 (`count`), and is finished with the lease's release (`finish`), or marked
 `abandoned` when its holder died (`abandon`). Functions taking a `Connection` run
-inside the caller's transaction; the others open their own. What reads the table is
-`run_lookup`.
+inside the caller's transaction; the others open their own.
 """
 
 from __future__ import annotations

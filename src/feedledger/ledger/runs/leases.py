@@ -29,8 +29,8 @@ from sqlalchemy import Connection, insert, select, update
 
 from feedledger.ledger import runs
 from feedledger.ledger.engine import HEAD, refuse_newer
-from feedledger.ledger.freezes import frozen
-from feedledger.ledger.holders import holder_dead, new_holder
+from feedledger.ledger.runs.freezes import frozen
+from feedledger.ledger.runs.holders import holder_dead, new_holder
 from feedledger.ledger.schema import leases
 from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
@@ -258,7 +258,7 @@ def claimed(store: Store, source: str) -> Iterator[str]:
 
 def continue_run(store: Store, run: LeasedRun, run_id: str) -> None:
     """Under the lease `run` holds, go on with the unfinished run `run_id` (decided under
-    the lease: ledger/backfill_runs.py `resumable`) instead of the fresh run the lease was
+    the lease: ledger/runs/backfills.py `resumable`) instead of the fresh run the lease was
     taken with. In one transaction, the lease still checked: the fresh run, which did
     nothing, is removed, `run_id` is reopened under the same holder and named on the
     lease. `run.run_id` becomes `run_id` (its writes and its finish are fenced by it)."""

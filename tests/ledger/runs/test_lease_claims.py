@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from feedledger.ledger import holders, leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.schema import runs
 from feedledger.ledger.store import Store
 from feedledger.model.errors import LeaseHeldError
@@ -86,7 +86,7 @@ def test_a_failed_run_under_a_claim_is_finished_failed_and_the_claim_freed(
 
 CLAIMER = """
 import sys, time
-from feedledger.ledger import holders, leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.store import Store
 with leases.claimed(Store(sys.argv[1]), sys.argv[2]):
     print("claimed", flush=True)
