@@ -11,9 +11,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api import archive, destination_status, doctor, lake
+from feedledger.api import archive, destination_status, lake
 from feedledger.api._deprecated import deprecated
-from feedledger.api._ledger.run_methods import RunMethods
 from feedledger.api.archive import (
     ArchiveCompacted,
     ArchiveVerified,
@@ -22,7 +21,6 @@ from feedledger.api.archive import (
     Rejected,
 )
 from feedledger.api.destination import Destination, create_manifest
-from feedledger.api.doctor import DoctorReport
 from feedledger.api.lake import DeltaPosition
 from feedledger.api.notify import Notifications
 from feedledger.api.results import (
@@ -35,10 +33,12 @@ from feedledger.api.results import (
     SourceHealth,
     WindowRun,
 )
+from feedledger.api.runs.methods import RunMethods
 from feedledger.api.source import Source
 from feedledger.api.times import instant_us
 from feedledger.api.windows import one_source
-from feedledger.api.workspace import create, load_workspace
+from feedledger.api.workspace import create, doctor, load_workspace
+from feedledger.api.workspace.doctor import DoctorReport
 from feedledger.config import (
     CONFIG_NAME,
     DEFAULT_ARCHIVE,
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 class Ledger(RunMethods):
     """An open workspace. A context manager; `close()` releases the store.
 
-    Runs by id and the write audit: `_ledger/run_methods.py`."""
+    Runs by id and the write audit: `runs/methods.py`."""
 
     def __init__(self, workspace: Workspace, *, leave_wal: bool = False) -> None:
         # leave_wal: the process ends right after close() (the CLI), so an SQLite store

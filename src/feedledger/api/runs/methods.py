@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from feedledger.api import audit, review, runs_page
-from feedledger.api.audit import AuditEntry
 from feedledger.api.results import Change, Retraction
-from feedledger.api.review import ReviewDecision
-from feedledger.api.runs_page import ChangesPage, RunDetail, RunsPage
+from feedledger.api.runs import audit, pages, review
+from feedledger.api.runs.audit import AuditEntry
+from feedledger.api.runs.pages import ChangesPage, RunDetail, RunsPage
+from feedledger.api.runs.review import ReviewDecision
 from feedledger.context import Context
 from feedledger.model.types import RunKind, RunStatus
 
@@ -23,7 +23,7 @@ class RunMethods:
 
     def resolve_run(self, run_id: str) -> str:
         """A whole run id from any unique prefix (ConfigError if ambiguous)."""
-        return runs_page.resolve_run(self.context, run_id)
+        return pages.resolve_run(self.context, run_id)
 
     def changes(self, run_id: str) -> list[Change]:
         """What a run changed (added/changed/deleted, before and after), then the records
@@ -32,7 +32,7 @@ class RunMethods:
 
         run = self.resolve_run(run_id)
         store = self.context.store
-        geo = runs_page.is_geo_run(self.context, run)
+        geo = pages.is_geo_run(self.context, run)
         return [Change.of(c) for c in queries.changes(store, run, geo=geo)] + [
             Change.held(o) for o in queries.run_outcomes(store, run, geo=geo)
         ]
@@ -63,20 +63,20 @@ class RunMethods:
     ) -> RunsPage:
         """A page of runs across sources, newest first (of `source`, `kind` and `status`
         when given) after `cursor` (the HTTP API's `/api/runs`)."""
-        return runs_page.read_runs_page(
+        return pages.read_runs_page(
             self.context, source=source, kind=kind, status=status, limit=limit, cursor=cursor
         )
 
     def run_detail(self, run_id: str) -> RunDetail:
         """One run's whole picture: its row, retraction, notices and write audit (a
         unique prefix will do; NotFoundError if none)."""
-        return runs_page.read_run_detail(self.context, run_id)
+        return pages.read_run_detail(self.context, run_id)
 
     def changes_page(
         self, run_id: str, *, limit: int = 200, cursor: str | None = None
     ) -> ChangesPage:
         """A page of `changes(run_id)`, in its order, after `cursor`."""
-        return runs_page.read_changes_page(self.context, run_id, limit=limit, cursor=cursor)
+        return pages.read_changes_page(self.context, run_id, limit=limit, cursor=cursor)
 
     # -- the write audit ------------------------------------------------------------------
     def record_write(
