@@ -33,6 +33,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -62,16 +64,16 @@ def cpu_children() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def moto() -> tuple[Any, str]:
+@contextmanager
+def s3_server() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 for the block, the AWS environment pointed at it:
+    its endpoint."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     _host, port = server.get_host_and_port()
-    return server, f"http://127.0.0.1:{port}"
-
-
-def aws_env(endpoint: str) -> None:
+    endpoint = f"http://127.0.0.1:{port}"
     os.environ.update(
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
@@ -79,6 +81,10 @@ def aws_env(endpoint: str) -> None:
         AWS_ENDPOINT_URL_S3=endpoint,
         AWS_EC2_METADATA_DISABLED="true",
     )
+    try:
+        yield endpoint
+    finally:
+        server.stop()
 
 
 def new_fleet(args: argparse.Namespace, tmp: Path, endpoint: str, phase: str) -> tuple[Fleet, str]:
@@ -105,6 +111,18 @@ def drop(args: argparse.Namespace, schema: str) -> None:
 
     with psycopg.connect(args.store, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@contextmanager
+def served_fleet(args: argparse.Namespace, tmp: Path, endpoint: str, phase: str) -> Iterator[Fleet]:
+    """A fleet in a PostgreSQL schema and an S3 bucket of its own (`new_fleet`), served
+    for the block; its schema dropped after."""
+    fleet, schema = new_fleet(args, tmp, endpoint, phase)
+    try:
+        with fleet.serving() as f:
+            yield f
+    finally:
+        drop(args, schema)
 
 
 def setup(f: Fleet, args: argparse.Namespace, first: Any, late: list[str]) -> float:
@@ -296,8 +314,6 @@ def main() -> None:
         ),
     )
     args = p.parse_args()
-    server, endpoint = moto()
-    aws_env(endpoint)
     day = datetime.now(UTC).date()
     report: dict[str, Any] = {
         "sources": args.sources,
@@ -305,26 +321,19 @@ def main() -> None:
         "schedulers": args.schedulers,
         "workers": args.workers,
     }
-    try:
-        with tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:
-            for phase in args.phases.split(","):
-                fleet, schema = new_fleet(args, Path(tmp), endpoint, phase)
-                try:
-                    with fleet.serving() as f:
-                        late = f.folder_sources()[: args.late] if phase == "week" else []
-                        took = setup(f, args, day - timedelta(days=1), late)
-                        if phase == "day":
-                            got = phase_day(f, args, day)
-                        elif phase == "kill":
-                            got = phase_kill(f, args, day)
-                        else:
-                            got = phase_week(f, args, day, late)
-                        report[phase] = {"setup_s": round(took, 1), **got}
-                        print(json.dumps({phase: report[phase]}), flush=True)
-                finally:
-                    drop(args, schema)
-    finally:
-        server.stop()
+    with s3_server() as endpoint, tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:
+        for phase in args.phases.split(","):
+            with served_fleet(args, Path(tmp), endpoint, phase) as f:
+                late = f.folder_sources()[: args.late] if phase == "week" else []
+                took = setup(f, args, day - timedelta(days=1), late)
+                if phase == "day":
+                    got = phase_day(f, args, day)
+                elif phase == "kill":
+                    got = phase_kill(f, args, day)
+                else:
+                    got = phase_week(f, args, day, late)
+                report[phase] = {"setup_s": round(took, 1), **got}
+                print(json.dumps({phase: report[phase]}), flush=True)
     print(json.dumps(report, indent=2))
 
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import psutil  # noqa: E402
 
-from fleet_bench import aws_env, behind, drop, moto, new_fleet, setup  # noqa: E402
+from fleet_bench import behind, s3_server, served_fleet, setup  # noqa: E402
 from scheduler.fleet import Fleet  # noqa: E402
 from scheduler.processes import launch, started, stop, wait_until  # noqa: E402
 
@@ -121,23 +121,17 @@ def main() -> None:
     p.add_argument("--store", default="postgresql://postgres@127.0.0.1:5432/test")
     args = p.parse_args()
     args.schedulers = 2  # setup's parallel first ingests
-    server, endpoint = moto()
-    aws_env(endpoint)
     # the days run end today (a later date would be refused as in the future)
     day = datetime.now(UTC).date() - timedelta(days=args.days - 1)
     report: dict[str, Any] = {k: getattr(args, k) for k in ("sources", "parcels", "workers")}
     report["max_warm_sources"] = args.max_warm_sources
-    try:
-        with tempfile.TemporaryDirectory(prefix="rss-bench-") as tmp:
-            fleet, schema = new_fleet(args, Path(tmp), endpoint, "rss")
-            try:
-                with fleet.serving() as f:
-                    report["setup_s"] = round(setup(f, args, day - timedelta(days=1), []), 1)
-                    report.update(run_days(f, args, day))
-            finally:
-                drop(args, schema)
-    finally:
-        server.stop()
+    with (
+        s3_server() as endpoint,
+        tempfile.TemporaryDirectory(prefix="rss-bench-") as tmp,
+        served_fleet(args, Path(tmp), endpoint, "rss") as f,
+    ):
+        report["setup_s"] = round(setup(f, args, day - timedelta(days=1), []), 1)
+        report.update(run_days(f, args, day))
     print(json.dumps(report, indent=2))
 
 

@@ -27,7 +27,7 @@ def ingested(cli: Cli, make_source: MakeSource, tmp_path: Path) -> Cli:
 
 
 def _skip(cli: Cli) -> list[str]:
-    # the test server runs PostgreSQL's defaults (judged in api/test_doctor_postgres.py)
+    # the test server runs PostgreSQL's defaults (judged in api/workspace/test_doctor_postgres.py)
     return ["--skip", "postgres_settings"] if cli.ws.store_url.startswith("postgres") else []
 
 

@@ -35,14 +35,38 @@ def materialised(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]
     return found
 
 
+def publications(
+    resource: FeedledgerResource,
+    ledger: fl.Ledger,
+    instance: dg.DagsterInstance,
+    archived: list[int],
+    partitions: list[int],
+) -> tuple[fl.Source, dg.AssetsDefinition]:
+    """The county source with its August exports of `archived` days archived in that
+    order, the partitions of `partitions` days added in that order, and the
+    publications asset."""
+    src = ledger.source("larimer")
+    archive(src, archived)
+    instance.add_dynamic_partitions(PARTITIONS, [f"2026-08-0{d}" for d in partitions])
+    asset = feedledger_assets(resource, sources=["larimer"]).resolve_assets_def(PUBLICATIONS)
+    return src, asset
+
+
+def launch(asset: dg.AssetsDefinition, instance: dg.DagsterInstance, key: str) -> dict[str, Any]:
+    """One partition materialised on its own: its materialisation's metadata."""
+    return materialised(dg.materialize([asset], instance=instance, partition_key=key))[key]
+
+
+def zoning_history(src: fl.Source) -> list[str]:
+    """Parcel 1's zoning, version by version."""
+    return [v.attributes["zoning"] for v in src.history("1")]
+
+
 def test_a_range_added_out_of_order_is_one_run_in_publisher_order(
     resource: FeedledgerResource, ledger: fl.Ledger, instance: dg.DagsterInstance
 ) -> None:
-    src = ledger.source("larimer")
-    archive(src, [6, 2, 4])
     # the partitions in the order the publications became known: not publisher order
-    instance.add_dynamic_partitions(PARTITIONS, ["2026-08-06", "2026-08-02", "2026-08-04"])
-    asset = feedledger_assets(resource, sources=["larimer"]).resolve_assets_def(PUBLICATIONS)
+    src, asset = publications(resource, ledger, instance, [6, 2, 4], [6, 2, 4])
     result = dg.materialize(
         [asset], instance=instance, tags=dict(zip(RANGE, ["2026-08-06", "2026-08-04"], strict=True))
     )
@@ -62,9 +86,8 @@ def test_a_range_added_out_of_order_is_one_run_in_publisher_order(
         assert meta["missing_dates"] == ["2026-08-03", "2026-08-05"]
         assert meta["gaps_recorded"] == 2
     # the ledger's history is in publisher order, each version at its publication
-    history = src.history("1")
-    assert [v.attributes["zoning"] for v in history] == ["R-1", "MU-2", "MU-3"]
-    assert [v.valid_from.date().isoformat() for v in history] == [
+    assert zoning_history(src) == ["R-1", "MU-2", "MU-3"]
+    assert [v.valid_from.date().isoformat() for v in src.history("1")] == [
         "2026-08-02", "2026-08-04", "2026-08-06",
     ]  # fmt: skip
     assert [g.start.date().isoformat() for g in src.gaps()] == ["2026-08-03", "2026-08-05"]
@@ -73,36 +96,29 @@ def test_a_range_added_out_of_order_is_one_run_in_publisher_order(
 def test_partitions_launched_one_by_one_out_of_order_never_skip_or_repeat(
     resource: FeedledgerResource, ledger: fl.Ledger, instance: dg.DagsterInstance
 ) -> None:
-    src = ledger.source("larimer")
-    archive(src, [2, 4, 6])
-    instance.add_dynamic_partitions(PARTITIONS, ["2026-08-02", "2026-08-04", "2026-08-06"])
-    asset = feedledger_assets(resource, sources=["larimer"]).resolve_assets_def(PUBLICATIONS)
+    src, asset = publications(resource, ledger, instance, [2, 4, 6], [2, 4, 6])
     # the newest first: every publication waiting before it is applied first, in order
-    newest = materialised(dg.materialize([asset], instance=instance, partition_key="2026-08-06"))
+    newest = launch(asset, instance, "2026-08-06")
     (run,) = src.runs()
-    assert run.payloads == 3 and newest["2026-08-06"]["run_id"] == run.run_id
-    assert newest["2026-08-06"]["window"] == "2026-08-02..2026-08-06"
+    assert run.payloads == 3 and newest["run_id"] == run.run_id
+    assert newest["window"] == "2026-08-02..2026-08-06"
     # the older ones after it: applied already, nothing repeated, no new run
     for key in ["2026-08-02", "2026-08-04"]:
-        older = materialised(dg.materialize([asset], instance=instance, partition_key=key))
-        assert older[key]["status"] == "nothing_to_do"
+        assert launch(asset, instance, key)["status"] == "nothing_to_do"
     assert len(src.runs()) == 1
-    assert [v.attributes["zoning"] for v in src.history("1")] == ["R-1", "MU-2", "MU-3"]
+    assert zoning_history(src) == ["R-1", "MU-2", "MU-3"]
 
 
 def test_a_middle_partition_first_applies_the_waiting_one_before_it(
     resource: FeedledgerResource, ledger: fl.Ledger, instance: dg.DagsterInstance
 ) -> None:
-    src = ledger.source("larimer")
-    archive(src, [2, 4, 6])
-    instance.add_dynamic_partitions(PARTITIONS, ["2026-08-02", "2026-08-04", "2026-08-06"])
-    asset = feedledger_assets(resource, sources=["larimer"]).resolve_assets_def(PUBLICATIONS)
-    middle = materialised(dg.materialize([asset], instance=instance, partition_key="2026-08-04"))
-    assert middle["2026-08-04"]["window"] == "2026-08-02..2026-08-04"
-    assert "window_note" in middle["2026-08-04"]
-    newest = materialised(dg.materialize([asset], instance=instance, partition_key="2026-08-06"))
+    src, asset = publications(resource, ledger, instance, [2, 4, 6], [2, 4, 6])
+    middle = launch(asset, instance, "2026-08-04")
+    assert middle["window"] == "2026-08-02..2026-08-04"
+    assert "window_note" in middle
+    newest = launch(asset, instance, "2026-08-06")
     runs = src.runs()
     assert [r.payloads for r in runs] == [2, 1]
-    assert newest["2026-08-06"]["run_id"] == runs[1].run_id
+    assert newest["run_id"] == runs[1].run_id
     # nothing became late: every archived publication is applied, in publisher order
-    assert [v.attributes["zoning"] for v in src.history("1")] == ["R-1", "MU-2", "MU-3"]
+    assert zoning_history(src) == ["R-1", "MU-2", "MU-3"]

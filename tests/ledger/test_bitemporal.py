@@ -473,7 +473,7 @@ def test_new_sqlite_store_uses_16k_pages(tmp_path: Path) -> None:
 def test_one_run_per_source_lease(cli: Cli, tmp_path: Path, workspace: Workspace) -> None:
     """A live lease held by another (alive) holder refuses a second run of that source;
     other sources are unaffected; an expired lease is taken over."""
-    from feedledger.ledger import leases
+    from feedledger.ledger.runs import leases
     from feedledger.ledger.schema import leases as leases_t
     from feedledger.ledger.store import Store
 

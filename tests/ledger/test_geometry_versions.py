@@ -22,7 +22,8 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.formats import Observations
 from feedledger.formats.geometry import geometry_hash
-from feedledger.ledger import bulk, leases
+from feedledger.ledger import bulk
+from feedledger.ledger.runs import leases
 from feedledger.ledger.schema import outcomes, payloads, versions
 from feedledger.ledger.store import Store
 from feedledger.model.errors import BadPayloadError

@@ -14,7 +14,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from feedledger.ledger import engine as eng
-from feedledger.ledger import leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.schema import runs
 from feedledger.ledger.store import Store
 from feedledger.model.errors import SchemaTooNewError
@@ -88,7 +88,7 @@ def test_a_newer_store_opens_while_its_floor_is_known_and_not_after(store_url: s
 def test_only_live_leases_of_older_releases_hold_an_upgrade_back(store_url: str) -> None:
     migrate(store_url)
     engine = eng.make_engine(store_url)
-    mine = leases.new_holder()
+    mine = holders.new_holder()
     far = now_us() + 600_000_000
     rows = [
         ("older", mine, far, f"0014_health_indexes {mine}"),  # claims an older schema

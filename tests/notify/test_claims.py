@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from feedledger.ledger.leases import new_holder
+from feedledger.ledger.runs.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import deliveries, fanout

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from feedledger.ledger.leases import new_holder
+from feedledger.ledger.runs.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import deliveries as deliveries_mod

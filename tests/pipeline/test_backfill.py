@@ -28,7 +28,7 @@ from feedledger.config import Workspace
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.ledger import engine as eng
-from feedledger.ledger import leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.schema import versions
 from feedledger.ledger.store import Store
 from feedledger.notify import tables as _notify_tables  # noqa: F401  (its tables in `metadata`)
@@ -334,7 +334,7 @@ def test_live_run_refused_while_another_process_holds_the_lease(
 ) -> None:
     outage(cli, tmp_path)
     store = Store(workspace.store_url)
-    holder, run_id = leases.new_holder(), str(uuid.uuid4())
+    holder, run_id = holders.new_holder(), str(uuid.uuid4())
     try:
         leases.acquire(store, SRC, holder, run_id, run_kind="backfill")  # a running backfill
         before = dump(workspace, skip=("payloads",))

@@ -1,5 +1,6 @@
 """`doctor`'s judgement of PostgreSQL's settings, each at and under its threshold (the
-settings as `SHOW` gives them; the real server's sessions: api/test_doctor_postgres.py)."""
+settings as `SHOW` gives them; the real server's sessions:
+api/workspace/test_doctor_postgres.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from sqlalchemy import event, update
 import feedledger as fl
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, schedule_state
+from feedledger.ledger import gaps, schedule_state
+from feedledger.ledger.runs import leases
 from feedledger.ledger.views.health import source_facts
 from feedledger.model.cadence import day_start_us, due_dates, local_date
 from feedledger.model.source import SourceConfig

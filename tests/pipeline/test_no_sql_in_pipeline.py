@@ -11,6 +11,7 @@ import feedledger
 PIPELINE = Path(feedledger.__file__).parent / "pipeline"
 MODULES = [
     "apply",
+    "catchup/applying",
     "catchup/assess",
     "catchup/backfill",
     "doctor/data_checks",
@@ -23,6 +24,7 @@ MODULES = [
     "query",
     "retract",
     "review",
+    "catchup/replay",
     "catchup/report",
     "scheduling",
     "verify",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from feedledger.config import Workspace
-from feedledger.ledger import leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.store import Store
 from helpers import Cli
 from pipeline.backfill_scenario import (
@@ -197,7 +197,7 @@ def test_bad_requests_fail_cleanly_and_change_nothing(
 
     with subtests.test("retract while another process holds the lease"):
         store = Store(workspace.store_url)
-        holder, other = leases.new_holder(), str(uuid.uuid4())
+        holder, other = holders.new_holder(), str(uuid.uuid4())
         try:
             leases.acquire(store, SRC, holder, other, run_kind="backfill")
             held = dump(workspace)

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from feedledger.ledger import leases, schedule_state
+from feedledger.ledger import schedule_state
+from feedledger.ledger.runs import holders, leases
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline import run as run_module
 from feedledger.scheduler.loop import Options, Scheduler
@@ -49,7 +50,7 @@ def test_a_source_another_process_holds_costs_a_worker_no_fetch(
 
     monkeypatch.setattr(run_module, "fetch", spy)
     sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), log=io.StringIO())
-    other = leases.new_holder()  # another worker, alive, holding s0 (its attempt's claim)
+    other = holders.new_holder()  # another worker, alive, holding s0 (its attempt's claim)
     try:
         leases.acquire(sched.store, "s0", other, None)
         # a worker that took s0 up before it was claimed: busy, at the cost of a claim

@@ -1,6 +1,6 @@
 """A scheduler that loses a race is not failing: two schedulers attempt one source at
 the same tick, and the rival does the work just before the other takes the source's
-lease (ledger/test_lease_recheck.rival_before_lease). The loser's attempt is `done_elsewhere`:
+lease (ledger/runs/lease_rival.rival_before_lease). The loser's attempt is `done_elsewhere`:
 no failure counted, no backoff, shown so in the log line, `health` and the metrics.
 SQLite and PostgreSQL.
 """
@@ -21,7 +21,7 @@ from feedledger.model.timeutil import to_us
 from feedledger.pipeline.scheduling import Attempt, attempt
 from feedledger.scheduler.metrics import Metrics
 from helpers import Cli
-from ledger.lease_rival import NOW, rival_before_lease
+from ledger.runs.lease_rival import NOW, rival_before_lease
 from pipeline.backfill_scenario import at
 from pipeline.missed_week import SRC, WEEK, setup
 

@@ -21,7 +21,7 @@ from sqlalchemy import event
 
 from feedledger import config
 from feedledger.config import Workspace
-from feedledger.ledger import leases
+from feedledger.ledger.runs import leases
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import backend_store, migrate
 from scheduler.fleet import midnight_us

@@ -155,7 +155,7 @@ def test_metrics_and_heartbeat_of_a_running_scheduler(cli: Cli, tmp_path: Path) 
 
 
 def test_heartbeat_keeps_a_short_lease_alive_while_its_run_lasts(cli: Cli) -> None:
-    from feedledger.ledger import leases
+    from feedledger.ledger.runs import leases
     from feedledger.ledger.schema import leases as lease_table
 
     cli("source", "add", "alpha", "--key", "id")

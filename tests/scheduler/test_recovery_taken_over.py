@@ -33,13 +33,13 @@ from sqlalchemy import select
 
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger import leases
+from feedledger.ledger.runs import leases
 from feedledger.ledger.schema import applications, runs
 from feedledger.ledger.schema import leases as lease_table
 from feedledger.model.timeutil import now_us
 from feedledger.pipeline.scheduling import Attempt, attempt
 from helpers import Cli
-from ledger.lease_rival import NOW
+from ledger.runs.lease_rival import NOW
 from pipeline.backfill_scenario import at, fetch, outbox_rows
 from pipeline.missed_week import SRC, WEEK, setup
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from feedledger.ledger import leases
+from feedledger.ledger.runs import leases
 from feedledger.ledger.schema import applications, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.errors import LeaseHeldError

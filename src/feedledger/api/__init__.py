@@ -9,8 +9,10 @@ declarations, run ids, health, destinations and manifests, notifications, the ar
 upkeep, the write audit); `source.Source` holds what one source does (ingest, run,
 backfill, replay, queries, snapshots, freezes, its archive, runs and calendar). The
 other modules hold one thing each: the result types (`results`), and the typed
-builders the two classes delegate to (`archive`, `audit`, `calendar`, `runs_page`,
-`destination`, `destination_status`, `notify`, `review`, `snapshot_stream`,
-`history_frame`, `windows`, `workspace`); `_`-modules are private helpers. Nothing
+builders the two classes delegate to (`archive`, `calendar`, `destination`,
+`destination_status`, `notify`, `snapshot_stream`, `windows`); `runs/` holds runs by id
+(the Ledger's methods on them, the pages, review, the write audit), `workspace/` the
+workspace created, its schema, and `doctor`; `_source/` is private to `Source`.
+`runs_page` and `audit` hold only deprecated aliases (gone next release). Nothing
 below `ledger` imports it: `Source`, `Destination` and `Notifications` take the
 workspace `Context`, so the modules form no circle."""

@@ -11,7 +11,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api import archive, audit, destination_status, doctor, lake, review, runs_page
+from feedledger.api import archive, destination_status, lake
 from feedledger.api._deprecated import deprecated
 from feedledger.api.archive import (
     ArchiveCompacted,
@@ -20,29 +20,25 @@ from feedledger.api.archive import (
     Reindexed,
     Rejected,
 )
-from feedledger.api.audit import AuditEntry
 from feedledger.api.destination import Destination, create_manifest
-from feedledger.api.doctor import DoctorReport
 from feedledger.api.lake import DeltaPosition
 from feedledger.api.notify import Notifications
 from feedledger.api.results import (
-    Change,
     DestinationLag,
     Ingested,
     Manifest,
     NothingToDo,
     ResidentProcess,
-    Retraction,
     Run,
     SourceHealth,
     WindowRun,
 )
-from feedledger.api.review import ReviewDecision
-from feedledger.api.runs_page import ChangesPage, RunDetail, RunsPage
+from feedledger.api.runs.methods import RunMethods
 from feedledger.api.source import Source
 from feedledger.api.times import instant_us
 from feedledger.api.windows import one_source
-from feedledger.api.workspace import create, load_workspace
+from feedledger.api.workspace import create, doctor, load_workspace
+from feedledger.api.workspace.doctor import DoctorReport
 from feedledger.config import (
     CONFIG_NAME,
     DEFAULT_ARCHIVE,
@@ -55,14 +51,15 @@ from feedledger.context import Context
 from feedledger.model.errors import ConfigError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
-from feedledger.model.types import RunKind, RunStatus
 
 if TYPE_CHECKING:
     from feedledger.lake.export import DeltaExport
 
 
-class Ledger:
-    """An open workspace. A context manager; `close()` releases the store."""
+class Ledger(RunMethods):
+    """An open workspace. A context manager; `close()` releases the store.
+
+    Runs by id and the write audit: `runs/methods.py`."""
 
     def __init__(self, workspace: Workspace, *, leave_wal: bool = False) -> None:
         # leave_wal: the process ends right after close() (the CLI), so an SQLite store
@@ -124,87 +121,6 @@ class Ledger:
             del self.workspace.sources[name]
         else:
             self.workspace.remove_source(name)
-
-    # -- runs, by id ----------------------------------------------------------------------
-    def resolve_run(self, run_id: str) -> str:
-        """A whole run id from any unique prefix (ConfigError if ambiguous)."""
-        return runs_page.resolve_run(self.context, run_id)
-
-    def changes(self, run_id: str) -> list[Change]:
-        """What a run changed (added/changed/deleted, before and after), then the records
-        it did not apply (`outcome` unresolved or superseded)."""
-        from feedledger.ledger import queries  # lazy: SQLAlchemy, Arrow
-
-        run = self.resolve_run(run_id)
-        store = self.context.store
-        geo = runs_page.is_geo_run(self.context, run)
-        return [Change.of(c) for c in queries.changes(store, run, geo=geo)] + [
-            Change.held(o) for o in queries.run_outcomes(store, run, geo=geo)
-        ]
-
-    def retract(self, run_id: str, *, cascade: bool = False) -> Retraction:
-        """Retract everything a run wrote, as a run of kind `retraction`
-        (RetractConflictError if later runs depend on it, unless `cascade`)."""
-        from feedledger.pipeline.retract import retract_run  # lazy: SQLAlchemy, Arrow
-
-        run = self.resolve_run(run_id)
-        return Retraction.of(retract_run(self.context, run, cascade=cascade))
-
-    def review(
-        self, run_id: str, *, release: bool = False, retract: bool = False
-    ) -> ReviewDecision:
-        """Decide on a live run held for review: `release` its notifications, or
-        `retract` it (exactly one)."""
-        return review.review(self.context, run_id, release=release, retract=retract)
-
-    def runs_page(
-        self,
-        *,
-        source: str | None = None,
-        kind: str | RunKind | None = None,
-        status: str | RunStatus | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunsPage:
-        """A page of runs across sources, newest first (of `source`, `kind` and `status`
-        when given) after `cursor` (the HTTP API's `/api/runs`)."""
-        return runs_page.read_runs_page(
-            self.context, source=source, kind=kind, status=status, limit=limit, cursor=cursor
-        )
-
-    def run_detail(self, run_id: str) -> RunDetail:
-        """One run's whole picture: its row, retraction, notices and write audit (a
-        unique prefix will do; NotFoundError if none)."""
-        return runs_page.read_run_detail(self.context, run_id)
-
-    def changes_page(
-        self, run_id: str, *, limit: int = 200, cursor: str | None = None
-    ) -> ChangesPage:
-        """A page of `changes(run_id)`, in its order, after `cursor`."""
-        return runs_page.read_changes_page(self.context, run_id, limit=limit, cursor=cursor)
-
-    # -- the write audit ------------------------------------------------------------------
-    def record_write(
-        self,
-        *,
-        actor: str,
-        action: str,
-        source: str | None = None,
-        run_id: str | None = None,
-        detail: Any = None,
-    ) -> AuditEntry:
-        """Append an entry to the write audit (its own transaction): who (`actor`, a
-        token's label), what, on which run or source, and `detail` (JSON)."""
-        return audit.record(
-            self.context, actor=actor, action=action, source=source, run_id=run_id, detail=detail
-        )
-
-    def audit_entries(
-        self, *, run_id: str | None = None, source: str | None = None
-    ) -> list[AuditEntry]:
-        """The write audit's entries about a run or a source (either matches), oldest
-        first."""
-        return audit.entries(self.context, run_id=run_id, source=source)
 
     # -- watching -----------------------------------------------------------------------
     def health(

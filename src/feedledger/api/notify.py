@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from feedledger.api.results import Raw
-from feedledger.api.runs_page import resolve_run
+from feedledger.api.runs.pages import resolve_run
 from feedledger.context import Context
 from feedledger.model.timeutil import from_us
 

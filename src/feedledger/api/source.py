@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feedledger.api import archive, snapshot_stream
+from feedledger.api import archive
 from feedledger.api import calendar as calendars
-from feedledger.api._source import history_frame, payloads, snapshots
+from feedledger.api._source import history_frame, payloads
+from feedledger.api._source.snapshot_methods import SnapshotMethods
 from feedledger.api.archive import PayloadFiles, Rejected
 from feedledger.api.calendar import Calendar
 from feedledger.api.features import Layer
@@ -32,13 +32,12 @@ from feedledger.api.results import (
     Publication,
     Recovered,
     Run,
-    SnapshotGap,
     Verification,
     Version,
     Watermark,
     WindowRun,
 )
-from feedledger.api.times import When, day, instant_us, opt_dt, opt_instant_us
+from feedledger.api.times import When, opt_dt
 from feedledger.api.windows import (
     OnPlan,
     OnProgress,
@@ -48,17 +47,12 @@ from feedledger.api.windows import (
     replay_plan_relay,
     window_result,
 )
-from feedledger.context import Context
-from feedledger.model.source import SourceConfig
-from feedledger.model.timeutil import check_not_future, now_us
 
 if TYPE_CHECKING:
     import polars as pl
-    import pyarrow as pa
 
 RunResult = Ingested | Recovered | NothingToDo | NotModified
 Key = str | int | list[Any] | tuple[Any, ...]
-BATCH_ROWS = 65_536
 
 
 def _key_text(key: Key) -> str:
@@ -68,52 +62,16 @@ def _key_text(key: Key) -> str:
     return str(key)
 
 
-class Source:
+class Source(SnapshotMethods):
     """One source of the workspace `context`: its runs, queries, freezes, archive.
 
     `led.source(name)` is a declared one; `led.source(name, require_declared=False)` may
     name one that is not (yet, or any more): its `ingest` keeps the refused bytes for
     inspection, its `rejected_payloads` reads the archive alone, and what needs the
-    declaration raises SourceNotFound."""
+    declaration raises SourceNotFound.
 
-    def __init__(self, context: Context, name: str, config: SourceConfig | None = None) -> None:
-        self.context = context
-        self.name = name
-        self._config = config
-
-    def __repr__(self) -> str:
-        return f"Source({self.name!r})"
-
-    @property
-    def config(self) -> SourceConfig:
-        """The declaration (SourceNotFound for a name the workspace does not declare)."""
-        if self._config is not None:
-            return self._config
-        return self.context.workspace.source(self.name)
-
-    def _us(self, value: When, what: str) -> int:
-        return instant_us(value, self.config.timezone, what)
-
-    def _opt_us(self, value: When | None, what: str) -> int | None:
-        return opt_instant_us(value, self.config.timezone, what)
-
-    def _day(self, value: When | str, what: str) -> date | str:
-        """A window bound for the pipeline: text as typed (parsed there, in the source's
-        timezone), a date as it is, an instant's date in the source's timezone."""
-        if isinstance(value, datetime):
-            return day(value, self.config.timezone, what)
-        return value
-
-    def _published(self, published_at: When | str | None, allow_future: bool) -> int | str | None:
-        if published_at is None:
-            return None  # from the file name or a field, as the source declares
-        if isinstance(published_at, str):
-            # text as typed (`--published-at`): parsed below with the payload at hand, so
-            # a bad value is refused naming source and payload, the bytes kept
-            return published_at
-        value = self._us(published_at, "published_at")
-        check_not_future(value, now_us(), what="published_at", allow_future=allow_future)
-        return value
+    Its name, declaration and typed times: `_source/base.py`; the source as it stood
+    at a valid time (snapshots and their exports): `_source/snapshot_methods.py`."""
 
     # -- runs ---------------------------------------------------------------------------
     def ingest(
@@ -205,7 +163,7 @@ class Source:
     ) -> WindowRun | NothingToDo:
         """Retract the versions valid from `start` on and re-apply the archive from it.
         `on_plan` hears the payloads to apply and the days without one first."""
-        from feedledger.pipeline.catchup.backfill import replay  # lazy: SQLAlchemy, Arrow
+        from feedledger.pipeline.catchup.replay import replay  # lazy: SQLAlchemy, Arrow
 
         report = replay(
             self.context,
@@ -240,7 +198,7 @@ class Source:
 
     def runs(self) -> list[Run]:
         """The source's runs, oldest first."""
-        from feedledger.ledger.runs import list_runs  # lazy: SQLAlchemy, Arrow
+        from feedledger.ledger.runs.lookup import list_runs  # lazy: SQLAlchemy, Arrow
 
         self.config  # noqa: B018 -- SourceNotFound for an undeclared name, as before
         return [Run.of(r) for r in list_runs(self.context.store, self.name)]
@@ -358,98 +316,6 @@ class Source:
             known_at=self._opt_us(known_at, "known_at"),
         )
         return AsOf.of(answer)
-
-    def snapshot_batches(
-        self,
-        *,
-        valid: When,
-        known_at: When | None = None,
-        batch_rows: int = BATCH_ROWS,
-        strict: bool = False,
-    ) -> Iterator[pa.RecordBatch]:
-        """The source as it stood at `valid`, streamed as Arrow batches of `key` and
-        `attributes` (canonical JSON texts) and, for a GIS source, `geometry` (the
-        GeoJSON text of the geometry as stated; null for a feature without one).
-        Inside a standing gap: a `GapWarning` (the state as last observed), or with
-        `strict` an `InGap` error, raised by this call, before any batch."""
-        valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
-        return snapshots.cut_batches(self.context, self.name, valid_us, known_us, batch_rows)
-
-    def snapshot(
-        self, *, valid: When, known_at: When | None = None, strict: bool = False
-    ) -> pl.DataFrame:
-        """The source as it stood at `valid`: one row per live entity, the key fields
-        and the record's fields as stated (text), as a polars DataFrame; a GIS source
-        adds a `geometry` column (GeoJSON text, last). Columns in the source's field
-        order (as the CSV export). Inside a standing gap: a `GapWarning` (the rows are
-        the state as last observed), or with `strict` an `InGap` error."""
-        valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
-        return snapshots.frame(self.context, self.name, valid_us, known_us)
-
-    def snapshot_gap(self, *, valid: When, known_at: When | None = None) -> SnapshotGap | None:
-        """The standing gap `valid` falls in (the source was not observed then), with
-        its last and next observation around it; None outside every gap."""
-        valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        return snapshots.snapshot_gap(self.context, self.name, valid_us, known_us)
-
-    @staticmethod
-    def check_export(
-        format: str, output: str | os.PathLike[str] | None, *, geo: bool | None = None
-    ) -> None:
-        """What `export_snapshot` refuses before anything is read (ConfigError), checked
-        before a ledger is opened (the CLI's `snapshot`): a format other than csv,
-        jsonl, geojson, geoparquet or gpkg; a GIS format of a source without geometry
-        (`geo` False; None: not known yet); geoparquet or gpkg to stdout (`output`
-        None); an output path that cannot be a file."""
-        snapshots.check_export(format, output, geo=geo)
-
-    def export_snapshot(
-        self,
-        output: str | os.PathLike[str] | None,
-        *,
-        valid: When,
-        known_at: When | None = None,
-        format: str = "csv",
-        strict: bool = False,
-    ) -> int:
-        """Write the source as it stood at `valid` to `output` (stdout if None),
-        streaming: CSV with columns in the source's field order, JSON lines (`jsonl`),
-        or for a GIS source `geojson`, `geoparquet` or `gpkg` (a file, not stdout);
-        a file appears only when complete. Returns the number of entities written.
-        Inside a standing gap: a `GapWarning`, or with `strict` an `InGap` error
-        (nothing written)."""
-        from feedledger.pipeline.exports import (
-            snapshot as snapshot_export,  # lazy: SQLAlchemy, Arrow
-        )
-
-        path = Path(output) if output is not None else None
-        snapshots.check_export(format, path, geo=self.config.is_geo)
-        valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        snapshots.gap_check(self.context, self.name, valid_us, known_us, strict)
-        return snapshot_export.export(self.context, self.name, path, format, valid_us, known_us)
-
-    def snapshot_bytes(
-        self, *, valid: When, known_at: When | None = None, format: str = "csv"
-    ) -> Generator[bytes, None, None]:
-        """The bytes of `export_snapshot(None, valid=, known_at=, format=)` in chunks,
-        memory bounded whatever the size (the HTTP API's streamed `/snapshot`). A
-        refused format (ConfigError) or a bad time is raised here, before any chunk; an
-        error while streaming ends the stream early (raised from the iterator)."""
-        snapshots.check_export(format, None, geo=self.config.is_geo)
-        valid_us, known_us = self._us(valid, "valid"), self._opt_us(known_at, "known_at")
-        return snapshot_stream.stream(
-            self.context, self.name, self.config.format, format, valid_us, known_us
-        )
-
-    def snapshot_chunks(
-        self, *, valid: When, known_at: When | None = None, format: str = "csv"
-    ) -> Iterator[str]:
-        """The text of `export_snapshot(None, valid=, known_at=, format=)` in chunks
-        (`snapshot_bytes`, decoded)."""
-        chunks = self.snapshot_bytes(valid=valid, known_at=known_at, format=format)
-        return snapshot_stream.decoded(chunks)
 
     def gaps(self, *, known_at: When | None = None, include_retracted: bool = False) -> list[Gap]:
         from feedledger.pipeline import query  # lazy: SQLAlchemy, Arrow

@@ -56,6 +56,6 @@ def progress_relay(progress: OnProgress | None) -> Any:
 def one_source(names: str | list[str]) -> str:
     """The one source name of a backfill or replay as typed (the CLI's `backfill a b` or
     `backfill a,b` is refused: ConfigError saying why, before anything is opened)."""
-    from feedledger.pipeline.catchup.backfill import one_source as one  # lazy: SQLAlchemy, Arrow
+    from feedledger.pipeline.catchup.applying import one_source as one  # lazy: SQLAlchemy, Arrow
 
     return one(names)

@@ -13,7 +13,7 @@ from feedledger.cli.common import JSON_OPT, emit_json, err, instant, ledger, out
 from feedledger.model.errors import FeedledgerError
 
 if TYPE_CHECKING:
-    from feedledger.api.doctor import DoctorReport
+    from feedledger.api.workspace.doctor import DoctorReport
 
 CANNOT_CHECK = 2
 

@@ -13,6 +13,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from feedledger.ledger.failures import PROBE, Place, guard
 from feedledger.ledger.failures import redact as redact  # the workspace commands name it here
+from feedledger.ledger.runs.holders import holder_dead
 from feedledger.model.errors import SchemaTooNewError, StoreUnavailableError, UpgradeBlockedError
 from feedledger.model.timeutil import now_us
 
@@ -206,8 +207,6 @@ def older_holders(conn: Connection, current: str | None, floor: str) -> list[tup
     process gone from this host) held by a release of a schema before `floor`. A lease
     whose `holder_schema` does not name its holder was taken by a release from before
     0015, which runs only on the store's own revision: `current`."""
-    from feedledger.ledger.leases import holder_dead  # lazy: the leases import the store
-
     if current is None:
         return []
     if conn.dialect.name == "postgresql":  # no lease taken until the schema is new

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, insert, update
 from feedledger import faults, timing
 from feedledger.ledger import bulk, encoding, notices, runs, staging
 from feedledger.ledger.engine import CACHE_KIB
-from feedledger.ledger.leases import check_held
+from feedledger.ledger.runs.leases import check_held
 from feedledger.ledger.schema import applications, payloads, watermarks
 from feedledger.ledger.store import Store
 from feedledger.model.errors import FeedledgerError

@@ -286,7 +286,7 @@ class Store:
 
 def reserve_version_ids(conn: Connection, n: int) -> int:
     """Reserve `n` (> 0) version ids in the caller's transaction; returns the first
-    (`Store.allocate_version_ids` in one of its own; a live run's lease, ledger/leases.py,
+    (`Store.allocate_version_ids` in one of its own; a live run's lease, ledger/runs/leases.py,
     in the lease's, when its diff is known before it)."""
     row = conn.execute(
         update(counters)

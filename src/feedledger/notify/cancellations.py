@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, exists, func, or_, select, update
 
-from feedledger.ledger.leases import holder_dead
 from feedledger.ledger.notices import of_applications
+from feedledger.ledger.runs.holders import holder_dead
 from feedledger.ledger.schema import applications, counters, outbox
 from feedledger.ledger.store import Store
 from feedledger.notify.deliveries import UNDELIVERED

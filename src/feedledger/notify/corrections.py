@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from feedledger.ledger import notices
-from feedledger.ledger.retraction import commit_time
+from feedledger.ledger.runs.retraction import commit_time
 from feedledger.ledger.store import Store
 
 __all__ = ["queue_correction"]

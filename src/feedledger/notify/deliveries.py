@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
-from feedledger.ledger.leases import holder_dead
+from feedledger.ledger.runs.holders import holder_dead
 from feedledger.ledger.schema import outbox
 from feedledger.ledger.store import Store
 from feedledger.notify.tables import deliveries, subscribers

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger.runs import get_run
+from feedledger.ledger.runs.lookup import get_run
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.source import check_name
 from feedledger.model.timeutil import now_us

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from feedledger import faults
-from feedledger.ledger.leases import new_holder
+from feedledger.ledger.runs.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import cancellations, deliveries

@@ -12,7 +12,7 @@ from feedledger.diff import DiffResult
 from feedledger.formats import Observations
 from feedledger.ledger.payload_txn import PayloadWrite, apply_payload
 from feedledger.ledger.records import Watermark
-from feedledger.ledger.runs import recent_change_counts
+from feedledger.ledger.runs.lookup import recent_change_counts
 from feedledger.ledger.store import Store, crs_refusal, payload_crs
 from feedledger.model.errors import MassDeleteError, StaleWatermarkError
 from feedledger.model.payload import PayloadRef

@@ -388,7 +388,7 @@ def apply_archived(
     allow_mass_delete: bool = False,
     ahead: Ahead | None = None,
 ) -> IngestResult:
-    from feedledger.ledger import leases  # lazy: see warm_store
+    from feedledger.ledger.runs import leases  # lazy: see warm_store
     from feedledger.pipeline.apply import apply_observations, stale_error  # lazy: as above
 
     store = ctx.store

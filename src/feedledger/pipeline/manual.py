@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, manual_gaps
-from feedledger.ledger.leases import Freeze
+from feedledger.ledger import gaps
+from feedledger.ledger.gaps import manual as manual_gaps
 from feedledger.ledger.records import Gap
+from feedledger.ledger.runs import freezes, leases
+from feedledger.ledger.runs.freezes import Freeze
 from feedledger.model.cadence import day_start_us
 from feedledger.model.errors import ConfigError
 from feedledger.model.types import RunKind
@@ -44,9 +46,9 @@ def add_gap(ctx: Context, source: str, start: str | date, end: str | date, reaso
 
 def freeze(ctx: Context, source: str, reason: str | None) -> tuple[Freeze, bool]:
     src = ctx.workspace.source(source)
-    return leases.freeze(ctx.store, src.name, reason)
+    return freezes.freeze(ctx.store, src.name, reason)
 
 
 def thaw(ctx: Context, source: str) -> bool:
     src = ctx.workspace.source(source)
-    return leases.thaw(ctx.store, src.name)
+    return freezes.thaw(ctx.store, src.name)

@@ -6,7 +6,7 @@ it holds in a small JSON file in the workspace's local state folder, beside the 
 cache it derives from: one file per process, `resident/<host>-<pid>.json`, replaced
 whole after each attempt and removed when the scheduler stops. The file names its
 holder (`host:pid:token:start`, as a lease does), so a file left by a process that died
-on this host is recognised and not reported (`leases.holder_dead`). `health` judges
+on this host is recognised and not reported (`holders.holder_dead`). `health` judges
 each warm state against the ledger as it stands: `current` when the store id and the
 source's commit sequence are the ones it was taken at; one that is not is never used
 (its next payload reloads it).
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import leases
+from feedledger.ledger.runs import holders
 from feedledger.ledger.statecache import WarmStates
 from feedledger.model.timeutil import iso, now_us
 from feedledger.pipeline import allocators
@@ -48,7 +48,7 @@ class ResidentReport:
     @classmethod
     def open(cls, ctx: Context) -> ResidentReport:
         name = f"{socket.gethostname()}-{os.getpid()}.json"
-        return cls(folder(ctx) / name, leases.new_holder(), ctx.store.store_id(), threading.Lock())
+        return cls(folder(ctx) / name, holders.new_holder(), ctx.store.store_id(), threading.Lock())
 
     def publish(self, warm: WarmStates) -> None:
         """Best effort: a file that cannot be written only hides what is warm."""
@@ -85,7 +85,7 @@ def resident(ctx: Context) -> list[dict[str, Any]]:
             holder = str(body["holder"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being replaced, or not ours: the next look sees it
-        if leases.holder_dead(holder):
+        if holders.holder_dead(holder):
             continue
         store_id = ctx.store.store_id()
         for held in body.get("sources", []):

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import gaps, leases, notices, runs
+from feedledger.ledger import gaps, notices, runs
 from feedledger.ledger.records import Watermark
-from feedledger.ledger.retraction import Retracted, Scope, planned, retract_scope
+from feedledger.ledger.runs import leases, lookup
+from feedledger.ledger.runs.retraction import Retracted, Scope, planned, retract_scope
 from feedledger.ledger.store import Store, Transaction
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.timeutil import iso
@@ -63,7 +64,7 @@ def _standing_gaps(store: Store, source: str, run_id: str) -> int:
 
 def retract_run(ctx: Context, run_id: str, *, cascade: bool = False) -> RetractReport:
     store = ctx.store
-    run = runs.get_run(store, run_id)
+    run = lookup.get_run(store, run_id)
     if run is None:
         raise NotFoundError(
             f"unknown run id {run_id!r}", hint="list runs with `feedledger runs SOURCE`"

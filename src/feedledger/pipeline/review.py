@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import notices, runs
-from feedledger.ledger.retraction import stands
+from feedledger.ledger import notices
+from feedledger.ledger.runs import lookup
+from feedledger.ledger.runs.retraction import stands
 from feedledger.model.errors import ConfigError, NotFoundError
 from feedledger.model.types import RunStatus
 from feedledger.pipeline.retract import retract_run
@@ -17,7 +18,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
     if release == retract:
         raise ConfigError("give exactly one of --release or --retract")
     store = ctx.store
-    run = runs.get_run(store, run_id)
+    run = lookup.get_run(store, run_id)
     if run is None:
         raise NotFoundError(f"unknown run id {run_id!r}", hint="`feedledger runs SOURCE`")
     if run.status != RunStatus.HELD.value:
@@ -34,7 +35,7 @@ def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> dict[s
             still_held=True,
         )
         if n is None:  # settled by another reviewer since the look above
-            now = runs.get_run(store, run_id)
+            now = lookup.get_run(store, run_id)
             raise ConfigError(
                 f"run {run_id} is no longer held for review (status "
                 f"{now.status if now is not None else 'gone'}); nothing changed",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feedledger.context import Context
-from feedledger.ledger.leases import frozen
+from feedledger.ledger.runs.freezes import frozen
 from feedledger.model.errors import (
     ConfigError,
     FutureDateError,

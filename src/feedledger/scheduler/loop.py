@@ -42,8 +42,8 @@ from typing import IO, Any, Protocol
 
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger import leases
 from feedledger.ledger.engine import refuse_newer
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.statecache import DEFAULT_MAX_SOURCES
 from feedledger.ledger.views.health import HealthRows
 from feedledger.model.errors import LeaseHeldError, SchemaTooNewError
@@ -73,7 +73,7 @@ def _held_elsewhere(rows: HealthRows) -> bool:
         return False
     if lease.expires_at is not None and lease.expires_at < now_us():
         return False
-    return not leases.holder_dead(lease.holder)
+    return not holders.holder_dead(lease.holder)
 
 
 class Clock(Protocol):

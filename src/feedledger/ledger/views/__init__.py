@@ -6,7 +6,7 @@ that page needs.
 * `health`: what `health` reads of all sources at once (one statement per table), and
   the same facts for one source (pipeline/health.py);
 * `run_page`: what a run's page shows besides its row: the notices it queued and its
-  changes a page at a time (api/runs_page.py).
+  changes a page at a time (api/runs/pages.py).
 
 These would live with the face that shows them, but the faces (cli/, server/) may not
 import the ledger and api/ may not import SQLAlchemy (the `cli` and `storage`

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from feedledger.ledger.runs import kinds_and_statuses
+from feedledger.ledger.runs.lookup import kinds_and_statuses
 from feedledger.ledger.schema import applications
 from feedledger.ledger.store import Store
 
@@ -44,7 +44,7 @@ def applied_payloads(store: Store, source: str, start: int, end: int) -> list[Ap
     )
     with store.engine.connect() as conn:
         rows = list(conn.execute(stmt))
-        # the runs' kind and status from ledger/runs.py (the one module on that table)
+        # the runs' kind and status from ledger/runs/ (the one package on that table)
         kinds = kinds_and_statuses(conn, sorted({r.run_id for r in rows}))
     return [
         AppliedPayload(

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, String, column, func, select, values
 
-from feedledger.ledger import queries, runs
-from feedledger.ledger.leases import Freeze, LeaseState, frozen
-from feedledger.ledger.leases import current as current_lease
+from feedledger.ledger import queries
 from feedledger.ledger.records import Watermark
+from feedledger.ledger.runs import lookup
+from feedledger.ledger.runs.freezes import Freeze, frozen
+from feedledger.ledger.runs.leases import LeaseState
+from feedledger.ledger.runs.leases import current as current_lease
 from feedledger.ledger.schedule_state import State
 from feedledger.ledger.schema import freezes, gaps, leases, payloads, schedule_state, watermarks
 from feedledger.ledger.store import Store
@@ -63,7 +65,7 @@ def health_rows(store: Store, sources: list[str], *, facts: bool = True) -> dict
         _states(conn, sources, got)
         _freezes_and_leases(conn, sources, got)
         if facts:
-            for source, n in runs.held_counts(conn, sources).items():
+            for source, n in lookup.held_counts(conn, sources).items():
                 got[source].held_runs = n
             _last_fetches(conn, sources, got)
         _standing_gaps(conn, got)
@@ -154,6 +156,6 @@ def source_facts(store: Store, source: str) -> SourceFacts:
         return SourceFacts(
             freeze=frozen(conn, source),
             lease=current_lease(conn, source),
-            held_runs=runs.held_count(conn, source),
+            held_runs=lookup.held_count(conn, source),
             last_fetched_at=queries.last_fetched_at(conn, source),
         )

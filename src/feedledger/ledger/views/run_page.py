@@ -1,6 +1,6 @@
 """What the HTTP API's run page shows besides the run's row: the notices it queued
 (summary, change set, correction...: outbox rows and their status). The runs that
-retracted it come from ledger/runs.py, which owns the runs table.
+retracted it come from ledger/runs/lookup.py (ledger/runs/ owns the runs table).
 
 A run's changes a page at a time (the HTTP API's `/api/runs/{id}/changes`): the
 versions it wrote in (valid_from, key) order, then the per-key outcomes that did not

@@ -3,8 +3,10 @@ naive catch-up to the newest.
 
 Modules: `served` (what the publisher still serves for some days, and filling the
 archive from it), `assess` (a window before a backfill: what the archive holds, what is
-replayable, late or missing, what is fetchable now), `backfill` (backfill and replay:
-archived payloads applied in publisher order under one lease), `replay_retraction`
+replayable, late or missing, what is fetchable now), `backfill` (a window's
+archived payloads applied in publisher order under one lease; resumed when interrupted),
+`replay` (a retraction from a day, then every archived payload from it re-applied),
+`applying` (the loop the two share), `replay_retraction`
 (what a replay's retraction cancels and tells subscribers, in its transaction),
 `report` (what a backfill or replay did, and its last transaction: gap records and ONE
 summary notification) and `recovery` (a `run` or the scheduler finding several

@@ -1,17 +1,13 @@
-"""Backfill and replay: archived payloads applied in publisher order, each with ITS OWN
-publisher date as `valid_from`, as one run holding the source's lease throughout.
+"""Backfill: archived payloads applied in publisher order, each with ITS OWN publisher
+date as `valid_from`, as one run holding the source's lease throughout (the loop it
+shares with a replay: `applying.py`; a replay: `replay.py`).
 
-* `backfill SOURCE --from D --to D` first archives what the source's fetch location
-  still serves for the window (`fetch=False`: the archive only), then applies the
-  archived payloads after the watermark in the window (oldest first). Interrupted, the
-  same request RESUMES it under the run id it started with (ledger/backfill_runs.py: the
-  source's latest backfill, unfinished, whose window covers the request); a request
-  reaching beyond that window starts a new run naming the unfinished one its parent.
-* `replay SOURCE --from D` first retracts every standing application of the source
-  published on or after D (and the gaps after D), moving the watermark back, then applies
-  every archived payload from D on, late ones included. In the retraction's transaction
-  it cancels what it retracted and nobody was delivered yet, and queues one retraction
-  notice for whoever was (pipeline/catchup/replay_retraction.py), as `retract` does.
+`backfill SOURCE --from D --to D` first archives what the source's fetch location still
+serves for the window (`fetch=False`: the archive only), then applies the archived
+payloads after the watermark in the window (oldest first). Interrupted, the same request
+RESUMES it under the run id it started with (ledger/runs/backfills.py: the source's latest
+backfill, unfinished, whose window covers the request); a request reaching beyond that
+window starts a new run naming the unfinished one its parent.
 
 Each payload commits in its own transaction (versions, outbox rows -- `suppressed`
 unless `notify` -- application, watermark advance). The publication days of the window
@@ -26,8 +22,7 @@ another scheduler, or the run of a stalled scheduler whose lease expired taken o
 finished). Which unfinished run a backfill resumes is decided under the lease too
 (`leases.continue_run`). A backfill that finds nothing under the lease -- no payload to
 apply, no applied one left unannounced by an unfinished run -- returns `NothingToDo` and
-leaves no run record and no summary (`leases.NOTHING`); a replay lists the archive again
-under its lease.
+leaves no run record and no summary (`leases.NOTHING`).
 """
 
 from __future__ import annotations
@@ -36,95 +31,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from feedledger import faults
 from feedledger.context import Context
-from feedledger.formats import read_observations
-from feedledger.ledger import leases, queries, runs
-from feedledger.ledger.backfill_runs import resumable, summarised
-from feedledger.ledger.leases import LeasedRun
+from feedledger.ledger import queries, runs
 from feedledger.ledger.records import Run
-from feedledger.ledger.retraction import Retracted, Scope, retract_scope
-from feedledger.ledger.store import Transaction
-from feedledger.model.cadence import day_start_us, expected_dates, local_date
-from feedledger.model.errors import ConfigError, FeedledgerError
+from feedledger.ledger.runs import leases, lookup
+from feedledger.ledger.runs.backfills import resumable, summarised
+from feedledger.model.cadence import day_start_us, local_date
+from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
-from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import RunKind
-from feedledger.pipeline.apply import apply_observations
+from feedledger.pipeline.catchup.applying import Progress, apply_payloads, one_source
 from feedledger.pipeline.catchup.assess import (
     Assessment,
     assess_window,
     index_archive,
-    parse_day,
     window,
 )
-from feedledger.pipeline.catchup.replay_retraction import withdraw
 from feedledger.pipeline.catchup.report import NothingToDo, RunReport, Step, chain_of, finish
 from feedledger.pipeline.catchup.served import fill, window_days
-from feedledger.pipeline.observing import observed_days
 
-__all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill", "replay"]
-
-# progress(done, total, payload just applied or None before the first)
-Progress = Callable[[int, int, PayloadRef | None], None]
-
-
-def one_source(source: str | list[str]) -> str:
-    """The one source name of a backfill or replay (`a,b` and several names are refused,
-    naming why)."""
-    names = [source] if isinstance(source, str) else list(source)
-    names = [n for part in names for n in part.split(",") if n.strip()]
-    if len(names) != 1:
-        raise ConfigError(
-            f"backfill and replay take one source at a time, not {len(names)} "
-            f"({', '.join(names) or 'none'}): sources publish on different dates and keep "
-            "different archives, and one run id per source keeps each retractable on its own",
-            hint="run the command once per source",
-        )
-    return names[0].strip()
-
-
-def _apply_payloads(
-    ctx: Context,
-    src: SourceConfig,
-    refs: list[PayloadRef],
-    *,
-    run: LeasedRun,
-    notify: bool,
-    allow_mass_delete: bool,
-    progress: Progress | None,
-) -> list[Step]:
-    steps: list[Step] = []
-    if progress:
-        progress(0, len(refs), None)
-    # each payload's state is the one the previous payload committed: kept in memory
-    # between them (checked against the watermark before each use, like the file cache)
-    with ctx.cache.resident():
-        for i, ref in enumerate(refs, start=1):
-            data = ctx.archive.get(ref.sha256)
-            # (a payload too large for the whole path: within the default budget)
-            bound = within_default(src, len(data))
-            obs = read_observations(data, bound, label=ref.label)
-            applied = apply_observations(
-                ctx,
-                bound,
-                ref,
-                obs,
-                run_id=run.run_id,
-                holder=run.holder,
-                backfill=True,
-                allow_mass_delete=allow_mass_delete,
-                outbox_status="pending" if notify else "suppressed",
-            )
-            steps.append(
-                Step(ref.published_at, ref.payload_id, applied.changes, applied.invalid_geometries)
-            )
-            if progress:
-                progress(i, len(refs), ref)
-            faults.point("after_payload", i)
-    return steps
+__all__ = ["NothingToDo", "Progress", "RunReport", "Step", "backfill"]
 
 
 def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -> Run | None:
@@ -132,7 +60,7 @@ def _interrupted_parent(ctx: Context, source: str, kind: str, own: str | None) -
     window starts a new run that names it as its parent). A run still marked `running`
     counts: if its process is alive, taking the lease refuses us; if it died, taking
     the lease marks it abandoned."""
-    earlier = [r for r in runs.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own]
+    earlier = [r for r in lookup.list_runs(ctx.store, source) if r.kind == kind and r.run_id != own]
     if earlier and earlier[-1].status != "succeeded":
         return earlier[-1]
     return None
@@ -240,7 +168,7 @@ def backfill(
             if now.resume is not None:
                 leases.continue_run(ctx.store, run, now.resume.run_id)
                 report.run_id = run.run_id
-                resumed = runs.get_run(ctx.store, run.run_id)
+                resumed = lookup.get_run(ctx.store, run.run_id)
                 report.resumed = len(resumed.resumed) if resumed is not None else 0
                 report.parent_run_id = resumed.parent_run_id if resumed is not None else None
             elif now.parent is not None:
@@ -248,7 +176,7 @@ def backfill(
                 runs.set_parent(ctx.store, run.run_id, now.parent.run_id)
             report.missing_dates = plan.missing_dates
             report.late = plan.late
-            report.steps = _apply_payloads(
+            report.steps = apply_payloads(
                 ctx,
                 src,
                 plan.replayable,
@@ -308,104 +236,3 @@ def _nothing_to_replay(src: SourceConfig, plan: Assessment) -> NothingToDo:
         late=plan.late,
         hint=hint,
     )
-
-
-def _missing_days(ctx: Context, src: SourceConfig, day: date, refs: list[PayloadRef]) -> list[date]:
-    """The publication days from `day` to the last of `refs` that none of them has and
-    no fetch observed unchanged (pipeline/observing.py: those are known, not gaps)."""
-    last_day = local_date(refs[-1].published_at, src.timezone)
-    held = {local_date(r.published_at, src.timezone) for r in refs}
-    days = [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]
-    seen = observed_days(ctx, src, days)
-    return [d for d in days if d not in seen]
-
-
-def _check_readable(ctx: Context, refs: list[PayloadRef]) -> None:
-    """Read back (decompressed, sha256 checked) every payload a replay is to re-apply,
-    before it retracts anything: a damaged one -- a flipped bit, a missing keyframe --
-    refuses the replay with the ledger untouched, where it would otherwise stop after
-    the retraction, the source's state taken back to before the damage. Read in order,
-    each delta decodes against the payload read just before it."""
-    for ref in refs:
-        try:
-            ctx.archive.get(ref.sha256)
-        except FeedledgerError as exc:
-            raise exc.extend(
-                f"payload {ref.label} cannot be read back, so the replay retracted nothing"
-            ) from None
-
-
-def replay(
-    ctx: Context,
-    source: str | list[str],
-    start: str | date,
-    *,
-    notify: bool = False,
-    allow_mass_delete: bool = False,
-    on_plan: Callable[[list[PayloadRef], list[date]], None] | None = None,
-    progress: Progress | None = None,
-) -> RunReport | NothingToDo:
-    src = ctx.workspace.source(one_source(source))
-    day = parse_day(src, start, "--from")
-    start_us = day_start_us(day, src.timezone)
-    index_archive(ctx, src.name)
-    refs = ctx.store.list_payloads(src.name, start_us, None)
-    if not refs:
-        wm = ctx.store.watermark(src.name)
-        return NothingToDo(
-            src.name,
-            RunKind.REPLAY.value,
-            day,
-            None,
-            wm.published_at if wm is not None else None,
-            f"the archive holds no payload published on or after {day}",
-            hint="`feedledger archive list` shows what is archived",
-        )
-    if on_plan:
-        on_plan(refs, _missing_days(ctx, src, day, refs))
-    with leases.leased_run(ctx.store, src.name, RunKind.REPLAY.value) as run:
-        report = RunReport(src.name, RunKind.REPLAY.value, run.run_id, notify=notify)
-        # listed again under the lease: a payload another run archived and applied since
-        # the look above is retracted below with the rest, so it must be re-applied too
-        refs = ctx.store.list_payloads(src.name, start_us, None)
-        report.missing_dates = _missing_days(ctx, src, day, refs)
-        _check_readable(ctx, refs)
-
-        def told(conn: Transaction, done: Retracted) -> None:
-            # in the retraction's transaction (Invariant 11): what it took back and was
-            # not delivered yet is cancelled; who heard of it is told once
-            gone = withdraw(conn, done, source=src.name, run_id=run.run_id, published_from=start_us)
-            report.notifications_cancelled = gone.notifications_cancelled
-            report.messages_cancelled = gone.messages_cancelled
-
-        done = retract_scope(
-            ctx.store,
-            src.name,
-            Scope(published_from=start_us),
-            holder=run.holder,
-            by=run.run_id,
-            then=told,
-        )
-        report.retracted_payloads = len(done.payloads)
-        report.retracted_versions = done.versions
-        report.retracted_runs = done.runs
-        faults.point("after_retraction")
-        report.steps = _apply_payloads(
-            ctx,
-            src,
-            refs,
-            run=run,
-            notify=notify,
-            allow_mass_delete=allow_mass_delete,
-            progress=progress,
-        )
-        finish(
-            ctx,
-            src,
-            report,
-            run=run,
-            reason=f"replay from {day}: no archived payload for a publication day",
-            last_payload=refs[-1].payload_id,
-            word="Replay",
-        )
-    return report

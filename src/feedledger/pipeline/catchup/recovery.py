@@ -10,7 +10,7 @@ publications are waiting, every one the source still serves is applied, oldest f
 
 The backfill window ends at the newest publication obtained: days after it are not
 lost yet (the publisher may only be late), so they stay missed and are tried again.
-An unfinished recovery is resumed under its run id (ledger/backfill_runs.py).
+An unfinished recovery is resumed under its run id (ledger/runs/backfills.py).
 """
 
 from __future__ import annotations

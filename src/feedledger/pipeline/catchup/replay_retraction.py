@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from feedledger import faults
 from feedledger.ledger import notices
-from feedledger.ledger.retraction import Retracted
+from feedledger.ledger.runs.retraction import Retracted
 from feedledger.ledger.store import Transaction
 from feedledger.model.timeutil import iso
 from feedledger.notify import cancellations

@@ -9,9 +9,10 @@ from datetime import date, timedelta
 from typing import Any
 
 from feedledger.context import Context
-from feedledger.ledger import queries, runs
-from feedledger.ledger.backfill_runs import close_run
-from feedledger.ledger.leases import LeasedRun
+from feedledger.ledger import queries
+from feedledger.ledger.runs import lookup
+from feedledger.ledger.runs.backfills import close_run
+from feedledger.ledger.runs.leases import LeasedRun
 from feedledger.model.cadence import day_start_us, local_date, stretches
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
@@ -182,7 +183,7 @@ def chain_of(ctx: Context, run_id: str, parent_id: str | None, kind: str) -> lis
     chain_ids = [run_id]
     while parent_id is not None:
         chain_ids.append(parent_id)
-        earlier = runs.get_run(ctx.store, parent_id)
+        earlier = lookup.get_run(ctx.store, parent_id)
         same_kind = earlier is not None and earlier.kind == kind
         parent_id = earlier.parent_run_id if earlier is not None and same_kind else None
     return chain_ids

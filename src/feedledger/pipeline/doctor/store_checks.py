@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from feedledger.ledger import engine as eng
-from feedledger.ledger.leases import holder_dead
+from feedledger.ledger.runs.holders import holder_dead
 from feedledger.model.timeutil import iso, to_us
 from feedledger.pipeline.doctor.findings import ERROR, WARNING, Finding, Options
 
@@ -178,7 +178,7 @@ def _instant(text: Any) -> int | None:
 
 def check_leases(report: list[SourceHealth], opts: Options) -> list[Finding]:
     """A lease held by a process that is gone: its holder (`host:pid:token:start`) is a
-    process of this host no longer running (`leases.holder_dead`: gone, a zombie, or its
+    process of this host no longer running (`holders.holder_dead`: gone, a zombie, or its
     pid reused), or -- any host -- its expiry has passed (its holder renews it every third
     of its TTL while it lives, so it stopped). Either is taken over by the source's next
     run, which marks the runs it left `running` abandoned."""

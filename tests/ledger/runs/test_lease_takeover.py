@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import update
 
-from feedledger.ledger import leases, runs
+from feedledger.ledger.runs import leases, lookup
 from feedledger.ledger.schema import leases as lease_table
 from feedledger.ledger.store import Store
 from feedledger.model.errors import LeaseHeldError
@@ -41,7 +41,7 @@ def expire(store: Store) -> None:
 
 
 def status(store: Store, run_id: str) -> str | None:
-    run = runs.get_run(store, run_id)
+    run = lookup.get_run(store, run_id)
     return run.status if run is not None else None
 
 
@@ -64,7 +64,7 @@ def test_a_stalled_holder_finishes_nothing_its_successor_went_on_with(
             assert status(store, first.run_id) == "running"
     if wakes == "after_the_successor":
         assert stalled.__exit__(None, None, None) is False  # its block ends as if it succeeded
-    run = runs.get_run(store, first.run_id)
+    run = lookup.get_run(store, first.run_id)
     assert run is not None and (run.status, run.holder) == ("succeeded", successor.holder)
     assert [r["status"] for r in run.resumed] == ["abandoned"]
 
@@ -89,7 +89,7 @@ def test_a_run_taken_over_from_a_live_holder_says_its_lease_expired(store: Store
     first = stalled.__enter__()
     expire(store)
     with leases.leased_run(store, SRC, "backfill"):
-        run = runs.get_run(store, first.run_id)
+        run = lookup.get_run(store, first.run_id)
         assert run is not None and run.status == "abandoned"
         assert run.error is not None and "expired" in run.error and "died" not in run.error
         assert first.holder in run.error

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select, update
 
 from feedledger.ledger import gaps
-from feedledger.ledger.leases import check_held
 from feedledger.ledger.records import Watermark
+from feedledger.ledger.runs.leases import check_held
 from feedledger.ledger.schema import applications, versions, watermarks
 from feedledger.ledger.store import Store
 from feedledger.ledger.visibility import visible

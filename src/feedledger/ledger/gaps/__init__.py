@@ -1,4 +1,5 @@
-"""Gap records: explicit "not observed" stretches of a source's valid time.
+"""Gap records: explicit "not observed" stretches of a source's valid time (ledger/gaps/:
+the records and what stands of them here; `manual`, a gap recorded by hand).
 
 A gap covers [start_at, end_at) (end exclusive). It is visible at transaction time K
 like a version (`ledger.visibility`): recorded by then and not retracted by then.

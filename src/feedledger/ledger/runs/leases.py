@@ -7,30 +7,16 @@ check: a holder that lost its lease cannot commit), and released at the end. A l
 whose expiry has passed, or whose holder is a dead process on this same host, may be
 taken over; the runs it left `running` are marked `abandoned`.
 
-Holders (`new_holder`, `holder_dead`; a claim on deliveries, notify/, is held the same
-way): `host:pid:token:start`, `start` being the process's start time as the kernel
-counts it (Linux: field 22 of /proc/<pid>/stat; empty where there is no /proc). A
-holder whose process no longer runs on this host is dead, and what it held may be
-taken over at once instead of waiting for its expiry. Dead means: no such process, a
-zombie (killed and not yet reaped by its parent: `kill(pid, 0)` still succeeds for
-it), or the pid now belongs to another process (its start time differs from the one
-recorded). Holders written before the start time was recorded (`host:pid:token`) are
-judged by the pid alone.
+Holders are processes (`holders.py`: `new_holder`, `holder_dead`); a lease whose holder
+is dead may be taken over at once.
 
 Rolling upgrades: every lease is taken after `engine.refuse_newer` (the store's floor is
 a schema this release knows), and names the holder's schema (`holder_schema`, migration
 0015), which `db upgrade` reads (`engine.older_holders`; docs/upgrading.md).
-
-Source freezes (`freeze`, `thaw`, `frozen`): while a source is frozen its live runs are
-refused (checked when a live run takes the source's lease); backfill, replay and
-retraction are allowed.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -39,11 +25,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from feedledger.ledger import runs
 from feedledger.ledger.engine import HEAD, refuse_newer
-from feedledger.ledger.schema import freezes, leases
+from feedledger.ledger.runs.freezes import frozen
+from feedledger.ledger.runs.holders import holder_dead, new_holder
+from feedledger.ledger.schema import leases
 from feedledger.model.errors import LeaseHeldError, SourceFrozenError
 from feedledger.model.timeutil import iso, now_us
 from feedledger.timing import stage
@@ -270,7 +258,7 @@ def claimed(store: Store, source: str) -> Iterator[str]:
 
 def continue_run(store: Store, run: LeasedRun, run_id: str) -> None:
     """Under the lease `run` holds, go on with the unfinished run `run_id` (decided under
-    the lease: ledger/backfill_runs.py `resumable`) instead of the fresh run the lease was
+    the lease: ledger/runs/backfills.py `resumable`) instead of the fresh run the lease was
     taken with. In one transaction, the lease still checked: the fresh run, which did
     nothing, is removed, `run_id` is reopened under the same holder and named on the
     lease. `run.run_id` becomes `run_id` (its writes and its finish are fenced by it)."""
@@ -410,87 +398,3 @@ class Heartbeat:
                 renew(self.store)
             except Exception:  # the store is down: the next beat tries again
                 continue
-
-
-def _stat(pid: int) -> tuple[str, str] | None:
-    """(state, start time) of a process from /proc/<pid>/stat; None when unreadable
-    (no such process, or no /proc on this system)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    # the command name (field 2) is in parentheses and may hold spaces and ')'
-    fields = text[text.rfind(")") + 2 :].split()
-    if len(fields) < 20:
-        return None
-    return fields[0], fields[19]  # field 3 (state) and field 22 (starttime)
-
-
-def _start_time(pid: int) -> str:
-    got = _stat(pid)
-    return got[1] if got is not None else ""
-
-
-def new_holder() -> str:
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{secrets.token_hex(4)}:{_start_time(pid)}"
-
-
-def holder_dead(holder: str) -> bool:
-    """True when the holder is a process on this host that no longer runs: gone, a
-    zombie, or its pid reused by a process started at another time."""
-    host, _, rest = holder.partition(":")
-    pid_text, _, rest = rest.partition(":")
-    started = rest.partition(":")[2]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    got = _stat(pid)
-    if got is not None:
-        state, start = got
-        if state in ("Z", "X", "x"):
-            return True
-        return bool(started) and started != start
-    try:  # no /proc (not Linux), or hidden from us: whether the pid exists is all we can tell
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-@dataclass(frozen=True, slots=True)
-class Freeze:
-    source: str
-    frozen_at: int
-    reason: str | None
-
-
-def freeze(store: Store, source: str, reason: str | None) -> tuple[Freeze, bool]:
-    """Freeze `source`; returns (the freeze, whether it is new). Idempotent."""
-    with store.begin() as conn:
-        current = frozen(conn, source)
-        if current is not None:
-            return current, False
-        at = now_us()
-        conn.execute(insert(freezes).values(source=source, frozen_at=at, reason=reason))
-        return Freeze(source, at, reason), True
-
-
-def thaw(store: Store, source: str) -> bool:
-    """Lift the freeze; returns whether there was one."""
-    with store.begin() as conn:
-        result = conn.execute(delete(freezes).where(freezes.c.source == source))
-        return bool(result.rowcount)
-
-
-def frozen(conn: Connection, source: str) -> Freeze | None:
-    row = conn.execute(select(freezes).where(freezes.c.source == source)).first()
-    return Freeze(row.source, row.frozen_at, row.reason) if row is not None else None
-
-
-def is_frozen(store: Store, source: str) -> bool:
-    with store.engine.connect() as conn:
-        return frozen(conn, source) is not None

@@ -27,15 +27,16 @@ from sqlalchemy import select
 
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger import leases
 from feedledger.ledger.records import Run
-from feedledger.ledger.runs import list_runs
+from feedledger.ledger.runs import leases
+from feedledger.ledger.runs.lookup import list_runs
 from feedledger.ledger.schema import applications, gaps
 from feedledger.model.timeutil import to_us
-from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill, replay
+from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill
+from feedledger.pipeline.catchup.replay import replay
 from feedledger.pipeline.ingest import ingest
 from helpers import Cli
-from ledger.lease_rival import NOW, rival_before_lease
+from ledger.runs.lease_rival import NOW, rival_before_lease
 from pipeline.backfill_scenario import at, fetch, outbox_rows, zonings
 from pipeline.missed_week import OTHER, SRC, WEEK, publish, setup
 
@@ -231,7 +232,7 @@ def test_a_run_that_wrote_anything_is_finished_not_removed(
 ) -> None:
     """`leases.NOTHING` removes only a run nothing names: one that recorded a gap is
     finished `succeeded` as usual (runs.discard refuses it)."""
-    from feedledger.ledger import manual_gaps
+    from feedledger.ledger.gaps import manual as manual_gaps
 
     setup(cli, tmp_path, [])
     with Context(Workspace.load(workspace.config_path)) as ctx:

@@ -14,7 +14,7 @@ import pytest
 
 from feedledger.config import Workspace
 from feedledger.context import Context
-from feedledger.ledger import leases
+from feedledger.ledger.runs import leases
 from feedledger.model.timeutil import to_us
 
 # the scheduler's clock: the evening of the last day of the week (America/Denver)

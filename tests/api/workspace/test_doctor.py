@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 import feedledger as fl
-from feedledger.api.doctor import CHECK_NAMES, DoctorReport
+from feedledger.api.workspace.doctor import CHECK_NAMES, DoctorReport
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
 from feedledger.pipeline.doctor.findings import CHECKS

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, and_, select
 
 from feedledger.ledger import gaps, notices
-from feedledger.ledger.leases import check_held
 from feedledger.ledger.records import Run
-from feedledger.ledger.retraction import commit_time
-from feedledger.ledger.runs import UNFINISHED, list_runs
+from feedledger.ledger.runs import UNFINISHED
+from feedledger.ledger.runs.leases import check_held
+from feedledger.ledger.runs.lookup import list_runs
+from feedledger.ledger.runs.retraction import commit_time
 from feedledger.ledger.schema import applications, outbox
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from fault_pause import FaultPause
-from feedledger.ledger import leases
-from feedledger.ledger.leases import holder_dead, new_holder
+from feedledger.ledger.runs import leases
+from feedledger.ledger.runs.holders import holder_dead, new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import fanout
@@ -115,7 +115,7 @@ def test_a_rerun_right_after_a_kill_proceeds_at_once(
 
 CLAIMER = """
 import sys, time
-from feedledger.ledger.leases import new_holder
+from feedledger.ledger.runs.holders import new_holder
 from feedledger.ledger.store import Store
 from feedledger.model.timeutil import now_us
 from feedledger.notify import deliveries

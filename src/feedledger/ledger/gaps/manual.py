@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from feedledger.ledger import gaps
-from feedledger.ledger.leases import check_held
-from feedledger.ledger.retraction import commit_time, standing
+from feedledger.ledger.runs.leases import check_held
+from feedledger.ledger.runs.retraction import commit_time, standing
 from feedledger.ledger.store import Store
 from feedledger.model.cadence import local_date
 from feedledger.model.errors import ConfigError

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from feedledger.ledger import leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.schema import runs
 from feedledger.ledger.store import Store
 from feedledger.model.errors import LeaseHeldError
@@ -46,7 +46,7 @@ def test_a_run_under_a_claim_keeps_the_source_claimed_until_the_block_ends(
             held = lease_of(store)
             assert held is not None and held.holder == holder and held.run_id is None
             with pytest.raises(LeaseHeldError):  # another worker: refused, no run
-                leases.acquire(store, SRC, leases.new_holder(), str(uuid.uuid4()))
+                leases.acquire(store, SRC, holders.new_holder(), str(uuid.uuid4()))
             with leases.leased_run(store, SRC, "live") as run:
                 assert run.holder == holder  # the claim's holder, not a new one
                 during = lease_of(store)
@@ -54,13 +54,13 @@ def test_a_run_under_a_claim_keeps_the_source_claimed_until_the_block_ends(
             after = lease_of(store)
             assert after is not None and after.holder == holder and after.run_id is None
             with pytest.raises(LeaseHeldError):  # still claimed between two runs
-                leases.acquire(store, SRC, leases.new_holder(), str(uuid.uuid4()))
+                leases.acquire(store, SRC, holders.new_holder(), str(uuid.uuid4()))
             assert run_rows(store) == [(run.run_id, "succeeded", holder)]
             # the heartbeat keeps the claim alive
             assert leases.renew(store) == 1
         free = lease_of(store)
         assert free is not None and free.holder is None
-        leases.acquire(store, SRC, leases.new_holder(), str(uuid.uuid4()))  # free again
+        leases.acquire(store, SRC, holders.new_holder(), str(uuid.uuid4()))  # free again
     finally:
         store.close()
 
@@ -86,7 +86,7 @@ def test_a_failed_run_under_a_claim_is_finished_failed_and_the_claim_freed(
 
 CLAIMER = """
 import sys, time
-from feedledger.ledger import leases
+from feedledger.ledger.runs import holders, leases
 from feedledger.ledger.store import Store
 with leases.claimed(Store(sys.argv[1]), sys.argv[2]):
     print("claimed", flush=True)

@@ -32,10 +32,10 @@ class ReviewDecision:
 def review(ctx: Context, run_id: str, *, release: bool, retract: bool) -> ReviewDecision:
     """Exactly one of `release` / `retract` (ConfigError otherwise); `run_id`: the run's
     id or any unique prefix of it."""
-    from feedledger.ledger import runs  # lazy: SQLAlchemy, Arrow
+    from feedledger.ledger.runs import lookup  # lazy: SQLAlchemy, Arrow
     from feedledger.pipeline.review import review as decide  # lazy: SQLAlchemy, Arrow
 
-    data = decide(ctx, runs.resolve_id(ctx.store, run_id), release=release, retract=retract)
+    data = decide(ctx, lookup.resolve_id(ctx.store, run_id), release=release, retract=retract)
     return ReviewDecision(
         data["run_id"],
         data["source"],
