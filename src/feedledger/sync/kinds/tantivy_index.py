@@ -97,7 +97,7 @@ class TantivyIndex:
         """tantivy's errors under the block as one line naming the destination."""
         try:
             yield
-        except FeedledgerError:
+        except (FeedledgerError, faults.InjectedFailure):
             raise
         except (OSError, ValueError, RuntimeError) as exc:
             what = "read" if reading else "write"
