@@ -193,7 +193,7 @@ class TantivyIndex:
             if verdict == "accepted":
                 if row is not None:
                     writer.delete_documents_by_term("fl_key", d.key)
-                writer.add_document(document(d, self.text_fields, now))
+                writer.add_json(document(d, self.text_fields, now))
             elif verdict == "unresolved" and row is not None:
                 found = guard_evidence(d, row)
             verdicts.append(Verdict(d.key, verdict, d.revision, d.generation,
@@ -274,8 +274,10 @@ def _read(fields: dict[str, list[Any]]) -> Held:
         values = fields.get(name) or [None]
         return values[0]
 
-    doc = one("fl_doc")
-    return Held(str(one("fl_key")), int(one("fl_revision")), str(one("fl_generation")),
+    def text(name: str) -> Any:
+        value = one(name)
+        return None if value is None else bytes(value).decode("utf-8")
+
+    return Held(str(one("fl_key")), int(one("fl_revision")), text("fl_generation"),
                 int(one("fl_generation_rank")), bool(one("fl_deleted")),
-                str(one("fl_content_hash")), one("fl_written_at"),
-                None if doc is None else bytes(doc).decode("utf-8"))  # fmt: skip
+                text("fl_content_hash"), one("fl_written_at"), text("fl_doc"))  # fmt: skip

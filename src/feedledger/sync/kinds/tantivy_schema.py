@@ -9,8 +9,10 @@ into words and a term delete on it matches nothing), `fl_revision`, `fl_generati
 merges never drop it and it never expires), `fl_content_hash`, `fl_written_at`; the
 document itself (`fl_doc`, its JSON text) and a GIS source's geometry (`fl_wkb`, ISO
 WKB) stored, not indexed. Searched: one field per declared text field (the default
-tokenizer: lower-cased words; `zone:r1`), and `fl_text`, every string member of the
-document (the default field when no text field is declared).
+tokenizer: lower-cased words; `zone:r1`); with no text field declared, `fl_text`,
+every string member of the document. Only what is searched or filtered is indexed
+(`fl_key` without positions, `fl_deleted`, the text fields): the generation and the
+content hash are stored bytes, the revision and rank fast columns (reconcile's sums).
 
 One index per directory; its schema is fixed when it is created: an existing index
 must have the guard's fields and the destination's text fields (ConfigError).
@@ -18,9 +20,12 @@ must have the guard's fields and the destination's text fields (ConfigError).
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from feedledger.model.errors import ConfigError, StoreUnavailableError
 from feedledger.sync.transform import Doc
@@ -52,15 +57,17 @@ def check_text_fields(fields: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def schema(text_fields: tuple[str, ...]) -> Any:
+    """The index's fields: only what is searched or filtered is indexed (the key, `raw`,
+    without positions; the tombstone flag; the text fields), the rest stored or fast."""
     import tantivy  # lazy: the `search` extra
 
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("fl_key", stored=True, tokenizer_name="raw", fast=True)
-    sb.add_integer_field("fl_revision", stored=True, indexed=True, fast=True)
-    sb.add_text_field("fl_generation", stored=True, tokenizer_name="raw")
-    sb.add_integer_field("fl_generation_rank", stored=True, indexed=True, fast=True)
+    sb.add_text_field("fl_key", stored=True, tokenizer_name="raw", fast=True, index_option="basic")
+    sb.add_integer_field("fl_revision", stored=True, fast=True)
+    sb.add_bytes_field("fl_generation", stored=True)
+    sb.add_integer_field("fl_generation_rank", stored=True, fast=True)
     sb.add_integer_field("fl_deleted", stored=True, indexed=True, fast=True)
-    sb.add_text_field("fl_content_hash", stored=True, tokenizer_name="raw")
+    sb.add_bytes_field("fl_content_hash", stored=True)
     sb.add_integer_field("fl_written_at", stored=True)
     sb.add_bytes_field("fl_doc", stored=True)
     sb.add_bytes_field("fl_wkb", stored=True)
@@ -120,36 +127,37 @@ def open_index(path: Path, text_fields: tuple[str, ...]) -> Any:
     return index
 
 
-def document(d: Doc, text_fields: tuple[str, ...], written_at: int) -> Any:
-    """The index's document for a guarded write (a tombstone: the guard's fields only)."""
-    import tantivy  # lazy: the `search` extra
-
-    doc = tantivy.Document()
-    doc.add_text("fl_key", d.key)
-    doc.add_integer("fl_revision", int(d.revision))
-    doc.add_text("fl_generation", d.generation)
-    doc.add_integer("fl_generation_rank", int(d.rank))
-    doc.add_integer("fl_deleted", 1 if d.deleted else 0)
-    doc.add_text("fl_content_hash", d.content_hash)
-    doc.add_integer("fl_written_at", written_at)
+def document(d: Doc, text_fields: tuple[str, ...], written_at: int) -> str:
+    """The index's document for a guarded write, as the JSON `IndexWriter.add_json`
+    takes (bytes fields base64; a tombstone: the guard's fields only). The declared text
+    fields are indexed each under its name; with none declared, every string member
+    goes to `fl_text`."""
+    out: dict[str, Any] = {
+        "fl_key": d.key,
+        "fl_revision": int(d.revision),
+        "fl_generation": _b64(d.generation.encode("utf-8")),
+        "fl_generation_rank": int(d.rank),
+        "fl_deleted": 1 if d.deleted else 0,
+        "fl_content_hash": _b64(d.content_hash.encode("ascii")),
+        "fl_written_at": written_at,
+    }
     if d.deleted or d.doc is None:
-        return doc
-    doc.add_bytes("fl_doc", d.doc.encode("utf-8"))
+        return _encode(out).decode("utf-8")
+    out["fl_doc"] = _b64(d.doc.encode("utf-8"))
     if d.wkb is not None:
-        doc.add_bytes("fl_wkb", bytes(d.wkb))
-    parsed = json.loads(d.doc)
+        out["fl_wkb"] = _b64(bytes(d.wkb))
+    parsed = _decode(d.doc)
     members = parsed if isinstance(parsed, dict) else {"value": parsed}
-    for name, value in members.items():
-        if name == "geometry":
-            continue
-        text = as_text(value)
-        if text is None:
-            continue
-        if isinstance(value, str):
-            doc.add_text(ALL_TEXT, text)
-        if name in text_fields:
-            doc.add_text(name, text)
-    return doc
+    if text_fields:
+        for name in text_fields:
+            text = as_text(members.get(name))
+            if text is not None:
+                out[name] = text
+    else:
+        words = [v for k, v in members.items() if isinstance(v, str) and k != "geometry"]
+        if words:
+            out[ALL_TEXT] = words
+    return _encode(out).decode("utf-8")
 
 
 def as_text(value: Any) -> str | None:
@@ -165,3 +173,11 @@ def as_text(value: Any) -> str | None:
 
 def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
