@@ -15,7 +15,10 @@ zoning,land_use`) and a manifest freezes every live key. Then, each one whole
     feedledger reconcile bench --manifest m --json   # must answer complete = true
     feedledger sync bench --manifest m --json        # again: every key already_current
 
-documents/s = N / wall (and N / CPU s). Target: rebuild >= 30,000 documents/s.
+documents/s = N / wall (and N / CPU s). Target: rebuild >= 30,000 documents/s. The
+machine is shared (2 cores, often loaded far beyond them): each step also reports its
+busiest thread's CPU seconds (psutil, sampled), and N / max(busiest thread, CPU / 2) --
+the rate this step cannot beat on an idle 2-core machine (a bound, not a measurement).
 
 Search: `Destination.search` (the public API `feedledger search` and the HTTP API call)
 in this process over the 1M-document index, the index opened once; each of `--queries`
@@ -36,6 +39,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -108,8 +112,40 @@ def search_phase(config: Path, qs: list[str]) -> dict[str, Any]:
     }
 
 
+class Threads:
+    """The busiest thread of this process's child (psutil, sampled every 0.2 s): its
+    CPU seconds bound the step's wall on an idle machine from below, as the whole
+    process's CPU over the 2 cores does -- the machine here is shared and loaded, so
+    the wall clock measured says little about the code."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[tuple[int, int], float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self.stop.wait(0.2):
+            for child in me.children():
+                try:
+                    for t in child.threads():
+                        self.cpu[(child.pid, t.id)] = t.user_time + t.system_time
+                except psutil.Error:
+                    continue
+
+    def busiest(self) -> float:
+        self.stop.set()
+        self.thread.join()
+        return max(self.cpu.values(), default=0.0)
+
+
 def step(name: str, argv: list[str], ws: Path, n: int, ok: tuple[int, ...] = (0,)) -> Any:
+    threads = Threads()
     proc = run_measured(argv, ws, 3600.0) if 1 not in ok else _lenient(argv, ws)
+    busiest = threads.busiest()
     out = parse_json_output(proc.stdout)
     cpu = proc.user_s + proc.sys_s
     got = {
@@ -117,6 +153,9 @@ def step(name: str, argv: list[str], ws: Path, n: int, ok: tuple[int, ...] = (0,
         "cpu_s": round(cpu, 3),
         "docs_per_s": round(n / proc.wall_s, 1),
         "docs_per_cpu_s": round(n / cpu, 1),
+        "busiest_thread_cpu_s": round(busiest, 3),
+        # the wall this step cannot beat on an idle 2-core machine
+        "idle_wall_floor_s": round(max(busiest, cpu / 2), 3),
         "output": out,
     }
     log(
@@ -226,8 +265,9 @@ def main() -> int:
         "search_met": search_ok,
     }
     lines = [
-        "| step | wall s | CPU s | docs/s (wall) | docs/CPU s | peak RSS MiB | result |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| step | wall s | CPU s | busiest thread CPU s | docs/s (wall) | docs/CPU s "
+        "| N / idle-wall floor | peak RSS MiB | result |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, st in s.items():
         out = st["output"]
@@ -237,8 +277,10 @@ def main() -> int:
             else ", ".join(f"{k} {v:,}" for k, v in out.get("outcomes", {}).items() if v)
         )
         lines.append(
-            f"| {name} | {st['wall_s']:.2f} | {st['cpu_s']:.2f} | {st['docs_per_s']:,.0f}"
-            f" | {st['docs_per_cpu_s']:,.0f} | {st['maxrss_kib'] / 1024:.0f} | {verdict} |"
+            f"| {name} | {st['wall_s']:.2f} | {st['cpu_s']:.2f} | {st['busiest_thread_cpu_s']:.2f}"
+            f" | {st['docs_per_s']:,.0f} | {st['docs_per_cpu_s']:,.0f}"
+            f" | {result['n'] / st['idle_wall_floor_s']:,.0f}"
+            f" | {st['maxrss_kib'] / 1024:.0f} | {verdict} |"
         )
     se = result["search"]
     lines.append(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -81,6 +82,7 @@ class TantivyIndex:
         self.index: Any = None
         self.lock = threading.Lock()  # the rebuild's writer thread and its live steps
         self._tickets = itertools.count(1)
+        self._keyed: tuple[int | None, Any, list[tuple[str, Any]]] | None = None
 
     # -- the index --------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -219,23 +221,32 @@ class TantivyIndex:
         index.reload()
         return index.searcher()
 
-    def _ordered(self, searcher: Any) -> list[tuple[str, Any]]:
-        """(key, address) of every document, in key order (the key's fast field)."""
+    def _ordered(self) -> tuple[Any, list[tuple[str, Any]]]:
+        """A searcher of the last commit and (key, address) of every document it holds,
+        in key order (the key's fast field). Sorting a million keys costs seconds: kept
+        while the index's commit (meta.json's opstamp) stays the same -- reconcile reads
+        the whole index's sums, then the rows outside and in differing buckets."""
         import tantivy  # lazy: the `search` extra
 
+        stamp = _opstamp(self.path)
+        if self._keyed is not None and stamp is not None and self._keyed[0] == stamp:
+            return self._keyed[1], self._keyed[2]
+        searcher = self._searcher()
         n = searcher.num_docs
-        if n == 0:
-            return []
-        hits = searcher.search(
-            tantivy.Query.all_query(), limit=n, count=False,
-            order_by_field="fl_key", order=tantivy.Order.Asc,
-        ).hits  # fmt: skip
-        return [(str(k), a) for k, a in hits]
+        keyed: list[tuple[str, Any]] = []
+        if n:
+            hits = searcher.search(
+                tantivy.Query.all_query(), limit=n, count=False,
+                order_by_field="fl_key", order=tantivy.Order.Asc,
+            ).hits  # fmt: skip
+            keyed = [(str(k), a) for k, a in hits]
+        # (read before the reload: a commit in between only makes the next call sort again)
+        self._keyed = (stamp, searcher, keyed)
+        return searcher, keyed
 
     def rows(self, lo: str | None = None, hi: str | None = None) -> list[Row]:
         with self.lock, self._mapped(reading=True):
-            searcher = self._searcher()
-            keyed = self._ordered(searcher)
+            searcher, keyed = self._ordered()
             if lo is not None and hi is not None:
                 keys = [k for k, _a in keyed]
                 keyed = keyed[bisect.bisect_left(keys, lo) : bisect.bisect_right(keys, hi)]
@@ -252,8 +263,7 @@ class TantivyIndex:
 
     def bucket_sums(self, bounds: Sequence[tuple[str, str]]) -> list[tuple[int, int, int, int]]:
         with self.lock, self._mapped(reading=True):
-            searcher = self._searcher()
-            keyed = self._ordered(searcher)
+            searcher, keyed = self._ordered()
             addrs = [a for _k, a in keyed]
             revs = searcher.fast_field_values("fl_revision", addrs) if addrs else []
             ranks = searcher.fast_field_values("fl_generation_rank", addrs) if addrs else []
@@ -265,6 +275,14 @@ class TantivyIndex:
             revisions = sum(int(r) % MOD for r in revs[i:j])
             out.append((j - i, revisions, sum(map(int, ranks[i:j])), sum(map(int, gone[i:j]))))
         return out
+
+
+def _opstamp(path: Path) -> int | None:
+    """The index's last commit (meta.json's opstamp; None: unreadable, never cached)."""
+    try:
+        return int(json.loads((path / "meta.json").read_text(encoding="utf-8"))["opstamp"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _read(fields: dict[str, list[Any]]) -> Held:
