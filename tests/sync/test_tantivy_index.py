@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from feedledger.faults import ENV as FAULT_ENV
 from feedledger.faults import InjectedFailure
 from feedledger.model.destination import Destination
-from feedledger.model.errors import StoreUnavailableError
+from feedledger.model.errors import ConfigError, StoreUnavailableError
 from feedledger.sync.kinds import open_target, tantivy_index
 from feedledger.sync.kinds.tantivy_search import search
 from feedledger.sync.transform import Doc, content_hash
@@ -254,3 +254,27 @@ def test_the_guard_decides_as_in_a_table_for_any_history(
     finally:
         index.close()
         table.close()
+
+
+def test_a_folder_that_is_not_its_index_is_refused_in_one_line(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="is not a tantivy index"):
+        opened(other)
+    opened(tmp_path / "ix").close()
+    fewer = Destination("d", "s", "tantivy", str(tmp_path / "ix"), "documents",
+                        text_fields=("zone", "owner"))  # fmt: skip
+    with pytest.raises(ConfigError, match="has no text field owner"):
+        open_target(fewer).ensure()
+
+
+def test_without_declared_text_fields_every_string_member_is_searched(tmp_path: Path) -> None:
+    plain = Destination("d", "s", "tantivy", str(tmp_path / "ix"), "documents")
+    t = open_target(plain)
+    t.ensure()
+    body = json.dumps({"id": "a-1", "owner": "Ada Lovelace", "acres": 2})
+    t.write([Doc(json.dumps(["a-1"]), 1, "M-1", 1, content_hash(body), False, body)])
+    t.close()
+    assert [h["key"] for h in search(plain, "lovelace", 5)["hits"]] == [["a-1"]]
+    assert search(plain, "fl_text:ada", 5)["total"] == 1
