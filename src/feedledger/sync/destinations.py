@@ -75,8 +75,9 @@ def add_destination(
                 raise ConfigError(
                     f"{url} is already the {'file' if kind == 'gpkg' else 'index'} of "
                     f"destination {other.name}",
-                    hint=f"give each {kind} destination its own --{kind} "
-                    f"{'file' if kind == 'gpkg' else 'folder'}",
+                    hint="give each GeoPackage destination its own --gpkg file"
+                    if kind == "gpkg"
+                    else "give each tantivy destination its own --tantivy folder",
                 )
     generation_rank(generation)
     load(transform)  # fails now, not at the first write
