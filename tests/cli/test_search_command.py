@@ -82,3 +82,17 @@ def test_search_errors_are_one_line(cli: Cli, workspace: Workspace, tmp_path: Pa
         lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
         assert lines and lines[0].startswith("error:") and says in lines[0], (args, lines)
         assert "Traceback" not in result.stderr
+
+
+def test_a_tantivy_destination_is_declared_by_its_folder(cli: Cli, tmp_path: Path) -> None:
+    _index(cli, tmp_path)
+    shown = cli("destination", "list", "--json").stdout
+    assert '"kind": "tantivy"' in shown or '"kind":"tantivy"' in shown
+    for args, says in [
+        (("--tantivy", str(tmp_path / "ix")), "already the index of destination idx"),
+        (("--tantivy", str(tmp_path / "ix2"), "--table", "t"), "takes no --table"),
+        (("--tantivy", str(tmp_path / "ix3"), "--text-fields", "fl_x"), "cannot be a tantivy"),
+        (("--tantivy", str(tmp_path / "ix4"), "--sqlite", "x.db"), "exactly one of"),
+    ]:
+        got = cli("destination", "add", "again", "--source", "parcels", *args, expect=None)
+        assert got.exit_code != 0 and says in got.stderr, (args, got.stderr)
