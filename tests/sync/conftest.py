@@ -35,7 +35,7 @@ def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "gpkg"])
+@pytest.fixture(params=["sqlite", "postgres", "gpkg", "tantivy"])
 def kind_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     """(kind, URL or file, table or layer) of a fresh destination of every kind
     (sync/destination_kinds.py), dropped afterwards."""
@@ -43,6 +43,9 @@ def kind_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
     table = f"k_{uuid.uuid4().hex[:12]}"
     if kind == "gpkg":
         yield "gpkg", str(tmp_path / "parcels.gpkg"), "parcels"
+        return
+    if kind == "tantivy":
+        yield "tantivy", str(tmp_path / "index"), "documents"
         return
     if kind == "sqlite":
         yield "sqlite", str(tmp_path / "dest.db"), table

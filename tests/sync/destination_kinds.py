@@ -1,7 +1,8 @@
 """Every destination kind, as the tests see it: where a fresh one is (`kind_place`
 fixture, in conftest.py), how to declare it, and what it shows its users -- read back
 with a reader feedledger did not write: SQLAlchemy over the table for the SQL kinds,
-GDAL (pyogrio) over the GeoPackage, as QGIS reads it. A new kind (a search index,
+GDAL (pyogrio) over the GeoPackage, as QGIS reads it; tantivy's own searcher over the
+index (sync/tantivy_index.py). A new kind (a search index,
 PostGIS) adds its place and its reader here and joins every test of
 test_destination_kinds.py.
 """
@@ -16,15 +17,20 @@ import shapely
 from sqlalchemy import create_engine, text
 
 from helpers import Cli
+from sync import tantivy_index
 
 PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
-KINDS = ["sqlite", "postgres", "gpkg"]
+KINDS = ["sqlite", "postgres", "gpkg", "tantivy"]
 
 Place = tuple[str, str, str]  # (kind, URL or file, table or layer)
 
 
 def declare(cli: Cli, place: Place, source: str, *extra: str) -> None:
     kind, url, table = place
+    if kind == "tantivy":
+        cli("destination", "add", "d", "--source", source, "--tantivy", url,
+            "--text-fields", "zone", *extra)  # fmt: skip
+        return
     where = "--layer" if kind == "gpkg" else "--table"
     cli("destination", "add", "d", "--source", source, f"--{kind}", url, where, table, *extra)
 
@@ -40,6 +46,8 @@ def features(place: Place, key: str = "parcel_id") -> dict[str, tuple[dict[str, 
     """What a user of the destination sees: each present record's attributes and
     geometry (shapely; None for none), by its `key` attribute."""
     kind, url, table = place
+    if kind == "tantivy":
+        return tantivy_index.features(url, key)
     if kind == "gpkg":
         import pyogrio
 
@@ -80,7 +88,10 @@ def canonical(shape: Any) -> bytes | None:
 
 def remove_row(place: Place, key: str) -> None:
     """Break the destination behind feedledger's back: the record's row is gone."""
-    kind, _url, table = place
+    kind, url, table = place
+    if kind == "tantivy":
+        tantivy_index.remove(url, json.dumps([key]))
+        return
     engine = _engine(place)
     try:
         with engine.begin() as conn:

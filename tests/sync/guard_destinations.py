@@ -45,8 +45,8 @@ def supplier_day(cli: Cli, tmp_path: Path, day: str, rows: list[list[str]]) -> N
 
 def declare(cli: Cli, place: tuple[str, str, str], *extra: str) -> None:
     kind, url, table = place
-    where = "--layer" if kind == "gpkg" else "--table"
-    cli("destination", "add", "search", "--source", SRC, f"--{kind}", url, where, table,
+    where = {"gpkg": ("--layer", table), "tantivy": ()}.get(kind, ("--table", table))
+    cli("destination", "add", "search", "--source", SRC, f"--{kind}", url, *where,
         *(() if kind == "gpkg" else ("--text-fields", "name")), *extra)  # fmt: skip
 
 

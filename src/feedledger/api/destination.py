@@ -13,12 +13,21 @@ from feedledger.api import destination_status
 from feedledger.api.destination_status import DestinationStatus
 from feedledger.api.explain import Explanation
 from feedledger.api.results import DestinationLag, Manifest, Reconciliation, SyncReport
+from feedledger.api.search import SearchHit, SearchResults, search
 from feedledger.context import Context
 
 if TYPE_CHECKING:
     from feedledger.model.destination import Destination as Declared
 
-__all__ = ["Destination", "DestinationLag", "Manifest", "RebuildProgress", "RebuildResume"]
+__all__ = [
+    "Destination",
+    "DestinationLag",
+    "Manifest",
+    "RebuildProgress",
+    "RebuildResume",
+    "SearchHit",
+    "SearchResults",
+]
 
 # a rebuild's progress: (keys done, keys in the manifest, live route lag in seconds)
 RebuildProgress = Callable[[int, int, float], None]
@@ -129,6 +138,12 @@ class Destination:
         from feedledger.sync.destinations import explain  # lazy: SQLAlchemy, Arrow
 
         return Explanation.of(explain(self.context, self.name, key))
+
+    def search(self, query: str, *, limit: int = 10) -> SearchResults:
+        """A tantivy destination's present documents matching `query` (tantivy's query
+        language: words, `field:word`, phrases, AND/OR/NOT), best first by BM25; a
+        ConfigError for another kind of destination or a query that does not parse."""
+        return search(self.declared, query, limit)
 
     def status(self) -> DestinationStatus:
         """Its whole picture (the HTTP API's `/api/destinations/{name}`): declaration,

@@ -181,9 +181,11 @@ class Ledger(RunMethods):
         generation: str = "M-1",
         gpkg: str | os.PathLike[str] | None = None,
         layer: str | None = None,
+        tantivy: str | os.PathLike[str] | None = None,
     ) -> Destination:
         """Declare a destination -- a table in an SQLite file or a PostgreSQL database
-        (`table`), or a GeoPackage file's layer (`gpkg`, `layer`) -- and create or check
+        (`table`), a GeoPackage file's layer (`gpkg`, `layer`), or a tantivy full-text
+        index in a folder (`tantivy`, searched by `text_fields`) -- and create or check
         it (`destination add`); its live route starts now."""
         from feedledger.sync.destinations import add_destination  # lazy: SQLAlchemy, Arrow
 
@@ -199,6 +201,7 @@ class Ledger(RunMethods):
             generation=generation,
             gpkg=os.fspath(gpkg) if gpkg is not None else None,
             layer=layer,
+            tantivy=os.fspath(tantivy) if tantivy is not None else None,
         )
         return Destination(self.context, declared)
 

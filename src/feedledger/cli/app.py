@@ -107,6 +107,7 @@ class GuardedGroup(LazyGroup):
         "sync": "feedledger.cli.sync_cmds:sync",
         "sync-explain": "feedledger.cli.sync_cmds:sync_explain",
         "reconcile": "feedledger.cli.sync_cmds:reconcile",
+        "search": "feedledger.cli.search_cmd:search_cmd",
         "demo": "feedledger.cli.demo_cmd:demo",
         "init": "feedledger.cli.workspace_cmds:init",
         "serve": "feedledger.cli.serve_cmd:serve_cmd",

@@ -34,6 +34,11 @@ def destination_add(
         "--gpkg",
         help="GeoPackage file (created if absent): a layer QGIS opens while it is updated.",
     ),
+    tantivy: str | None = typer.Option(
+        None,
+        "--tantivy",
+        help="Folder of a tantivy full-text index (created if absent): `feedledger search`.",
+    ),
     table_name: str | None = typer.Option(
         None, "--table", help="Table (created if absent); with --postgres or --sqlite."
     ),
@@ -41,7 +46,10 @@ def destination_add(
         None, "--layer", help="The GeoPackage's feature layer (created if absent); with --gpkg."
     ),
     text_fields: str | None = typer.Option(
-        None, "--text-fields", help="Fields searched (PostgreSQL: a tsvector with a GIN index)."
+        None,
+        "--text-fields",
+        help="Fields searched (PostgreSQL: a tsvector with a GIN index; tantivy: one "
+        "field each, `field:word` queries).",
     ),
     transform: str | None = typer.Option(
         None, "--transform", help="MODULE:FUNCTION mapping a version to a document."
@@ -55,7 +63,8 @@ def destination_add(
     live route starts now; what the ledger already holds is written by `sync --manifest`.
 
     Examples: `--sqlite search.db --table parcels`, `--postgres URL --table parcels`,
-    `--gpkg parcels.gpkg --layer parcels` (a GIS source's features, for QGIS)."""
+    `--gpkg parcels.gpkg --layer parcels` (a GIS source's features, for QGIS),
+    `--tantivy ./index --text-fields name,zone` (a full-text index: `feedledger search`)."""
     with ledger(ctx) as led:
         dest = led.add_destination(
             name,
@@ -64,6 +73,7 @@ def destination_add(
             sqlite=sqlite,
             gpkg=gpkg,
             layer=layer,
+            tantivy=tantivy,
             table=table_name,
             text_fields=text_fields,
             transform=transform,
@@ -72,8 +82,9 @@ def destination_add(
     if json_out:
         emit_json(dest.to_json())
     else:
-        what = "layer" if dest.kind == "gpkg" else "table"
-        out.print(f"destination {dest.name}: {dest.kind} {what} {dest.table} for {dest.source}")
+        what = {"gpkg": "layer", "tantivy": "index"}.get(dest.kind, "table")
+        where = dest.url if dest.kind == "tantivy" else dest.table
+        out.print(f"destination {dest.name}: {dest.kind} {what} {where} for {dest.source}")
 
 
 def destination_list(ctx: typer.Context, json_out: bool = JSON_OPT) -> None:

@@ -39,13 +39,15 @@ def add_destination(
     generation: str,
     gpkg: str | None = None,
     layer: str | None = None,
+    tantivy: str | None = None,
 ) -> Destination:
     check_name(name, "destination")
     ctx.workspace.source(source)
-    given = [k for k, v in (("postgres", postgres), ("sqlite", sqlite), ("gpkg", gpkg)) if v]
+    places = (("postgres", postgres), ("sqlite", sqlite), ("gpkg", gpkg), ("tantivy", tantivy))
+    given = [k for k, v in places if v]
     if len(given) != 1:
         raise ConfigError(
-            "give exactly one of --postgres URL, --sqlite PATH or --gpkg FILE"
+            "give exactly one of --postgres URL, --sqlite PATH, --gpkg FILE or --tantivy DIR"
             + (f" (got {' and '.join('--' + g for g in given)})" if given else "")
         )
     kind: Kind = given[0]  # type: ignore[assignment]
@@ -59,16 +61,23 @@ def add_destination(
         table = layer
     elif layer is not None:
         raise ConfigError("--layer is a GeoPackage destination's (--gpkg FILE); use --table")
+    if kind == "tantivy":
+        if table is not None:
+            raise ConfigError("a tantivy destination is its folder: it takes no --table")
+        table = tantivy_documents(text_fields)
     if not table:
         raise ConfigError(f"a {kind} destination needs --table NAME")
-    path = sqlite or gpkg or ""
+    path = sqlite or gpkg or tantivy or ""
     url = postgres if postgres is not None else str(Path(path).expanduser().resolve())
-    if kind == "gpkg":  # one destination per file: a rebuild replaces the whole file
+    if kind in ("gpkg", "tantivy"):  # one destination per file or folder: its writer's lock
         for other in registry.listing(ctx.store):
-            if other.kind == "gpkg" and other.url == url:
+            if other.kind == kind and other.url == url:
                 raise ConfigError(
-                    f"{url} is already the file of destination {other.name}",
-                    hint="give each GeoPackage destination its own --gpkg file",
+                    f"{url} is already the {'file' if kind == 'gpkg' else 'index'} of "
+                    f"destination {other.name}",
+                    hint="give each GeoPackage destination its own --gpkg file"
+                    if kind == "gpkg"
+                    else "give each tantivy destination its own --tantivy folder",
                 )
     generation_rank(generation)
     load(transform)  # fails now, not at the first write
@@ -90,6 +99,15 @@ def add_destination(
         target.close()
     registry.add(ctx.store, dest)  # with its live cursor at the source's newest change
     return dest
+
+
+def tantivy_documents(text_fields: str | None) -> str:
+    """A tantivy destination's `table`: the name of its documents; its text fields
+    checked as index fields first."""
+    from feedledger.sync.kinds.tantivy_schema import DEFAULT_TABLE, check_text_fields
+
+    check_text_fields(tuple(f.strip() for f in (text_fields or "").split(",") if f))
+    return DEFAULT_TABLE
 
 
 def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:

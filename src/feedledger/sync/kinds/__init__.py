@@ -9,7 +9,9 @@ Holds: `base` (the protocol), `gpkg` (the GeoPackage layer's guarded write and r
 back), `gpkg_rows` (its rows: members as columns, the old file's rows), `gpkg_swap` (a
 rebuild's end: merge, announce, swap), `gpkg_file` (creating, checking, copying and
 swapping the file), `gpkg_binary` (the GeoPackage geometry blob and the ST_ functions
-its R-tree triggers call).
+its R-tree triggers call); `tantivy_index` (a tantivy full-text index: the guarded
+write under its writer lock, the read back), `tantivy_schema` (its schema and
+documents), `tantivy_search` (BM25 queries over it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ def open_target(
         from feedledger.sync.kinds.gpkg import GeoPackage  # lazy: sqlite3, shapely
 
         return GeoPackage(dest, geo=geo, store=store, rebuild=rebuild)
+    if dest.kind == "tantivy":
+        from feedledger.sync.kinds.tantivy_index import TantivyIndex  # lazy: the search extra
+
+        return TantivyIndex(dest)
     from feedledger.sync.target import Target  # lazy: SQLAlchemy's engines
 
     return Target(dest, geo=geo)
