@@ -1,0 +1,185 @@
+"""An incremental export's commit written by feedledger itself: copy-on-write of only the
+files that hold an updated row, the new rows in a file of their own, and one Delta
+commit that removes the old files and adds the new ones (with the app transactions).
+
+Equivalent to the MERGE of `lake/target.py` (rows matched on source, valid year and
+version id: the matched ones get their new `valid_to` and `retracted_at`, the others are
+inserted), without delta-rs's join over the whole partition: per file of the rows'
+partitions whose `version_id` range (the file's stats) holds one of the rows' ids, only
+its `version_id` column is read; a file holding none is left alone, a file holding some
+is read whole, patched with Arrow and written again. delta-rs 1.6 writes no deletion
+vectors, so a changed row still costs its file's rewrite; what this saves is the join,
+and the reading of the files no row touches.
+
+Used for a local table whose columns already include every column of the rows (no
+schema change); anything else -- an S3 table, a new attribute column -- goes through
+delta-rs's merge (`applies` says which). Files are written with pyarrow (Parquet,
+snappy, as delta-rs writes them), partition columns in the path only, with the stats
+delta-rs prunes by (`numRecords`, `version_id`'s range, null counts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote, unquote
+
+import pyarrow as pa
+
+__all__ = ["applies", "rewrite"]
+
+PARTITIONS = ("source", "valid_year")
+_PATCHED = ("valid_to", "retracted_at")
+
+
+def applies(uri: str, table_schema: pa.Schema, rows: pa.Schema) -> bool:
+    """Whether `rewrite` can commit `rows` to the table: a local one, and every column of
+    the rows already in the table with the same type."""
+    if "://" in uri:
+        return False
+    have = {f.name: f.type for f in table_schema}
+    return all(f.name in have and have[f.name] == f.type for f in rows)
+
+
+def rewrite(lib: Any, table: Any, root: str, rows: pa.Table, props: Any) -> None:
+    """Commit `rows` to `table` (a DeltaTable at local folder `root`) as one Delta commit:
+    the rows already there updated in place (copy-on-write of their files), the others
+    appended. `lib`: the deltalake module; `props`: the commit's CommitProperties."""
+    import pyarrow.compute as pc  # lazy: as the readers
+
+    schema = pa.schema(table.schema().to_arrow())
+    data_schema = pa.schema([f for f in schema if f.name not in PARTITIONS])
+    files = pa.table(table.get_add_actions(flatten=True))
+    adds: list[Any] = []
+    removes: list[Any] = []
+    matched = pa.array([False] * rows.num_rows, pa.bool_())
+    now_ms = int(time.time() * 1000)
+    for source, year in _partitions(rows):
+        here = pc.and_(
+            pc.equal(rows.column("source"), source), pc.equal(rows.column("valid_year"), year)
+        )
+        ids = pc.filter(rows.column("version_id"), here).combine_chunks()
+        for path, size in _candidates(files, source, year, ids):
+            found = _patched(root, path, rows, ids, here)
+            if found is None:
+                continue
+            patched, hit = found
+            matched = pc.or_(matched, hit)
+            adds.append(_write(lib, root, patched, data_schema, source, year, now_ms))
+            removes.append(
+                lib.transaction.RemoveAction(path, True, now_ms, size, _values(source, year))
+            )
+    inserts = rows.filter(pc.invert(matched))
+    for source, year in _partitions(inserts):
+        here = pc.and_(
+            pc.equal(inserts.column("source"), source), pc.equal(inserts.column("valid_year"), year)
+        )
+        part = inserts.filter(here).drop_columns(list(PARTITIONS))
+        adds.append(_write(lib, root, part, data_schema, source, year, now_ms))
+    table.create_write_transaction(
+        [*adds, *removes],
+        mode="append",
+        schema=table.schema(),
+        partition_by=list(PARTITIONS),
+        commit_properties=props,
+    )
+
+
+def _partitions(rows: pa.Table) -> list[tuple[str, int]]:
+    if rows.num_rows == 0:
+        return []
+    pairs = rows.select(list(PARTITIONS)).group_by(list(PARTITIONS)).aggregate([])
+    return list(
+        zip(pairs.column("source").to_pylist(), pairs.column("valid_year").to_pylist(), strict=True)
+    )
+
+
+def _values(source: str, year: int) -> dict[str, str | None]:
+    return {"source": source, "valid_year": str(year)}
+
+
+def _candidates(
+    files: pa.Table, source: str, year: int, ids: pa.Array
+) -> Iterator[tuple[str, int]]:
+    """The files of partition (source, year) whose version_id range may hold one of
+    `ids` (a file without stats is a candidate)."""
+    import numpy as np  # lazy: as pyarrow.compute
+
+    wanted = np.sort(ids.to_numpy(zero_copy_only=False))
+    col = files.column
+    sources = col("partition.source").to_pylist()
+    years = col("partition.valid_year").to_pylist()
+    lows = col("min.version_id").to_pylist() if "min.version_id" in files.column_names else None
+    highs = col("max.version_id").to_pylist() if "max.version_id" in files.column_names else None
+    for i, (path, size) in enumerate(
+        zip(col("path").to_pylist(), col("size_bytes").to_pylist(), strict=True)
+    ):
+        if sources[i] != source or str(years[i]) != str(year):
+            continue
+        if lows is not None and highs is not None and lows[i] is not None and highs[i] is not None:
+            at = int(np.searchsorted(wanted, lows[i], side="left"))
+            if at >= len(wanted) or wanted[at] > highs[i]:
+                continue
+        yield str(path), int(size)
+
+
+def _patched(
+    root: str, path: str, rows: pa.Table, ids: pa.Array, here: pa.Array
+) -> tuple[pa.Table, pa.Array] | None:
+    """The file at `path` with its rows among `ids` given their new `valid_to` and
+    `retracted_at`, and which of `rows` it matched; None when it holds none of them."""
+    import pyarrow.compute as pc  # lazy: as the readers
+    import pyarrow.parquet as pq  # lazy: as the readers
+
+    full = os.path.join(root, unquote(path))
+    own = pq.read_table(full, columns=["version_id"]).column("version_id")
+    at = pc.index_in(own, value_set=ids)
+    if at.null_count == len(at):
+        return None
+    whole = pq.read_table(full)
+    at = pc.index_in(whole.column("version_id"), value_set=ids)
+    hit = pc.is_valid(at)
+    positions = pc.indices_nonzero(here)  # rows' index of each of `ids`
+    for name in _PATCHED:
+        news = rows.column(name).take(positions).take(at)
+        col = whole.schema.get_field_index(name)
+        whole = whole.set_column(col, name, pc.if_else(hit, news, whole.column(name)))
+    got = pc.unique(pc.drop_null(at))
+    mask = pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=positions.take(got))
+    return whole, mask
+
+
+def _write(
+    lib: Any, root: str, data: pa.Table, schema: pa.Schema, source: str, year: int, now_ms: int
+) -> Any:
+    """`data` (no partition columns) as a new Parquet file of partition (source, year),
+    with every column of the table's `schema`; its AddAction."""
+    import pyarrow.compute as pc  # lazy: as the readers
+    import pyarrow.parquet as pq  # lazy: as the readers
+
+    cols = [
+        data.column(f.name).cast(f.type)
+        if f.name in data.column_names
+        else pa.nulls(data.num_rows, f.type)
+        for f in schema
+    ]
+    data = pa.Table.from_arrays(cols, schema=schema)
+    folder = f"source={quote(source, safe='')}/valid_year={year}"
+    rel = f"{folder}/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    os.makedirs(os.path.join(root, folder), exist_ok=True)
+    full = os.path.join(root, folder, os.path.basename(rel))
+    pq.write_table(data, full, compression="snappy")
+    ids = pc.min_max(data.column("version_id")).as_py()
+    stats = {
+        "numRecords": data.num_rows,
+        "minValues": {"version_id": ids["min"]},
+        "maxValues": {"version_id": ids["max"]},
+        "nullCount": {n: data.column(n).null_count for n in ("version_id", *_PATCHED)},
+    }
+    return lib.transaction.AddAction(
+        rel, os.path.getsize(full), _values(source, year), now_ms, True, json.dumps(stats)
+    )
