@@ -11,8 +11,10 @@ is read whole, patched with Arrow and written again. delta-rs 1.6 writes no dele
 vectors, so a changed row still costs its file's rewrite; what this saves is the join,
 and the reading of the files no row touches.
 
-Used for a local table whose columns already include every column of the rows (no
-schema change); anything else -- an S3 table, a new attribute column -- goes through
+Rewritten and new rows are filed apart by whether they are open (`_write_split`): the
+closed history is then left alone by later exports. Used for a local table whose
+columns already include every column of the rows (no schema change); anything else --
+an S3 table, a new attribute column -- goes through
 delta-rs's merge (`applies` says which). Files are written with pyarrow (Parquet,
 snappy, as delta-rs writes them), partition columns in the path only, with the stats
 delta-rs prunes by (`numRecords`, `version_id`'s range, null counts).
@@ -69,7 +71,7 @@ def rewrite(lib: Any, table: Any, root: str, rows: pa.Table, props: Any) -> None
                 continue
             patched, hit = found
             matched = pc.or_(matched, hit)
-            adds.append(_write(lib, root, patched, data_schema, source, year, now_ms))
+            adds.extend(_write_split(lib, root, patched, data_schema, source, year, now_ms))
             removes.append(
                 lib.transaction.RemoveAction(path, True, now_ms, size, _values(source, year))
             )
@@ -79,7 +81,7 @@ def rewrite(lib: Any, table: Any, root: str, rows: pa.Table, props: Any) -> None
             pc.equal(inserts.column("source"), source), pc.equal(inserts.column("valid_year"), year)
         )
         part = inserts.filter(here).drop_columns(list(PARTITIONS))
-        adds.append(_write(lib, root, part, data_schema, source, year, now_ms))
+        adds.extend(_write_split(lib, root, part, data_schema, source, year, now_ms))
     table.create_write_transaction(
         [*adds, *removes],
         mode="append",
@@ -151,6 +153,21 @@ def _patched(
     got = pc.unique(pc.drop_null(at))
     mask = pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=positions.take(got))
     return whole, mask
+
+
+def _write_split(
+    lib: Any, root: str, data: pa.Table, schema: pa.Schema, source: str, year: int, now_ms: int
+) -> list[Any]:
+    """`data` as up to two files: its open rows (no `valid_to`, not retracted: the ones a
+    later version closes) and its closed ones (changed only by a retraction or a
+    backfill), so a later export's copy-on-write touches the open rows' files and
+    leaves the closed history alone: its cost follows the live keys, not the history's
+    length."""
+    import pyarrow.compute as pc  # lazy: as the readers
+
+    is_open = pc.and_(pc.is_null(data.column("valid_to")), pc.is_null(data.column("retracted_at")))
+    parts = [data.filter(is_open), data.filter(pc.invert(is_open))]
+    return [_write(lib, root, p, schema, source, year, now_ms) for p in parts if p.num_rows]
 
 
 def _write(
