@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 
-def run(src: Path, work: Path, lake: Path) -> dict[str, float]:
+def run(src: Path, work: Path, lake: Path, table: str) -> dict[str, float]:
     shutil.rmtree(lake, ignore_errors=True)
-    shutil.copytree(work / "lake-before-daily", lake)
+    shutil.copytree(work / table, lake)
     env = {**os.environ, "PYTHONPATH": str(src.resolve())}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -48,12 +48,15 @@ def main() -> int:
     parser.add_argument("--a", type=Path, required=True, help="tree A's src folder")
     parser.add_argument("--b", type=Path, required=True, help="tree B's src folder")
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--table", default="lake-before-daily", help="the table (a folder of --work) copied"
+    )
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
     for _ in range(args.pairs):
         for name in ("a", "b"):
             src = args.a if name == "a" else args.b
-            runs[name].append(run(src, args.work, args.work / f"lake-ab-{name}"))
+            runs[name].append(run(src, args.work, args.work / f"lake-ab-{name}", args.table))
             print(name, runs[name][-1], file=sys.stderr)
     report = {
         name: {
