@@ -16,11 +16,16 @@ version recorded by K, each with `valid_to` and `retracted_at` as known at K. A 
    one before; a retraction reopens it);
 4. keeps the new rows and the exported rows whose `valid_to` or `retracted_at` changed
    (`lake/rows.py`), and writes every source's rows in ONE commit: an append when no
-   exported row changed, else a merge (update those rows, insert the others). The
+   exported row changed, else a merge (update those rows, insert the others:
+   `lake/rewrite.py` for a local table, delta-rs's MERGE otherwise). The
    commit carries each source's K' (app transactions) and, as its metadata, the
    instants and the feedledger version: Delta's version history follows feedledger's
    transaction time, and time travel to version N is `asof --known-at K'` of N;
 5. saves the positions in the store.
+
+A call with one source to export for the first time streams steps 3-4
+(`lake/stream.py`): the source read in key order a chunk of keys at a time, its rows
+written as they come, still one commit -- memory a chunk's, not the history's.
 
 A kill before step 4's commit leaves the table as it was; after it, step 1 of the next
 call finds the commit. Two exports of one table at once: delta-rs's optimistic commit
