@@ -7,11 +7,11 @@ version id: the matched ones get their new `valid_to` and `retracted_at`, the ot
 inserted), without delta-rs's join over the whole partition: per file of the rows'
 partitions whose `version_id` range (the file's stats) holds one of the rows' ids, only
 its `version_id` column is read; a file holding none is left alone, a file holding some
-is read whole, patched with Arrow and written again. delta-rs 1.6 writes no deletion
+is read a row group at a time, patched with Arrow and written again. delta-rs 1.6 writes no deletion
 vectors, so a changed row still costs its file's rewrite; what this saves is the join,
 and the reading of the files no row touches.
 
-Rewritten and new rows are filed apart by whether they are open (`_write_split`): the
+Rewritten and new rows are filed apart by whether they are open (`_Files`): the
 closed history is then left alone by later exports. Used for a local table whose
 columns already include every column of the rows (no schema change); anything else --
 an S3 table, a new attribute column -- goes through
@@ -35,6 +35,7 @@ import pyarrow as pa
 __all__ = ["applies", "rewrite"]
 
 PARTITIONS = ("source", "valid_year")
+GROUP_ROWS = 131_072  # rows per row group, read and written: the memory a rewrite holds
 _PATCHED = ("valid_to", "retracted_at")
 
 
@@ -66,12 +67,12 @@ def rewrite(lib: Any, table: Any, root: str, rows: pa.Table, props: Any) -> None
         )
         ids = pc.filter(rows.column("version_id"), here).combine_chunks()
         for path, size in _candidates(files, source, year, ids):
-            found = _patched(root, path, rows, ids, here)
-            if found is None:
+            out = _Files(lib, root, data_schema, source, year, now_ms)
+            hit = _patched(root, path, rows, ids, here, out)
+            if hit is None:
                 continue
-            patched, hit = found
             matched = pc.or_(matched, hit)
-            adds.extend(_write_split(lib, root, patched, data_schema, source, year, now_ms))
+            adds.extend(out.close())
             removes.append(
                 lib.transaction.RemoveAction(path, True, now_ms, size, _values(source, year))
             )
@@ -80,8 +81,9 @@ def rewrite(lib: Any, table: Any, root: str, rows: pa.Table, props: Any) -> None
         here = pc.and_(
             pc.equal(inserts.column("source"), source), pc.equal(inserts.column("valid_year"), year)
         )
-        part = inserts.filter(here).drop_columns(list(PARTITIONS))
-        adds.extend(_write_split(lib, root, part, data_schema, source, year, now_ms))
+        out = _Files(lib, root, data_schema, source, year, now_ms)
+        out.write(inserts.filter(here).drop_columns(list(PARTITIONS)))
+        adds.extend(out.close())
     table.create_write_transaction(
         [*adds, *removes],
         mode="append",
@@ -130,73 +132,107 @@ def _candidates(
 
 
 def _patched(
-    root: str, path: str, rows: pa.Table, ids: pa.Array, here: pa.Array
-) -> tuple[pa.Table, pa.Array] | None:
-    """The file at `path` with its rows among `ids` given their new `valid_to` and
-    `retracted_at`, and which of `rows` it matched; None when it holds none of them."""
+    root: str, path: str, rows: pa.Table, ids: pa.Array, here: pa.Array, out: _Files
+) -> pa.Array | None:
+    """The file at `path` written again to `out`, a row group at a time, its rows among
+    `ids` given their new `valid_to` and `retracted_at`; which of `rows` it matched
+    (None, and nothing written, when it holds none of them)."""
     import pyarrow.compute as pc  # lazy: as the readers
     import pyarrow.parquet as pq  # lazy: as the readers
 
     full = os.path.join(root, unquote(path))
     own = pq.read_table(full, columns=["version_id"]).column("version_id")
-    at = pc.index_in(own, value_set=ids)
-    if at.null_count == len(at):
+    if pc.index_in(own, value_set=ids).null_count == len(own):
         return None
-    whole = pq.read_table(full)
-    at = pc.index_in(whole.column("version_id"), value_set=ids)
-    hit = pc.is_valid(at)
     positions = pc.indices_nonzero(here)  # rows' index of each of `ids`
-    for name in _PATCHED:
-        news = rows.column(name).take(positions).take(at)
-        col = whole.schema.get_field_index(name)
-        whole = whole.set_column(col, name, pc.if_else(hit, news, whole.column(name)))
-    got = pc.unique(pc.drop_null(at))
-    mask = pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=positions.take(got))
-    return whole, mask
+    got: list[pa.Array] = []
+    for batch in pq.ParquetFile(full).iter_batches(batch_size=GROUP_ROWS):
+        part = pa.Table.from_batches([batch])
+        at = pc.index_in(part.column("version_id"), value_set=ids)
+        hit = pc.is_valid(at)
+        for name in _PATCHED:
+            news = rows.column(name).take(positions).take(at)
+            col = part.schema.get_field_index(name)
+            part = part.set_column(col, name, pc.if_else(hit, news, part.column(name)))
+        got.extend(pc.drop_null(at).cast(pa.int64()).chunks)
+        out.write(part)
+    found = pc.unique(pa.chunked_array(got, pa.int64()))
+    return pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=positions.take(found))
 
 
-def _write_split(
-    lib: Any, root: str, data: pa.Table, schema: pa.Schema, source: str, year: int, now_ms: int
-) -> list[Any]:
-    """`data` as up to two files: its open rows (no `valid_to`, not retracted: the ones a
-    later version closes) and its closed ones (changed only by a retraction or a
-    backfill), so a later export's copy-on-write touches the open rows' files and
-    leaves the closed history alone: its cost follows the live keys, not the history's
-    length."""
-    import pyarrow.compute as pc  # lazy: as the readers
+class _Files:
+    """The new files of one partition, written as rows come: open rows (no `valid_to`,
+    not retracted: the ones a later version closes) and closed ones (changed only by a
+    retraction or a backfill) filed apart, so a later export's copy-on-write touches
+    the open rows' files and leaves the closed history alone -- its cost follows the
+    live keys, not the history's length."""
 
-    is_open = pc.and_(pc.is_null(data.column("valid_to")), pc.is_null(data.column("retracted_at")))
-    parts = [data.filter(is_open), data.filter(pc.invert(is_open))]
-    return [_write(lib, root, p, schema, source, year, now_ms) for p in parts if p.num_rows]
+    def __init__(
+        self, lib: Any, root: str, schema: pa.Schema, source: str, year: int, now_ms: int
+    ) -> None:
+        self.lib, self.root, self.schema = lib, root, schema
+        self.source, self.year, self.now_ms = source, year, now_ms
+        self.folder = f"source={quote(source, safe='')}/valid_year={year}"
+        self._open: dict[bool, _File] = {}
+
+    def write(self, data: pa.Table) -> None:
+        """`data` (no partition columns), given every column of the table's schema."""
+        import pyarrow.compute as pc  # lazy: as the readers
+
+        cols = [
+            data.column(f.name).cast(f.type)
+            if f.name in data.column_names
+            else pa.nulls(data.num_rows, f.type)
+            for f in self.schema
+        ]
+        data = pa.Table.from_arrays(cols, schema=self.schema)
+        live = pc.and_(pc.is_null(data.column("valid_to")), pc.is_null(data.column("retracted_at")))
+        for is_open, part in ((True, data.filter(live)), (False, data.filter(pc.invert(live)))):
+            if part.num_rows:
+                if is_open not in self._open:
+                    self._open[is_open] = _File(self.root, self.folder, self.schema)
+                self._open[is_open].write(part)
+
+    def close(self) -> list[Any]:
+        """The AddActions of the files written."""
+        values = _values(self.source, self.year)
+        return [f.close(self.lib, values, self.now_ms) for f in self._open.values()]
 
 
-def _write(
-    lib: Any, root: str, data: pa.Table, schema: pa.Schema, source: str, year: int, now_ms: int
-) -> Any:
-    """`data` (no partition columns) as a new Parquet file of partition (source, year),
-    with every column of the table's `schema`; its AddAction."""
-    import pyarrow.compute as pc  # lazy: as the readers
-    import pyarrow.parquet as pq  # lazy: as the readers
+class _File:
+    """One Parquet file being written, with the stats its AddAction carries."""
 
-    cols = [
-        data.column(f.name).cast(f.type)
-        if f.name in data.column_names
-        else pa.nulls(data.num_rows, f.type)
-        for f in schema
-    ]
-    data = pa.Table.from_arrays(cols, schema=schema)
-    folder = f"source={quote(source, safe='')}/valid_year={year}"
-    rel = f"{folder}/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    os.makedirs(os.path.join(root, folder), exist_ok=True)
-    full = os.path.join(root, folder, os.path.basename(rel))
-    pq.write_table(data, full, compression="snappy")
-    ids = pc.min_max(data.column("version_id")).as_py()
-    stats = {
-        "numRecords": data.num_rows,
-        "minValues": {"version_id": ids["min"]},
-        "maxValues": {"version_id": ids["max"]},
-        "nullCount": {n: data.column(n).null_count for n in ("version_id", *_PATCHED)},
-    }
-    return lib.transaction.AddAction(
-        rel, os.path.getsize(full), _values(source, year), now_ms, True, json.dumps(stats)
-    )
+    def __init__(self, root: str, folder: str, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq  # lazy: as the readers
+
+        os.makedirs(os.path.join(root, folder), exist_ok=True)
+        self.rel = f"{folder}/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        self.full = os.path.join(root, folder, os.path.basename(self.rel))
+        self.writer = pq.ParquetWriter(self.full, schema, compression="snappy")
+        self.rows = 0
+        self.low: int | None = None
+        self.high: int | None = None
+        self.nulls = dict.fromkeys(("version_id", *_PATCHED), 0)
+
+    def write(self, data: pa.Table) -> None:
+        import pyarrow.compute as pc  # lazy: as the readers
+
+        self.writer.write_table(data, row_group_size=GROUP_ROWS)
+        ids = pc.min_max(data.column("version_id")).as_py()
+        if ids["min"] is not None:
+            self.low = ids["min"] if self.low is None else min(self.low, ids["min"])
+            self.high = ids["max"] if self.high is None else max(self.high, ids["max"])
+        self.rows += data.num_rows
+        for name in self.nulls:
+            self.nulls[name] += data.column(name).null_count
+
+    def close(self, lib: Any, values: dict[str, str | None], now_ms: int) -> Any:
+        self.writer.close()
+        stats = {
+            "numRecords": self.rows,
+            "minValues": {"version_id": self.low},
+            "maxValues": {"version_id": self.high},
+            "nullCount": self.nulls,
+        }
+        size = os.path.getsize(self.full)
+        return lib.transaction.AddAction(self.rel, size, values, now_ms, True, json.dumps(stats))
