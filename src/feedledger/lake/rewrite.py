@@ -37,6 +37,10 @@ __all__ = ["applies", "rewrite"]
 PARTITIONS = ("source", "valid_year")
 GROUP_ROWS = 131_072  # rows per row group, read and written: the memory a rewrite holds
 _PATCHED = ("valid_to", "retracted_at")
+# the columns whose range and null count a new file's AddAction states (delta-rs's own
+# files state every column's; these are what a reader of history filters on)
+_STATS = ("key", "valid_from", "valid_to", "recorded_at", "retracted_at", "version_id")
+_STAT_TEXT = 32  # a longer string's range is not stated (a cut max would be too low)
 
 
 def applies(uri: str, table_schema: pa.Schema, rows: pa.Schema) -> bool:
@@ -210,29 +214,46 @@ class _File:
         self.full = os.path.join(root, folder, os.path.basename(self.rel))
         self.writer = pq.ParquetWriter(self.full, schema, compression="snappy")
         self.rows = 0
-        self.low: int | None = None
-        self.high: int | None = None
-        self.nulls = dict.fromkeys(("version_id", *_PATCHED), 0)
+        self.low: dict[str, Any] = {}
+        self.high: dict[str, Any] = {}
+        self.nulls = dict.fromkeys(_STATS, 0)
 
     def write(self, data: pa.Table) -> None:
         import pyarrow.compute as pc  # lazy: as the readers
 
         self.writer.write_table(data, row_group_size=GROUP_ROWS)
-        ids = pc.min_max(data.column("version_id")).as_py()
-        if ids["min"] is not None:
-            self.low = ids["min"] if self.low is None else min(self.low, ids["min"])
-            self.high = ids["max"] if self.high is None else max(self.high, ids["max"])
         self.rows += data.num_rows
-        for name in self.nulls:
-            self.nulls[name] += data.column(name).null_count
+        for name in _STATS:
+            column = data.column(name)
+            self.nulls[name] += column.null_count
+            if column.null_count == len(column):
+                continue
+            found = pc.min_max(column).as_py()
+            low, high = self.low.get(name), self.high.get(name)
+            self.low[name] = found["min"] if low is None else min(low, found["min"])
+            self.high[name] = found["max"] if high is None else max(high, found["max"])
 
     def close(self, lib: Any, values: dict[str, str | None], now_ms: int) -> Any:
         self.writer.close()
         stats = {
             "numRecords": self.rows,
-            "minValues": {"version_id": self.low},
-            "maxValues": {"version_id": self.high},
+            "minValues": {n: _stat(v) for n, v in self.low.items() if _fits(v)},
+            "maxValues": {n: _stat(v) for n, v in self.high.items() if _fits(v)},
             "nullCount": self.nulls,
         }
         size = os.path.getsize(self.full)
         return lib.transaction.AddAction(self.rel, size, values, now_ms, True, json.dumps(stats))
+
+
+def _fits(value: Any) -> bool:
+    return not isinstance(value, str) or len(value) <= _STAT_TEXT
+
+
+def _stat(value: Any) -> Any:
+    """A value as Delta's stats state it: a timestamp in ISO 8601 UTC to the
+    millisecond, cut (as delta-rs writes them), else as is."""
+    from datetime import datetime
+
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value
