@@ -96,8 +96,8 @@ def normalised(uri: str) -> str:
     return os.path.abspath(uri)
 
 
-# rows per Parquet row group: the writer holds one group per open file in memory (its
-# default, 1M rows, held ~a GiB on a first export of 1.3M versions)
+# rows per Parquet row group of the files delta-rs writes (its default: 1M), as
+# `lake/rewrite.py` writes its own (GROUP_ROWS)
 ROW_GROUP_ROWS = 131_072
 
 
