@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         first = run_cli(config, "export", "delta", "parcels", "--to", str(lake))
         first["table_mib"] = round(dir_size(lake) / 1048576, 1)
         report["first_export"] = first
+        if args.keep:  # the table before the daily export, for paired A/B reruns
+            shutil.copytree(lake, work / "lake-before-daily")
         print(f"first export: {json.dumps(first)}", file=sys.stderr)
 
         led.source("parcels").ingest(files[-1].path, published_at=files[-1].published_at)

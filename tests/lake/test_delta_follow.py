@@ -1,15 +1,20 @@
 """The scheduler follows a source with its Delta export (`export delta --follow`):
 after each attempt that applied payloads, the table is brought up to date in the same
-process (a `delta_export` log line); `--no-follow` stops it. Fake clock, no sleeping;
-SQLite and PostgreSQL."""
+process (a `delta_export` log line), on a queue of its own: a slow export does not
+hold the worker, the next source's attempt runs meanwhile; `--no-follow` stops it.
+Fake clock, no sleeping; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from feedledger.lake import export as lake_export
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli
 from lake.delta_scenario import DAYS, HEADER, SRC, assert_equals_history, table_rows
@@ -18,16 +23,22 @@ from scheduler.fake_clock import FakeClock
 TZ = "UTC"
 
 
-def publish(feed: Path, day: str) -> None:
+HANG_S = 60.0  # a hang-detecting deadline, never reached when all is well
+
+
+def publish(feed: Path, day: str, source: str = SRC) -> None:
     feed.mkdir(parents=True, exist_ok=True)
     lines = [",".join(HEADER)] + [",".join(r) for r in DAYS[day]]
-    (feed / f"{SRC}_{day}.csv").write_text("\n".join(lines) + "\n")
+    (feed / f"{source}_{day}.csv").write_text("\n".join(lines) + "\n")
 
 
-def tick(sched: Scheduler) -> list[dict[str, Any]]:
+def tick(sched: Scheduler, *, settle: bool = True) -> list[dict[str, Any]]:
+    """The log lines of one tick (and, with `settle`, of the exports it queued)."""
     assert isinstance(sched.log, io.StringIO)
     before = len(sched.log.getvalue().splitlines())
     sched.tick(wait=True)
+    if settle:
+        sched.settled()
     return [json.loads(x) for x in sched.log.getvalue().splitlines()[before:]]
 
 
@@ -62,4 +73,51 @@ def test_the_scheduler_exports_after_each_applied_run(cli: Cli, tmp_path: Path) 
         assert [e["outcome"] for e in events if e["event"] == "run"] == ["applied"]
         assert [e for e in events if e["event"] == "delta_export"] == []
     finally:
+        sched.close()
+
+
+def test_a_slow_export_does_not_delay_the_next_sources_run(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed_a, feed_b, uri = tmp_path / "a", tmp_path / "b", str(tmp_path / "lake")
+    for name, feed in ((SRC, feed_a), ("zeta", feed_b)):
+        cli("source", "add", name, "--key", "parcel_id", "--timezone", TZ, "--fetch",
+            str(feed), "--publish-at", "06:00")  # fmt: skip
+    publish(feed_a, "2025-08-01")
+    publish(feed_b, "2025-08-01", "zeta")
+    clock = FakeClock("2025-08-01T07:00", TZ)
+    sched = Scheduler(cli.ws.config_path, Options(workers=1, dispatch=False), clock, io.StringIO())
+    # parcels' attempt first, then zeta's, on the one worker
+    monkeypatch.setattr(sched, "_in_turn", lambda ctx: sorted(ctx.workspace.sources.items()))
+    started, release = threading.Event(), threading.Event()
+    real = lake_export.follow_run
+
+    def slow(ctx: Any, source: str) -> list[lake_export.DeltaExport]:
+        started.set()
+        assert release.wait(HANG_S), "the test never released the export"
+        return real(ctx, source)
+
+    monkeypatch.setattr(lake_export, "follow_run", slow)
+    try:
+        tick(sched)
+        cli("export", "delta", SRC, "--to", uri, "--follow")
+
+        publish(feed_a, "2025-08-02")
+        publish(feed_b, "2025-08-02", "zeta")
+        clock.at("2025-08-02T06:30")
+        # one worker: parcels' run, its export queued (and blocked), then zeta's run
+        events = tick(sched, settle=False)
+        runs = [(e["source"], e["outcome"]) for e in events if e["event"] == "run"]
+        assert sorted(runs) == [(SRC, "applied"), ("zeta", "applied")]
+        assert started.wait(HANG_S) and not release.is_set()
+        assert [e for e in events if e["event"] == "delta_export"] == []
+
+        release.set()
+        sched.settled()
+        done = [json.loads(x) for x in sched.log.getvalue().splitlines()]
+        [export] = [e for e in done if e["event"] == "delta_export"]
+        assert (export["target"], export["delta_version"], export["committed"]) == (uri, 1, True)
+        assert_equals_history(cli, table_rows(uri))
+    finally:
+        release.set()
         sched.close()

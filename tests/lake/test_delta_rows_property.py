@@ -14,26 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedledger.lake.rows import changed
+from feedledger.ledger.readers import history_rows
 
 KEYS = ["a", "b", "c"]
-READ = pa.schema(
-    [
-        ("version_id", pa.int64()),
-        ("key", pa.string()),
-        ("valid_from", pa.int64()),
-        ("recorded_at", pa.int64()),
-        ("txn_seq", pa.int64()),
-        ("retracted_at", pa.int64()),
-        ("run_id", pa.string()),
-        ("payload_id", pa.string()),
-        ("backfill", pa.bool_()),
-        ("deleted", pa.bool_()),
-        ("change", pa.int64()),
-        ("revision", pa.string()),
-        ("attributes", pa.string()),
-        ("geometry", pa.string()),
-    ]
-)
+READ = history_rows.DECODED  # what the export reads
 
 # a commit: ("add", [(key, valid_day)...]) or ("retract", index of an earlier commit)
 commit = st.one_of(

@@ -16,11 +16,16 @@ version recorded by K, each with `valid_to` and `retracted_at` as known at K. A 
    one before; a retraction reopens it);
 4. keeps the new rows and the exported rows whose `valid_to` or `retracted_at` changed
    (`lake/rows.py`), and writes every source's rows in ONE commit: an append when no
-   exported row changed, else a merge (update those rows, insert the others). The
+   exported row changed, else a merge (update those rows, insert the others:
+   `lake/rewrite.py` for a local table, delta-rs's MERGE otherwise). The
    commit carries each source's K' (app transactions) and, as its metadata, the
    instants and the feedledger version: Delta's version history follows feedledger's
    transaction time, and time travel to version N is `asof --known-at K'` of N;
 5. saves the positions in the store.
+
+A call with one source to export for the first time streams steps 3-4
+(`lake/stream.py`): the source read in key order a chunk of keys at a time, its rows
+written as they come, still one commit -- memory a chunk's, not the history's.
 
 A kill before step 4's commit leaves the table as it was; after it, step 1 of the next
 call finds the commit. Two exports of one table at once: delta-rs's optimistic commit
@@ -114,7 +119,8 @@ def export(
     schema = tgt.schema()
     known_types: dict[str, pa.DataType] = {f.name: f.type for f in schema} if schema else {}
     parts: list[pa.Table] = []
-    done: list[SourceExport] = []
+    done: dict[str, SourceExport] = {}
+    work: list[tuple[Any, int | None, int, bool]] = []  # (source, since, known, resumed)
     moved: dict[str, int] = {}
     any_updates = False
     geo_crs: str | None = None
@@ -130,9 +136,17 @@ def export(
             )  # fmt: skip
         wm = ctx.store.watermark(name)
         if wm is None or (since is not None and wm.recorded_at <= since):
-            done.append(SourceExport(name, since, since, resumed=resumed))
-            continue
-        known = wm.recorded_at
+            done[name] = SourceExport(name, since, since, resumed=resumed)
+        else:
+            work.append((src, since, wm.recorded_at, resumed))
+    if len(work) == 1 and work[0][1] is None:  # one first export: streamed
+        streamed = _streamed(ctx, tgt, work[0], known_types, tell)
+        if streamed is not None:
+            _follow(ctx, tgt.uri, configs, follow)
+            done[streamed.sources[0].source] = streamed.sources[0]
+            return DeltaExport(tgt.uri, streamed.delta_version, True, _ordered(configs, done))
+    for src, since, known, resumed in work:
+        name = src.name
         rows, updates = _source_rows(ctx, src, since, known, known_types, tell)
         if src.is_geo:
             geo_crs = geo_crs or _crs(ctx, name, known)
@@ -142,10 +156,10 @@ def export(
         if rows.num_rows:
             parts.append(rows)
         any_updates = any_updates or updates > 0
-        done.append(SourceExport(name, since, known, rows.num_rows - updates, updates, resumed))
+        done[name] = SourceExport(name, since, known, rows.num_rows - updates, updates, resumed)
     if not moved or not parts:
         _follow(ctx, tgt.uri, configs, follow)
-        return DeltaExport(tgt.uri, tgt.version(), False, done)
+        return DeltaExport(tgt.uri, tgt.version(), False, _ordered(configs, done))
     table = pa.concat_tables(parts, promote_options="default")
     tell("", "commit", 0, 1)
     faults.point("delta_before_commit")
@@ -162,7 +176,53 @@ def export(
         positions.save(ctx.store, tgt.uri, name, known_at=known, delta_version=version, at=at)
     _follow(ctx, tgt.uri, configs, follow)
     tell("", "commit", 1, 1)
-    return DeltaExport(tgt.uri, version, True, done)
+    return DeltaExport(tgt.uri, version, True, _ordered(configs, done))
+
+
+def _ordered(configs: list[Any], done: dict[str, SourceExport]) -> list[SourceExport]:
+    return [done[c.name] for c in configs if c.name in done]
+
+
+def _streamed(
+    ctx: Context,
+    tgt: DeltaTarget,
+    work: tuple[Any, int | None, int, bool],
+    known_types: dict[str, pa.DataType],
+    tell: Progress,
+) -> DeltaExport | None:
+    """One source's first export streamed in ONE commit (`lake/stream.py`); None when it
+    cannot be (no version, or a chunk that does not fit the first's schema: nothing
+    committed, the caller builds the rows in memory)."""
+    from feedledger import faults  # lazy: crash points of the kill tests
+    from feedledger.lake.stream import FirstExport  # lazy: as this module's callers
+
+    src, _, known, resumed = work
+    name = src.name
+    layout = order.layout_at(ctx, name, _FOREVER, known)
+    fields = order.field_order(ctx, layout, src.format)
+    crs = _projjson(_crs(ctx, name, known)) if src.is_geo else None
+    first = FirstExport(ctx, src, known, fields, crs, tell, table_types=dict(known_types))
+    reader = first.reader()
+    if reader is None:
+        return None
+    tell("", "commit", 0, 1)
+    faults.point("delta_before_commit")
+    metadata = {
+        "feedledger.known_at": f"{name}={iso(known)}",
+        "feedledger.exported_at": str(iso(now_us())),
+    }
+    try:
+        version = tgt.commit(reader, {name: known}, updates=False, metadata=metadata)
+    except Exception:
+        if first.refused():
+            return None
+        raise
+    faults.point("delta_after_commit")
+    positions.save(ctx.store, tgt.uri, name, known_at=known, delta_version=version, at=now_us())
+    tell("", "commit", 1, 1)
+    return DeltaExport(
+        tgt.uri, version, True, [SourceExport(name, None, known, first.rows, 0, resumed)]
+    )
 
 
 def _follow(ctx: Context, target: str, configs: list[Any], follow: bool | None) -> None:
@@ -195,7 +255,7 @@ def _source_rows(
         read.append(batch)
         total += batch.num_rows
         tell(name, "read", total, 0)
-    versions = pa.Table.from_batches(read, schema=_read_schema(history_rows.SCHEMA))
+    versions = pa.Table.from_batches(read, schema=history_rows.DECODED)
     picked = changed(versions, since)
     updates = 0
     if since is not None and picked.num_rows:
@@ -205,10 +265,6 @@ def _source_rows(
     tell(name, "rows", picked.num_rows, picked.num_rows)
     rows = delta_rows(name, picked, fields, geo=src.is_geo, known_types=known_types)
     return rows, updates
-
-
-def _read_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f for f in schema if f.name != "fields_id"])
 
 
 def _any_geo(configs: list[Any]) -> bool:

@@ -13,7 +13,9 @@ position it holds, and the one commit an export makes.
 * The commit: ONE Delta commit per export call -- a plain append when no exported row
   changed (a first export, a source new to the table), else a merge: rows not in the
   table inserted, rows already there (matched on source, valid year and version id)
-  given their new `valid_to` and `retracted_at`.
+  given their new `valid_to` and `retracted_at` -- written by feedledger itself for a
+  local table without a new column (`lake/rewrite.py`: copy-on-write of only the files
+  holding an updated row), by delta-rs's MERGE otherwise.
 
 The only module of feedledger that imports `deltalake` (import-linter contract
 `delta-optional`), and only when called.
@@ -27,6 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from feedledger.lake import rewrite
 from feedledger.model.errors import ConfigError, FeedledgerError
 
 __all__ = ["APP_PREFIX", "DeltaTarget", "storage_options"]
@@ -93,6 +96,15 @@ def normalised(uri: str) -> str:
     return os.path.abspath(uri)
 
 
+# rows per Parquet row group of the files delta-rs writes (its default: 1M), as
+# `lake/rewrite.py` writes its own (GROUP_ROWS)
+ROW_GROUP_ROWS = 131_072
+
+
+def _writer(lib: Any) -> Any:
+    return lib.WriterProperties(max_row_group_size=ROW_GROUP_ROWS)
+
+
 class DeltaTarget:
     """One Delta table, opened lazily (it may not exist yet)."""
 
@@ -136,7 +148,7 @@ class DeltaTarget:
 
     def commit(
         self,
-        rows: pa.Table,
+        rows: pa.Table | pa.RecordBatchReader,
         positions: Mapping[str, int],
         *,
         updates: bool,
@@ -144,7 +156,8 @@ class DeltaTarget:
     ) -> int:
         """Write `rows` in ONE commit carrying `positions` (source -> known_at) as app
         transactions and `metadata` as the commit's own; returns the new version.
-        `updates`: some rows may already be in the table (a merge), else an append."""
+        `updates`: some rows may already be in the table (a merge; `rows` a Table), else
+        an append (`rows` may be a stream: written as it comes, still one commit)."""
         lib = _deltalake()
         CommitProperties, Transaction = lib.CommitProperties, lib.Transaction
         write_deltalake = lib.write_deltalake
@@ -164,6 +177,7 @@ class DeltaTarget:
                     description="feedledger: the bitemporal history of its sources' versions",
                     storage_options=self.options,
                     commit_properties=props,
+                    writer_properties=_writer(lib),
                 )
             elif not updates:
                 write_deltalake(
@@ -172,7 +186,12 @@ class DeltaTarget:
                     mode="append",
                     schema_mode="merge",
                     commit_properties=props,
+                    writer_properties=_writer(lib),
                 )
+            elif isinstance(rows, pa.RecordBatchReader):
+                raise ValueError("a stream of rows can only be appended")
+            elif rewrite.applies(self.uri, pa.schema(existing.schema().to_arrow()), rows.schema):
+                rewrite.rewrite(lib, existing, self.uri, rows, props)
             else:
                 (
                     existing.merge(

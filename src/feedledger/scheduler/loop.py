@@ -22,7 +22,8 @@ in the same file. An attempt returns once its payload is applied: the raw object
 drained when the loop stops.
 
 After an attempt that applied payloads, the Delta tables that follow the source
-(`feedledger export delta --follow`) are brought up to date (`lake.export.follow_run`).
+(`feedledger export delta --follow`) are brought up to date on a queue of their own
+(`scheduler/follow.py`): a slow export never delays the next source's attempt.
 
 The clock is a parameter: tests drive ticks with a fake one, no sleeping.
 """
@@ -62,6 +63,7 @@ from feedledger.pipeline.scheduling import (
     attempt,
     due_now,
 )
+from feedledger.scheduler.follow import FollowQueue
 from feedledger.scheduler.metrics import Metrics
 
 
@@ -120,6 +122,7 @@ class Scheduler:
         # applied; `settled` waits for it, stopping drains it
         self._after = ThreadPoolExecutor(1, thread_name_prefix="after-apply")
         self._after_queued: list[Future[object]] = []
+        self._follow = FollowQueue(self.emit)  # the Delta exports after a run, queued
         workspace = Workspace.load(self.config_path)
         self._config_text: bytes | None = None  # that of the workspace last parsed
         self.ctx = Context(
@@ -184,11 +187,12 @@ class Scheduler:
 
     def settled(self) -> None:
         """Wait for the work queued after the payloads applied so far (their objects'
-        compression) to end."""
+        compression, the Delta exports that follow their sources) to end."""
         with self._lock:
             queued = list(self._after_queued)
         for future in queued:
             future.exception()  # (the archive's settle never raises; nothing is lost)
+        self._follow.settled()  # and the Delta exports queued after them
 
     def _publish_warm(self) -> None:
         if self._report is not None and self.cache.warm is not None:
@@ -240,24 +244,12 @@ class Scheduler:
                 self._publish_warm()
         self.emit(result.to_json())
         if result.payloads:
-            self._export_delta(ctx, name)
+            self._follow.queue(ctx, name)  # the Delta tables following it, queued
         if self.metrics is not None:
             self.metrics.observe(result)
         if result.outcome != "interrupted":  # stopping: the next start judges it
             self._watch(ctx, [name], now)  # its alerts once the attempt is over
         return result
-
-    def _export_delta(self, ctx: Context, name: str) -> None:
-        """The Delta tables following `name` (`export delta --follow`), brought up to date
-        after an attempt that applied payloads (`feedledger.lake`; a failure is logged,
-        and the next run's export takes it up from the table's own position)."""
-        from feedledger.lake.export import follow_run  # lazy: pyarrow, the delta extra
-
-        try:
-            for done in follow_run(ctx, name):
-                self.emit({"event": "delta_export", **done.to_json()})
-        except Exception as exc:
-            self.emit({"event": "error", "source": name, "error": f"delta export: {exc}"})
 
     def _busy(self, src: SourceConfig, now: int, exc: LeaseHeldError) -> Attempt:
         """Another process holds the source's lease (its attempt, or an operator's
@@ -438,6 +430,7 @@ class Scheduler:
             finally:
                 self._pool.shutdown(wait=True)  # current payloads finish, leases released
                 self._after.shutdown(wait=True)  # their objects compressed
+                self._follow.shutdown()  # the Delta exports queued after them
                 if self._report is not None:
                     self._report.remove()
         self.emit({"event": "stop"})
@@ -446,4 +439,5 @@ class Scheduler:
 
     def close(self) -> None:
         self._after.shutdown(wait=True)
+        self._follow.shutdown()
         self.ctx.close()

@@ -11,7 +11,10 @@ those committed by then, whatever commits while the export reads):
   through the applications that wrote them (their version ids are a primary-key
   range: no scan of the source's versions);
 * `versions`: every version of the source (or of some keys) recorded by K, with
-  `retracted_at` as known at K (a retraction after K is not seen yet).
+  `retracted_at` as known at K (a retraction after K is not seen yet);
+* `versions_by_key`: the same for the whole source in key order, in chunks cut at key
+  boundaries (every version of a key in one chunk): a first export streamed in
+  bounded memory.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from feedledger.ledger.readers import arrow_fetch
 from feedledger.ledger.schema import applications, versions
 from feedledger.ledger.store import Store
 
-__all__ = ["SCHEMA", "touched_keys", "versions_of"]
+__all__ = ["DECODED", "SCHEMA", "touched_keys", "versions_by_key", "versions_of"]
 
 BATCH_ROWS = 65_536
 _KEYS_PER_READ = 500
@@ -52,6 +55,9 @@ SCHEMA = pa.schema(
         ("geometry", pa.string()),
     ]
 )
+
+# the batches the readers give: SCHEMA without `fields_id`, attributes decoded
+DECODED = pa.schema([f for f in SCHEMA if f.name != "fields_id"])
 
 _SELECT = (
     "SELECT v.version_id, v.key, v.valid_from, v.recorded_at, v.txn_seq, v.retracted_at, "
@@ -107,6 +113,32 @@ def versions_of(
             store, sql, {**params, **dict(zip(names, chunk, strict=True))}, SCHEMA, batch=BATCH_ROWS
         )
         yield from _decoded(found, books, known)
+
+
+def versions_by_key(
+    store: Store, source: str, known: int, *, rows: int = BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """What `versions_of(store, source, known)` gives, in (key, valid_from, txn_seq)
+    order, as chunks of about `rows` rows cut at key boundaries: a key's versions are
+    all in one chunk (a key with more versions than `rows` makes a bigger one)."""
+    import pyarrow.compute as pc  # lazy: as the snapshot's readers
+
+    books = codebooks.load(store, source)
+    sql = f"{_SELECT} ORDER BY v.key"  # (the index's order: no sort step)
+    found = arrow_fetch.batches(store, sql, {"source": source, "known": known}, SCHEMA, batch=rows)
+    held: pa.Table | None = None  # the last key's rows of the chunk before
+    for batch in _decoded(found, books, known):
+        table = pa.Table.from_batches([batch])
+        if held is not None:
+            table = pa.concat_tables([held, table])
+        keys = table.column("key")
+        last = keys[-1]
+        cut = len(table) - int(pc.sum(pc.equal(keys, last)).as_py() or 0)
+        held = table.slice(cut)
+        if cut:
+            yield from table.slice(0, cut).combine_chunks().to_batches()
+    if held is not None and len(held):
+        yield from held.combine_chunks().to_batches()
 
 
 def _decoded(
