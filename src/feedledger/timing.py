@@ -2,7 +2,9 @@
 `FEEDLEDGER_TIMINGS=rss` adds, at the end of each stage, the process's peak resident set
 in MiB and, on Linux, its anonymous and file-backed parts at that moment;
 `FEEDLEDGER_TIMINGS=cpu` adds the process's user and system CPU seconds (all threads)
-spent during each stage).
+spent during each stage and, where the platform counts them, its minor page faults in
+thousands: `.kflt`, the pages it touched for the first time, most of the system time of
+a large payload's).
 
 Used by the benchmarks to show where the time of a run goes; off by default.
 """
@@ -31,6 +33,7 @@ def stage(name: str) -> Iterator[None]:
         return
     start = time.perf_counter()
     cpu = os.times() if _CPU else None
+    faults = _faults() if _CPU else None
     try:
         yield
     finally:
@@ -40,8 +43,20 @@ def stage(name: str) -> Iterator[None]:
             _stages.extend(
                 ((f"{name}.user", now.user - cpu.user), (f"{name}.sys", now.system - cpu.system))
             )
+        if faults is not None:
+            _stages.append((f"{name}.kflt", ((_faults() or 0) - faults) / 1000))
         if _RSS:
             _stages.extend((f"{name}.{part}", mib) for part, mib in _memory().items())
+
+
+def _faults() -> int | None:
+    """The process's minor page faults so far (all threads), None where not counted."""
+    try:
+        import resource  # lazy: POSIX only (none on Windows)
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+    except (ImportError, OSError):
+        return None
 
 
 _STATUS = {"VmHWM": "peak_mib", "RssAnon": "anon_mib", "RssFile": "file_mib"}

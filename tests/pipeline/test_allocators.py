@@ -63,3 +63,18 @@ def test_a_large_budget_leaves_polars_allocator_as_it_is(fresh: pytest.MonkeyPat
     large = make_source("l", key=("id",), memory_budget="1GiB")
     allocators.release_promptly(large)
     assert allocators.JEMALLOC_ENV not in allocators.os.environ
+
+
+def test_glibc_returns_memory_at_once_only_under_a_budget_of_the_source_s_own(
+    fresh: pytest.MonkeyPatch,
+) -> None:
+    """The default bound (`within_default`'s budget) keeps glibc's thresholds: its big
+    blocks are reused, not mapped, faulted and unmapped again a batch at a time."""
+    asked: list[bool] = []
+    fresh.setattr(allocators, "_glibc_prompt", lambda: asked.append(True) or True)
+    default = make_source("d", key=("id",), memory_budget="1GiB")
+    allocators.release_promptly(default, own=False)
+    assert asked == []
+    fresh.setattr(allocators, "_released", False)
+    assert allocators.release_promptly(default)
+    assert asked == [True]

@@ -100,6 +100,9 @@ class SpilledRows:
                 return asked.join(kept, on="__idx", how="left", maintain_order="left").drop("__idx")
         if not idx.len():
             return pl.DataFrame(schema=self._schema)
+        whole = self._whole_batch(idx)
+        if whole is not None:
+            return self._batch(whole)
         where = pl.DataFrame({"idx": idx.cast(pl.Int64)}).with_columns(
             pl.int_range(pl.len()).alias("pos"),
             (pl.col("idx") // self.batch_rows).alias("b"),
@@ -110,6 +113,18 @@ class SpilledRows:
             piece = _owned(self._batch(int(number))[local])
             pieces.append(piece.with_columns(part.get_column("pos")))
         return pl.concat(pieces, how="vertical").sort("pos").drop("pos")
+
+    def _whole_batch(self, idx: pl.Series) -> int | None:
+        """The number of the record batch `idx` asks for whole and in order (a first
+        load's chunk in key order: `bounded.chunk_rows` makes them whole batches), whose
+        rows are then the batch as read, with no gather or copy; else None."""
+        n, size = idx.len(), self.batch_rows
+        first = idx[0]
+        if first is None or first % size or n != min(size, self.height - first):
+            return None
+        if idx.null_count() or idx[-1] != first + n - 1 or not (idx.diff().drop_nulls() == 1).all():
+            return None
+        return int(first) // size
 
     def close(self) -> None:
         if self._writer is not None:

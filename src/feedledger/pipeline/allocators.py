@@ -58,12 +58,19 @@ PROMPT_DECAY_BELOW = 512 * 1024 * 1024
 _released = False
 
 
-def release_promptly(src: SourceConfig) -> bool:
-    """For a source with a `memory_budget` (its own, or the default one
-    `within_default` gave it): have polars' allocator (for a budget under
-    PROMPT_DECAY_BELOW, when polars is not loaded yet and
-    the environment leaves it unset) and glibc's (when it is the C library) return freed
-    memory at once, for the rest of the process. Whether anything was set."""
+def release_promptly(src: SourceConfig, *, own: bool = True) -> bool:
+    """For a source with a `memory_budget` (`own`: the source's own; else the default
+    one `within_default` gave it): have polars' allocator (for a budget under
+    PROMPT_DECAY_BELOW, when polars is not loaded yet and the environment leaves it
+    unset) and, for its own budget, glibc's (when it is the C library) return freed
+    memory at once, for the rest of the process. Whether anything was set.
+
+    Not glibc's under the default bound: its fixed 128 KiB thresholds map every larger
+    block (a spilled batch, a piece of the file, a list of a chunk's values) afresh and
+    unmap it once freed, so each is faulted and zeroed again -- at 10M parcels most of
+    the bounded path's system time, for ~100-150 MiB of peak a default bound (no
+    setting: within 3 GiB at 10M) does not need (bench/README.md, "10M time (helper
+    tenm)"). A declared budget is its source's limit, and keeps them."""
     global _released
     if src.memory_budget is None or _released:
         return False
@@ -73,7 +80,7 @@ def release_promptly(src: SourceConfig) -> bool:
     if small and "polars" not in sys.modules and JEMALLOC_ENV not in os.environ:
         os.environ[JEMALLOC_ENV] = PROMPT_DECAY
         changed = True
-    return _glibc_prompt() or changed
+    return (own and _glibc_prompt()) or changed
 
 
 def resident_process() -> bool:

@@ -125,7 +125,7 @@ def ingest(
     declared, src = src, within_default(src, len(data))
     # a budgeted payload's freed memory goes back to the system at once (before polars
     # is loaded, below: pipeline/allocators.py)
-    release_promptly(src)
+    release_promptly(src, own=declared.memory_budget is not None)
     label = original_name or "payload"
     with Stages() as stages:
         # raw: compressed after it is archived under the source, beside the transaction

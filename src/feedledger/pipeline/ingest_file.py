@@ -162,7 +162,7 @@ def _plan(
         return None  # read whole (and polars loaded by `ingest`, beside the archiving)
     # a budgeted payload's freed memory goes back to the system at once: set before
     # polars is loaded (pipeline/allocators.py); `ingest` sets the same for the bytes
-    release_promptly(src)
+    release_promptly(src, own=declared.memory_budget is not None)
     from feedledger.formats.readers import reads_from_file  # lazy: polars
 
     if not reads_from_file(src, size, head):
