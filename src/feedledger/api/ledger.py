@@ -265,9 +265,13 @@ class Ledger:
         generation: str = "M-1",
         gpkg: str | os.PathLike[str] | None = None,
         layer: str | None = None,
+        postgis: str | None = None,
+        srid: int | None = None,
     ) -> Destination:
         """Declare a destination -- a table in an SQLite file or a PostgreSQL database
-        (`table`), or a GeoPackage file's layer (`gpkg`, `layer`) -- and create or check
+        (`table`), a GeoPackage file's layer (`gpkg`, `layer`), or a PostGIS table
+        (`postgis` URL, `table`, `srid`: the geometry column's, when it is created;
+        default the source's EPSG code) -- and create or check
         it (`destination add`); its live route starts now."""
         from feedledger.sync.destinations import add_destination  # lazy: SQLAlchemy, Arrow
 
@@ -283,6 +287,8 @@ class Ledger:
             generation=generation,
             gpkg=os.fspath(gpkg) if gpkg is not None else None,
             layer=layer,
+            postgis=postgis,
+            srid=srid,
         )
         return Destination(self.context, declared)
 

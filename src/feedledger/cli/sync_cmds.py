@@ -34,11 +34,23 @@ def destination_add(
         "--gpkg",
         help="GeoPackage file (created if absent): a layer QGIS opens while it is updated.",
     ),
+    postgis: str | None = typer.Option(
+        None,
+        "--postgis",
+        help="PostgreSQL URL of a database with PostGIS: a GIS source's layer as a table with "
+        "a typed geom column, for QGIS.",
+    ),
     table_name: str | None = typer.Option(
-        None, "--table", help="Table (created if absent); with --postgres or --sqlite."
+        None, "--table", help="Table (created if absent); with --postgres, --sqlite or --postgis."
     ),
     layer: str | None = typer.Option(
         None, "--layer", help="The GeoPackage's feature layer (created if absent); with --gpkg."
+    ),
+    srid: int | None = typer.Option(
+        None,
+        "--srid",
+        help="The geom column's SRID, with --postgis (default: the source's EPSG code; "
+        "another one is reprojected with ST_Transform).",
     ),
     text_fields: str | None = typer.Option(
         None, "--text-fields", help="Fields searched (PostgreSQL: a tsvector with a GIN index)."
@@ -55,7 +67,8 @@ def destination_add(
     live route starts now; what the ledger already holds is written by `sync --manifest`.
 
     Examples: `--sqlite search.db --table parcels`, `--postgres URL --table parcels`,
-    `--gpkg parcels.gpkg --layer parcels` (a GIS source's features, for QGIS)."""
+    `--gpkg parcels.gpkg --layer parcels` (a GIS source's features, for QGIS),
+    `--postgis URL --table parcels [--srid 4326]` (the same as a PostGIS table)."""
     with ledger(ctx) as led:
         dest = led.add_destination(
             name,
@@ -64,6 +77,8 @@ def destination_add(
             sqlite=sqlite,
             gpkg=gpkg,
             layer=layer,
+            postgis=postgis,
+            srid=srid,
             table=table_name,
             text_fields=text_fields,
             transform=transform,
