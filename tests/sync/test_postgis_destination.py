@@ -269,3 +269,34 @@ def test_the_layer_as_of_a_date_from_the_ledger_by_the_documented_sql(
                 assert canonical(shapely.from_wkb(bytes(wkb))) == canonical(shape), key
     finally:
         engine.dispose()
+
+
+def test_an_unresolved_write_shows_the_held_columns_as_evidence(gis_place: Place) -> None:
+    from feedledger.model.destination import Destination
+    from feedledger.sync.kinds import open_target
+    from feedledger.sync.transform import Doc, content_hash
+
+    _kind, url, table = gis_place
+    target = open_target(Destination("d", "lots", "postgis", url, table), geo=True, key=("id",))
+    try:
+        target.ensure()  # no ledger: a generic geometry column, columns from the writes
+        wkb = shapely.to_wkb(shapely.box(0, 0, 1, 1), flavor="iso")
+
+        def doc(body: dict[str, Any], revision: int = 5) -> Doc:
+            text_ = json.dumps(body, sort_keys=True)
+            return Doc('["A1"]', revision, "M-1", 1, content_hash(text_), False, text_, wkb)
+
+        assert [v.verdict for v in target.write([doc({"id": "A1", "zone": "R1"})])] == [
+            "accepted"
+        ]
+        again = target.write([doc({"id": "A1", "zone": "R2"})])
+        assert again[0].verdict == "unresolved"
+        held = again[0].evidence["held"]  # type: ignore[index]
+        assert held["doc"]["zone"] == "R1" and held["doc"]["id"] == "A1"
+        assert [v.verdict for v in target.write([doc({"id": "A1", "zone": "R0"}, 4)])] == [
+            "superseded"
+        ]
+    finally:
+        target.close()
+    got = rows(gis_place, f'SELECT id, zone, ST_AsText(geom) FROM "{table}"')
+    assert [tuple(r) for r in got] == [("A1", "R1", "POLYGON((1 0,1 1,0 1,0 0,1 0))")]
