@@ -20,6 +20,7 @@ JSON in bench/results/postgis-latest.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -77,10 +78,8 @@ def step(ws: Path, *args: str) -> dict[str, Any]:
         "client_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "server_cpu_s": round(server_cpu() - s0, 2),
     }
-    try:
+    with contextlib.suppress(ValueError):
         got["output"] = json.loads(out)
-    except ValueError:
-        pass
     return got
 
 

@@ -63,9 +63,7 @@ def test_the_staged_batch_is_classified_in_sql_as_in_python(batch: list[Any]) ->
     import psycopg
 
     with psycopg.connect(os.environ["FEEDLEDGER_TEST_POSTGRES_URL"]) as conn:
-        conn.execute(
-            "CREATE TEMP TABLE fl_stage (doc text, geometry_wkb bytea) ON COMMIT DROP"
-        )
+        conn.execute("CREATE TEMP TABLE fl_stage (doc text, geometry_wkb bytea) ON COMMIT DROP")
         for v in batch:
             conn.execute("INSERT INTO fl_stage VALUES (%s, NULL)", (json.dumps({"m": v}),))
         got = [(r[1], r[2]) for r in conn.execute(schema.STAGED_SHAPE).fetchall()]

@@ -175,8 +175,7 @@ def test_srid_reprojects_into_the_column_it_names(
     assert [r[0] for r in meta] == [3857]
     back = rows(
         gis_place,
-        f'SELECT parcel_id, ST_AsBinary(ST_Transform(geom, 4326)) FROM "{table}" '
-        "WHERE NOT deleted",
+        f'SELECT parcel_id, ST_AsBinary(ST_Transform(geom, 4326)) FROM "{table}" WHERE NOT deleted',
     )
     want = snapshot(cli, "2026-08-01")
     assert len(back) == len(want)
@@ -286,9 +285,7 @@ def test_an_unresolved_write_shows_the_held_columns_as_evidence(gis_place: Place
             text_ = json.dumps(body, sort_keys=True)
             return Doc('["A1"]', revision, "M-1", 1, content_hash(text_), False, text_, wkb)
 
-        assert [v.verdict for v in target.write([doc({"id": "A1", "zone": "R1"})])] == [
-            "accepted"
-        ]
+        assert [v.verdict for v in target.write([doc({"id": "A1", "zone": "R1"})])] == ["accepted"]
         again = target.write([doc({"id": "A1", "zone": "R2"})])
         assert again[0].verdict == "unresolved"
         held = again[0].evidence["held"]  # type: ignore[index]
