@@ -11,9 +11,9 @@ the table typed from the ledger: geometry types, CRS, a sample of the attributes
 `manifest create` and `sync --manifest` (the rebuild: every record accepted), then a
 second manifest's `sync` (a resync: every record already current). Each step is a
 `feedledger` process: its wall time, its CPU (user+sys, from `wait4`'s rusage) and
-the PostgreSQL server's CPU over the step (user+sys of every `postgres` process, by
-psutil: the server is shared with other work on this machine, so this one is an
-upper bound). Records per second are over wall time and over client+server CPU.
+the CPU of the PostgreSQL backends that served it (found by `application_name`, set
+with PGAPPNAME, polled by psutil every 0.2 s). Records per second are over wall
+time and over client+server CPU.
 JSON in bench/results/postgis-latest.json.
 """
 
@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -38,6 +39,7 @@ sys.path.insert(0, str(BENCH))
 from resultfiles import save_results  # noqa: E402
 
 MAIN_DATA = Path("/work/main/bench/.work/gis")
+APP = "postgis_bench"
 
 
 def data(n: int) -> Path:
@@ -49,26 +51,58 @@ def data(n: int) -> Path:
     return BENCH / ".work" / "gis" / name
 
 
-def server_cpu() -> float:
-    total = 0.0
-    for p in psutil.process_iter(["name"]):
-        if p.info["name"] and p.info["name"].startswith("postgres"):
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                pass
-    return total
+class Backends:
+    """CPU (user+sys) of the PostgreSQL backends serving this bench's `feedledger`
+    processes (`application_name` APP, set through PGAPPNAME), polled every 0.2 s:
+    a backend's last sample is kept after it ends (at most 0.2 s of it unseen)."""
+
+    def __init__(self, pg: str) -> None:
+        import psycopg
+
+        self.conn = psycopg.connect(pg, autocommit=True)
+        self.seen: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.2):
+            pids = [r[0] for r in self.conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (APP,)
+            ).fetchall()]  # fmt: skip
+            for pid in pids:
+                try:
+                    t = psutil.Process(pid).cpu_times()
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+                self.seen[pid] = t.user + t.system
+
+    def __enter__(self) -> Backends:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.conn.close()
+
+    def total(self) -> float:
+        return sum(self.seen.values())
 
 
-def step(ws: Path, *args: str) -> dict[str, Any]:
-    """One `feedledger` process: wall, its CPU, the server's CPU, its JSON output."""
-    env = {**os.environ, "PYTHONPATH": str(BENCH.parent / "src")}
+def step(ws: Path, *args: str, pg: str | None = None) -> dict[str, Any]:
+    """One `feedledger` process: wall, its CPU, its server backends' CPU (`pg`), its
+    JSON output."""
+    env = {**os.environ, "PYTHONPATH": str(BENCH.parent / "src"), "PGAPPNAME": APP}
     cmd = [sys.executable, "-m", "feedledger", *args]
-    s0, w0 = server_cpu(), time.perf_counter()
+    backends = Backends(pg) if pg else None
+    if backends is not None:
+        backends.__enter__()
+    w0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - w0
+    if backends is not None:
+        backends.__exit__()
     out = proc.stdout.read().decode() if proc.stdout else ""
     err = proc.stderr.read().decode() if proc.stderr else ""
     if os.waitstatus_to_exitcode(status) != 0:
@@ -76,7 +110,7 @@ def step(ws: Path, *args: str) -> dict[str, Any]:
     got: dict[str, Any] = {
         "wall_s": round(wall, 2),
         "client_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-        "server_cpu_s": round(server_cpu() - s0, 2),
+        "server_cpu_s": round(backends.total(), 2) if backends is not None else None,
     }
     with contextlib.suppress(ValueError):
         got["output"] = json.loads(out)
@@ -114,12 +148,14 @@ def main() -> None:
         try:
             res: dict[str, Any] = {}
             res["add"] = step(ws, "destination", "add", name, "--source", "parcels",
-                              f"--{kind}", args.pg, "--table", table, "--json")  # fmt: skip
+                              f"--{kind}", args.pg, "--table", table, "--json",
+                              pg=args.pg)  # fmt: skip
             for phase, manifest in (("rebuild", "m1"), ("resync", "m2")):
                 step(ws, "manifest", "create", f"{name}{manifest}", "--source", "parcels")
-                got = step(ws, "sync", name, "--manifest", f"{name}{manifest}", "--json")
+                got = step(ws, "sync", name, "--manifest", f"{name}{manifest}", "--json",
+                           pg=args.pg)  # fmt: skip
                 outcomes = got.pop("output", {}).get("outcomes")
-                cpu = got["client_cpu_s"] + got["server_cpu_s"]
+                cpu = got["client_cpu_s"] + (got["server_cpu_s"] or 0)
                 got.update(outcomes=outcomes, docs_per_wall_s=round(args.n / got["wall_s"]),
                            docs_per_cpu_s=round(args.n / cpu) if cpu else None)  # fmt: skip
                 res[phase] = got
@@ -130,12 +166,12 @@ def main() -> None:
                     "SELECT pg_total_relation_size(%s)", (table,)
                 ).fetchone()[0]  # type: ignore[index]
             results[kind] = res
+            save_results(BENCH / "results", "postgis", json.dumps(results, indent=2))
         finally:
             step(ws, "destination", "remove", name)
             with psycopg.connect(args.pg, autocommit=True) as conn:
                 conn.execute(f'DROP TABLE IF EXISTS "{table}"')
     print(json.dumps(results, indent=2))
-    save_results(BENCH / "results", "postgis", json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
