@@ -297,3 +297,22 @@ def test_an_unresolved_write_shows_the_held_columns_as_evidence(gis_place: Place
         target.close()
     got = rows(gis_place, f'SELECT id, zone, ST_AsText(geom) FROM "{table}"')
     assert [tuple(r) for r in got] == [("A1", "R1", "POLYGON((1 0,1 1,0 1,0 0,1 0))")]
+
+
+def test_a_table_declared_before_the_first_payload_is_typed_when_it_comes(
+    cli: Cli, tmp_path: Path, gis_place: Place
+) -> None:
+    cli("source", "add", "lots", "--key", "parcel_id", "--format", "geojson")
+    _kind, url, table = gis_place
+    cli("destination", "add", "d", "--source", "lots", "--postgis", url, "--table", table)
+    meta = "SELECT type, srid FROM geometry_columns WHERE f_table_name = :t"
+    assert [tuple(r) for r in rows(gis_place, meta, t=table)] == [("GEOMETRY", 0)]
+    ingest(cli, tmp_path, "2026-08-01", day1())
+    live = cli.json("sync", "d", "--live", "--once")
+    assert live["outcomes"]["accepted"] == 8, live
+    assert [tuple(r) for r in rows(gis_place, meta, t=table)] == [("POLYGON", 4326)]
+    assert columns(gis_place)["units"] == "bigint"  # a column added by the first batch
+    got, want = features(gis_place), snapshot(cli, "2026-08-01")
+    assert {k: canonical(v[1]) for k, v in got.items()} == {
+        k: canonical(v[1]) for k, v in want.items()
+    }

@@ -110,6 +110,8 @@ class PostGIS(Target):
             raw = self.engine.raw_connection()
             try:
                 self._read(raw.cursor())
+                if exists and self.geom_type.startswith("Geometry") and self.store is not None:
+                    self._retype(raw)
             finally:
                 raw.close()
         if self.asked_srid is not None and self.asked_srid != self.srid:
@@ -181,6 +183,28 @@ class PostGIS(Target):
             raw.commit()
         finally:
             raw.close()
+
+    def _retype(self, raw: Any) -> None:
+        """A generic geometry column of a table that holds no geometry yet (declared
+        before the source's first payload) typed from the source's layer now."""
+        from feedledger.sync.kinds.gpkg_file import layer_type  # lazy: rarely
+        from feedledger.sync.versions import geometry_types
+
+        cur = raw.cursor()
+        cur.execute(f"SELECT EXISTS (SELECT 1 FROM {self.ident} WHERE {schema.GEOM} IS NOT NULL)")
+        if (cur.fetchone() or (True,))[0]:
+            return
+        layer = layer_type(geometry_types(self.store, self.dest.source))  # type: ignore[arg-type]
+        srid = self.srid or self._source_srid() or 0
+        kind = schema.pg_type(layer)
+        if kind == self.geom_type and srid == self.srid:
+            return
+        cur.execute(
+            f"ALTER TABLE {self.ident} ALTER COLUMN {schema.GEOM} TYPE geometry({kind}, {srid}) "
+            f"USING ST_SetSRID({schema.GEOM}, {srid})"
+        )
+        raw.commit()
+        self._read(cur)
 
     def _read(self, cur: Any) -> None:
         """The table's geometry column (type, SRID) and attribute columns, as they are."""
