@@ -28,6 +28,7 @@ values = st.one_of(
 ORDER = ["bigint", "double precision", "boolean", "jsonb", "text"]
 
 
+@settings(deadline=None)  # a loaded machine: no timing in a property
 @given(st.lists(values, max_size=6), st.lists(values, max_size=6))
 def test_a_column_takes_every_value_seen_and_widens_only(old: list[Any], new: list[Any]) -> None:
     before = [schema.kind_of(v) for v in old]

@@ -78,6 +78,7 @@ class PostGIS(Target):
         self.attrs: dict[str, str] = {}  # attribute column -> its SQL type
         self.generated: set[str] = set()  # the primary key's generated column
         self.members: dict[str, str] = {}  # column -> the member it is read from
+        self.other = {"geometry"}  # members not read into a column (the key's, geometry)
 
     # -- the table ------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -243,7 +244,14 @@ class PostGIS(Target):
     # -- the guarded statement ------------------------------------------------------------
     def _prepare(self, cur: Any) -> None:
         """The staged batch's members and geometry types against the table: new
-        columns added, columns widened, the geometry column made generic if it must."""
+        columns added, columns widened, the geometry column made generic if it must.
+        First the common case in one cheap row (every member known, every value and
+        geometry fitting); the details only when not."""
+        known = {c: (m, self.attrs[c]) for c, m in self.members.items() if c in self.attrs}
+        if known:
+            cur.execute(schema.fits_sql(known, self.geom_type, self.other))
+            if (cur.fetchone() or (False,))[0]:
+                return
         cur.execute(schema.STAGED_SHAPE)
         kinds: dict[str, set[str | None]] = {}
         names: dict[str, str] = {}
@@ -252,10 +260,9 @@ class PostGIS(Target):
             if tag == "g":
                 codes.add(int(kind))
                 continue
-            if member == "geometry":
-                continue
             column = schema.column_of(member)
-            if column in self.generated:
+            if member == "geometry" or column in self.generated:
+                self.other.add(member)
                 continue
             names.setdefault(column, member)
             kinds.setdefault(column, set()).add(kind)

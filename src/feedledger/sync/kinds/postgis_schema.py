@@ -151,16 +151,57 @@ def pg_type(layer: str) -> str:
     return name + ("Z" if z == "Z" else "")
 
 
-def takes(column_type: str, codes: Iterable[int]) -> bool:
-    """Whether a geometry column of PostGIS type `column_type` (`MultiPolygon`,
-    `GeometryZ`...) takes geometries of these WKB type codes (a single part going into
-    its Multi* column as a one-part Multi*)."""
+def allowed(column_type: str) -> set[int] | None:
+    """The WKB type codes (mod 1000) a geometry column of PostGIS type `column_type`
+    (`MultiPolygon`, `GeometryZ`...) takes, a single part going into its Multi* column
+    as a one-part Multi*; None: any."""
     base = column_type.upper().removesuffix("Z").removesuffix("M")
-    if base == "GEOMETRY":
-        return True
     want = next((c for n, c in WKB_CODE.items() if n.upper() == base), None)
-    allowed = {want, *([_SINGLE_OF[want]] if want in _SINGLE_OF else [])}
-    return all(c % 1000 in allowed for c in codes)
+    if want is None:
+        return None
+    return {want, *([_SINGLE_OF[want]] if want in _SINGLE_OF else [])}
+
+
+def takes(column_type: str, codes: Iterable[int]) -> bool:
+    """Whether a geometry column of that type takes geometries of these WKB codes."""
+    ok = allowed(column_type)
+    return ok is None or all(c % 1000 in ok for c in codes)
+
+
+def fits_sql(
+    members: dict[str, tuple[str, str]], column_type: str, other: Iterable[str] = ()
+) -> str:
+    """One row, one boolean: whether every staged document's members are among
+    `members` (column -> (member, its SQL type)) with values their columns take, and
+    every staged geometry's type is one the geometry column takes -- the common case,
+    checked without expanding the documents (STAGED_SHAPE reads the details when not).
+    `other`: members known not to be columns (the primary key's, `geometry`)."""
+    known = ", ".join(literal(m) for m in [*(m for m, _t in members.values()), *other])
+    conds = [f"(d - ARRAY[{known}]::text[]) = '{{}}'::jsonb"]
+    for member, type_ in members.values():
+        kind = f"coalesce(jsonb_typeof(d -> {literal(member)}), 'null')"
+        if type_ == "bigint":
+            conds.append(
+                f"({kind} = 'null' OR ({kind} = 'number' AND "
+                f"(d ->> {literal(member)}) ~ '^-?[0-9]{{1,18}}$'))"
+            )
+        elif type_ == "double precision":
+            conds.append(f"{kind} IN ('null', 'number')")
+        elif type_ == "boolean":
+            conds.append(f"{kind} IN ('null', 'boolean')")
+    docs = f"(d IS NULL OR jsonb_typeof(d) <> 'object' OR ({' AND '.join(conds)}))"
+    ok = allowed(column_type)
+    geoms = "true"
+    if ok is not None:
+        code = (
+            "(CASE get_byte(g, 0) WHEN 1 THEN get_byte(g, 1) + 256 * get_byte(g, 2) "
+            "ELSE get_byte(g, 4) + 256 * get_byte(g, 3) END) % 1000"
+        )
+        geoms = f"(g IS NULL OR {code} IN ({', '.join(str(c) for c in sorted(ok))}))"
+    return (
+        f"SELECT coalesce(bool_and({docs} AND {geoms}), true) FROM "
+        "(SELECT doc::jsonb AS d, geometry_wkb AS g FROM fl_stage) s"
+    )
 
 
 def pk_of(key_fields: Sequence[str], keys: Sequence[str]) -> tuple[str, str, str] | None:
