@@ -135,6 +135,7 @@ def main() -> None:
     ap.add_argument("--pg", required=True)
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--kinds", default="postgis,postgres")
+    ap.add_argument("--out", default="postgis", help="results: bench/results/OUT-latest.json")
     args = ap.parse_args()
     ws = workspace(args.n)
     results: dict[str, Any] = {"n": args.n, "cpus": os.cpu_count()}
@@ -166,7 +167,7 @@ def main() -> None:
                     "SELECT pg_total_relation_size(%s)", (table,)
                 ).fetchone()[0]  # type: ignore[index]
             results[kind] = res
-            save_results(BENCH / "results", "postgis", json.dumps(results, indent=2))
+            save_results(BENCH / "results", args.out, json.dumps(results, indent=2))
         finally:
             step(ws, "destination", "remove", name)
             with psycopg.connect(args.pg, autocommit=True) as conn:
