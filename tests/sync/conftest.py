@@ -35,7 +35,7 @@ def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "gpkg", "tantivy"])
+@pytest.fixture(params=["sqlite", "postgres", "gpkg", "tantivy", "postgis"])
 def kind_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     """(kind, URL or file, table or layer) of a fresh destination of every kind
     (sync/destination_kinds.py), dropped afterwards."""
@@ -53,8 +53,11 @@ def kind_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
     if not os.environ.get(PG_ENV):
         pytest.skip(f"PostgreSQL destination not tested: set {PG_ENV}")
     url = os.environ[PG_ENV]
-    yield "postgres", url, table
     engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    if kind == "postgis":
+        with engine.begin() as conn:
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS postgis"))
+    yield kind, url, table
     with engine.begin() as conn:
         conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
     engine.dispose()

@@ -20,7 +20,7 @@ from helpers import Cli
 from sync import tantivy_index
 
 PG_ENV = "FEEDLEDGER_TEST_POSTGRES_URL"
-KINDS = ["sqlite", "postgres", "gpkg", "tantivy"]
+KINDS = ["sqlite", "postgres", "gpkg", "tantivy", "postgis"]
 
 Place = tuple[str, str, str]  # (kind, URL or file, table or layer)
 
@@ -60,6 +60,8 @@ def features(place: Place, key: str = "parcel_id") -> dict[str, tuple[dict[str, 
             attrs = {k: v for k, v in r.items() if not k.startswith("fl_") and v is not None}
             out[str(attrs[key])] = (attrs, None if wkb is None else shapely.from_wkb(wkb))
         return out
+    if kind == "postgis":
+        return postgis_features(place, key)
     engine = _engine(place)
     try:
         with engine.connect() as conn:
@@ -73,6 +75,38 @@ def features(place: Place, key: str = "parcel_id") -> dict[str, tuple[dict[str, 
         body = json.loads(doc) if isinstance(doc, str) else doc
         body.pop("geometry", None)
         out[str(body[key])] = (body, None if wkb is None else shapely.from_wkb(bytes(wkb)))
+    return out
+
+
+GUARD = {
+    "key",
+    "revision",
+    "generation",
+    "generation_rank",
+    "content_hash",
+    "deleted",
+    "written_at",
+}
+
+
+def postgis_features(place: Place, key: str) -> dict[str, tuple[dict[str, Any], Any]]:
+    """A PostGIS table as QGIS reads it: its columns but the guard's, and the geometry
+    as PostGIS returns it (`ST_AsBinary`, read back by psycopg)."""
+    _kind, _url, table = place
+    engine = _engine(place)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(f'SELECT *, ST_AsBinary(geom) AS fl_wkb FROM "{table}" WHERE NOT deleted')
+            ).all()
+    finally:
+        engine.dispose()
+    out = {}
+    for r in rows:
+        m = dict(r._mapping)
+        wkb = m.pop("fl_wkb")
+        attrs = {k: v for k, v in m.items() if k not in GUARD and k != "geom" and v is not None}
+        out[str(attrs[key])] = (attrs, None if wkb is None else shapely.from_wkb(bytes(wkb)))
     return out
 
 

@@ -182,10 +182,14 @@ class Ledger(RunMethods):
         gpkg: str | os.PathLike[str] | None = None,
         layer: str | None = None,
         tantivy: str | os.PathLike[str] | None = None,
+        postgis: str | None = None,
+        srid: int | None = None,
     ) -> Destination:
         """Declare a destination -- a table in an SQLite file or a PostgreSQL database
-        (`table`), a GeoPackage file's layer (`gpkg`, `layer`), or a tantivy full-text
-        index in a folder (`tantivy`, searched by `text_fields`) -- and create or check
+        (`table`), a GeoPackage file's layer (`gpkg`, `layer`), a tantivy full-text
+        index in a folder (`tantivy`, searched by `text_fields`), or a PostGIS table
+        (`postgis` URL, `table`, `srid`: the geometry column's, when it is created;
+        default the source's EPSG code) -- and create or check
         it (`destination add`); its live route starts now."""
         from feedledger.sync.destinations import add_destination  # lazy: SQLAlchemy, Arrow
 
@@ -202,6 +206,8 @@ class Ledger(RunMethods):
             gpkg=os.fspath(gpkg) if gpkg is not None else None,
             layer=layer,
             tantivy=os.fspath(tantivy) if tantivy is not None else None,
+            postgis=postgis,
+            srid=srid,
         )
         return Destination(self.context, declared)
 

@@ -39,11 +39,23 @@ def destination_add(
         "--tantivy",
         help="Folder of a tantivy full-text index (created if absent): `feedledger search`.",
     ),
+    postgis: str | None = typer.Option(
+        None,
+        "--postgis",
+        help="PostgreSQL URL of a database with PostGIS: a GIS source's layer as a table with "
+        "a typed geom column, for QGIS.",
+    ),
     table_name: str | None = typer.Option(
-        None, "--table", help="Table (created if absent); with --postgres or --sqlite."
+        None, "--table", help="Table (created if absent); with --postgres, --sqlite or --postgis."
     ),
     layer: str | None = typer.Option(
         None, "--layer", help="The GeoPackage's feature layer (created if absent); with --gpkg."
+    ),
+    srid: int | None = typer.Option(
+        None,
+        "--srid",
+        help="The geom column's SRID, with --postgis (default: the source's EPSG code; "
+        "another one is reprojected with ST_Transform).",
     ),
     text_fields: str | None = typer.Option(
         None,
@@ -64,7 +76,8 @@ def destination_add(
 
     Examples: `--sqlite search.db --table parcels`, `--postgres URL --table parcels`,
     `--gpkg parcels.gpkg --layer parcels` (a GIS source's features, for QGIS),
-    `--tantivy ./index --text-fields name,zone` (a full-text index: `feedledger search`)."""
+    `--tantivy ./index --text-fields name,zone` (a full-text index: `feedledger search`),
+    `--postgis URL --table parcels [--srid 4326]` (a GIS source's layer as a PostGIS table)."""
     with ledger(ctx) as led:
         dest = led.add_destination(
             name,
@@ -74,6 +87,8 @@ def destination_add(
             gpkg=gpkg,
             layer=layer,
             tantivy=tantivy,
+            postgis=postgis,
+            srid=srid,
             table=table_name,
             text_fields=text_fields,
             transform=transform,

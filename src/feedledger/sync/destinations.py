@@ -40,19 +40,35 @@ def add_destination(
     gpkg: str | None = None,
     layer: str | None = None,
     tantivy: str | None = None,
+    postgis: str | None = None,
+    srid: int | None = None,
 ) -> Destination:
     check_name(name, "destination")
     ctx.workspace.source(source)
-    places = (("postgres", postgres), ("sqlite", sqlite), ("gpkg", gpkg), ("tantivy", tantivy))
+    places = (
+        ("postgres", postgres),
+        ("sqlite", sqlite),
+        ("gpkg", gpkg),
+        ("tantivy", tantivy),
+        ("postgis", postgis),
+    )
     given = [k for k, v in places if v]
     if len(given) != 1:
         raise ConfigError(
-            "give exactly one of --postgres URL, --sqlite PATH, --gpkg FILE or --tantivy DIR"
+            "give exactly one of --postgres URL, --sqlite PATH, --gpkg FILE, --tantivy DIR "
+            "or --postgis URL"
             + (f" (got {' and '.join('--' + g for g in given)})" if given else "")
         )
     kind: Kind = given[0]  # type: ignore[assignment]
-    if postgres is not None and not postgres.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(f"--postgres must be a postgresql:// URL, not {postgres!r}")
+    for option, value in (("postgres", postgres), ("postgis", postgis)):
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(f"--{option} must be a postgresql:// URL, not {value!r}")
+    if srid is not None and (kind != "postgis" or srid < 0):
+        raise ConfigError(
+            "--srid N is a PostGIS destination's (--postgis URL), N >= 0"
+            if kind != "postgis"
+            else f"--srid must be a spatial reference id >= 0, not {srid}"
+        )
     if kind == "gpkg":
         if table is not None:
             raise ConfigError("a GeoPackage destination takes --layer NAME, not --table")
@@ -68,7 +84,8 @@ def add_destination(
     if not table:
         raise ConfigError(f"a {kind} destination needs --table NAME")
     path = sqlite or gpkg or tantivy or ""
-    url = postgres if postgres is not None else str(Path(path).expanduser().resolve())
+    url = (postgres or postgis or "") if kind in ("postgres", "postgis") else ""
+    url = url or str(Path(path).expanduser().resolve())
     if kind in ("gpkg", "tantivy"):  # one destination per file or folder: its writer's lock
         for other in registry.listing(ctx.store):
             if other.kind == kind and other.url == url:
@@ -92,7 +109,8 @@ def add_destination(
         generation=generation,
         created_at=now_us(),
     )
-    target = open_target(dest, geo=ctx.workspace.source(source).is_geo, store=ctx.store)
+    src = ctx.workspace.source(source)
+    target = open_target(dest, geo=src.is_geo, store=ctx.store, key=src.key, srid=srid)
     try:
         target.ensure()
     finally:
@@ -118,7 +136,7 @@ def explain(ctx: Context, name: str, key: str) -> dict[str, Any]:
     src = ctx.workspace.source(dest.source)
     candidates = key_candidates(src, key)
     found = sync_state.verdicts_for(ctx.store, dest.name, candidates)
-    target = open_target(dest, geo=src.is_geo, store=ctx.store)
+    target = open_target(dest, geo=src.is_geo, store=ctx.store, key=src.key)
     try:
         target.ensure()
         row = target.held([f["key"] for f in found] + candidates)

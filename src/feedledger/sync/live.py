@@ -233,7 +233,8 @@ def live(
     report = SyncReport(dest.name, None)
     stop = stop or threading.Event()
     started = time.perf_counter()
-    target = open_target(dest, geo=ctx.workspace.source(dest.source).is_geo, store=ctx.store)
+    src = ctx.workspace.source(dest.source)
+    target = open_target(dest, geo=src.is_geo, store=ctx.store, key=src.key)
     tally = dict.fromkeys(sync_state.VERDICTS, 0)
     builder: Builder | None = None
     try:

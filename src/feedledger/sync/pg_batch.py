@@ -48,13 +48,22 @@ Build = Callable[[Sequence[Doc]], list[Doc]]
 
 class Batches:
     """Guarded batches into one PostgreSQL table, through `engine`: `upsert_sql(source)`
-    is the table's conditional upsert of the rows `source` selects."""
+    is the table's conditional upsert of the rows `source` selects. `prepare(cursor)`:
+    called once a batch is staged whole, before its upsert, in its transaction (a kind
+    whose table follows the documents' members: sync/kinds/postgis.py); `doc_sql`: the
+    held row's document as text, for an unresolved verdict's evidence."""
 
     def __init__(
-        self, engine: Engine, ident: str, columns: Sequence[str], upsert_sql: Callable[[str], str]
+        self,
+        engine: Engine,
+        ident: str,
+        columns: Sequence[str],
+        upsert_sql: Callable[[str], str],
+        prepare: Callable[[Any], None] | None = None,
+        doc_sql: str = "doc::text",
     ) -> None:
         self.engine, self.ident, self.columns = engine, ident, tuple(columns)
-        self.upsert_sql = upsert_sql
+        self.upsert_sql, self.prepare, self.doc_sql = upsert_sql, prepare, doc_sql
         # batches numbered in the order they were handed over (the fault point's count:
         # the rebuild numbers a batch when it submits it, so two writer threads staging
         # at once do not change which batch is "the second")
@@ -171,6 +180,8 @@ class Batches:
             for d in docs:
                 copy.write_row(d[:width])
         self.whole += len(docs)
+        if self.prepare is not None:
+            self.prepare(cur)
         faults.point("destination_staged", ticket, backend_pid=cur.connection.info.backend_pid)
         judged: list[str] = []
         listed: set[str] = set()
@@ -192,7 +203,7 @@ class Batches:
             # document as text (evidence only where unresolved)
             cur.execute(
                 "SELECT key, revision, generation, generation_rank, content_hash, "
-                f"deleted, doc::text FROM {self.ident} WHERE key = ANY(%s)",
+                f"deleted, {self.doc_sql} FROM {self.ident} WHERE key = ANY(%s)",
                 (judged,),
             )
             held = list(cur.fetchall())

@@ -130,7 +130,13 @@ def rebuild(
     report = SyncReport(dest.name, man.name)
     started = time.perf_counter()
     builder = Builder(ctx, dest, man.generation)
-    target = open_target(dest, geo=builder.geo, store=ctx.store, rebuild=man.manifest_id)
+    target = open_target(
+        dest,
+        geo=builder.geo,
+        store=ctx.store,
+        rebuild=man.manifest_id,
+        key=ctx.workspace.source(dest.source).key,
+    )
     target.ensure()
     live_builder = Builder(ctx, dest)
     bucket = TokenBucket(rate * (1 - live_reserve)) if rate else None

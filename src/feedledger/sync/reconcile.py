@@ -163,7 +163,8 @@ def reconcile(ctx: Context, name: str, manifest_name: str) -> Reconciliation:
     result.missing_verdicts = [json.loads(k) for k in unjudged]
     want_rank = generation_rank(man.generation)
     use_revision = ctx.workspace.source(dest.source).revision is not None
-    target = open_target(dest, geo=ctx.workspace.source(dest.source).is_geo, store=ctx.store)
+    src = ctx.workspace.source(dest.source)
+    target = open_target(dest, geo=src.is_geo, store=ctx.store, key=src.key)
     try:
         target.ensure()
         population = set(manifests.all_keys(ctx.store, man.manifest_id))

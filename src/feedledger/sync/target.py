@@ -67,7 +67,7 @@ class Target:
         self.table = dest.table
         self.ident = ident(dest.table)  # in every statement: MyTable, select, order work
         self.engine = _engine(dest)
-        self.postgres = dest.kind == "postgres"
+        self.postgres = dest.kind in ("postgres", "postgis")
         self.geo = geo  # a GIS source: the geometry_wkb column is written too
         self.columns = (*COLUMNS, GEOMETRY) if geo else COLUMNS
         self.batches = (
@@ -352,7 +352,7 @@ _ACCEPTED = object()
 
 
 def _engine(dest: Destination) -> Engine:
-    if dest.kind == "postgres":
+    if dest.kind in ("postgres", "postgis"):
         return create_engine(normalise_url(dest.url), pool_pre_ping=True)
     engine = create_engine(f"sqlite:///{dest.url}", connect_args={"timeout": 60})
 

@@ -176,3 +176,19 @@ def geometry_types(store: Store, source: str) -> set[str]:
                 found = frozenset(n + z for n in names)
             latest_type[key] = found
     return set().union(*latest_type.values()) if latest_type else set()
+
+
+def attribute_sample(store: Store, source: str, limit: int = 2000) -> list[tuple[str, str]]:
+    """(key, canonical attribute text) of up to `limit` present versions of the source,
+    newest belief (not retracted): what a destination that types its columns from the
+    source's members (sync/kinds/postgis.py) looks at when it creates its table."""
+    p = store.param
+    sql = (
+        "SELECT v.key, v.attributes, v.fields_id FROM versions v WHERE v.source = "
+        f"{p('s')} AND {visible_sql(None, 'v')} AND NOT v.deleted AND v.attributes IS NOT NULL "
+        f"ORDER BY v.version_id DESC LIMIT {int(limit)}"
+    )
+    with store.engine.connect() as conn:
+        rows = fetch_all(conn, sql, {"s": source})
+        texts = Decoder(conn).texts([r[2] for r in rows], [r[1] for r in rows])
+    return [(r[0], t) for r, t in zip(rows, texts, strict=True) if t is not None]
