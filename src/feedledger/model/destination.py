@@ -29,7 +29,8 @@ _GENERATION_RE = re.compile(r"^[A-Za-z0-9_.:-]{0,56}?(\d{1,15})$")
 _TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _FIELD_RE = re.compile(r"^[^\s,]{1,128}$")
 
-Kind = Literal["postgres", "sqlite", "gpkg", "tantivy", "postgis"]  # sync/kinds: the one place each is opened
+# sync/kinds: the one place each is opened
+Kind = Literal["postgres", "sqlite", "gpkg", "tantivy", "postgis"]
 
 
 def generation_rank(generation: str) -> int:
