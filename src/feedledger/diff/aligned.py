@@ -44,10 +44,13 @@ def sorted_rows(
     if not (keys.is_sorted() and state_keys.is_sorted()):
         return None
     step = step or ANCHOR_EVERY
+    # one chunk each (a mapped state file's record batches, a parse's pieces): a gather
+    # from a chunked column resolves each row's chunk first (~5x the CPU at 1M rows)
+    keys, state_keys = keys.rechunk(), state_keys.rechunk()
     found = state_keys.search_sorted(keys.gather_every(step), side="left").cast(pl.Int64)
     shift = found - pl.int_range(0, n, step, dtype=pl.Int64, eager=True)
     position = pl.int_range(n, dtype=pl.Int64, eager=True)
-    guess = position + shift.gather(position // step)
+    guess = position + _each_repeated(shift, step, n)
     rows = _confirmed(keys, state_keys, guess)
     missed = rows.is_null()
     if missed.any():
@@ -56,6 +59,13 @@ def sorted_rows(
         searched = state_keys.search_sorted(stray, side="left").cast(pl.Int64)
         rows = rows.scatter(which, _confirmed(stray, state_keys, searched))
     return rows.cast(pl.UInt32).alias("si")
+
+
+def _each_repeated(values: pl.Series, times: int, n: int) -> pl.Series:
+    """The first `n` of `values` with each repeated `times` times (no nulls)."""
+    import numpy as np  # lazy: loaded by the store's modules by the time a diff runs
+
+    return pl.Series(values.name, np.repeat(values.to_numpy(), times)[:n])
 
 
 def with_new_keys(state: pl.DataFrame, fresh: pl.DataFrame) -> pl.DataFrame:
