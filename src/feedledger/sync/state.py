@@ -148,7 +148,7 @@ def record(
     group_sql = _group_sql(store.dialect)
     groups = list(outcome.groups)
     known = outcome.known
-    ranged: tuple[str, list[Doc]] | None = None
+    ranged: tuple[str, Sequence[Doc]] | None = None
     with store.begin() as conn:
         if known is not None and known.docs is None:  # (read here, in this transaction)
             known_rows.read(store, known, conn)
