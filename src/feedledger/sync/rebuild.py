@@ -40,8 +40,8 @@ from feedledger.sync.live import (
 )
 from feedledger.sync.pg_batch import Build
 from feedledger.sync.state import Outcome, Verdict
-from feedledger.sync.transform import Doc
-from feedledger.sync.versions import latest
+from feedledger.sync.transform import Doc, default_docs_of
+from feedledger.sync.versions import latest, latest_texts
 
 IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
 
@@ -245,9 +245,17 @@ def rebuild(
                         docs = [*docs, *more]
                     build = partial(builder.built, known_at=man.created_at)
                 else:  # (its rows read by the recorder, as it records the batch)
-                    rows = latest(store, dest.source, keys, man.created_at, dense=True,
-                                  geo=builder.geo)  # fmt: skip
-                    docs, rejected = builder.docs(rows, keys)
+                    fetched = (
+                        latest_texts(store, dest.source, keys, man.created_at)
+                        if builder.fast
+                        else None
+                    )
+                    if fetched is not None:  # every key found: the default documents
+                        docs = default_docs_of(*fetched, builder.generation, builder.rank)
+                    else:
+                        rows = latest(store, dest.source, keys, man.created_at, dense=True,
+                                      geo=builder.geo)  # fmt: skip
+                        docs, rejected = builder.docs(rows, keys)
             if bucket is not None:
                 bucket.take(size)
             lag = _serve_live(ctx, dest, target.live(), live_builder, recovery_window_s,
