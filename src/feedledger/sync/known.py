@@ -19,6 +19,13 @@ lost) name each key's revision, generation and content hash:
   after it, so a row it touched that is not confirmed is then written with its own
   verdict: every key ends with its own row, verdict, attempts and time, as key by key.
 
+Both are done a batch at a time as the store writes the rows, not a Python object per
+key, when every key of the batch is confirmed: a resync's batch is the next `limit`
+confirming rows, read as one CSV text that is COPYed into the probe as it is
+(`next_batch`, `Confirmed`: the manifest's key count over their range proves they are
+the batch), and the recorder compares a batch's documents with its range's rows as one
+text of `key,revision,hash` lines (`read` with docs) before reading them key by key.
+
 Only rows recorded since the destination was declared count (`since`: a destination
 removed and declared again under the same name, maybe with a transform, starts
 afresh). Assumed: the source's revision field and format are those it had when the
