@@ -94,13 +94,17 @@ def test_a_resync_probes_recorded_hashes_and_records_every_key(
     before = outcome_rows(cli)
     assert {r[0] for r in before.values()} == {"accepted"} and len(before) == N
     reads: list[int] = []
-    real = rebuild_mod.latest
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        reads.append(len(args[2]))
-        return real(*args, **kwargs)
+    def counting(real: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            reads.append(len(args[2]))
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(rebuild_mod, "latest", counted)
+        return counted
+
+    # the versions read: key by key (`latest`), or a batch's default documents' rows
+    monkeypatch.setattr(rebuild_mod, "latest", counting(rebuild_mod.latest))
+    monkeypatch.setattr(rebuild_mod, "latest_texts", counting(rebuild_mod.latest_texts))
     assert run(cli) == {"already_current": N}
     if place[0] == "postgres":
         assert reads == []  # no version read: every key probed by its recorded hash

@@ -19,6 +19,13 @@ lost) name each key's revision, generation and content hash:
   after it, so a row it touched that is not confirmed is then written with its own
   verdict: every key ends with its own row, verdict, attempts and time, as key by key.
 
+Both are done a batch at a time as the store writes the rows, not a Python object per
+key, when every key of the batch is confirmed: a resync's batch is the next `limit`
+confirming rows, read as one CSV text that is COPYed into the probe as it is
+(`next_batch`, `Confirmed`: the manifest's key count over their range proves they are
+the batch), and the recorder compares a batch's documents with its range's rows as one
+text of `key,revision,hash` lines (`read` with docs) before reading them key by key.
+
 Only rows recorded since the destination was declared count (`since`: a destination
 removed and declared again under the same name, maybe with a transform, starts
 afresh). Assumed: the source's revision field and format are those it had when the
@@ -28,11 +35,13 @@ manifest).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, overload
 
 from feedledger.ledger.store import Store
 from feedledger.model.destination import TOMBSTONE_HASH
@@ -55,7 +64,7 @@ class Known:
     lo: str
     hi: str
     rows: dict[str, tuple[int, str]] = field(default_factory=dict)
-    docs: list[Doc] | None = None
+    docs: Sequence[Doc] | None = None
 
     def table(self) -> dict[str, tuple[int, str]]:
         if self.docs is not None and not self.rows:
@@ -99,10 +108,34 @@ def _fetch(store: Store, sql: str, args: dict[str, Any], conn: Any = None) -> li
         cur.close()
 
 
-def read(store: Store, k: Known, conn: Any = None) -> Known:
+def _lines(docs: Sequence[Doc]) -> str | None:
+    """`docs` as `digest` writes the rows that confirm them (None: a key holds a line
+    break -- not canonical JSON -- and the text could not be compared)."""
+    text = "\n".join([f"{d.key},{d.revision},{d.content_hash}" for d in docs])
+    return text if text.count("\n") == len(docs) - 1 else None
+
+
+def read(store: Store, k: Known, conn: Any = None, docs: Sequence[Doc] | None = None) -> Known:
     """`k` with the `rows` of its range (a batch of a manifest's keys: every key of the
     manifest between the first and the last), read through `conn` if given (the
-    recording transaction's: what it reads is what it updates)."""
+    recording transaction's: what it reads is what it updates). `docs` (a batch's
+    documents with a confirming verdict): first compared with the range's rows as ONE
+    text the store writes (a line of key, revision and content hash per row, in key
+    order) -- when they are the same, they are `k.docs` (the rows, no Python object
+    per row); else the rows are read one by one."""
+    if docs:
+        line = "o.key || ',' || o.revision || ',' || o.content_hash"
+        inner = _select(store, f"o.key, {line} AS line") + " ORDER BY o.key"
+        joined = (
+            "string_agg(b.line, chr(10) ORDER BY b.key)"
+            if store.dialect == "postgresql"
+            else "group_concat(b.line, char(10))"
+        )
+        sql = f"SELECT count(*), count(b.line), {joined} FROM ({inner}) b"
+        n, lines, text = _fetch(store, sql, {**params(k), "lo": k.lo, "hi": k.hi}, conn)[0]
+        if n == lines == len(docs) and text == _lines(docs):
+            k.docs, k.rows = docs, {}
+            return k
     sql = _select(store, "o.key, o.revision, o.content_hash")
     got = _fetch(store, sql, {**params(k), "lo": k.lo, "hi": k.hi}, conn)
     k.rows = {r[0]: (r[1], r[2]) for r in got}
@@ -126,11 +159,11 @@ def docs(store: Store, k: Known, rank: int) -> list[Doc]:
     return k.docs
 
 
-def confirmed(k: Known, docs: Sequence[Doc]) -> tuple[list[Doc], list[Doc]]:
+def confirmed(k: Known, docs: Sequence[Doc]) -> tuple[Sequence[Doc], list[Doc]]:
     """`docs` split: those whose row in `k` is theirs (same revision and content hash),
     and the others."""
     if docs is k.docs:  # the documents it gave, as they are
-        return list(docs), []
+        return docs, []
     rows = k.table()
     same = [d for d in docs if rows.get(d.key) == (d.revision, d.content_hash)]
     if len(same) == len(docs):
@@ -152,6 +185,9 @@ def record_range(
         f"AND key <= {p('hi')} AND {join_sql(store, 'key', '')}"
     )
     args = {**params(k), "verdict": verdict, "at": at, "lo": k.lo, "hi": k.hi}
+    if same is k.docs:  # every row of the range, as read: nothing to leave out
+        conn.exec_driver_sql(sql, args)
+        return
     rows = k.table()
     if len(same) != len(rows):
         mine = {d.key for d in same}
@@ -162,3 +198,85 @@ def record_range(
             sql += f" AND key NOT IN (SELECT value FROM json_each({p('skip')}))"
             args["skip"] = json.dumps(args["skip"])
     conn.exec_driver_sql(sql, args)
+
+
+class Confirmed(Sequence[Doc]):
+    """A batch made of the confirming rows of one key range (`next_batch`), as the
+    store wrote them: the hash-first probe's rows as CSV text (key, revision,
+    generation rank, content hash, tombstone flag), COPYed as they are
+    (sync/pg_batch.py). No Python object per row unless one is asked for: the Docs
+    (as `docs` makes them, the document not built) are made from that text on first
+    use -- a resync's batch the destination holds as current never needs them."""
+
+    def __init__(self, text: str, n: int, generation: str) -> None:
+        self.probe_csv, self.n, self.generation = text, n, generation
+        self._docs: list[Doc] | None = None
+
+    def made(self) -> list[Doc]:
+        if self._docs is None:
+            gen, rows = self.generation, csv.reader(io.StringIO(self.probe_csv))
+            self._docs = [
+                Doc(key, int(rev), gen, int(rank), chash, deleted == "t", None)
+                for key, rev, rank, chash, deleted in rows
+            ]
+            if len(self._docs) != self.n:
+                raise RuntimeError(f"{self.n} confirming rows read, {len(self._docs)} parsed")
+        return self._docs
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, i: int) -> Doc: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Doc]: ...
+    def __getitem__(self, i: int | slice) -> Doc | Sequence[Doc]:
+        return self.made()[i]
+
+    def __iter__(self) -> Iterator[Doc]:
+        return iter(self.made())
+
+
+def next_batch(
+    store: Store, k: Known, manifest_id: str, after: str | None, limit: int, rank: int
+) -> Known | None:
+    """The next `limit` keys of the manifest after `after` as `k`'s range (its lo and
+    hi set, its `docs` a `Confirmed`), when the outcome ledger confirms every one of
+    them: the next `limit` confirming rows after `after`, and the manifest holding
+    exactly as many keys up to the last of them (a scope's rows are its manifest's
+    keys, so the two sets are then one). No manifest key, version or document read;
+    None when some key of that range has no confirming row (read the batch the long
+    way)."""
+    p = store.param
+    pg = store.dialect == "postgresql"
+    # a CSV line per row (the key quoted: any character survives), NULL -- left out by
+    # the aggregate, counted below -- if a column is
+    line = (
+        "'\"' || replace(o.key, '\"', '\"\"') || '\",' || o.revision || "
+        f"',{int(rank)},' || o.content_hash || ',' || "
+        f"CASE WHEN o.content_hash = {p('tomb')} THEN 't' ELSE 'f' END"
+    )
+    start = "" if after is None else f" AND o.key > {p('after')}"
+    inner = (
+        f"SELECT o.key, {line} AS line FROM sync_outcomes o WHERE "
+        f"{join_sql(store, 'o.key')}{start} ORDER BY o.key LIMIT {int(limit)}"
+    )
+    joined = (
+        "string_agg(b.line, chr(10) ORDER BY b.key)" if pg else "group_concat(b.line, char(10))"
+    )
+    sql = f"SELECT count(*), count(b.line), min(b.key), max(b.key), {joined} FROM ({inner}) b"
+    args = {**params(k), "after": after, "tomb": TOMBSTONE_HASH}
+    with store.engine.connect() as conn:
+        n, lines, lo, hi, text = _fetch(store, sql, args, conn)[0]
+        if not n or lines != n:
+            return None
+        count = (
+            f"SELECT count(*) FROM manifest_keys WHERE manifest_id = {p('m')} "
+            f"AND key <= {p('hi')}" + ("" if after is None else f" AND key > {p('after')}")
+        )
+        (held,) = _fetch(store, count, {"m": manifest_id, "hi": hi, "after": after}, conn)[0]
+    if int(held) != int(n):
+        return None
+    k.lo, k.hi, k.rows = lo, hi, {}
+    k.docs = Confirmed(text, int(n), k.generation)
+    return k

@@ -132,13 +132,16 @@ class Batches:
         documents whose held row is not current (built first by `build`), and answer
         for the whole batch: already_current by default, the keys written listed; and
         the documents as sent."""
-        with cur.copy(
-            "COPY fl_probe (key, revision, generation_rank, content_hash, deleted) "
-            "FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(PROBE_TYPES)
-            for d in docs:
-                copy.write_row(_PROBE(d))
+        probe = "COPY fl_probe (key, revision, generation_rank, content_hash, deleted) FROM STDIN"
+        text = getattr(docs, "probe_csv", None)  # rows as the outcome ledger wrote them
+        if text is not None:
+            with cur.copy(probe + " (FORMAT CSV)") as copy:
+                copy.write(text)
+        else:
+            with cur.copy(probe + " (FORMAT BINARY)") as copy:
+                copy.set_types(PROBE_TYPES)
+                for d in docs:
+                    copy.write_row(_PROBE(d))
         self.probed += len(docs)
         held_sql = (
             "SELECT revision, generation_rank, content_hash, deleted FROM "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
@@ -40,8 +40,8 @@ from feedledger.sync.live import (
 )
 from feedledger.sync.pg_batch import Build
 from feedledger.sync.state import Outcome, Verdict
-from feedledger.sync.transform import Doc
-from feedledger.sync.versions import latest
+from feedledger.sync.transform import Doc, default_docs_of
+from feedledger.sync.versions import latest, latest_texts
 
 IN_FLIGHT = 2  # rebuild batches sent and not yet acknowledged, at most
 
@@ -166,9 +166,9 @@ def rebuild(
     writers = min(IN_FLIGHT, target.writers)
     writer = ThreadPoolExecutor(writers, thread_name_prefix="destination-write")
     recorder = ThreadPoolExecutor(1, thread_name_prefix="destination-record")
-    pending: deque[tuple[list[str], Future[None]]] = deque()
+    pending: deque[tuple[int, Future[None]]] = deque()  # each batch's key count
 
-    def send(docs: list[Doc], ticket: int, build: Build | None) -> Outcome:
+    def send(docs: Sequence[Doc], ticket: int, build: Build | None) -> Outcome:
         try:
             return target.write_batch(docs, ticket, build)
         except Exception as exc:
@@ -181,7 +181,7 @@ def rebuild(
 
     broken: list[BaseException] = []  # a batch failed: no later one is acknowledged
 
-    def acknowledge(n: int, keys: list[str], sent: Future[Outcome],
+    def acknowledge(n: int, last: str, sent: Future[Outcome],
                     rejected: list[Verdict], known: Known) -> None:  # fmt: skip
         if broken:
             raise RuntimeError(f"batch {n} not acknowledged: an earlier batch failed")
@@ -189,7 +189,7 @@ def rebuild(
             outcome = replace(sent.result().plus(rejected), known=known)
             faults.point("after_destination_write", n)
             sync_state.record(store, dest.name, man.manifest_id, outcome, now_us(),
-                              acknowledged=keys[-1])  # fmt: skip
+                              acknowledged=last)  # fmt: skip
         except BaseException as exc:
             # the write failed, or recording its verdicts did: either way no later batch
             # may move the checkpoint past this one (it is repeated on resume)
@@ -200,9 +200,9 @@ def rebuild(
     def settle(room: int) -> None:
         nonlocal done
         while len(pending) > room:
-            keys, fut = pending.popleft()
+            size, fut = pending.popleft()
             fut.result()
-            done += len(keys)
+            done += size
             if progress:
                 progress(done, man.population, lag)
 
@@ -210,39 +210,68 @@ def rebuild(
     try:
         after = cp.acknowledged_key
         n = 0
-        while keys := manifests.keys(store, man.manifest_id, after, batch):
+        confirmed_last = True  # the last batch was all confirming rows (sync/known.py)
+        while True:
             n += 1
+            # what the outcome ledger confirms of the next keys (sync/known.py): a batch
+            # likely not written (a resync) whose every key has a confirming row is
+            # those rows, probed by their recorded hashes -- no manifest key, version or
+            # document read; the keys the destination does not hold as current are read
+            # from the ledger and built whole (in the writer thread)
+            known = Known(dest.name, man.manifest_id, builder.generation, dest.created_at,
+                          "", "")  # fmt: skip
+            probing = builder.fast and target.probing()
+            build: Build | None = None
+            whole = (
+                known_rows.next_batch(store, known, man.manifest_id, after, batch, builder.rank)
+                if probing and (confirmed_last or n % 8 == 0)
+                else None
+            )
+            confirmed_last = whole is not None
+            rejected: list[Verdict] = []
+            docs: Sequence[Doc]
+            if whole is not None:
+                assert whole.docs is not None
+                docs, size, last = whole.docs, len(whole.docs), whole.hi
+                build = partial(builder.built, known_at=man.created_at)
+            else:
+                keys = manifests.keys(store, man.manifest_id, after, batch)
+                if not keys:
+                    break
+                size, last = len(keys), keys[-1]
+                known.lo, known.hi = keys[0], keys[-1]
+                if probing:
+                    docs = known_rows.docs(store, known, builder.rank)
+                    if len(docs) < len(keys):
+                        have = {d.key for d in docs}
+                        missing = [k for k in keys if k not in have]
+                        dense = 2 * len(missing) >= len(keys)
+                        rows = latest(store, dest.source, missing, man.created_at, dense=dense)
+                        more, rejected = builder.docs(rows, missing)
+                        docs = [*docs, *more]
+                    build = partial(builder.built, known_at=man.created_at)
+                else:  # (its rows read by the recorder, as it records the batch)
+                    fetched = (
+                        latest_texts(store, dest.source, keys, man.created_at)
+                        if builder.fast
+                        else None
+                    )
+                    if fetched is not None:  # every key found: the default documents
+                        docs = default_docs_of(*fetched, builder.generation, builder.rank)
+                    else:
+                        rows = latest(store, dest.source, keys, man.created_at, dense=True,
+                                      geo=builder.geo)  # fmt: skip
+                        docs, rejected = builder.docs(rows, keys)
             if bucket is not None:
-                bucket.take(len(keys))
+                bucket.take(size)
             lag = _serve_live(ctx, dest, target.live(), live_builder, recovery_window_s,
                               maintenance)  # fmt: skip
-            # what the outcome ledger confirms of these keys (sync/known.py): a batch
-            # likely not written (a resync) probes them by their recorded hashes, their
-            # versions read and their documents built only where the destination does
-            # not hold them (or nothing confirms them)
-            known = Known(dest.name, man.manifest_id, builder.generation, dest.created_at,
-                          keys[0], keys[-1])  # fmt: skip
-            build: Build | None = None
-            if builder.fast and target.probing():
-                docs = known_rows.docs(store, known, builder.rank)
-                rejected: list[Verdict] = []
-                if len(docs) < len(keys):
-                    have = {d.key for d in docs}
-                    missing = [k for k in keys if k not in have]
-                    dense = 2 * len(missing) >= len(keys)
-                    rows = latest(store, dest.source, missing, man.created_at, dense=dense)
-                    more, rejected = builder.docs(rows, missing)
-                    docs = [*docs, *more]
-                build = partial(builder.built, known_at=man.created_at)
-            else:  # (its rows read by the recorder, as it records the batch)
-                rows = latest(store, dest.source, keys, man.created_at, dense=True, geo=builder.geo)
-                docs, rejected = builder.docs(rows, keys)
             settle(IN_FLIGHT - 1)
-            sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=keys[-1])
+            sync_state.mark(store, dest.name, man.manifest_id, now_us(), attempted=last)
             faults.point("before_destination_write", n)
             sent = writer.submit(send, docs, target.ticket(), build)
-            pending.append((keys, recorder.submit(acknowledge, n, keys, sent, rejected, known)))
-            after = keys[-1]
+            pending.append((size, recorder.submit(acknowledge, n, last, sent, rejected, known)))
+            after = last
         settle(0)
         faults.point("before_destination_finish")
         target.finish()  # what the rebuild wrote becomes the destination (a new file's swap)

@@ -148,10 +148,14 @@ def record(
     group_sql = _group_sql(store.dialect)
     groups = list(outcome.groups)
     known = outcome.known
-    ranged: tuple[str, list[Doc]] | None = None
+    ranged: tuple[str, Sequence[Doc]] | None = None
     with store.begin() as conn:
         if known is not None and known.docs is None:  # (read here, in this transaction)
-            known_rows.read(store, known, conn)
+            # compared whole with the largest group that may confirm its rows first
+            likely = max(
+                (d for v, d in groups if v in known_rows.CONFIRMING), key=len, default=None
+            )
+            known_rows.read(store, known, conn, likely)
         if known is not None and (known.docs or known.rows):
             # the group whose documents the outcome ledger confirms most: those by one
             # range update, first (sync/known.py); every other verdict after it

@@ -18,7 +18,7 @@ import hashlib
 import importlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from feedledger.model.destination import FILTERED_HASH
@@ -78,6 +78,21 @@ def default_docs(rows: Iterable[Any], generation: str, rank: int) -> list[Doc]:
             sha(tomb if (text := None if r[3] else r[1]) is None else text.encode("utf-8"))
             .hexdigest()[:32], text is None, text)
         for r in rows
+    ]  # fmt: skip
+
+
+def default_docs_of(
+    rows: Sequence[Any], texts: Sequence[str | None], generation: str, rank: int
+) -> list[Doc]:
+    """`default_docs` of version rows as fetched (key, stored attributes, revision,
+    deleted, version_id, ...) and their canonical attribute texts (sync/versions.py's
+    `latest_texts`): one comprehension, each Doc made by `tuple.__new__`."""
+    sha, tomb, new = hashlib.sha256, b"\x00tombstone", tuple.__new__
+    return [
+        new(Doc, (r[0], int(r[4]), generation, rank,
+            sha(tomb if (text := None if r[3] else t) is None else text.encode("utf-8"))
+            .hexdigest()[:32], text is None, text, None))
+        for r, t in zip(rows, texts, strict=True)
     ]  # fmt: skip
 
 

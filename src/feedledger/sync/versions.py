@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from operator import eq
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
@@ -110,6 +111,30 @@ def latest(
     if geo:
         return {r[0]: (r[0], t, *r[2:6], r[7]) for r, t in zip(rows, texts, strict=True)}
     return {r[0]: (r[0], t, *r[2:6]) for r, t in zip(rows, texts, strict=True)}
+
+
+def latest_texts(
+    store: Store, source: str, keys: Sequence[str], known_at: int | None
+) -> tuple[list[Any], list[str | None]] | None:
+    """`latest` of a manifest's batch (`keys` sorted, nearly every key of their range),
+    as the rebuild's default documents want it: the latest versions as fetched (key,
+    stored attributes, revision, deleted, version_id, valid_from, fields_id), in the
+    order of `keys`, and their canonical attribute texts -- no tuple rebuilt per row.
+    None when a key has no version visible at `known_at` (read it with `latest`)."""
+    if not keys:
+        return [], []
+    sql = _versions_sql(store, known_at)
+    with store.engine.connect() as conn:
+        got = fetch_all(conn, sql, {"s": source, "k": known_at, "lo": keys[0], "hi": keys[-1]})
+        last = {r[0]: r for r in got}  # oldest first: the last one wins
+        if len(last) == len(keys) and all(map(eq, last, keys)):
+            rows = list(last.values())
+        else:  # the range holds other keys too (deleted before the manifest, ...)
+            rows = [last.get(k) for k in keys]
+            if any(r is None for r in rows):
+                return None
+        texts = Decoder(conn).texts([r[6] for r in rows], [r[1] for r in rows])
+    return rows, texts
 
 
 def _state_sql(store: Store, columns: Sequence[str], known_at: int | None) -> str:
