@@ -227,11 +227,10 @@ def test_a_database_without_postgis_is_named(cli: Cli, tmp_path: Path) -> None:
         admin.dispose()
 
 
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)  # the recipe's place
 def test_the_layer_as_of_a_date_from_the_ledger_by_the_documented_sql(
     cli: Cli, tmp_path: Path, store_url: str
 ) -> None:
-    if not store_url.startswith("postgresql"):
-        pytest.skip("the recipe runs where the ledger is on PostgreSQL")
     cli("source", "add", "lots", "--key", "parcel_id", "--format", "geojson")
     first = day1()
     ingest(cli, tmp_path, "2026-08-01", first)
