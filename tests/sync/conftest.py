@@ -38,8 +38,19 @@ def place(dest_kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
 @pytest.fixture(params=["sqlite", "postgres", "gpkg", "tantivy", "postgis"])
 def kind_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     """(kind, URL or file, table or layer) of a fresh destination of every kind
-    (sync/destination_kinds.py), dropped afterwards."""
-    kind = str(request.param)
+    (sync/destination_kinds.py), dropped afterwards: fed from a GIS source."""
+    yield from _fresh_place(str(request.param), tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "gpkg", "tantivy"])
+def record_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """`kind_place` for the guard's tests, fed from a source of plain records: every
+    kind but PostGIS, which is a GIS source's layer only (it refuses a source without
+    geometry; its guarded statement is the PostgreSQL table's, tested here)."""
+    yield from _fresh_place(str(request.param), tmp_path)
+
+
+def _fresh_place(kind: str, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     table = f"k_{uuid.uuid4().hex[:12]}"
     if kind == "gpkg":
         yield "gpkg", str(tmp_path / "parcels.gpkg"), "parcels"

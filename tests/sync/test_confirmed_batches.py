@@ -28,7 +28,7 @@ from feedledger.sync.state import Outcome
 from feedledger.sync.transform import Doc
 from helpers import Cli
 from sync.guard_destinations import SRC, declare, supplier_day
-from sync.test_known import outcome_rows, run, store_scope
+from sync.outcome_rows import destination_sql, outcome_rows, run, store_scope
 
 # ids whose keys hold what CSV and COPY must quote or escape
 IDS = [f'V-{i} "q",\\ é{i}' for i in range(10)]
@@ -92,8 +92,6 @@ def test_a_lost_table_is_rebuilt_from_confirmed_batches(
     rebuilt: Cli, place: tuple[str, str, str]
 ) -> None:
     cli = rebuilt
-    from sync.test_known import destination_sql
-
     destination_sql(place, "DELETE FROM {table}")
     assert run(cli) == {"accepted": len(IDS)}
     assert {(r[0], r[3]) for r in outcome_rows(cli).values()} == {("accepted", 2)}

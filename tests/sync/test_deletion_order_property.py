@@ -74,13 +74,13 @@ def test_the_generator_makes_equal_revision_deletions() -> None:
 
 
 def test_any_interleaving_with_equal_revision_deletions_ends_at_the_ledgers_state(
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     # one table for every example (keys of their own); fewer examples on PostgreSQL,
     # where each guarded write is a round trip
-    t = target(kind_place)
+    t = target(record_place)
 
-    @settings(max_examples=30 if kind_place[0] == "sqlite" else 12, deadline=None, database=None)
+    @settings(max_examples=30 if record_place[0] == "sqlite" else 12, deadline=None, database=None)
     @given(case=histories())
     def check(case: tuple[dict[str, list[State]], list[tuple[str, int]]]) -> None:
         ledger, events = case

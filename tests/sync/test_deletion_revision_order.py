@@ -37,9 +37,9 @@ def outcomes(report: dict[str, object]) -> dict[str, int]:
 
 
 def test_the_guard_orders_a_deletion_just_after_the_revision_it_deletes(
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert [v.verdict for v in t.write([doc("b", 5, {"name": "b"})])] == ["accepted"]
         # the deletion carries the deleted record's revision: it wins
@@ -74,9 +74,9 @@ def test_the_guard_orders_a_deletion_just_after_the_revision_it_deletes(
 
 
 def test_a_record_the_transform_left_out_is_not_a_deletion(
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
-    """A transform's None ("not in this destination") is a tombstone in the kind_place of its
+    """A transform's None ("not in this destination") is a tombstone in the record_place of its
     revision: a newer generation at the same revision may bring the record back. A
     deletion by the source still wins over both."""
     assert content_hash(None) == TOMBSTONE_HASH
@@ -86,7 +86,7 @@ def test_a_record_the_transform_left_out_is_not_a_deletion(
     def left_out(_version: dict[str, object]) -> None:
         return None
 
-    t = target(kind_place)
+    t = target(record_place)
     try:
         out = build(row, transform=left_out, generation="M-3", rank=3, use_revision_field=True)
         assert out.deleted and out.content_hash == FILTERED_HASH
@@ -114,16 +114,16 @@ def test_a_record_the_transform_left_out_is_not_a_deletion(
 def test_a_snapshot_deletion_reaches_the_destination_and_reconcile_agrees(
     cli: Cli,
     tmp_path: Path,
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
-    declare(cli, kind_place)
+    declare(cli, record_place)
     day(cli, tmp_path, "2026-08-01", [["a", "1", "x"], ["b", "1", "y"]])
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 2}
     cli("manifest", "create", "before", "--source", SRC)
     day(cli, tmp_path, "2026-08-02", [["a", "1", "x"]])
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "b") == (1, "M-1", True) and held(t, "a") == (1, "M-1", False)
     finally:
@@ -153,10 +153,10 @@ def test_a_snapshot_deletion_reaches_the_destination_and_reconcile_agrees(
 def test_a_rebuild_writes_the_deletion_over_the_same_revision(
     cli: Cli,
     tmp_path: Path,
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
-    declare(cli, kind_place)
+    declare(cli, record_place)
     day(cli, tmp_path, "2026-08-01", [["a", "1", "x"], ["b", "1", "y"]])
     cli("sync", "search", "--live", "--once")
     day(cli, tmp_path, "2026-08-02", [["a", "1", "x"]])
@@ -165,7 +165,7 @@ def test_a_rebuild_writes_the_deletion_over_the_same_revision(
     keys.write_text("a\nb\n", encoding="utf-8")
     cli("manifest", "create", "after", "--source", SRC, "--keys-from", str(keys))
     rebuilt = cli.json("sync", "search", "--manifest", "after")
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "b") == (1, "M-1", True)
     finally:
@@ -178,10 +178,10 @@ def test_a_rebuild_writes_the_deletion_over_the_same_revision(
 def test_reconcile_reports_a_deletion_the_destination_lacks_as_stale_not_newer(
     cli: Cli,
     tmp_path: Path,
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
-    declare(cli, kind_place)
+    declare(cli, record_place)
     day(cli, tmp_path, "2026-08-01", [["a", "1", "x"], ["b", "1", "y"]])
     cli("manifest", "create", "all", "--source", SRC)
     cli("sync", "search", "--manifest", "all")
@@ -198,11 +198,11 @@ def test_reconcile_reports_a_deletion_the_destination_lacks_as_stale_not_newer(
 def test_a_changes_delete_marker_without_revision_reaches_the_destination(
     cli: Cli,
     tmp_path: Path,
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev", "--kind", "changes",
         "--format", "jsonl")  # fmt: skip
-    declare(cli, kind_place)
+    declare(cli, record_place)
 
     def changes(date: str, *records: dict[str, object]) -> None:
         path = tmp_path / f"{SRC}_{date}.jsonl"
@@ -213,14 +213,14 @@ def test_a_changes_delete_marker_without_revision_reaches_the_destination(
     cli("sync", "search", "--live", "--once")
     changes("2026-08-02", {"id": "b", "_deleted": True})
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "b") == (3, "M-1", True)
     finally:
         t.close()
     changes("2026-08-03", {"id": "b", "rev": 4, "name": "back"})
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "b") == (4, "M-1", False)
     finally:
@@ -230,10 +230,10 @@ def test_a_changes_delete_marker_without_revision_reaches_the_destination(
 def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_back(
     cli: Cli,
     tmp_path: Path,
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
-    declare(cli, kind_place)
+    declare(cli, record_place)
     day(cli, tmp_path, "2026-08-01", [["a", "1", "x"], ["b", "1", "y"]])
     cli("sync", "search", "--live", "--once")
     day(cli, tmp_path, "2026-08-02", [["a", "1", "x"]])
@@ -245,7 +245,7 @@ def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_b
     assert again["unresolved"] == 1 and again["added"] == 0
     assert cli.json("asof", SRC, "b", "--valid", "2026-08-03T12:00")["status"] == "absent"
     cli("sync", "search", "--live", "--once")
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "b") == (1, "M-1", True)
     finally:
@@ -254,7 +254,7 @@ def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_b
     day(cli, tmp_path, "2026-08-04", [["a", "1", "x"], ["b", "2", "y"]])
     assert cli.json("asof", SRC, "b", "--valid", "2026-08-04T12:00")["status"] == "present"
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "b") == (2, "M-1", False)
     finally:
@@ -267,15 +267,15 @@ def test_republished_at_the_same_revision_stays_deleted_a_newer_revision_comes_b
 def test_without_a_revision_field_deletion_and_return_work_as_before(
     cli: Cli,
     tmp_path: Path,
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
     cli("source", "add", SRC, "--key", "id")
-    declare(cli, kind_place)
+    declare(cli, record_place)
     day(cli, tmp_path, "2026-08-01", [["a", "x"], ["b", "y"]], rev=False)
     cli("sync", "search", "--live", "--once")
     day(cli, tmp_path, "2026-08-02", [["a", "x"]], rev=False)
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
-    t = target(kind_place)
+    t = target(record_place)
     try:
         gone = held(t, "b")
         assert gone is not None and gone[2] is True
@@ -283,7 +283,7 @@ def test_without_a_revision_field_deletion_and_return_work_as_before(
         t.close()
     day(cli, tmp_path, "2026-08-03", [["a", "x"], ["b", "y"]], rev=False)
     assert outcomes(cli.json("sync", "search", "--live", "--once")) == {"accepted": 1}
-    t = target(kind_place)
+    t = target(record_place)
     try:
         back = held(t, "b")
         assert back is not None and back[2] is False and back[0] > gone[0]

@@ -31,8 +31,8 @@ def verdicts(t: Target, *docs: Doc) -> list[str]:
 # -- the guard -----------------------------------------------------------------------------
 
 
-def test_revision_guard_matrix(kind_place: tuple[str, str, str]) -> None:
-    t = target(kind_place)
+def test_revision_guard_matrix(record_place: tuple[str, str, str]) -> None:
+    t = target(record_place)
     try:
         assert verdicts(t, doc("V-404", 7, {"name": "acme"})) == ["accepted"]  # empty
         assert verdicts(t, doc("V-404", 8, {"name": "acme 8"})) == ["accepted"]
@@ -58,9 +58,9 @@ def test_revision_guard_matrix(kind_place: tuple[str, str, str]) -> None:
 
 
 def test_generation_guard_and_tombstones_survive_a_restart(
-    kind_place: tuple[str, str, str],
+    record_place: tuple[str, str, str],
 ) -> None:
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert verdicts(t, doc("V-1", 5, {"name": "a"}, "M-3")) == ["accepted"]
         # a rebuild with a newer transform, same revision: not "already seen"
@@ -73,7 +73,7 @@ def test_generation_guard_and_tombstones_survive_a_restart(
         assert verdicts(t, doc("V-1", 9, None, "M-4")) == ["accepted"]
     finally:
         t.close()
-    t = target(kind_place)  # a new engine: nothing of the tombstone lives in this process
+    t = target(record_place)  # a new engine: nothing of the tombstone lives in this process
     try:
         assert verdicts(t, doc("V-1", 8, {"name": "zombie"}, "M-4")) == ["superseded"]
         assert held(t, "V-1") == (9, "M-4", True)
@@ -89,11 +89,11 @@ def test_generation_guard_and_tombstones_survive_a_restart(
 
 
 def test_v404_rebuild_reads_7_live_writes_8_and_8_stays(
-    cli: Cli, tmp_path: Path, kind_place: tuple[str, str, str]
+    cli: Cli, tmp_path: Path, record_place: tuple[str, str, str]
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", [*base(), ["V-404", "7", "acme"]])
-    declare(cli, kind_place, "--generation", "M-3")
+    declare(cli, record_place, "--generation", "M-3")
     made = cli.json("manifest", "create", "X-18", "--source", SRC)
     assert made["population"] == 31 and made["reconstructible"] is True
     shown = cli.json("manifest", "show", "X-18")
@@ -108,7 +108,7 @@ def test_v404_rebuild_reads_7_live_writes_8_and_8_stays(
     assert rebuilt["outcomes"] == {"accepted": 30, "already_current": 0, "superseded": 1,
                                    "rejected": 0, "unresolved": 0}  # fmt: skip
     assert rebuilt["checkpoint"]["acknowledged_key"] == rebuilt["checkpoint"]["attempted_key"]
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert held(t, "V-404") == (8, "M-3", False)
     finally:
@@ -124,11 +124,11 @@ def test_v404_rebuild_reads_7_live_writes_8_and_8_stays(
     "fault", ["before_destination_write:2", "after_destination_write:2", "after_checkpoint:2"]
 )
 def test_interrupted_rebuild_resumes_with_nothing_missing_repeated_or_stale(
-    cli: Cli, tmp_path: Path, kind_place: tuple[str, str, str], fault: str
+    cli: Cli, tmp_path: Path, record_place: tuple[str, str, str], fault: str
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(25))
-    declare(cli, kind_place)
+    declare(cli, record_place)
     cli("manifest", "create", "all", "--source", SRC)
     killed = cli.proc("sync", "search", "--manifest", "all", "--batch", "10",
                       env={FAULT_ENV: f"{fault}:kill"})  # fmt: skip
@@ -143,7 +143,7 @@ def test_interrupted_rebuild_resumes_with_nothing_missing_repeated_or_stale(
         assert done["outcomes"]["already_current"] in (10, 15, 20)
     report = cli.json("reconcile", "search", "--manifest", "all")
     assert report["complete"] is True, report
-    t = target(kind_place)
+    t = target(record_place)
     try:
         rows = t.rows()
         assert len(rows) == 25 and len({r[0] for r in rows}) == 25
@@ -152,11 +152,11 @@ def test_interrupted_rebuild_resumes_with_nothing_missing_repeated_or_stale(
 
 
 def test_concurrent_live_writer_never_loses_to_the_rebuild(
-    cli: Cli, tmp_path: Path, kind_place: tuple[str, str, str]
+    cli: Cli, tmp_path: Path, record_place: tuple[str, str, str]
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(60))
-    declare(cli, kind_place)
+    declare(cli, record_place)
     cli("manifest", "create", "all", "--source", SRC)
     live = subprocess.Popen(
         [sys.executable, "-m", "feedledger", "--config", str(cli.ws.config_path), "sync",
@@ -184,7 +184,7 @@ def test_concurrent_live_writer_never_loses_to_the_rebuild(
     finally:
         live.send_signal(signal.SIGTERM)
         live.communicate(timeout=30)
-    t = target(kind_place)
+    t = target(record_place)
     try:
         assert {int(r[1]) for r in t.rows()} == {3}  # every document at the newest revision
     finally:
@@ -192,11 +192,11 @@ def test_concurrent_live_writer_never_loses_to_the_rebuild(
 
 
 def test_maintenance_pauses_the_live_route_and_nothing_is_lost(
-    cli: Cli, tmp_path: Path, kind_place: tuple[str, str, str]
+    cli: Cli, tmp_path: Path, record_place: tuple[str, str, str]
 ) -> None:
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(5))
-    declare(cli, kind_place)
+    declare(cli, record_place)
     cli("manifest", "create", "all", "--source", SRC)
     supplier_day(cli, tmp_path, "2026-08-02", [[f"V-{i}", "2", "n"] for i in range(5)])
     result = cli.json("sync", "search", "--manifest", "all", "--maintenance")
@@ -248,12 +248,12 @@ def failing_transform(version: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_transform_that_raises_rejects_those_records_only(
-    cli: Cli, tmp_path: Path, kind_place: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, record_place: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     cli("source", "add", SRC, "--key", "id", "--revision", "rev")
     supplier_day(cli, tmp_path, "2026-08-01", base(12))  # V-1 and V-11 fail
-    declare(cli, kind_place, "--transform", "test_guard:failing_transform")
+    declare(cli, record_place, "--transform", "test_guard:failing_transform")
     cli("manifest", "create", "all", "--source", SRC)
     result = cli.json("sync", "search", "--manifest", "all")
     assert result["outcomes"]["accepted"] == 10 and result["outcomes"]["rejected"] == 2

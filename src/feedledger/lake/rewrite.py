@@ -252,7 +252,7 @@ def _fits(value: Any) -> bool:
 def _stat(value: Any) -> Any:
     """A value as Delta's stats state it: a timestamp in ISO 8601 UTC to the
     millisecond, cut (as delta-rs writes them), else as is."""
-    from datetime import datetime
+    from datetime import datetime  # lazy: only for a timestamp column's stats
 
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"

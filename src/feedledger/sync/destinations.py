@@ -122,7 +122,10 @@ def add_destination(
 def tantivy_documents(text_fields: str | None) -> str:
     """A tantivy destination's `table`: the name of its documents; its text fields
     checked as index fields first."""
-    from feedledger.sync.kinds.tantivy_schema import DEFAULT_TABLE, check_text_fields
+    from feedledger.sync.kinds.tantivy_schema import (  # lazy: a tantivy destination only
+        DEFAULT_TABLE,
+        check_text_fields,
+    )
 
     check_text_fields(tuple(f.strip() for f in (text_fields or "").split(",") if f))
     return DEFAULT_TABLE

@@ -119,7 +119,7 @@ def build(batches: Iterable[pa.RecordBatch]) -> LayerIndex:
     import numpy as np  # lazy: `import feedledger` stays light
     import pyarrow as pa  # lazy: as numpy
 
-    from feedledger.api._source.envelopes import envelopes
+    from feedledger.api._source.envelopes import envelopes  # lazy: as numpy
 
     keys: list[pa.Array] = []
     froms: list[npt.NDArray[np.int64]] = []

@@ -153,7 +153,7 @@ class PostGIS(Target):
     def _create(self) -> None:
         """The table, typed from the source's current state in the ledger."""
         from feedledger.sync.kinds.gpkg_file import layer_type  # lazy: a new table only
-        from feedledger.sync.versions import attribute_sample, geometry_types
+        from feedledger.sync.versions import attribute_sample, geometry_types  # lazy: as above
 
         srid, layer, sample = self.asked_srid, "Unknown", list[tuple[str, str]]()
         if self.store is not None:
@@ -189,7 +189,7 @@ class PostGIS(Target):
         """A generic geometry column of a table that holds no geometry yet (declared
         before the source's first payload) typed from the source's layer now."""
         from feedledger.sync.kinds.gpkg_file import layer_type  # lazy: rarely
-        from feedledger.sync.versions import geometry_types
+        from feedledger.sync.versions import geometry_types  # lazy: as above
 
         cur = raw.cursor()
         cur.execute(f"SELECT EXISTS (SELECT 1 FROM {self.ident} WHERE {schema.GEOM} IS NOT NULL)")
