@@ -97,10 +97,11 @@ def test_a_slow_export_does_not_delay_the_next_sources_run(
         assert release.wait(HANG_S), "the test never released the export"
         return real(ctx, source)
 
-    monkeypatch.setattr(lake_export, "follow_run", slow)
     try:
         tick(sched)
         cli("export", "delta", SRC, "--to", uri, "--follow")
+        # slowed from here: day 1's runs (nothing followed yet) must not wait on it
+        monkeypatch.setattr(lake_export, "follow_run", slow)
 
         publish(feed_a, "2025-08-02")
         publish(feed_b, "2025-08-02", "zeta")
