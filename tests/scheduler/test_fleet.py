@@ -1,4 +1,4 @@
-"""A fleet: 30 county feeds of 500 parcels in mixed formats (tests/scheduler/fleet.py:
+"""A fleet: 12 county feeds of 500 parcels in mixed formats (tests/scheduler/fleet.py:
 CSV, GeoJSON and GeoPackage folders, fake ArcGIS FeatureServer layers), the archive on
 S3 (moto's server on 127.0.0.1), three `feedledger scheduler` processes sharing the
 store. A day is applied once per source and `health` is green after it; a scheduler
@@ -36,7 +36,7 @@ from scheduler.processes import (
     wait_until,
 )
 
-SOURCES, PARCELS = 30, 500
+SOURCES, PARCELS = 12, 500  # twice the six workers of the three schedulers
 LATE = 4  # sources that miss a week
 
 
