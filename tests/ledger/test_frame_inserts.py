@@ -1,6 +1,6 @@
 """`bulk.insert_frame` writes every row of a frame as it is, on SQLite and PostgreSQL:
 SQLite binds a Boolean column as the integer it stores for it and writes a column with
-no value at all as the literal NULL instead of binding it (ledger/bulk.py
+no value at all as the literal NULL instead of binding it (ledger/bulk
 `_sqlite_binding`): what is read back is the frame, whatever mix of values and nulls."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PostgreSQL writes a payload's versions by binary COPY (`ledger/bulk.py`): every
+"""PostgreSQL writes a payload's versions by binary COPY (`ledger/bulk/pg_copy.py`): every
 column type of the versions table, NULLs, extreme numbers and any text (quotes, commas,
 newlines, backslashes, non-ASCII, empty) arrive exactly as given.
 
@@ -26,6 +26,7 @@ import feedledger as fl
 from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.ledger import bulk
+from feedledger.ledger.bulk import pg_copy
 from feedledger.ledger.store import Store
 from feedledger.model.errors import StoreUnavailableError
 from helpers import BACKENDS, Cli, backend_store, migrate
@@ -153,7 +154,7 @@ def _day(n: int, day: int) -> bytes:
 def test_a_first_load_into_an_empty_table_builds_the_indexes_after_the_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "DEFER_INDEX_MIN_ROWS", 100)
+    monkeypatch.setattr(pg_copy, "DEFER_INDEX_MIN_ROWS", 100)
     with pg_ledger(tmp_path) as (ledger, _):
         store = ledger.context.store
         before = _index_oids(store)
@@ -185,7 +186,7 @@ def _primary_key(store: Store) -> tuple[str, str]:
 def test_a_first_load_with_a_duplicate_version_id_is_refused_and_leaves_the_table_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "DEFER_INDEX_MIN_ROWS", 100)
+    monkeypatch.setattr(pg_copy, "DEFER_INDEX_MIN_ROWS", 100)
     with pg_ledger(tmp_path) as (ledger, _):
         store = ledger.context.store
         before = _index_oids(store)
@@ -211,7 +212,7 @@ def test_a_first_load_with_a_duplicate_version_id_is_refused_and_leaves_the_tabl
 def test_a_crash_during_the_copy_leaves_the_empty_table_and_its_indexes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "DEFER_INDEX_MIN_ROWS", 100)
+    monkeypatch.setattr(pg_copy, "DEFER_INDEX_MIN_ROWS", 100)
     with pg_ledger(tmp_path) as (ledger, _):
         store = ledger.context.store
         before = _index_oids(store)
@@ -230,7 +231,7 @@ def test_a_process_killed_during_the_copy_leaves_the_empty_table_and_its_indexes
     tmp_path: Path,
 ) -> None:
     # a real process and a real first load (DEFER_INDEX_MIN_ROWS rows: the keys dropped)
-    n = bulk.DEFER_INDEX_MIN_ROWS
+    n = pg_copy.DEFER_INDEX_MIN_ROWS
     with pg_ledger(tmp_path) as (ledger, _):
         store = ledger.context.store
         before = _index_oids(store)
@@ -255,7 +256,7 @@ def test_a_process_killed_during_the_copy_leaves_the_empty_table_and_its_indexes
 def test_a_table_in_use_is_written_with_its_indexes_without_waiting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "DEFER_INDEX_MIN_ROWS", 100)
+    monkeypatch.setattr(pg_copy, "DEFER_INDEX_MIN_ROWS", 100)
     with pg_ledger(tmp_path) as (ledger, url):
         store = ledger.context.store
         before = _index_oids(store)

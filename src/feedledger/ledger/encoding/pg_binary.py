@@ -1,5 +1,5 @@
 """Rows in PostgreSQL COPY's binary format, built column by column in Arrow (no Python
-object per row): what `ledger/bulk.py` sends for a payload's versions on PostgreSQL.
+object per row): what `ledger/bulk/pg_copy.py` sends for a payload's versions on PostgreSQL.
 
 Each column is written as its table type's binary form, exactly the `versions` table's
 (ledger/schema.py): a binary COPY is not converted by the server. Standard library,
