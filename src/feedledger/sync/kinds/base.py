@@ -1,6 +1,6 @@
 """The destination-kind seam: what the sync routes (live, rebuild, reconcile, explain)
 need of a destination, whatever it is -- an SQL table (sync/target.py), a GeoPackage
-layer (sync/kinds/gpkg.py), and the kinds to come (a search index, a PostGIS table).
+layer (sync/kinds/gpkg.py), a tantivy index (tantivy_index.py), a PostGIS table (postgis.py).
 
 Every guarantee is orchestrated above this protocol, in sync/: the six verdicts come
 from ONE judge (sync/guard.py), the checkpoint moves only after `write_batch` returned
@@ -18,7 +18,10 @@ A row read back is (key, revision, generation, generation_rank, deleted, content
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from feedledger.model.destination import Destination
@@ -83,3 +86,54 @@ class DestinationKind(Protocol):
 
     def close(self) -> None:
         """Release connections and files (safe to call twice)."""
+
+
+class LockedBatches:
+    """What a kind shares that judges and writes each batch under one lock of its own
+    (the GeoPackage layer, the tantivy index: a rebuild's writer thread and the live
+    route's steps take turns): batch tickets, no probing, and `write` / `write_batch`
+    over the kind's `_write` (judge and write one batch, commit, return its verdicts).
+    The plain verdicts (no reason, no evidence) come back grouped with their documents."""
+
+    lock: threading.Lock
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._tickets = itertools.count(1)
+
+    def _mapped(self, *, reading: bool = False) -> AbstractContextManager[None]:
+        """The kind's errors under the block as one line naming the destination."""
+        raise NotImplementedError
+
+    def _write(self, docs: Sequence[Doc], ticket: int) -> list[Verdict]:
+        """Judge and write one batch, committed when this returns; its verdicts."""
+        raise NotImplementedError
+
+    def ticket(self) -> int:
+        return next(self._tickets)
+
+    def probing(self) -> bool:
+        return False
+
+    def write(self, docs: Sequence[Doc]) -> list[Verdict]:
+        by_key = {v.key: v for v in self.write_batch(docs)}
+        return [by_key[d.key] for d in docs]
+
+    def write_batch(
+        self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
+    ) -> Outcome:
+        if not docs:
+            return Outcome()
+        if build is not None:
+            docs = build(docs)
+        with self.lock, self._mapped():
+            judged = self._write(docs, next(self._tickets) if ticket is None else ticket)
+        by_key = {d.key: d for d in docs}
+        plain: dict[str, list[Doc]] = {"accepted": [], "already_current": []}
+        other: list[Verdict] = []
+        for v in judged:
+            if v.verdict in plain and v.reason is None and v.evidence is None:
+                plain[v.verdict].append(by_key[v.key])
+            else:
+                other.append(v)
+        return Outcome([(k, g) for k, g in plain.items() if g], other)

@@ -32,10 +32,8 @@ old file or the new one in place, each complete.
 
 from __future__ import annotations
 
-import itertools
 import json
 import sqlite3
-import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -48,18 +46,17 @@ from feedledger.model.destination import Destination
 from feedledger.sync.guard import evidence as guard_evidence
 from feedledger.sync.guard import judge
 from feedledger.sync.kinds import gpkg_binary, gpkg_file, gpkg_swap
-from feedledger.sync.kinds.base import Row
+from feedledger.sync.kinds.base import LockedBatches, Row
 from feedledger.sync.kinds.gpkg_file import Layout
 from feedledger.sync.kinds.gpkg_layer import LayerRows
 from feedledger.sync.kinds.gpkg_rows import Item
-from feedledger.sync.pg_batch import Build
-from feedledger.sync.state import Outcome, Verdict
+from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 MOD = 2305843009213693951  # 2^61 - 1, as reconcile's checksum
 
 
-class GeoPackage(LayerRows):
+class GeoPackage(LayerRows, LockedBatches):
     writers = 1  # one writer per file: SQLite's lock
 
     def __init__(
@@ -70,6 +67,7 @@ class GeoPackage(LayerRows):
         store: Store | None = None,
         rebuild: str | None = None,
     ) -> None:
+        super().__init__()
         self.dest = dest
         self.layer = dest.table
         self.path = Path(dest.url)
@@ -78,14 +76,12 @@ class GeoPackage(LayerRows):
         self.rebuild = rebuild
         self.into = self.path  # where writes go (a rebuild's new file until `finish`)
         self.conn: sqlite3.Connection | None = None
-        self.lock = threading.Lock()  # the rebuild's writer thread and its live steps
         self.geom: str | None = None  # the geometry column (None: an attribute table)
         self.srs_id = 0
         self.multi = False
         self.z = False  # the layer's geometries have Z (else written 2-D)
         self.columns: dict[str, str] = {}  # attribute column (lower case) -> its name
         self._low: dict[str, str] = {}  # a member's name -> its column's, lower case
-        self._tickets = itertools.count(1)
         self._live: GeoPackage | None = None  # a rebuild's: the file in place
 
     # -- the file ---------------------------------------------------------------------------
@@ -190,32 +186,6 @@ class GeoPackage(LayerRows):
             self.conn.execute("COMMIT")
 
     # -- the guarded write --------------------------------------------------------------------
-    def ticket(self) -> int:
-        return next(self._tickets)
-
-    def probing(self) -> bool:
-        return False
-
-    def write(self, docs: Sequence[Doc]) -> list[Verdict]:
-        by_key = {v.key: v for v in self.write_batch(docs)}
-        return [by_key[d.key] for d in docs]
-
-    def write_batch(
-        self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
-    ) -> Outcome:
-        if not docs:
-            return Outcome()
-        if build is not None:
-            docs = build(docs)
-        with self.lock, self._mapped():
-            judged = self._write(docs, next(self._tickets) if ticket is None else ticket)
-        by_key = {d.key: d for d in docs}
-        accepted = [by_key[v.key] for v in judged if v.verdict == "accepted"]
-        return Outcome(
-            [("accepted", accepted)] if accepted else [],
-            [v for v in judged if v.verdict != "accepted"],
-        )
-
     def _items(self, docs: Sequence[Doc]) -> list[Item]:
         """Docs as layer rows: attributes parsed (a GIS source's `geometry` member is the
         geometry column's, not an attribute), WKB as GeoPackage blobs."""

@@ -23,9 +23,7 @@ Schema and documents: sync/kinds/tantivy_schema.py.
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -38,10 +36,9 @@ from feedledger.model.errors import FeedledgerError, StoreUnavailableError
 from feedledger.model.timeutil import now_us
 from feedledger.sync.guard import evidence as guard_evidence
 from feedledger.sync.guard import judge
-from feedledger.sync.kinds.base import Row
+from feedledger.sync.kinds.base import LockedBatches, Row
 from feedledger.sync.kinds.tantivy_schema import document, one_line, open_index
-from feedledger.sync.pg_batch import Build
-from feedledger.sync.state import Outcome, Verdict
+from feedledger.sync.state import Verdict
 from feedledger.sync.transform import Doc
 
 MOD = 2305843009213693951  # 2^61 - 1, as reconcile's checksum
@@ -72,16 +69,15 @@ def is_busy(exc: BaseException) -> bool:
     return "LockBusy" in str(exc) or "Failed to acquire" in str(exc)
 
 
-class TantivyIndex:
+class TantivyIndex(LockedBatches):
     writers = 1  # one IndexWriter per index: tantivy's lock
 
     def __init__(self, dest: Destination, **_: Any) -> None:
+        super().__init__()
         self.dest = dest
         self.path = Path(dest.url)
         self.text_fields = dest.text_fields
         self.index: Any = None
-        self.lock = threading.Lock()  # the rebuild's writer thread and its live steps
-        self._tickets = itertools.count(1)
         self._keyed: tuple[int | None, Any, list[tuple[str, Any]]] | None = None
 
     # -- the index --------------------------------------------------------------------------
@@ -118,36 +114,7 @@ class TantivyIndex:
     def finish(self) -> None:
         """A rebuild writes the index in place: nothing to swap."""
 
-    def ticket(self) -> int:
-        return next(self._tickets)
-
-    def probing(self) -> bool:
-        return False
-
     # -- the guarded write ------------------------------------------------------------------
-    def write(self, docs: Sequence[Doc]) -> list[Verdict]:
-        by_key = {v.key: v for v in self.write_batch(docs)}
-        return [by_key[d.key] for d in docs]
-
-    def write_batch(
-        self, docs: Sequence[Doc], ticket: int | None = None, build: Build | None = None
-    ) -> Outcome:
-        if not docs:
-            return Outcome()
-        if build is not None:
-            docs = build(docs)
-        with self.lock, self._mapped():
-            judged = self._write(docs, next(self._tickets) if ticket is None else ticket)
-        by_key = {d.key: d for d in docs}
-        plain: dict[str, list[Doc]] = {"accepted": [], "already_current": []}
-        other: list[Verdict] = []
-        for v in judged:
-            if v.verdict in plain and v.reason is None and v.evidence is None:
-                plain[v.verdict].append(by_key[v.key])
-            else:
-                other.append(v)
-        return Outcome([(k, g) for k, g in plain.items() if g], other)
-
     def writer(self) -> Any:
         """The index's one IndexWriter: waits while another writer holds the lock."""
         index = self._index()
