@@ -1,7 +1,7 @@
 """`feedledger search NAME "query"` over a tantivy destination (on the ledger's both
-backends): BM25 ranking, field queries, deleted records never found, --limit and
---json, and one-line errors for an unknown destination, another kind of destination,
-a bad query."""
+backends): BM25 ranking, field queries, a name with an apostrophe, deleted records never
+found, --limit and --json, and one-line errors for an unknown destination, another kind
+of destination, a bad query."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ ROWS = {
     "B-2": ("Main Street", "commercial", "oak corner shop"),
     "C-3": ("Elm Road", "residential", "quiet elm lane"),
     "D-4": ("Oak Avenue", "industrial", "warehouse"),
+    "E-5": ("Birch Lane", "residential", "sold by O'Brien"),
 }
 
 
@@ -39,12 +40,16 @@ def test_search_ranks_by_bm25_and_answers_field_queries(cli: Cli, tmp_path: Path
     found = cli.json("search", "idx", "oak")
     keys = [h["key"] for h in found["hits"]]
     assert found["total"] == 3 and set(map(tuple, keys)) == {("A-1",), ("B-2",), ("D-4",)}
+    # an apostrophe, which tantivy's strict parser refuses, in a name a user types
+    for query in ("o'brien", "O'Brien", "notes:o'brien"):
+        named = cli.json("search", "idx", query)
+        assert [h["key"] for h in named["hits"]] == [["E-5"]], (query, named)
     assert keys[0] == ["A-1"]  # "oak" four times in a short document ranks first
     scores = [h["score"] for h in found["hits"]]
     assert scores == sorted(scores, reverse=True)
     assert found["hits"][0]["doc"]["street"] == "Oak Street"
     zone = cli.json("search", "idx", "zone:residential")
-    assert sorted(h["key"][0] for h in zone["hits"]) == ["A-1", "C-3"]
+    assert sorted(h["key"][0] for h in zone["hits"]) == ["A-1", "C-3", "E-5"]
     both = cli.json("search", "idx", "zone:residential AND street:oak")
     assert [h["key"] for h in both["hits"]] == [["A-1"]]
     phrase = cli.json("search", "idx", '"corner shop"')
@@ -75,6 +80,7 @@ def test_search_errors_are_one_line(cli: Cli, workspace: Workspace, tmp_path: Pa
         (("tbl", "oak"), "not a tantivy index"),
         (("idx", "zone:(oak"), "bad query"),
         (("idx", "owner:smith"), "bad query"),
+        (("idx", "(oak"), "bad query"),
         (("idx", "oak", "--limit", "0"), "--limit"),
     ]:
         result = cli("search", *args, expect=None)

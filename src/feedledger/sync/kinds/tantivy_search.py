@@ -1,6 +1,7 @@
 """Searching a tantivy destination (`feedledger search NAME "query"`, the HTTP API's
 `/api/destinations/{name}/search`): tantivy's query language (words, `field:word`,
-`"a phrase"`, AND / OR / NOT, `+must -not`) parsed against the destination's text
+`"a phrase"`, AND / OR / NOT, `+must -not`; words with an apostrophe, as names have, read
+as the lenient parser reads them) parsed against the destination's text
 fields (or `fl_text`, every string member, when none was declared), ranked by BM25,
 tombstones left out. A read opens the index's last commit: it takes no lock and never
 waits for a writer; the index is kept open between searches (per folder) and
@@ -61,13 +62,7 @@ def search(dest: Destination, query: str, limit: int = 10) -> dict[str, Any]:
         raise ConfigError("the query is empty", hint='give words, or field:word, or "a phrase"')
     index = _index(Path(dest.url))
     fields = list(dest.text_fields) or [ALL_TEXT]
-    try:
-        parsed = index.parse_query(query, fields)
-    except ValueError as exc:
-        raise ConfigError(
-            f"bad query {query!r}: {one_line(exc)}",
-            hint=f'words, field:word (fields: {", ".join(fields)}), "a phrase", AND, OR, NOT',
-        ) from None
+    parsed = _parse(index, query, fields)
     tombstone = tantivy.Query.term_query(index.schema, "fl_deleted", 1)
     present = tantivy.Query.boolean_query(
         [(tantivy.Occur.Must, parsed), (tantivy.Occur.MustNot, tombstone)]
@@ -90,3 +85,24 @@ def search(dest: Destination, query: str, limit: int = 10) -> dict[str, Any]:
             f"destination {dest.name}: cannot search tantivy index {dest.url}: {one_line(exc)}"
         ) from None
     return {"total": int(found.count or 0), "hits": hits}
+
+
+def _parse(index: Any, query: str, fields: list[str]) -> Any:
+    """`query` in tantivy's query language; words the strict parser refuses though its
+    lenient one reads them without an error (a name with an apostrophe: o'brien, a
+    dangling AND) are searched as the lenient parser reads them. A query whose mistake
+    both see (an unknown field, an unclosed parenthesis) is refused in one line."""
+    try:
+        return index.parse_query(query, fields)
+    except ValueError as exc:
+        strict = exc
+    try:
+        parsed, errors = index.parse_query_lenient(query, fields)
+    except ValueError:
+        errors = [strict]
+    if not errors:
+        return parsed
+    raise ConfigError(
+        f"bad query {query!r}: {one_line(strict)}",
+        hint=f'words, field:word (fields: {", ".join(fields)}), "a phrase", AND, OR, NOT',
+    ) from None
