@@ -1,10 +1,11 @@
 """The tantivy destination: a 1M-document rebuild and searches over it.
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/tantivy_bench.py \\
-        [--payload /work/data/n1m/parcels_2026-08-01.csv --published-at 2026-08-01] \\
-        [--queries 300] [--keep]
+        [--payload FILE.csv --published-at 2026-08-01 | --n 1000000] [--queries 300] [--keep]
 
-Day 1 of the parcel feed (default: /work/data/n1m's, 1,000,000 parcels) is ingested into
+Day 1 of the parcel feed (default: `gen_parcels.py --n 1000000 --days 1`, generated
+into bench/.work/ once and reused, as sync_bench.py does; `--payload` names a file of
+it instead) is ingested into
 a fresh SQLite workspace (bench/.work/runs); a destination `bench` is declared as a
 tantivy index in the workspace (`--tantivy index --text-fields owner,address,city,
 zoning,land_use`) and a manifest freezes every live key. Then, each one whole
@@ -48,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_bench import RESULTS_DIR, RUNS_DIR, log, machine_info, parse_json_output, run_measured
 from resultfiles import save_results
+from sync_bench import DEFAULT_SEED, generate_day1
 
-DEFAULT_PAYLOAD = Path("/work/data/n1m/parcels_2026-08-01.csv")
 TEXT_FIELDS = "owner,address,city,zoning,land_use"
 TARGET_DOCS_PER_S = 30_000.0
 TARGET_SEARCH_P50_MS = 10.0
@@ -178,11 +179,15 @@ def _lenient(argv: list[str], ws: Path) -> Any:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--payload", type=Path, default=DEFAULT_PAYLOAD)
+    ap.add_argument("--payload", type=Path, help="a CSV of the parcel feed (default: generated)")
     ap.add_argument("--published-at", default="2026-08-01")
+    ap.add_argument("--n", type=int, default=1_000_000, help="parcels generated (no --payload)")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
+    if args.payload is None:
+        args.payload, _ = generate_day1(args.n, DEFAULT_SEED, 600)
+        args.published_at = "2026-08-01"
     fl = [sys.executable, "-m", "feedledger"]
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     ws = Path(tempfile.mkdtemp(prefix="tantivy-", dir=RUNS_DIR))
