@@ -49,6 +49,10 @@ GO_FILE = "go"
 
 Opener = Callable[[], fl.Ledger]
 log = logging.getLogger("feedledger.server")
+# how often a warm server looks for a GIS source's new state (a payload applied by
+# another process, a retraction, a replay) to build its layer's index before a request
+# needs it: one watermark read per GIS source a look
+LAYER_FOLLOW_S = 5.0
 
 
 def create_app(
@@ -62,7 +66,8 @@ def create_app(
     `tokens`: who may write (none: read-only). `warm`: at startup, pay what a snapshot
     stream's first use costs (`api.snapshot_stream.warm_up`), as `feedledger serve`
     does, and once started build the GIS layers' spatial indexes on a thread of their
-    own (`_warm_layers`: the OGC API's first page of each)."""
+    own (`_follow_layers`: the OGC API's first page of each), and again for each new
+    state of a layer, every LAYER_FOLLOW_S, until shutdown."""
     tokens = list(tokens or [])
 
     @asynccontextmanager
@@ -82,13 +87,19 @@ def create_app(
         await asyncio.to_thread(_started_then_wait)
         if started is not None:  # (`serve` prints its URL: before any answer)
             started()
+        stop = threading.Event()
+        follower = None
         if warm:  # the GIS layers' spatial indexes, built beside the first requests
-            threading.Thread(
-                target=_warm_layers, args=(led,), name="feedledger-layers", daemon=True
-            ).start()
+            follower = threading.Thread(
+                target=_follow_layers, args=(led, stop), name="feedledger-layers", daemon=True
+            )
+            follower.start()
         try:
             yield
         finally:
+            stop.set()
+            if follower is not None:  # a look under way ends first (a build: 2 s at most,
+                follower.join(timeout=2.0)  # then the ledger closes under it: logged once)
             led.close()
             app.state.ledger = None
 
@@ -116,17 +127,32 @@ def create_app(
     return app
 
 
-def _warm_layers(led: fl.Ledger) -> None:
-    """Build each GIS source's current spatial index (`Source.layer()`), so that a GIS
-    client's first OGC request does not wait for it (8 s of CPU at 1M parcels). Best
-    effort: a failure is logged, and the first request builds it instead."""
+def _follow_layers(led: fl.Ledger, stop: threading.Event) -> None:
+    """Keep each GIS source's current spatial index built (`Source.layer()`): at start,
+    then whenever its state moves on (the index is per state: a look at a state already
+    built costs a watermark read), so that a GIS client's request does not wait for it
+    (seconds of CPU at 1M parcels). Best effort: a failure is logged (once per state),
+    and the request that needs the index builds it instead."""
+    failed: set[tuple[str, str]] = set()
+    while True:
+        _warm_layers(led, failed, stop)
+        if stop.wait(LAYER_FOLLOW_S):
+            return
+
+
+def _warm_layers(led: fl.Ledger, failed: set[tuple[str, str]], stop: threading.Event) -> None:
     for config in led.sources(by_name=False):
+        if stop.is_set():
+            return
         if not config.is_geo:
             continue
         try:
             led.source(config.name).layer().extent()
-        except Exception:  # the server goes on; the request that needs it tries again
-            log.warning("warming the layer of %s failed", config.name, exc_info=True)
+        except Exception as exc:  # the server goes on; the request that needs it tries again
+            seen = (config.name, str(exc))
+            if seen not in failed:
+                failed.add(seen)
+                log.warning("warming the layer of %s failed", config.name, exc_info=True)
 
 
 def _started_then_wait() -> None:
