@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-thorough lint typecheck unit bench clean
 .PHONY: bench-peers bench-peers-smoke
 
 $(BIN)/python:
@@ -58,6 +58,11 @@ unit: $(DEVSTAMP)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=15; status=$$?; \
 	echo "unit tests: $$(( $$(date +%s) - start )) s (pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST))"; \
 	exit $$status
+
+## test-thorough: the suite with five times the examples of its heaviest property tests
+## (tests/example_budget.py): a deeper run before a release, ~5 minutes more
+test-thorough:
+	FEEDLEDGER_TEST_EXAMPLES=5 $(MAKE) unit
 
 ## bench: 1,000,000-parcel ingest benchmark on SQLite and PostgreSQL (see bench/README.md)
 bench: $(DEVSTAMP)

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from example_budget import examples
 from feedledger.formats.canonical import columns_needing_escape, object_expr
 from feedledger.ledger.encoding import encode_rows
 from feedledger.ledger.encoding.codec import Codebook, all_gains, plan_book, row_segments
@@ -75,7 +76,7 @@ def books(texts: list[str], rnd: random.Random) -> list[Codebook]:
     return out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=frames(), other=frames(), seed=st.integers(0, 2**32))
 def test_column_encoding_equals_the_general_encoding(
     rows: pl.DataFrame, other: pl.DataFrame, seed: int
@@ -90,7 +91,7 @@ def test_column_encoding_equals_the_general_encoding(
         assert [book.decode(t) for t in fast.to_list()] == texts.to_list()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=frames(), seed=st.integers(0, 2**32))
 def test_columns_of_few_distinct_values_encode_as_the_general_encoding(
     rows: pl.DataFrame, seed: int
@@ -104,7 +105,7 @@ def test_columns_of_few_distinct_values_encode_as_the_general_encoding(
         assert fast.to_list() == book.encode_series(texts).to_list()
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=frames(), seed=st.integers(0, 2**32), probe=st.integers(1, 40))
 def test_columns_judged_by_their_first_rows_encode_as_the_general_encoding(
     rows: pl.DataFrame, seed: int, probe: int

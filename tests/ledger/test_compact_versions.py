@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from example_budget import examples
 from feedledger.config import Workspace
 from feedledger.ledger import engine as eng
 from feedledger.ledger.encoding import codebooks
@@ -117,7 +118,7 @@ _day = st.tuples(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(
-    max_examples=6,
+    max_examples=examples(4),
     deadline=None,
     phases=[Phase.explicit, Phase.generate],  # a store pair per example: no shrinking
     suppress_health_check=[HealthCheck.function_scoped_fixture],

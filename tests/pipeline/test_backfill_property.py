@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import BACKENDS
+from example_budget import examples
 from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.context import Context
@@ -299,7 +300,7 @@ def run_replay(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(SETTINGS, max_examples=8)
+@settings(SETTINGS, max_examples=examples(5))
 @given(sc=scenarios())
 def test_interrupted_backfill_matches_one_uninterrupted_live_run(
     backend: str, sc: Scenario
@@ -310,7 +311,7 @@ def test_interrupted_backfill_matches_one_uninterrupted_live_run(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(SETTINGS, max_examples=10)
+@settings(SETTINGS, max_examples=examples(6))
 @given(sc=scenarios(), data=st.data())
 def test_replay_keeps_standing_history_and_retracted_versions(
     backend: str, sc: Scenario, data: st.DataObject

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from example_budget import examples
 from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.context import Context
@@ -60,7 +61,7 @@ POINTS = ["after_archive", "after_register", "mid_transaction", "before_commit",
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 @settings(
-    max_examples=25,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
