@@ -49,7 +49,7 @@ _value = st.recursive(
 _records = st.lists(st.dictionaries(_names, _value, max_size=8), min_size=1, max_size=20)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(records=_records, planned_from=_records)
 def test_any_text_decodes_to_itself_whatever_codebook(
     records: list[dict[str, Any]], planned_from: list[dict[str, Any]]

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from example_budget import examples
 from feedledger.formats.canonical import RawNumber, canonical
 from feedledger.ledger.encoding.columns import text_columns
 from feedledger.ledger.readers import snapshot_rows
@@ -108,7 +109,7 @@ _stores: dict[str, Store] = {}
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(20),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

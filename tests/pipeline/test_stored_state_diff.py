@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from diff.frames import observation_frame as _obs
 from diff.frames import state_frame as _state
+from example_budget import examples
 from feedledger import config
 from feedledger.diff import STATE_SCHEMA, compute, next_state
 from feedledger.diff.partitioned import part, partition_of
@@ -51,7 +52,7 @@ def _stored_file(path: Path, state: pl.DataFrame, partitions: int) -> Path:
     return path
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     state=rows,
     obs=rows,
