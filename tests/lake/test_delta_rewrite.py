@@ -66,3 +66,29 @@ def test_updates_rewrite_only_the_files_holding_them(
     assert_equals_history(cli, table_rows(uri))
     versions = [deltalake.DeltaTable(uri, version=v).to_pyarrow_table().num_rows for v in (0, 1, 2)]
     assert versions == sorted(versions) and versions[0] < versions[2]  # time travel kept
+
+
+def test_a_table_compacted_and_vacuumed_by_delta_rs_is_exported_on(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The housekeeping README.md names -- delta-rs's own `optimize.compact()` (small
+    files merged, open and closed rows together) and `vacuum` (the files no version
+    within the retention needs removed) -- leaves a table the next export carries on
+    from, equal to `history` (its position is in the table's transactions, which
+    neither touches)."""
+    uri = str(tmp_path / "lake")
+    declare(cli)
+    for day in ("2025-08-01", "2025-08-02", "2025-08-04"):
+        ingest(cli, tmp_path, day)
+        export(cli, uri)
+    table = deltalake.DeltaTable(uri)
+    table.optimize.compact()
+    removed = deltalake.DeltaTable(uri).vacuum(
+        retention_hours=0, dry_run=False, enforce_retention_duration=False
+    )
+    assert removed  # the files the merges and the compaction replaced
+    assert_equals_history(cli, table_rows(uri))
+    ingest(cli, tmp_path, "2025-08-05")
+    after = export(cli, uri)
+    assert after["committed"] and after["sources"][0]["updated"] >= 1
+    assert_equals_history(cli, table_rows(uri))
