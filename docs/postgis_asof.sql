@@ -6,6 +6,8 @@
 --   SELECT * FROM feedledger_layer_asof('parcels', '2026-08-01');            -- valid time
 --   SELECT * FROM feedledger_layer_asof('parcels', '2026-08-01', 4326, '2026-08-03');
 --                                            -- as the ledger knew it then (transaction time)
+--   SELECT * FROM feedledger_layer_asof('parcels', '2026-08-01', tz => 'America/Denver');
+--                                            -- a source whose `timezone` is not UTC
 --
 -- One row per feature present at that valid time: its key (the ledger's canonical key
 -- text, a JSON array), its attributes (jsonb), its geometry (the version's geometry as
@@ -13,8 +15,15 @@
 -- ledger/visibility.py writes them: "known at K" (recorded by K and not retracted by
 -- K; no K: the latest belief) and "latest version per key" (the greatest
 -- (valid_from, txn_seq) with valid_from <= the date); a key whose latest version then
--- is a deletion is absent. Gaps are not consulted: a key the source did not report in
--- a gap keeps its last version (`feedledger asof` on one key says `not_observed`).
+-- is a deletion is absent.
+--
+-- Honest as `Source.layer()` and the OGC API are: a valid time the source was not
+-- observed at is refused with an error, never answered with the state before it --
+-- before the source's first payload, or inside one of its gaps (recorded by a run or
+-- `feedledger gap add`, visible as known at `known_at`) on a day of the source's
+-- `timezone` (`tz`, default UTC: give the source's own) on which no payload was
+-- observed, as `ledger/gaps` subtracts them. `feedledger_layer_rows` (same arguments,
+-- no `tz`) answers without that check: the last state recorded before the date.
 --
 -- Attribute texts are stored compact (ledger/encoding/codec.py): each token of the
 -- version's codebook (`field_lists`) is replaced by its string -- a pattern i is the
@@ -38,7 +47,7 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION feedledger_layer_asof(
+CREATE OR REPLACE FUNCTION feedledger_layer_rows(
     source text, valid timestamptz, srid integer DEFAULT 4326, known_at timestamptz DEFAULT NULL
 )
 RETURNS TABLE (key text, attributes jsonb, geom geometry, valid_from timestamptz,
@@ -61,12 +70,12 @@ WITH seconds AS (
         CASE WHEN jsonb_typeof(b.j) = 'object' AND jsonb_array_length(b.j -> 'values') > 0
              THEN '[\x1d-\x1f][ -~]|[\x01-\x1c]' ELSE '[\x01-\x1f]' END AS pattern
     FROM field_lists f, seconds, LATERAL (SELECT f.codebook::jsonb AS j) b
-    WHERE f.source = feedledger_layer_asof.source
+    WHERE f.source = feedledger_layer_rows.source
 ), latest AS (
     SELECT DISTINCT ON (v.key) v.key, v.deleted, v.attributes, v.fields_id, v.geometry,
            v.valid_from, v.version_id
     FROM versions v
-    WHERE v.source = feedledger_layer_asof.source
+    WHERE v.source = feedledger_layer_rows.source
       AND v.valid_from <= (extract(epoch FROM valid) * 1000000)::bigint
       AND CASE WHEN known_at IS NULL THEN v.retracted_at IS NULL
                ELSE v.recorded_at <= (extract(epoch FROM known_at) * 1000000)::bigint
@@ -83,4 +92,51 @@ SELECT l.key,
        l.version_id
 FROM latest l LEFT JOIN books b ON b.fields_id = l.fields_id
 WHERE NOT l.deleted
+$$;
+
+-- (an earlier install's four-argument function, which did not consult gaps, replaced)
+DROP FUNCTION IF EXISTS feedledger_layer_asof(text, timestamptz, integer, timestamptz);
+
+CREATE OR REPLACE FUNCTION feedledger_layer_asof(
+    source text, valid timestamptz, srid integer DEFAULT 4326, known_at timestamptz DEFAULT NULL,
+    tz text DEFAULT 'UTC'
+)
+RETURNS TABLE (key text, attributes jsonb, geom geometry, valid_from timestamptz,
+               version_id bigint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v bigint := (extract(epoch FROM valid) * 1000000)::bigint;
+    k bigint := (extract(epoch FROM known_at) * 1000000)::bigint;  -- NULL: the latest belief
+    day date := (valid AT TIME ZONE tz)::date;
+    gap record;
+BEGIN
+    -- the source's payloads standing as known at k (recorded by then, not retracted by then)
+    IF NOT EXISTS (
+        SELECT 1 FROM applications a
+        WHERE a.source = feedledger_layer_asof.source AND a.published_at <= v
+          AND CASE WHEN k IS NULL THEN a.retracted_at IS NULL
+                   ELSE a.recorded_at <= k AND (a.retracted_at IS NULL OR a.retracted_at > k) END
+    ) THEN
+        RAISE EXCEPTION '%: % is before its first observation: the layer was not observed then',
+            source, valid USING ERRCODE = 'no_data_found';
+    END IF;
+    SELECT g.start_at, g.end_at, g.reason INTO gap FROM gaps g
+    WHERE g.source = feedledger_layer_asof.source AND g.start_at <= v AND v < g.end_at
+      AND CASE WHEN k IS NULL THEN g.retracted_at IS NULL
+               ELSE g.recorded_at <= k AND (g.retracted_at IS NULL OR g.retracted_at > k) END
+      AND NOT EXISTS (  -- a day with a payload observed on it is no longer in the gap
+        SELECT 1 FROM applications a
+        WHERE a.source = feedledger_layer_asof.source
+          AND (to_timestamp(a.published_at / 1000000.0) AT TIME ZONE tz)::date = day
+          AND CASE WHEN k IS NULL THEN a.retracted_at IS NULL
+                   ELSE a.recorded_at <= k AND (a.retracted_at IS NULL OR a.retracted_at > k) END
+      )
+    ORDER BY g.start_at LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '%: % is inside a gap (% to %: %): the layer was not observed then',
+            source, valid, to_timestamp(gap.start_at / 1000000.0),
+            to_timestamp(gap.end_at / 1000000.0), gap.reason USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN QUERY SELECT * FROM feedledger_layer_rows(source, valid, srid, known_at);
+END
 $$;

@@ -13,12 +13,14 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import shapely
 from sqlalchemy import create_engine, text
+from sqlalchemy.exc import DBAPIError
 
 from helpers import Cli
 from sync.destination_kinds import PG_ENV, Place, canonical, features, square
@@ -265,6 +267,43 @@ def test_the_layer_as_of_a_date_from_the_ledger_by_the_documented_sql(
                 attrs, wkb, srid = by_key[key]
                 assert attrs == props and srid == 4326
                 assert canonical(shapely.from_wkb(bytes(wkb))) == canonical(shape), key
+        # not observed: before the first payload, and inside a gap (not on a day a payload
+        # was observed in it, in the source's timezone), refused as the layer API refuses;
+        # as known before the gap was recorded, or without the check: the state before it
+        known = datetime.now(UTC).isoformat()
+        cli("gap", "add", "lots", "--from", "2026-08-06", "--to", "2026-08-08",
+            "--reason", "portal down")  # fmt: skip
+        third = {k: v for k, v in second.items() if k != "L1"}
+        ingest(cli, tmp_path, "2026-08-07", third)  # inside the gap: 00:00 UTC on the 7th
+        asof = "SELECT count(*) FROM feedledger_layer_asof('lots', CAST(:v AS timestamptz){})"
+        denver = ", tz => 'America/Denver'"
+        for valid, extra, words in (
+            ("2026-07-30", "", "before its first observation"),
+            ("2026-08-06T06:00:00+00:00", "", "inside a gap"),
+            ("2026-08-06T20:00:00+00:00", "", "inside a gap"),
+            ("2026-08-08T12:00:00+00:00", "", "inside a gap"),
+            ("2026-08-08T12:00:00+00:00", denver, "inside a gap"),
+        ):
+            with engine.connect() as conn:
+                conn.execute(text(path))
+                with pytest.raises(DBAPIError, match=words):
+                    conn.execute(text(asof.format(extra)), {"v": valid})
+        with engine.connect() as conn:
+            conn.execute(text(path))
+            count = conn.execute
+            # the 7th had a payload: observed, no longer in the gap
+            got = count(text(asof.format("")), {"v": "2026-08-07T12:00:00+00:00"})
+            assert got.scalar() == len(third)
+            # in Denver that payload fell on the 6th (18:00): the 6th is observed there
+            got = count(text(asof.format(denver)), {"v": "2026-08-06T20:00:00+00:00"})
+            assert got.scalar() == len(second)
+            # as known before the gap was recorded: answered
+            before = ", 4326, CAST(:k AS timestamptz)"
+            got = count(text(asof.format(before)), {"v": "2026-08-06T06:00:00+00:00", "k": known})
+            assert got.scalar() == len(second)
+            rows = "SELECT count(*) FROM feedledger_layer_rows('lots', CAST(:v AS timestamptz))"
+            got = count(text(rows), {"v": "2026-08-08T12:00:00+00:00"})
+            assert got.scalar() == len(third)
     finally:
         engine.dispose()
 
