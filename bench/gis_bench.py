@@ -16,7 +16,7 @@ rotated and reversed (the same shape: not a change). Generated once into
 
 The floor: no reader can be faster than reading the file with pyogrio (`read_arrow`)
 and computing the canonical geometry hash of every feature
-(`feedledger.formats.geometry.hash_wkb`, the reader's own: chunks on two threads, and
+(`feedledger.formats.spatial.geometry.hash_wkb`, the reader's own: chunks on two threads, and
 the validity the canonical form needs), so `floor` does exactly that.
 `reader` runs `feedledger.formats.readers.read_observations` on the same bytes. The
 end-to-end part runs `feedledger init`, `source add parcels --key parcel_id --format
@@ -148,7 +148,7 @@ def _write(path: Path, table: Any) -> None:
 def floor(path: str) -> dict[str, Any]:
     import pyogrio
 
-    from feedledger.formats.geometry import hash_wkb
+    from feedledger.formats.spatial.geometry import hash_wkb
 
     t0 = time.perf_counter()
     _meta, table = pyogrio.read_arrow(path)

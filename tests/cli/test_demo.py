@@ -16,7 +16,7 @@ from feedledger.cli.main import app
 from feedledger.demo import MOVED, ROTATED, ZONING, build_demo
 from feedledger.demo.featureserver import serving
 from feedledger.demo.zoning import EDITS, features, layer
-from feedledger.formats.geometry import geometry_changed
+from feedledger.formats.spatial.geometry import geometry_changed
 from feedledger.sources.arcgis import fetch_layer
 
 EDIT_MS = int(EDITS[0].timestamp() * 1000)

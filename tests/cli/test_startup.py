@@ -112,8 +112,8 @@ def test_a_csv_snapshot_loads_no_archive_reader_or_gis_library(cli: Cli, tmp_pat
 
 
 def test_a_csv_ingest_loads_no_gis_module_or_library(cli: Cli, tmp_path: Path) -> None:
-    """`feedledger ingest` of a CSV payload: the GIS readers (`formats.geo_reader`,
-    `formats.geoparquet`, `formats.gis`) and their libraries (shapely, pyogrio) stay
+    """`feedledger ingest` of a CSV payload: the GIS readers (`formats.spatial.geo_reader`,
+    `formats.spatial.geoparquet`, `formats.spatial.gis`) and their libraries (shapely, pyogrio) stay
     unloaded; they cost a 1M-parcel daily ingest ~0.1-0.3 s of import before the parse
     (bench/README.md, "Stop 26")."""
     cli("source", "add", "p", "--key", "id")
@@ -131,9 +131,9 @@ def test_a_csv_ingest_loads_no_gis_module_or_library(cli: Cli, tmp_path: Path) -
     assert "feedledger.formats.readers" in loaded["ours"]  # (it did read the payload)
     assert not {"pyogrio", "shapely"} & set(loaded["heavy"])
     gis = (
-        "feedledger.formats.geo_reader",
-        "feedledger.formats.geoparquet",
-        "feedledger.formats.gis",
+        "feedledger.formats.spatial.geo_reader",
+        "feedledger.formats.spatial.geoparquet",
+        "feedledger.formats.spatial.gis",
     )
     assert not set(gis) & set(loaded["ours"])
 

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.formats import Observations
-from feedledger.formats.geometry import geometry_hash
+from feedledger.formats.spatial.geometry import geometry_hash
 from feedledger.ledger import bulk
 from feedledger.ledger.runs import leases
 from feedledger.ledger.schema import outcomes, payloads, versions

@@ -1,7 +1,7 @@
 """Non-finite coordinates refused, in the user's words (`FeatureGeometryError` naming the
 feature): a NaN or infinite ordinate is no position -- kept, it would be written out as
 an empty or unreadable geometry and hide later moves. Checked on the coordinate arrays
-every geometry's canonical form is computed from (`check_finite`, formats/geometry.py),
+every geometry's canonical form is computed from (`check_finite`, formats/spatial/geometry.py),
 and in GeoJSON text before GDAL reads it (`check_geojson_finite`), since GDAL reads a
 point with one NaN ordinate as an empty point."""
 

@@ -48,7 +48,7 @@ class Observations:
     # the payload's field names in the order it states them (payloads.fields)
     fields: list[str] | None = None
     # GIS payloads: one row per record in idx order: `geometry_hash` (Int64 hash of the
-    # canonical form, formats/geometry.py; folded into `hash`) and the geometry as
+    # canonical form, formats/spatial/geometry.py; folded into `hash`) and the geometry as
     # stated, either as `geometry` (GeoJSON text) or as `wkb` (WKB, what the readers
     # give: its GeoJSON is made on demand, a daily ingest writes few); null for a
     # feature without one. Read it through `geometries(idx)`, which gives the GeoJSON.

@@ -4,7 +4,7 @@ CSV takes a vectorised path (polars reads every field as a string, the canonical
 JSON and hash are built as column expressions). JSON, JSON lines and Parquet take a
 generic per-record path that keeps number literals exactly as written. GIS formats
 (GeoJSON, shapefile, GeoPackage, File Geodatabase, FlatGeobuf, GeoParquet) take the
-columnar path of `formats.geo_reader`: properties as the record, geometry beside it.
+columnar path of `formats.spatial.geo_reader`: properties as the record, geometry beside it.
 """
 
 from __future__ import annotations
@@ -58,13 +58,13 @@ def read_observations(
     pre_read: Callable[[str], Observations | None] | None = None,
 ) -> Observations:
     """Parse and validate a payload for `src`. Raises BadPayloadError on any bad input.
-    `pre_read(label)`: a GIS payload already read as it arrived (formats/geo_pages.py),
+    `pre_read(label)`: a GIS payload already read as it arrived (formats/spatial/geo_pages.py),
     equal to reading `data`; None: `data` is read."""
     if not data or data.isspace():  # (no copy of a large payload)
         raise fail(src, label, f"payload is empty ({len(data)} bytes, no data)")
     if src.is_geo:
         # lazy: the GIS readers and shapely cost a CSV ingest 0.1-0.3 s
-        from feedledger.formats.geo_reader import read_geo  # lazy: see above
+        from feedledger.formats.spatial.geo_reader import read_geo  # lazy: see above
 
         pre = pre_read(label) if pre_read is not None else None
         obs = pre if pre is not None else read_geo(_geo_bytes(data, src, label), src, label)

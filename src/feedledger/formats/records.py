@@ -152,7 +152,7 @@ def parquet_records(data: bytes, src: SourceConfig, label: str) -> list[dict[str
     if len(set(names)) != len(names):
         dupes = sorted({clip(n) for n in names if names.count(n) > 1})[:5]
         raise fail(src, label, f"duplicate column name(s) in the Parquet schema: {dupes}")
-    from feedledger.formats.geoparquet import geo_metadata  # lazy: GIS modules, on need
+    from feedledger.formats.spatial.geoparquet import geo_metadata  # lazy: GIS modules, on need
 
     if geo_metadata(table.schema) is not None:  # its geometry is not an attribute
         raise fail(src, label, "this is GeoParquet: use --format geoparquet")

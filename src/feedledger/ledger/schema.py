@@ -123,7 +123,7 @@ versions = Table(
     Column("content_hash", BigInteger, nullable=False),
     Column("prev_version_id", BigInteger),
     Column("retracted_at", BigInteger),
-    # GIS sources (0008): the hash of the geometry's canonical form (formats/geometry.py),
+    # GIS sources (0008): the hash of the geometry's canonical form (formats/spatial/geometry.py),
     # which is what a geometry change is judged on, and the geometry as stated (GeoJSON)
     Column("geometry_hash", BigInteger),
     Column("fields_id", Integer),

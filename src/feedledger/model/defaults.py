@@ -5,7 +5,7 @@ options without importing pydantic."""
 from __future__ import annotations
 
 # Geometry changes are judged on coordinates snapped to this grid, in the layer's unit
-# (formats/geometry.py explains the default and when to choose a coarser one).
+# (formats/spatial/geometry.py explains the default and when to choose a coarser one).
 DEFAULT_GEOMETRY_GRID = 1e-9
 
 # Fetch limits (per source, in feedledger.toml): a payload larger than this is refused

@@ -38,7 +38,7 @@ PayloadFormat = Literal[
     "jsonl",
     "json",
     "parquet",
-    # GIS formats (formats/gis.py; geoparquet with pyarrow): a feature's properties are
+    # GIS formats (formats/spatial/gis.py; geoparquet with pyarrow): a feature's properties are
     # its record, its geometry is kept beside them (versions.geometry)
     "geojson",
     "geojsonseq",

@@ -108,7 +108,7 @@ def ingest(
     but never claims its publication slot, so a corrected file for the same date can
     follow. A readable one gets its sidecar (with `metadata`, what a portal connector
     stated about it) and index row, then is applied. `pre_read`: the payload as read
-    while it downloaded (formats/geo_pages.py; see `read_observations`)."""
+    while it downloaded (formats/spatial/geo_pages.py; see `read_observations`)."""
     fetched_at = fetched_at or now_us()
     src, when = date_publication(
         ctx,

@@ -205,7 +205,7 @@ def live_run(
     src = ctx.workspace.source(source)
     _need_fetch(source, src.fetch)
     assert src.fetch is not None
-    from feedledger.formats.geo_pages import page_reader  # lazy: shapely, pyogrio (a fetch)
+    from feedledger.formats.spatial.geo_pages import page_reader  # lazy: shapely, pyogrio (a fetch)
 
     path = _state_path(ctx, source)
     fetched_at = now_us()

@@ -37,7 +37,7 @@ def encode(
     """GeoPackage blobs of ISO WKB geometries (None stays None), and the envelope of
     the batch (minx, miny, maxx, maxy; None if no geometry has one). `multi`: the layer
     is of a Multi* type, so a single part is written as a one-part Multi* (the same
-    geometry: its canonical form, formats/geometry.py, is equal). `z`: the layer has Z
+    geometry: its canonical form, formats/spatial/geometry.py, is equal). `z`: the layer has Z
     (else a third coordinate is dropped: a 2-D layer holds 2-D geometry, as its
     canonical form is)."""
     out: list[bytes | None] = [None] * len(wkbs)

@@ -1,4 +1,4 @@
-"""A GeoJSON sequence handed to GDAL as one FeatureCollection (formats/gis.py): the
+"""A GeoJSON sequence handed to GDAL as one FeatureCollection (formats/spatial/gis.py): the
 one-pass join (one record per line) equals the record-by-record join, and GDAL picks
 its driver from the leading records only, with the whole still read and checked."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from feedledger.formats import gis
+from feedledger.formats.spatial import gis
 from feedledger.model.errors import BadPayloadError
 
 

@@ -1,5 +1,5 @@
 """GeoParquet read into Arrow (pure; pyarrow only): the same `GisTable` as
-`formats.gis.read_gis` gives, properties as columns plus a WKB `geometry`.
+`formats.spatial.gis.read_gis` gives, properties as columns plus a WKB `geometry`.
 
 A GeoParquet file is a Parquet file whose schema metadata holds a `geo` JSON document
 (https://geoparquet.org): `primary_column` names the geometry column, its `encoding`
@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from feedledger.formats.compressed import not_parquet
-from feedledger.formats.gis import GisTable
+from feedledger.formats.spatial.gis import GisTable
 from feedledger.model.errors import BadPayloadError
 
 __all__ = ["GEO_METADATA_KEY", "geo_metadata", "read_geoparquet"]

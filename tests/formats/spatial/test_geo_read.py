@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedledger import config
-from feedledger.formats.geometry import geometry_hash
-from feedledger.formats.gis import read_gis
 from feedledger.formats.observations import Observations
 from feedledger.formats.readers import published_from_field, read_observations
+from feedledger.formats.spatial.geometry import geometry_hash
+from feedledger.formats.spatial.gis import read_gis
 from feedledger.formats.typed_columns import typed_hashes, typed_texts
 from feedledger.model.errors import BadPayloadError
 from feedledger.model.source import SourceConfig
@@ -480,7 +480,7 @@ def test_snapping_in_numpy_equals_geos_pointwise_precision(
 ) -> None:
     import numpy as np
 
-    from feedledger.formats.grid import snap_to_grid
+    from feedledger.formats.spatial.grid import snap_to_grid
 
     coords = np.array(values[: len(values) // 2 * 2], dtype=np.float64).reshape(-1, 2)
     coords = np.concatenate([coords, coords * grid])  # halves of the grid too
@@ -493,7 +493,7 @@ def test_snapping_in_numpy_equals_geos_pointwise_precision(
 def test_snapping_near_halves_and_huge_values_equals_geos(grid: float) -> None:
     import numpy as np
 
-    from feedledger.formats.grid import snap_to_grid
+    from feedledger.formats.spatial.grid import snap_to_grid
 
     halves = (np.arange(-50, 50) + 0.5) * grid
     odd = [0.0, -0.0, 0.49999999999999994, -0.49999999999999994, 2.0**52, 2.0**53 + 2, 1e17]
@@ -533,7 +533,7 @@ def test_self_intersecting_ring_reversed_or_rotated_is_the_same_shape() -> None:
 
 
 def test_hash_wkb_in_chunks_on_threads_equals_the_whole() -> None:
-    from feedledger.formats.geometry import hash_wkb
+    from feedledger.formats.spatial.geometry import hash_wkb
 
     shapes = shapely.from_wkt([w for *_, w in PARCELS.values()] * 3)
     bowtie = shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1)])

@@ -71,7 +71,7 @@ import pyarrow as pa
 import shapely
 
 from feedledger.formats.finite import FeatureGeometryError, check_finite
-from feedledger.formats.grid import check_grid, snap_to_grid
+from feedledger.formats.spatial.grid import check_grid, snap_to_grid
 from feedledger.model.errors import BadPayloadError
 from feedledger.model.hashing import hash_expr
 

@@ -1,4 +1,4 @@
-"""Geo files: `formats.gis.read_gis` over files pyogrio writes here."""
+"""Geo files: `formats.spatial.gis.read_gis` over files pyogrio writes here."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import shapely
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedledger.formats.geometry import canonical_wkb
-from feedledger.formats.gis import GisTable, detect_gis_format, read_gis
+from feedledger.formats.spatial.geometry import canonical_wkb
+from feedledger.formats.spatial.gis import GisTable, detect_gis_format, read_gis
 from feedledger.model.errors import BadPayloadError
 
 # WGS 84: GeoJSON sequences are always written in it (RFC 7946), so every format gets
@@ -231,7 +231,7 @@ def test_projected_crs_is_kept_as_stated(tmp_path: Path, fmt: str) -> None:
     got = read_gis(data, fmt, source="parcels", payload="p1")
     assert got.crs is not None and "26918" in got.crs  # not reprojected
     # FileGDB stores coordinates on its own XY resolution (1e-4 m by default): a projected
-    # layer is compared on a metric grid, as formats.geometry advises for such layers
+    # layer is compared on a metric grid, as formats.spatial.geometry advises for such layers
     got_geoms = canonical_wkb(got.table.column("geometry"), grid=1e-3)
     assert sorted(got_geoms) == sorted(canonical_wkb(moved, grid=1e-3))
 

@@ -5,7 +5,7 @@ The bytes are handed to pyogrio (its wheel bundles GDAL), which reads them throu
 `/vsimem/` file and returns the layer as an Arrow table: no per-feature Python loop.
 The properties become columns as pyogrio types them; the geometry becomes a plain WKB
 `binary` column named `geometry`, kept as the file states it (canonicalisation for
-comparison is `formats.geometry`'s business, not this module's). The CRS is the layer's
+comparison is `formats.spatial.geometry`'s business, not this module's). The CRS is the layer's
 as stated (`EPSG:4326`, or WKT when GDAL finds no authority code; `None` when the file
 states none), never reprojected.
 
@@ -35,7 +35,7 @@ import pyogrio
 import pyogrio.raw
 
 from feedledger.formats.finite import FeatureGeometryError, check_geojson_finite
-from feedledger.formats.gis_zip import gdb_folders, listing, member_names, repack
+from feedledger.formats.spatial.gis_zip import gdb_folders, listing, member_names, repack
 from feedledger.model.errors import BadPayloadError
 
 __all__ = ["GIS_FORMATS", "GisTable", "detect_gis_format", "read_gis"]
@@ -291,7 +291,7 @@ def _points_as_stored(table: pa.Table, meta: dict[str, Any], data: bytes, index:
     shapefile or FlatGeobuf writes a point with one NaN ordinate as an empty point (both
     NaN): kept so, a NaN coordinate would become an empty geometry without a word.
     Where a NaN shows at all (rare), the geometries are read again by GDAL's feature
-    reader, which keeps every ordinate, so `formats.geometry` refuses the NaN."""
+    reader, which keeps every ordinate, so `formats.spatial.geometry` refuses the NaN."""
     name = meta.get("geometry_name") or "wkb_geometry"
     kind = str(meta.get("geometry_type") or "Unknown")
     if name not in table.column_names or any(k in kind for k in ("LineString", "Polygon")):

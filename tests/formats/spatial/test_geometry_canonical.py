@@ -1,4 +1,4 @@
-"""Geometry changes are judged on a canonical form (formats/geometry.py)."""
+"""Geometry changes are judged on a canonical form (formats/spatial/geometry.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedledger.formats.geometry import (
+from feedledger.formats.spatial.geometry import (
     DEFAULT_GRID,
     canonical_wkb,
     geometry_changed,

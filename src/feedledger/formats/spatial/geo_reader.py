@@ -1,8 +1,8 @@
 """GIS payloads read into Observations: a feature's properties are its record, its
 geometry is kept beside them (columnar throughout; no per-feature Python loop).
 
-* **the layer**: `formats.gis.read_gis` (GeoJSON, GeoJSON sequence, zipped shapefile,
-  GeoPackage, zipped File Geodatabase, FlatGeobuf) or `formats.geoparquet` gives an
+* **the layer**: `formats.spatial.gis.read_gis` (GeoJSON, GeoJSON sequence, zipped shapefile,
+  GeoPackage, zipped File Geodatabase, FlatGeobuf) or `formats.spatial.geoparquet` gives an
   Arrow table of the properties, as the file types them, plus a WKB `geometry`.
 * **the record**: the properties as canonical JSON (`formats.typed_columns`): the same
   key text, attribute text and content hash as the JSON reader gives the same values
@@ -11,7 +11,7 @@ geometry is kept beside them (columnar throughout; no per-feature Python loop).
   GeoJSON text, Z kept, never reprojected, is made on demand by
   `Observations.geometries` for the rows written: a daily ingest writes few) and the
   hash of its canonical form
-  (`formats.geometry`: snapped to the source's `geometry_grid`, normalised, a
+  (`formats.spatial.geometry`: snapped to the source's `geometry_grid`, normalised, a
   single-part multi equal to its part). The content hash folds the geometry hash in
   after the properties: `mix(mix(h, 4), geometry_hash)` (0 for no geometry), so a
   ring rotated or reversed is no change and a vertex moved beyond the grid is one.
@@ -19,7 +19,7 @@ geometry is kept beside them (columnar throughout; no per-feature Python loop).
 * **invalid geometry** (a self-intersecting ring...) is kept as stated and counted
   (`invalid_geometries`), never refused or repaired.
 * **a geographic layer** (longitude/latitude: a GeoJSON without `crs`, EPSG:4326,
-  NAD83...) whose coordinates leave +-180 / +-90 is refused (`formats.geographic`):
+  NAD83...) whose coordinates leave +-180 / +-90 is refused (`formats.spatial.geographic`):
   projected metres labelled as degrees.
 """
 
@@ -30,10 +30,6 @@ from concurrent.futures import ThreadPoolExecutor
 import polars as pl
 import pyarrow as pa
 
-from feedledger.formats.geographic import check_geographic_range
-from feedledger.formats.geometry import hash_wkb
-from feedledger.formats.geoparquet import read_geoparquet
-from feedledger.formats.gis import GisTable, read_gis
 from feedledger.formats.observations import (
     BLANK_PATTERN,
     DELETE_FIELD,
@@ -46,6 +42,10 @@ from feedledger.formats.observations import (
     fail,
     row_list,
 )
+from feedledger.formats.spatial.geographic import check_geographic_range
+from feedledger.formats.spatial.geometry import hash_wkb
+from feedledger.formats.spatial.geoparquet import read_geoparquet
+from feedledger.formats.spatial.gis import GisTable, read_gis
 from feedledger.formats.typed_columns import (
     TypedTexts,
     fold,
@@ -124,7 +124,7 @@ def assemble(
     """The Observations of a layer whose property texts (`typed_texts`: one column per
     field, `fields` in the layer's order, plus any key field an empty layer lacks) and
     geometry (`shapes`: `wkb` or its GeoJSON text `geometry`, and `geometry_hash`) are
-    made: the key and its checks, the content hashes. `formats.geo_pages` assembles a
+    made: the key and its checks, the content hashes. `formats.spatial.geo_pages` assembles a
     layer read a page at a time with it."""
     raw = texts.frame
     _check_key_values(texts, src, label)

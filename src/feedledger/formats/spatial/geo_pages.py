@@ -25,7 +25,7 @@ reading unifies to, and the pages are joined only where that is known:
   cannot read: `observations` answers None and the caller reads the archived payload
   whole (`read_observations`), as replay and `archive reindex` do. Nothing is guessed.
 
-`tests/formats/test_geo_pages.py` checks the equality (hypothesis over awkward pages:
+`tests/formats/spatial/test_geo_pages.py` checks the equality (hypothesis over awkward pages:
 nulls, ints beside reals, a field missing on one page, booleans, big integers).
 """
 
@@ -41,11 +41,11 @@ import polars as pl
 import pyarrow as pa
 import shapely
 
-from feedledger.formats.geo_reader import assemble, require_fields
-from feedledger.formats.geographic import check_geographic_range
-from feedledger.formats.geometry import hash_wkb
-from feedledger.formats.gis import read_gis
 from feedledger.formats.observations import Observations
+from feedledger.formats.spatial.geo_reader import assemble, require_fields
+from feedledger.formats.spatial.geographic import check_geographic_range
+from feedledger.formats.spatial.geometry import hash_wkb
+from feedledger.formats.spatial.gis import read_gis
 from feedledger.formats.typed_columns import typed_texts
 from feedledger.model.source import SourceConfig
 

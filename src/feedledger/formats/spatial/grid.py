@@ -1,5 +1,5 @@
 """The canonical grid: every coordinate snapped to the nearest multiple of the grid, in
-numpy exactly as GEOS's pointwise `set_precision` rounds it (formats/geometry.py's
+numpy exactly as GEOS's pointwise `set_precision` rounds it (formats/spatial/geometry.py's
 canonical form is computed on the snapped coordinates)."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedledger.formats.geometry import DEFAULT_GRID, hash_wkb
+from feedledger.formats.spatial.geometry import DEFAULT_GRID, hash_wkb
 from feedledger.model.errors import BadPayloadError
 from helpers import Cli
 

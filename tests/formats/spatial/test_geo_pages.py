@@ -1,5 +1,5 @@
 """A layer read a page at a time while it downloads
-(formats/geo_pages.py) gives exactly the Observations of reading the archived GeoJSON
+(formats/spatial/geo_pages.py) gives exactly the Observations of reading the archived GeoJSON
 sequence whole (what replay and `archive reindex` do) -- same fields, key and attribute
 texts, content hashes, geometry texts and hashes -- or declines (None), and the run
 then reads the payload whole. Checked with hypothesis over awkward pages (nulls, ints
@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from fakes.arcgis import arcgis_fixture
 from feedledger.demo.featureserver import parcels, running
-from feedledger.formats.geo_pages import PageReader, page_reader
 from feedledger.formats.observations import Observations
 from feedledger.formats.readers import read_observations
+from feedledger.formats.spatial.geo_pages import PageReader, page_reader
 from feedledger.model.source import SourceConfig
 from helpers import Cli
 
@@ -216,7 +216,7 @@ def test_run_reads_pages_and_replay_gives_the_same_versions(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     whole_reads: list[str] = []
-    import feedledger.formats.geo_reader as geo_reader  # (readers imports it on need)
+    import feedledger.formats.spatial.geo_reader as geo_reader  # (readers imports it on need)
 
     real = geo_reader.read_geo
 

@@ -1,7 +1,7 @@
 """A zipped shapefile or FileGDB made readable for GDAL: the shapefile parts, or the
 `.gdb` folder's contents, picked from the zip (folders and `__MACOSX/` left out,
 checked for the parts a format needs and for the source's size limit) and put at the
-root of a new zip (formats/gis.py reads it)."""
+root of a new zip (formats/spatial/gis.py reads it)."""
 
 from __future__ import annotations
 
