@@ -6,7 +6,7 @@ each thread spent (helper proc, bench/README.md "Daily process (helper proc, 202
 
 runs the command as `feedledger` would (`cli/main.main`), with `FEEDLEDGER_TIMINGS=1`'s
 stages recorded as (start, end) in seconds since the process started, plus the thread's
-CPU seconds inside the stage, and each `pipeline/stages.Stage` (the `archive`, `store` and
+CPU seconds inside the stage, and each `pipeline/intake/stages.Stage` (the `archive`, `store` and
 `compress` threads) as a whole. At exit it prints them in start order on stderr, then the
 main thread's CPU before the read, and the process's CPU (all threads: what is left
 beyond the ones named is Polars' own thread pool). Only timing hooks are added.
@@ -62,7 +62,7 @@ def stage(name: str) -> Iterator[None]:
 
 timing.stage = stage  # before any module binds `from feedledger.timing import stage`
 
-import feedledger.pipeline.stages as stages  # noqa: E402
+import feedledger.pipeline.intake.stages as stages  # noqa: E402
 
 _init = stages.Stage.__init__
 

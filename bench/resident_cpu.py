@@ -12,7 +12,7 @@ queues the compression after the attempt (`Scheduler.settled`), that queue's wal
 CPU apart; the CPU of each persistent thread group (`/proc/self/task`: polars'
 `async-executor` and `polars` pools, jemalloc's, the Python threads) and of the threads
 that ended meanwhile (the ingest's stages); each named stage's CPU in the thread that
-ran it (`feedledger.timing.stage`, and the calls `pipeline/stages.py` starts: `T:...`);
+ran it (`feedledger.timing.stage`, and the calls `pipeline/intake/stages.py` starts: `T:...`);
 the stages' walls. Runs the tree on PYTHONPATH, so two trees alternate for an A/B.
 """
 
@@ -55,7 +55,7 @@ def _stage(name: str) -> Iterator[None]:
 
 timing.stage = _stage  # before the pipeline's modules bind it
 
-from feedledger.pipeline import stages  # noqa: E402
+from feedledger.pipeline.intake import stages  # noqa: E402
 
 _start = stages.Stages.start
 

@@ -10,7 +10,7 @@ that stops early (closes the generator) stops the worker: its next `put` raises
 
 Used by the snapshot's store fetch (ledger/readers/arrow_fetch.py, ledger/readers/snapshot_rows.py),
 the HTTP snapshot's writer thread (api/snapshot_stream.py), and the pipeline's stages
-(pipeline/stages.py: one call started ahead of the step that needs its result).
+(pipeline/intake/stages.py: one call started ahead of the step that needs its result).
 """
 
 from __future__ import annotations

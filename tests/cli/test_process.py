@@ -32,7 +32,7 @@ def test_cli_import_leaves_store_driver_for_later() -> None:
     """`feedledger` starts without SQLAlchemy, so `ingest` can import it on a second
     thread while it parses (and `--help` stays quick)."""
     code = (
-        "import sys, feedledger.cli.main, feedledger.pipeline.ingest\n"
+        "import sys, feedledger.cli.main, feedledger.pipeline.intake.ingest\n"
         "heavy = [m for m in ('sqlalchemy', 'psycopg', 'alembic') if m in sys.modules]\n"
         "print(','.join(heavy))"
     )

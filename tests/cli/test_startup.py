@@ -139,9 +139,9 @@ def test_a_csv_ingest_loads_no_gis_module_or_library(cli: Cli, tmp_path: Path) -
 
 
 def test_the_payload_readers_load_after_the_archive_has_the_bytes() -> None:
-    """`pipeline.ingest` does not import the readers (polars) at its own import: `ingest`
+    """`pipeline.intake.ingest` does not import the readers (polars) at its own import: `ingest`
     does, once the archive is hashing and compressing the bytes on another core."""
-    loaded = _loaded("import feedledger.pipeline.ingest")
+    loaded = _loaded("import feedledger.pipeline.intake.ingest")
     assert "polars" not in loaded["heavy"]
     assert "feedledger.formats.readers" not in loaded["ours"]
 

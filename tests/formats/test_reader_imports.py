@@ -1,7 +1,7 @@
 """What reading a payload loads: a CSV payload read whole (a source without a
 `memory_budget`) imports neither the batched reader nor its spill, so neither Arrow
 nor numpy: an ingest leaves those to the store's warm-up thread, beside the parse
-(pipeline/ingest.py). A module list, never a time."""
+(pipeline/intake/ingest.py). A module list, never a time."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from feedledger.context import Context
 from feedledger.ledger import engine as eng
 from feedledger.ledger import queries
 from feedledger.ledger.schema import outbox, versions
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from helpers import Cli, write_csv
 
 HEADER = ["parcel_id", "zoning", "owner"]

@@ -22,7 +22,7 @@ from feedledger import faults
 from feedledger.config import Workspace, make_source
 from feedledger.context import Context
 from feedledger.ledger import bulk, staging
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from helpers import migrate, write_csv
 
 DAY1 = b"id,v\n" + b"".join(b"%d,a%d\n" % (i, i) for i in range(40))

@@ -29,7 +29,7 @@ from feedledger.ledger.store import Store
 from feedledger.model.errors import BadPayloadError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import parse_instant, to_us
-from feedledger.pipeline.apply import Applied, apply_observations
+from feedledger.pipeline.intake.apply import Applied, apply_observations
 from helpers import Cli, MakeSource
 
 Feature = tuple[dict[str, Any], dict[str, Any] | None]  # (properties, geometry)

@@ -15,7 +15,7 @@ from feedledger.context import Context
 from feedledger.diff.compute import STATE_SCHEMA
 from feedledger.ledger import statecache
 from feedledger.ledger.stateparts import StateParts, write_parts
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from helpers import MakeSource
 
 

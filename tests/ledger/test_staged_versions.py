@@ -15,7 +15,7 @@ import pytest
 from feedledger.config import Workspace, make_source
 from feedledger.context import Context
 from feedledger.ledger import bulk, staging
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from helpers import backend_store, migrate
 
 _ROWS = """SELECT version_id, valid_from, txn_seq, content_hash, prev_version_id,

@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger.statecache import WarmStates
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from feedledger.pipeline.retract import retract_run
 from helpers import MakeSource
 

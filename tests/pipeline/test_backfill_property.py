@@ -25,10 +25,10 @@ from feedledger.context import Context
 from feedledger.ledger import queries
 from feedledger.ledger.records import Version
 from feedledger.ledger.runs.lookup import list_runs
-from feedledger.pipeline.archiving import archive_add
 from feedledger.pipeline.catchup.backfill import NothingToDo, backfill
 from feedledger.pipeline.catchup.replay import replay
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.archiving import archive_add
+from feedledger.pipeline.intake.ingest import ingest
 from feedledger.pipeline.verify import verify
 from pipeline.history_model import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace
 

@@ -15,7 +15,7 @@ from feedledger import faults
 from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger import queries
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from feedledger.pipeline.verify import verify
 from pipeline.history_model import KEYS, Payload, csv_bytes, day, expected_history, fresh_workspace
 

@@ -83,7 +83,7 @@ def test_run_source_recovers_a_date_template_with_gaps_for_what_is_not_served(
     """The Python entry point, a `{date}` location, and the scheduler's clock: the cadence
     says 08-03 .. 08-11 were missed; the publisher no longer serves 08-07."""
     from feedledger.pipeline.catchup.recovery import Recovery
-    from feedledger.pipeline.run import run_source
+    from feedledger.pipeline.intake.run import run_source
 
     feed = setup(cli, tmp_path, [d for d in WEEK if d != "2026-08-07"])
     template = str(feed / f"{SRC}_{{date}}.csv")

@@ -10,7 +10,7 @@ import feedledger
 
 PIPELINE = Path(feedledger.__file__).parent / "pipeline"
 MODULES = [
-    "apply",
+    "intake/apply",
     "catchup/applying",
     "catchup/assess",
     "catchup/backfill",
@@ -19,7 +19,7 @@ MODULES = [
     "doctor/findings",
     "doctor/store_checks",
     "health",
-    "ingest",
+    "intake/ingest",
     "manual",
     "query",
     "retract",

@@ -342,7 +342,7 @@ def test_future_check_uses_the_callers_clock() -> None:
     from feedledger.model.errors import ConfigError
     from feedledger.model.source import SourceConfig
     from feedledger.model.timeutil import parse_instant, to_us
-    from feedledger.pipeline.archiving import resolve_published_at
+    from feedledger.pipeline.intake.archiving import resolve_published_at
 
     src = SourceConfig(name="s", key=("id",), timezone="America/Denver")
     now = to_us(parse_instant("2026-08-06T12:00:00Z"))

@@ -202,7 +202,7 @@ class Fleet:
         layer then, not now (a look today would have observed today's publication as
         not there: invariant 12)."""
         from feedledger.context import Context  # lazy: the tests' collection stays light
-        from feedledger.pipeline.run import live_run
+        from feedledger.pipeline.intake.run import live_run
 
         ctx = Context(Workspace.load(self.ws.config_path))
         try:

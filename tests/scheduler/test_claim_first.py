@@ -16,7 +16,7 @@ import pytest
 from feedledger.ledger import schedule_state
 from feedledger.ledger.runs import holders, leases
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline import run as run_module
+from feedledger.pipeline.intake import run as run_module
 from feedledger.scheduler.loop import Options, Scheduler
 from helpers import Cli
 

@@ -5,7 +5,7 @@ the system what each attempt freed, and says so in `health` (its resident set af
 last attempt and its high water mark). Its resident set between runs, after the last
 source, stays within a fixed margin of what it was after its first: nothing grows with
 the number of sources attempted (the 300-source fleet's scheduler grew to ~2.4 GB:
-glibc arenas holding what every run freed, pipeline/allocators.py). Real processes,
+glibc arenas holding what every run freed, pipeline/intake/allocators.py). Real processes,
 real clock, SQLite (one scheduler)."""
 
 from __future__ import annotations

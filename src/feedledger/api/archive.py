@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from feedledger.api.results import Raw
 from feedledger.api.times import opt_dt
-from feedledger.pipeline.archiving import expand_files
-from feedledger.pipeline.archiving import reindex as rebuild
+from feedledger.pipeline.intake.archiving import expand_files
+from feedledger.pipeline.intake.archiving import reindex as rebuild
 
 if TYPE_CHECKING:
     from feedledger.context import Context

@@ -111,7 +111,9 @@ class Source(SnapshotMethods):
         A publisher date more than a day ahead is refused unless `allow_future`; one
         gone back before the watermark with other content is refused (exit 6, archived)
         unless `accept_restored` applies it as a correction dated now."""
-        from feedledger.pipeline.run import run_source  # lazy: a snapshot loads no payload reader
+        from feedledger.pipeline.intake.run import (
+            run_source,  # lazy: a snapshot loads no payload reader
+        )
 
         result = run_source(
             self.context,

@@ -1,7 +1,7 @@
 """Compressing after the commit: an ingest stores its payload's object raw (sha256,
 write, fsync: durable before the ledger sees the payload, invariant 1), and compresses
 it once the payload is archived under its source, beside the payload's transaction
-(`pipeline/ingest.py`), instead of delta-encoding and checking it on the parse's
+(`pipeline/intake/ingest.py`), instead of delta-encoding and checking it on the parse's
 critical path.
 
 `settle` compresses the payload against the source's payload before it, and first any

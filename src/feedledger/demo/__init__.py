@@ -14,7 +14,7 @@ it (cli/demo_cmd.py), the tests and benchmarks use its FeatureServer.
   request log (under the FeatureServer and the tests' other fakes).
 
 May import: the public API (`import feedledger`), the standard library, and one module
-under it, `feedledger.pipeline.run` (the zoning runs take the caller's clock, which
+under it, `feedledger.pipeline.intake.run` (the zoning runs take the caller's clock, which
 `Source.run` does not: see demo/zoning.py); pyproject's import-linter contracts say so.
 `featureserver` and `local_server` import only the standard library.
 """

@@ -12,7 +12,7 @@ on three publication days, then once more with nothing new:
 The server listens on 127.0.0.1 only while the demo runs; the source stays declared with
 its (then closed) port, so a later `feedledger run zoning` reports it unreachable.
 
-The runs go through the public API but for one call: each run is `pipeline.run.run_source`
+The runs go through the public API but for one call: each run is `pipeline.intake.run.run_source`
 with the caller's clock (`now`: an hour after that day's edit), which `Source.run` does not
 take; on the real clock every day since the first edit would be due at once."""
 
@@ -26,7 +26,7 @@ import feedledger as fl
 from feedledger.demo.featureserver import FakeArcGIS, Feature, serving
 
 # the one import under the public API (see the docstring): the run on the caller's clock
-from feedledger.pipeline.run import NothingNew, run_source
+from feedledger.pipeline.intake.run import NothingNew, run_source
 
 if TYPE_CHECKING:
     from feedledger import Ingested, Ledger, NothingToDo, NotModified

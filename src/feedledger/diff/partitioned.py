@@ -149,7 +149,7 @@ def parts_of(frame: pl.DataFrame, partitions: int) -> Callable[[int], pl.DataFra
     all parts (a small integer a row) rather than once a part: the number of parts grows
     with the rows under a budget, so working them out per part grew as rows x parts
     (10M observations and 10M state rows in 15 parts: ~2x the per-row cost at 3M).
-    Used by `compute_partitioned`; `pipeline/bounded.next_state` keeps `part` (a 10M next
+    Used by `compute_partitioned`; `pipeline/intake/bounded.next_state` keeps `part` (a 10M next
     day with it there peaked higher, unexplained: bench/README.md, "10M time (helper big,
     2026-12-06)")."""
     if partitions == 1:

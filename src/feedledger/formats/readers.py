@@ -42,7 +42,7 @@ __all__ = [
 def _fits_whole(src: SourceConfig, size: int) -> bool:
     """`csv_batched.fits_whole`, whose module (with pyarrow) is imported only for a
     source with a `memory_budget`: a whole read's ingest leaves Arrow to the store's
-    warm-up thread (pipeline/ingest.py), off the parse's critical path."""
+    warm-up thread (pipeline/intake/ingest.py), off the parse's critical path."""
     if src.memory_budget is None:
         return True
     from feedledger.formats.csv_batched import fits_whole  # lazy: see above

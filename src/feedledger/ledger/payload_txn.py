@@ -71,7 +71,7 @@ class PayloadWrite:
     # the compact texts are then made from them (ledger/encoding/encode.py)
     rows: Callable[[pl.Series], pl.DataFrame | None] | None = None
     # the version rows encoded and written at a time (None: bulk.VERSION_CHUNK_ROWS;
-    # fewer within a source's memory budget, pipeline/bounded.py)
+    # fewer within a source's memory budget, pipeline/intake/bounded.py)
     chunk_rows: int | None = None
 
     @property

@@ -211,7 +211,7 @@ class StateCache:
     def peek(self, source: str) -> tuple[pl.DataFrame, Watermark | None] | None:
         """`load` without writing anything: None when the cache file for the store's
         watermark is missing or unreadable. For a caller that does not hold the
-        source's lease (a diff computed ahead of it: `pipeline/apply.diff_ahead`)."""
+        source's lease (a diff computed ahead of it: `pipeline/intake/apply.diff_ahead`)."""
         wm = self.store.watermark(source)
         if wm is None:
             return empty_state(), None
@@ -239,7 +239,7 @@ class StateCache:
         """Start writing the state the transaction at `seq` will commit, on another core;
         it becomes visible only by `PendingCache.publish()` after that commit. `frame`
         may come in parts (made one at a time as they are written, in any key order:
-        a diff within a memory budget, pipeline/bounded.py; a `StateParts` is written a
+        a diff within a memory budget, pipeline/intake/bounded.py; a `StateParts` is written a
         key-hash partition to a record batch: ledger/stateparts.py)."""
         return PendingCache(self, source, frame, seq)
 

@@ -1,6 +1,6 @@
 """A source's diff state written in key-hash partitions, and read back a partition at a
 time: the state cache's file format for a state made in parts (a source under a
-`memory_budget`, pipeline/bounded.py).
+`memory_budget`, pipeline/intake/bounded.py).
 
 The file is one Arrow IPC file of the state's schema (diff.STATE_SCHEMA) whose record
 batches are the partitions in order -- batch p holds exactly the keys whose key hash

@@ -90,7 +90,7 @@ class Store:
     def checkpoint(self) -> None:
         """SQLite: copy the WAL into the database file (automatic checkpoints are off so
         that they never run inside a payload's commit). Writers call this before their
-        transaction, on another thread while they parse (`pipeline.ingest`); closing
+        transaction, on another thread while they parse (`pipeline.intake.ingest`); closing
         the store does it too unless the log is left for the next writer."""
         if self.dialect != "sqlite" or not self.wal_bytes():
             return

@@ -1,6 +1,6 @@
 """Byte sizes as people write them (`1GiB`, `512 MiB`, `2G`, `1500000000`): parsed to
 a whole number of bytes, and written back readably; and the default memory bound of a
-source declared without a `memory_budget` (pipeline/bounded.py): the budget it gets for a
+source declared without a `memory_budget` (pipeline/intake/bounded.py): the budget it gets for a
 payload too large for the whole path, and the payload size from which it gets it, each
 changed by an environment variable. No I/O beyond reading the environment."""
 

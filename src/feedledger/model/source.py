@@ -213,7 +213,7 @@ class SourceConfig(BaseModel):
     token_env: str | None = None
     # The memory one payload's diff may use, in bytes (`1GiB` accepted): a payload whose
     # diff would need more is read, diffed and written in key-hash partitions
-    # (pipeline/bounded.py). None: the whole payload at once (fastest), unless it is
+    # (pipeline/intake/bounded.py). None: the whole payload at once (fastest), unless it is
     # large enough for the default bound (sizes.within_default: 1 GiB from 256 MiB).
     memory_budget: int | None = None
 

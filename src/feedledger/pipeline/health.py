@@ -45,7 +45,7 @@ class SourceHealth:
     schedule: dict[str, Any] = field(default_factory=dict)
     recovery: str = "auto"
     # the publisher's date ahead of the clock, or gone back with other content (one
-    # line; health fails while it stands: pipeline/observing.py)
+    # line; health fails while it stands: pipeline/intake/observing.py)
     publisher_date_problem: str | None = None
     last_observed_at: int | None = None  # the last successful fetch, new or not
 

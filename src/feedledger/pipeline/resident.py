@@ -27,7 +27,7 @@ from feedledger.context import Context
 from feedledger.ledger.runs import holders
 from feedledger.ledger.statecache import WarmStates
 from feedledger.model.timeutil import iso, now_us
-from feedledger.pipeline import allocators
+from feedledger.pipeline.intake import allocators
 
 FOLDER = "resident"
 
@@ -59,7 +59,7 @@ class ResidentReport:
             "store_id": self.store_id,
             "updated_at": iso(now_us()),
             # its resident set as it publishes (after an attempt, the memory freed given
-            # back: pipeline/allocators.py), and the most it ever held
+            # back: pipeline/intake/allocators.py), and the most it ever held
             "rss_bytes": allocators.rss_bytes(),
             "peak_rss_bytes": allocators.peak_rss_bytes(),
             **warm.summary(),

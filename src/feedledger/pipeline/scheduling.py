@@ -41,12 +41,12 @@ from feedledger.model.errors import (
 )
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
-from feedledger.pipeline import observing
 from feedledger.pipeline.catchup.backfill import Progress
 from feedledger.pipeline.catchup.recovery import recover, waiting
 from feedledger.pipeline.health import SourceHealth, due_in
-from feedledger.pipeline.observing import DateWentBackError, observes
-from feedledger.pipeline.run import live_run
+from feedledger.pipeline.intake import observing
+from feedledger.pipeline.intake.observing import DateWentBackError, observes
+from feedledger.pipeline.intake.run import live_run
 
 MAX_BACKOFF_S = 3600.0
 
@@ -62,7 +62,7 @@ class Attempt:
 
     source: str
     action: str  # live | recover | hold
-    # applied | unchanged (observed: pipeline/observing.py) | not_yet_published |
+    # applied | unchanged (observed: pipeline/intake/observing.py) | not_yet_published |
     # recovered | waiting | done_elsewhere | held | busy | failed | interrupted
     outcome: str
     at: int
@@ -151,7 +151,7 @@ def attempt(
         action = "hold"
     result = Attempt(src.name, action, "failed", now, missed=len(missed))
     # nothing new from a source serving its current state is an observation (a success:
-    # pipeline/observing.py); from dated files, the publication has not come yet
+    # pipeline/intake/observing.py); from dated files, the publication has not come yet
     unchanged = "unchanged" if observes(src) else "not_yet_published"
     due = due_at(src.cadence, src.timezone, missed[-1], src.publish_at) if missed else now
     try:

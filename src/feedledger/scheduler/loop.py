@@ -16,7 +16,7 @@ of up to `max_warm_sources` sources in memory between attempts (least recently u
 dropped first; each checked against the store's watermark before use:
 ledger/statecache.py), and says what it holds in a file `health` reads (pipeline/resident.py).
 Between runs it holds no more than that: glibc's arenas are capped at its start and
-their free pages given back after each attempt (pipeline/allocators.py), and its RSS is
+their free pages given back after each attempt (pipeline/intake/allocators.py), and its RSS is
 in the same file. An attempt returns once its payload is applied: the raw object's compression
 (archive/settle.py) is queued on a thread of the process's own (`Context.after_apply`),
 drained when the loop stops.
@@ -52,8 +52,8 @@ from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, now_us
 from feedledger.notify.dispatch import dispatch
 from feedledger.notify.subscriptions import listing
-from feedledger.pipeline import allocators
 from feedledger.pipeline.health import destination_lag, due_in, from_rows, health, read_rows
+from feedledger.pipeline.intake import allocators
 from feedledger.pipeline.resident import ResidentReport
 from feedledger.pipeline.scheduling import (
     Attempt,

@@ -52,7 +52,7 @@ Line = tuple[Any, str]  # (object id, one GeoJSON Feature as text, no newline)
 
 
 class PageSink(Protocol):
-    """Who reads the layer while it downloads (pipeline/run.py hands one in: a reader of
+    """Who reads the layer while it downloads (pipeline/intake/run.py hands one in: a reader of
     `formats.spatial.geo_pages`): each page's checked lines, in order, as they arrive; `restart`
     when the download starts over (the layer was republished meanwhile)."""
 

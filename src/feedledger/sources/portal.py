@@ -200,5 +200,5 @@ def nothing_new(src: SourceConfig, what: str, published_at: int, watermark: int)
         f"{iso(watermark)}; no rows were downloaded",
         source=src.name,
     )
-    err.published_at = published_at  # a date gone back is looked at (pipeline/observing)
+    err.published_at = published_at  # a date gone back is looked at (pipeline/intake/observing)
     return err

@@ -34,7 +34,7 @@ from feedledger.ledger.schema import applications, gaps
 from feedledger.model.timeutil import to_us
 from feedledger.pipeline.catchup.backfill import NothingToDo, RunReport, backfill
 from feedledger.pipeline.catchup.replay import replay
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake.ingest import ingest
 from helpers import Cli
 from ledger.runs.lease_rival import NOW, rival_before_lease
 from pipeline.backfill_scenario import at, fetch, outbox_rows, zonings
@@ -253,7 +253,7 @@ def test_a_run_that_wrote_anything_is_finished_not_removed(
 def count_diffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One item appended for each diff computed (`bounded.diff`, whole or in partitions,
     what `apply` calls), ahead or not."""
-    from feedledger.pipeline import bounded
+    from feedledger.pipeline.intake import bounded
 
     diffs: list[int] = []
     real = bounded.diff

@@ -12,8 +12,8 @@ from typing import Any
 from feedledger.api.results import Ingested, NothingToDo, NotModified, Payload, Recovered, WindowRun
 from feedledger.context import Context
 from feedledger.model.errors import NotFoundError
-from feedledger.pipeline.archiving import archive_add
-from feedledger.pipeline.ingest import ingest as apply
+from feedledger.pipeline.intake.archiving import archive_add
+from feedledger.pipeline.intake.ingest import ingest as apply
 
 
 def content_type(name: str) -> str | None:
@@ -44,10 +44,10 @@ def ingest(
 
     if not isinstance(payload, bytes):
         # a file: read from the archive's copy of it, never held whole, when its source
-        # reads it in batches; else its bytes (pipeline/ingest_file.py)
+        # reads it in batches; else its bytes (pipeline/intake/ingest_file.py)
         path = Path(payload)
         name = name or path.name
-        from feedledger.pipeline.ingest_file import ingest_file  # lazy: the archive
+        from feedledger.pipeline.intake.ingest_file import ingest_file  # lazy: the archive
 
         return Ingested.of(
             ingest_file(
@@ -104,7 +104,9 @@ def run_result(source: str, result: Any) -> Ingested | Recovered | NothingToDo |
     from feedledger.pipeline.catchup.recovery import (  # lazy: the payload readers
         Recovery,
     )
-    from feedledger.pipeline.run import NothingNew  # lazy: a snapshot loads no payload reader
+    from feedledger.pipeline.intake.run import (
+        NothingNew,  # lazy: a snapshot loads no payload reader
+    )
 
     if result is None:
         return NotModified(source)

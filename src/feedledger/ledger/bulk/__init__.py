@@ -122,7 +122,7 @@ VERSION_VARYING = [
     "revision",
     "attributes",
 ]
-# GIS sources only (pipeline/apply.py passes `geometries`): the geometry as stated and
+# GIS sources only (pipeline/intake/apply.py passes `geometries`): the geometry as stated and
 # the hash of its canonical form; other sources never carry or encode these columns
 GEOMETRY_COLUMNS = ["geometry", "geometry_hash"]
 # (a version's run and payload are its application's: same source and txn_seq)
@@ -155,7 +155,7 @@ def version_parts(
     chunk_rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
     """The varying version columns, `chunk_rows` (default VERSION_CHUNK_ROWS; fewer
-    within a source's memory budget: pipeline/bounded.py) rows at a time, each chunk's
+    within a source's memory budget: pipeline/intake/bounded.py) rows at a time, each chunk's
     attribute texts (and, for a GIS source, its geometry columns from `geometries`)
     encoded only when it is reached (`encode`: observation indexes -> texts), on a
     helper thread one chunk ahead of the writer when there is more than one chunk.

@@ -15,8 +15,8 @@ from feedledger.model.errors import ConfigError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
-from feedledger.pipeline.apply import apply_observations
 from feedledger.pipeline.catchup.report import Step
+from feedledger.pipeline.intake.apply import apply_observations
 
 # progress(done, total, payload just applied or None before the first)
 Progress = Callable[[int, int, PayloadRef | None], None]

@@ -25,7 +25,7 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso, parse_instant, zone
 from feedledger.pipeline.catchup.served import offers, window_days
-from feedledger.pipeline.observing import observed_days
+from feedledger.pipeline.intake.observing import observed_days
 
 
 @dataclass

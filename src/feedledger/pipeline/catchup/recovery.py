@@ -29,7 +29,7 @@ from feedledger.pipeline.catchup.assess import index_archive
 from feedledger.pipeline.catchup.backfill import Progress, RunReport, backfill
 from feedledger.pipeline.catchup.served import fill
 from feedledger.pipeline.health import missed_dates
-from feedledger.pipeline.observing import observed
+from feedledger.pipeline.intake.observing import observed
 
 
 @dataclass
@@ -93,7 +93,7 @@ def recover(
 ) -> Recovery:
     """Fill the archive for the missed `days`, then backfill from the first of them to
     the newest publication the archive now holds. A source serving its current state
-    (a portal, a URL) was observed at `now` when that succeeded (pipeline/observing)."""
+    (a portal, a URL) was observed at `now` when that succeeded (pipeline/intake/observing)."""
     out = Recovery(src.name, days)
     out.archived = served(ctx, src, days, allow_future=allow_future)
     index_archive(ctx, src.name)

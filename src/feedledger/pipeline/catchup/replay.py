@@ -34,12 +34,12 @@ from feedledger.pipeline.catchup.applying import Progress, apply_payloads, one_s
 from feedledger.pipeline.catchup.assess import index_archive, parse_day
 from feedledger.pipeline.catchup.replay_retraction import withdraw
 from feedledger.pipeline.catchup.report import NothingToDo, RunReport, finish
-from feedledger.pipeline.observing import observed_days
+from feedledger.pipeline.intake.observing import observed_days
 
 
 def _missing_days(ctx: Context, src: SourceConfig, day: date, refs: list[PayloadRef]) -> list[date]:
     """The publication days from `day` to the last of `refs` that none of them has and
-    no fetch observed unchanged (pipeline/observing.py: those are known, not gaps)."""
+    no fetch observed unchanged (pipeline/intake/observing.py: those are known, not gaps)."""
     last_day = local_date(refs[-1].published_at, src.timezone)
     held = {local_date(r.published_at, src.timezone) for r in refs}
     days = [d for d in expected_dates(src.cadence, src.timezone, day, last_day) if d not in held]

@@ -22,7 +22,7 @@ from feedledger.model.cadence import day_start_us, expected_dates, local_date
 from feedledger.model.errors import AmbiguousPayloadError, StaleWatermarkError
 from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
-from feedledger.pipeline.archiving import archive_add
+from feedledger.pipeline.intake.archiving import archive_add
 
 if TYPE_CHECKING:
     from feedledger.sources.dated import Fetched

@@ -9,7 +9,7 @@ compiled renderer's rows and the general writer's, put back in row order), `colu
 GeoPackage).
 
 May import: the ledger's read side (`ledger.snapshot_rows` and the stored form's
-decoding), `formats`, `model`, `context`, `ahead` and `pipeline.stages`. Never the
+decoding), `formats`, `model`, `context`, `ahead` and `pipeline.intake.stages`. Never the
 run side of the pipeline (ingest, apply, archiving, catchup, run), the fetchers
 (`sources`), `notify` or `sync` (the `exports` contract of pyproject.toml); the API
 and the CLI import it, not the other way round.

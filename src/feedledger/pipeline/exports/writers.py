@@ -50,7 +50,7 @@ from feedledger.ledger.encoding.columns import (
 from feedledger.model.errors import ConfigError
 from feedledger.pipeline.exports import spliced
 from feedledger.pipeline.exports.order import ordered
-from feedledger.pipeline.stages import Stage
+from feedledger.pipeline.intake.stages import Stage
 
 __all__ = ["columns_of", "warm", "write_csv", "write_jsonl", "write_parquet"]
 

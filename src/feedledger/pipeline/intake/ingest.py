@@ -2,10 +2,10 @@
 
 Order of work (and the crash boundaries the tests exercise):
   1. archive the bytes raw (content-addressed, fsynced)      -> `after_archive`
-     -- on a second core (the `archive` stage, pipeline/stages.py), while the payload
+     -- on a second core (the `archive` stage, pipeline/intake/stages.py), while the payload
      is parsed and validated (bad input: clear error, ledger untouched, bytes kept)
   2. index the payload in the store                          -> `after_register`
-     (1 and 2: pipeline/archiving.archive_publication, as for every publication)
+     (1 and 2: pipeline/intake/archiving.archive_publication, as for every publication)
   3. the payload diffed against the source's state as it stands (read-only, ahead of
      the lease; `apply.diff_ahead`: beside the compression of 4, or before 1's bytes are
      all written, beside that), then refused if already applied (nothing changes) or
@@ -36,16 +36,20 @@ from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import check_not_future, epoch_us, iso, now_us, parse_instant, to_us
 from feedledger.model.types import RunKind
-from feedledger.pipeline.allocators import release_promptly
-from feedledger.pipeline.archiving import archive_publication, date_publication, keep_rejected
-from feedledger.pipeline.stages import Stages
+from feedledger.pipeline.intake.allocators import release_promptly
+from feedledger.pipeline.intake.archiving import (
+    archive_publication,
+    date_publication,
+    keep_rejected,
+)
+from feedledger.pipeline.intake.stages import Stages
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
     from feedledger.formats import Observations
     from feedledger.ledger.records import Application
     from feedledger.ledger.store import Store
-    from feedledger.pipeline.apply import Ahead, Applied
+    from feedledger.pipeline.intake.apply import Ahead, Applied
 
 # The ledger modules (SQLAlchemy, the driver) are imported by `warm_store` in the
 # `store` stage while the payload is parsed, not when this module is imported; the
@@ -121,10 +125,10 @@ def ingest(
         dated_by_field=True,
     )
     # a payload too large for the whole path, of a source without a budget: read, diffed
-    # and compressed within the default one (pipeline/bounded.py)
+    # and compressed within the default one (pipeline/intake/bounded.py)
     declared, src = src, within_default(src, len(data))
     # a budgeted payload's freed memory goes back to the system at once (before polars
-    # is loaded, below: pipeline/allocators.py)
+    # is loaded, below: pipeline/intake/allocators.py)
     release_promptly(src, own=declared.memory_budget is not None)
     label = original_name or "payload"
     with Stages() as stages:
@@ -165,7 +169,7 @@ def ingest(
     if src.is_geo and opened is None:
         # a layer in another CRS is bad input: refused before it claims its publication
         # slot (a reprojected file for the same date can follow), its bytes kept
-        from feedledger.pipeline.apply import check_source_crs  # lazy: see warm_store
+        from feedledger.pipeline.intake.apply import check_source_crs  # lazy: see warm_store
 
         try:
             check_source_crs(ctx, src, label, obs)
@@ -190,7 +194,7 @@ def ingest(
         sha256=sha,
         open_store=store_for,
     )
-    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
+    from feedledger.pipeline.intake import bounded  # lazy: polars, loaded by the read by now
 
     if bounded.compress_streamed(src, obs, len(data)) or bounded.compress_after(src, obs):
         # read in batches to fit its budget: its bytes dropped before it is applied
@@ -265,7 +269,7 @@ def apply_bounded(
     """Apply an archived payload read in batches to fit its budget (`held`: its
     observations, the only reference: dropped once applied, before the compression),
     then compress its raw object. The caller holds its bytes no more."""
-    from feedledger.pipeline import bounded  # lazy: polars, loaded by the read by now
+    from feedledger.pipeline.intake import bounded  # lazy: polars, loaded by the read by now
 
     obs = held.pop()
     if bounded.compress_streamed(src, obs, size):
@@ -307,7 +311,7 @@ def _store_raw(ctx: Context, data: bytes, source: str) -> str:
 
 
 def _diff_ahead(ctx: Context, src: SourceConfig, obs: Observations) -> Ahead | None:
-    from feedledger.pipeline.apply import diff_ahead  # lazy: see warm_store
+    from feedledger.pipeline.intake.apply import diff_ahead  # lazy: see warm_store
 
     return diff_ahead(ctx, src, obs)
 
@@ -335,7 +339,7 @@ def warm_store(ctx: Context) -> StoreUnavailableError | None:
     store is returned, not raised."""
     try:
         ctx.store.checkpoint()
-        import feedledger.pipeline.apply  # noqa: F401 - lazy: imported here, off the main thread
+        import feedledger.pipeline.intake.apply  # noqa: F401 - lazy: imported here, off the main thread
     except StoreUnavailableError as exc:
         return exc
     return None
@@ -389,7 +393,7 @@ def apply_archived(
     ahead: Ahead | None = None,
 ) -> IngestResult:
     from feedledger.ledger.runs import leases  # lazy: see warm_store
-    from feedledger.pipeline.apply import apply_observations, stale_error  # lazy: as above
+    from feedledger.pipeline.intake.apply import apply_observations, stale_error  # lazy: as above
 
     store = ctx.store
     done = store.application_of(ref.payload_id)

@@ -1,9 +1,9 @@
 """Archiving a publication, the one way a payload enters the archive and the store's
 index: `date_publication` (its source and publisher date, refused with the bytes kept
 under `rejected/`) then `archive_publication` (the bytes stored, the payload indexed).
-Used by an ingest (pipeline/ingest.py), `archive add` (`archive_add`), backfill's
+Used by an ingest (pipeline/intake/ingest.py), `archive add` (`archive_add`), backfill's
 fetch (pipeline/catchup/served.py) and a connector's publication that went back in time
-(pipeline/observing.py). Also: checking the files an `archive add` was given, and
+(pipeline/intake/observing.py). Also: checking the files an `archive add` was given, and
 rebuilding the index from the archive folder."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from feedledger.context import Context
 from feedledger.formats import csv_batched
 from feedledger.model import sizes
 from feedledger.model.errors import ConfigError
-from feedledger.pipeline import bounded
+from feedledger.pipeline.intake import bounded
 from helpers import Cli, MakeSource
 from pipeline.bounded_payloads import parcels, write
 

@@ -1,7 +1,7 @@
 """Stages: named calls started ahead of the step that needs their result, each in a
 thread of its own (`feedledger.ahead`, the one mechanism for work run ahead).
 
-An ingest overlaps its work this way (pipeline/ingest.py): the archive hashes,
+An ingest overlaps its work this way (pipeline/intake/ingest.py): the archive hashes,
 compresses and writes the payload's object (`archive`) and the store is opened
 (`store`) while the caller parses the payload and diffs it; the caller then takes each
 stage's result where it needs it. Both libraries let go of the GIL for most of that

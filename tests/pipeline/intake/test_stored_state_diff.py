@@ -1,5 +1,5 @@
 """Under a budget the diff and the next state read the current state from its cache
-file a key-hash partition at a time (ledger/stateparts.py, pipeline/bounded.py): the
+file a key-hash partition at a time (ledger/stateparts.py, pipeline/intake/bounded.py): the
 diff equals the whole `compute`, and the next state, written again in partitions,
 equals `next_state` of the whole, whatever the file's partitions and the diff's
 (most tiny or empty), with key hashes forced to collide."""
@@ -26,7 +26,7 @@ from feedledger.ledger.stateparts import StateParts, open_stored, write_parts
 from feedledger.model import hashing
 from feedledger.model.hashing import with_key_hash
 from feedledger.model.types import PayloadKind
-from feedledger.pipeline import bounded
+from feedledger.pipeline.intake import bounded
 
 KEYS = [f'["k{i}"]' for i in range(30)]
 REVS = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "b"]))

@@ -13,7 +13,7 @@ The publisher's date is also checked here (B-items of issue 28): one that went b
 before the watermark with other content (a layer restored from a backup) is archived,
 not applied, said in one line and kept as the source's `date_problem` until a good
 fetch; a date ahead of the clock is refused where every date passes
-(pipeline/archiving.resolve_published_at) and kept as the problem too. `health` fails
+(pipeline/intake/archiving.resolve_published_at) and kept as the problem too. `health` fails
 while a problem stands.
 """
 
@@ -30,7 +30,7 @@ from feedledger.model.cadence import due_at, local_date
 from feedledger.model.errors import AmbiguousPayloadError, StaleWatermarkError
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
-from feedledger.pipeline.archiving import archive_add
+from feedledger.pipeline.intake.archiving import archive_add
 
 if TYPE_CHECKING:
     from feedledger.model.errors import FutureDateError

@@ -1,4 +1,4 @@
-"""A payload file its source reads in batches (pipeline/ingest_file.py) is copied into
+"""A payload file its source reads in batches (pipeline/intake/ingest_file.py) is copied into
 the archive's folder, archived and read from that copy a piece at a time, never held
 whole: the ledger and the archive get what the file held when it was copied (whatever
 happens to the caller's file meanwhile), no staged copy is left behind, and bad input is

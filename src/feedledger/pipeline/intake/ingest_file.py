@@ -34,9 +34,13 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.sizes import within_default
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import now_us
-from feedledger.pipeline.allocators import release_promptly
-from feedledger.pipeline.archiving import archive_publication, keep_rejected, resolve_published_at
-from feedledger.pipeline.ingest import (
+from feedledger.pipeline.intake.allocators import release_promptly
+from feedledger.pipeline.intake.archiving import (
+    archive_publication,
+    keep_rejected,
+    resolve_published_at,
+)
+from feedledger.pipeline.intake.ingest import (
     IngestResult,
     apply_bounded,
     ingest,
@@ -44,7 +48,7 @@ from feedledger.pipeline.ingest import (
     unreachable,
     warm_store,
 )
-from feedledger.pipeline.stages import Stages
+from feedledger.pipeline.intake.stages import Stages
 from feedledger.timing import stage
 
 if TYPE_CHECKING:
@@ -161,7 +165,7 @@ def _plan(
     if src.memory_budget is None or src.format != "csv":
         return None  # read whole (and polars loaded by `ingest`, beside the archiving)
     # a budgeted payload's freed memory goes back to the system at once: set before
-    # polars is loaded (pipeline/allocators.py); `ingest` sets the same for the bytes
+    # polars is loaded (pipeline/intake/allocators.py); `ingest` sets the same for the bytes
     release_promptly(src, own=declared.memory_budget is not None)
     from feedledger.formats.readers import reads_from_file  # lazy: polars
 

@@ -2,7 +2,7 @@
 batches (its string columns spilled to disk) and diffed in key-hash partitions, and the
 ledger records exactly what the whole ingest records; a real process ingesting a
 generated payload so stays within the budget beyond its fixed cost (its payload file
-read from the archive's copy a piece at a time: pipeline/ingest_file.py)."""
+read from the archive's copy a piece at a time: pipeline/intake/ingest_file.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from feedledger.formats import csv_batched
 from feedledger.ledger import bulk
 from feedledger.ledger.stateparts import StoredState
 from feedledger.model.hashing import with_key_hash
-from feedledger.pipeline import bounded, ingest
+from feedledger.pipeline.intake import bounded, ingest
 from helpers import Cli, MakeSource
 from pipeline.bounded_payloads import feedledger, parcels, peak_memory, write
 

@@ -1,7 +1,7 @@
 """An ingest's compression of its raw object starts as soon as the payload is archived
 and registered, and the read-only diff ahead of the lease runs beside it; while the
 archive is still writing the bytes when the read ends, the diff runs then instead, beside
-that write (pipeline/ingest.py). Events, not times: a wrong order waits out a generous
+that write (pipeline/intake/ingest.py). Events, not times: a wrong order waits out a generous
 deadline and fails."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from feedledger.archive.core import BlobArchive
-from feedledger.pipeline import ingest as ingest_module
+from feedledger.pipeline.intake import ingest as ingest_module
 from helpers import Cli, write_csv
 
 DEADLINE_S = 30.0  # only a wrong order waits it out

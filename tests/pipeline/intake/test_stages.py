@@ -1,4 +1,4 @@
-"""Stages (pipeline/stages.py): named calls run ahead of the step that needs them."""
+"""Stages (pipeline/intake/stages.py): named calls run ahead of the step that needs them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from feedledger.pipeline.stages import Stage, Stages
+from feedledger.pipeline.intake.stages import Stage, Stages
 
 
 def test_a_stage_runs_in_its_own_named_thread_and_gives_its_result() -> None:

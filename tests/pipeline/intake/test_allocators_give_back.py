@@ -1,4 +1,4 @@
-"""A resident process gives back what a run freed (pipeline/allocators.py): memory a
+"""A resident process gives back what a run freed (pipeline/intake/allocators.py): memory a
 worker thread allocated and freed stays in its glibc arena (resident, counted in the
 process's RSS) until `give_back` returns the arenas' free pages to the system. Run in a
 child process of its own (the arena cap and the RSS are the whole process's)."""
@@ -16,7 +16,7 @@ import pytest
 CHILD = textwrap.dedent(
     """
     import json, threading
-    from feedledger.pipeline import allocators
+    from feedledger.pipeline.intake import allocators
 
     capped = allocators.resident_process()
     MIB = 1 << 20

@@ -26,12 +26,12 @@ from feedledger.model.errors import (
     StaleWatermarkError,
 )
 from feedledger.model.timeutil import DAY_US, iso, now_us
-from feedledger.pipeline import observing
 from feedledger.pipeline.catchup.recovery import recover as recover_days
 from feedledger.pipeline.catchup.recovery import waiting
 from feedledger.pipeline.catchup.served import offers
-from feedledger.pipeline.ingest import IngestResult, ingest
-from feedledger.pipeline.observing import DateWentBackError
+from feedledger.pipeline.intake import observing
+from feedledger.pipeline.intake.ingest import IngestResult, ingest
+from feedledger.pipeline.intake.observing import DateWentBackError
 from feedledger.sources import FetchState, fetch
 from feedledger.timing import stage
 
@@ -87,7 +87,7 @@ def run_source(
     clock, for the cadence's expected days and a `{date}` location's newest date.
     A publisher date ahead of the clock is refused unless `allow_future`; one gone back
     before the watermark with other content is refused unless `accept_restored`
-    (pipeline/observing.py); either is kept as the source's date problem."""
+    (pipeline/intake/observing.py); either is kept as the source's date problem."""
     try:
         return _run_source(
             ctx,
@@ -201,7 +201,7 @@ def live_run(
     """Fetch the newest payload and ingest it as a live run (what the scheduler does
     when one publication is due). None when the publisher has nothing new (HTTP 304).
     A successful fetch, new or not, observes a source serving its current state
-    (pipeline/observing.py) at `now` (the caller's clock; default the fetch time)."""
+    (pipeline/intake/observing.py) at `now` (the caller's clock; default the fetch time)."""
     src = ctx.workspace.source(source)
     _need_fetch(source, src.fetch)
     assert src.fetch is not None

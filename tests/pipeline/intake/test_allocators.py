@@ -1,6 +1,6 @@
 """A budgeted source's process has polars' allocator give freed memory back at once
 (set before polars is loaded, never over the environment's own setting), and a source
-without a budget leaves the allocators as they are (pipeline/allocators.py)."""
+without a budget leaves the allocators as they are (pipeline/intake/allocators.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from feedledger.config import make_source
-from feedledger.pipeline import allocators
+from feedledger.pipeline.intake import allocators
 
 BUDGETED = make_source("b", key=("id",), memory_budget="64MiB")
 WHOLE = make_source("w", key=("id",))

@@ -13,8 +13,8 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.ledger.schema import counters, versions
 from feedledger.ledger.store import Store
-from feedledger.pipeline import apply
-from feedledger.pipeline.ingest import ingest
+from feedledger.pipeline.intake import apply
+from feedledger.pipeline.intake.ingest import ingest
 from helpers import MakeSource
 
 DAY1 = b"parcel_id,zoning\nA,R1\nB,C2\nC,A1\n"

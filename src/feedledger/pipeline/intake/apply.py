@@ -19,7 +19,7 @@ from feedledger.model.payload import PayloadRef
 from feedledger.model.source import SourceConfig
 from feedledger.model.timeutil import iso
 from feedledger.model.types import PayloadKind
-from feedledger.pipeline import bounded
+from feedledger.pipeline.intake import bounded
 from feedledger.timing import stage
 
 

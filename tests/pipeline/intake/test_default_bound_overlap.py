@@ -19,7 +19,7 @@ from feedledger.config import Workspace
 from feedledger.context import Context
 from feedledger.formats import csv_batched, spill
 from feedledger.model import sizes
-from feedledger.pipeline import bounded, ingest
+from feedledger.pipeline.intake import bounded, ingest
 from helpers import Cli, MakeSource
 from pipeline.bounded_payloads import parcels, write
 
