@@ -10,7 +10,7 @@ one whole process per day, the way a dlt user's daily job runs:
 2. add a 64-bit row hash (DuckDB ``hash()`` over every column, in-process on the Arrow
    table) as the ``row_hash`` column: dlt's scd2 on the Arrow path needs a row version
    column (``row_version_column_name``), it does not compute one itself;
-3. ``pipeline.intake.run`` of a resource with ``write_disposition={"disposition": "merge",
+3. ``pipeline.run`` of a resource with ``write_disposition={"disposition": "merge",
    "strategy": "scd2", "row_version_column_name": "row_hash"}`` into the DuckDB file
    ``WS/dlt.duckdb`` (dataset ``ledger``, table ``parcels``). Every load is a complete
    snapshot: rows absent from it are retired (``_dlt_valid_to`` set), changed rows get a
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
         pipelines_dir=str(ws / ".dlt-data" / "pipelines"),
         progress=None,
     )
-    info = pipeline.intake.run(resource)
+    info = pipeline.run(resource)
     t_loaded = time.perf_counter()
     info.raise_on_failed_jobs()
     print(
