@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-CLI = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "cli"
+CLI = Path(__file__).resolve().parents[2] / "src" / "feedledger" / "cli" / "commands"
 MODULES = ("notify_cmds", "sync_cmds", "sync_render", "scheduler_cmds")
 ALLOWED = ("feedledger.api", "feedledger.model", "feedledger.cli")
 
@@ -32,7 +32,7 @@ def test_cli_module_imports_only_the_api(module: str) -> None:
     allowed = ALLOWED + (("feedledger.scheduler",) if module == "scheduler_cmds" else ())
     ours = [n for n in _imports(tree) if n == "feedledger" or n.startswith("feedledger.")]
     wrong = [n for n in ours if not any(n == a or n.startswith(a + ".") for a in allowed)]
-    assert wrong == [], f"cli/{module}.py imports {wrong}"
+    assert wrong == [], f"cli/commands/{module}.py imports {wrong}"
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -54,9 +54,9 @@ def test_commands_registered_on_the_app_groups(module: str) -> None:
         for n in tree.body
     ), "sub-groups live in cli/app.py"
     if module != "sync_render":
-        listed = _listed_on_app_groups(f"feedledger.cli.{module}")
-        assert listed, f"cli/{module}.py's commands are listed on cli/app.py's groups"
-        assert listed <= {f.name for f in functions}, f"cli/{module}.py"
+        listed = _listed_on_app_groups(f"feedledger.cli.commands.{module}")
+        assert listed, f"cli/commands/{module}.py's commands are listed on cli/app.py's groups"
+        assert listed <= {f.name for f in functions}, f"cli/commands/{module}.py"
 
 
 def _listed_on_app_groups(module: str) -> set[str]:

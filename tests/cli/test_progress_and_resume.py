@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import feedledger
-from feedledger.cli.sync_render import CountLog, rate_column
+from feedledger.cli.commands.sync_render import CountLog, rate_column
 from feedledger.faults import ENV as FAULT_ENV
 from helpers import Cli, write_csv
 

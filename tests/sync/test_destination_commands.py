@@ -187,7 +187,7 @@ def test_health_shows_each_destinations_live_lag(cli: Cli, tmp_path: Path) -> No
 
 
 def test_progress_log_writes_a_line_every_interval_by_its_clock() -> None:
-    from feedledger.cli.sync_render import ProgressLog
+    from feedledger.cli.commands.sync_render import ProgressLog
 
     now = [100.0]
     lines: list[str] = []

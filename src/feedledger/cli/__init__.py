@@ -5,7 +5,8 @@ stable JSON with `--json`); errors become one line on stderr and an exit code.
 Holds: `app` (the command tree: each group lists its commands by name and imports a
 command's module only when it is used), `main` (the console entry point), `process`
 (the process's lifetime: collector off, WAL left, fast exit), `common` (options,
-output, the error rendering), and one `*_cmds` module per family of commands.
+output, the error rendering), `exit_codes`, and `commands/`: one `*_cmds` module per
+family of commands.
 
 May import: `feedledger.api`, `feedledger.model`, the top-level names (`feedledger`,
 `feedledger.timing`), `feedledger.scheduler` (the `scheduler` command starts its loop)

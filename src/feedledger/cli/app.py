@@ -84,33 +84,33 @@ class GuardedGroup(LazyGroup):
     the click group, so it holds under `CliRunner` as well as under `main()`."""
 
     lazy_commands: ClassVar[dict[str, str]] = {
-        "ingest": "feedledger.cli.ledger_cmds:ingest_cmd",
-        "run": "feedledger.cli.ledger_cmds:run_cmd",
-        "runs": "feedledger.cli.ledger_cmds:runs_cmd",
-        "changes": "feedledger.cli.ledger_cmds:changes_cmd",
-        "watermark": "feedledger.cli.ledger_cmds:watermark_cmd",
-        "snapshot": "feedledger.cli.ledger_cmds:snapshot_cmd",
-        "verify": "feedledger.cli.ledger_cmds:verify_cmd",
-        "history": "feedledger.cli.entity_cmds:history_cmd",
-        "asof": "feedledger.cli.entity_cmds:asof_cmd",
-        "assess": "feedledger.cli.recovery_cmds:assess_cmd",
-        "backfill": "feedledger.cli.recovery_cmds:backfill_cmd",
-        "replay": "feedledger.cli.recovery_cmds:replay_cmd",
-        "retract": "feedledger.cli.recovery_cmds:retract_cmd",
-        "review": "feedledger.cli.recovery_cmds:review_cmd",
-        "gaps": "feedledger.cli.gap_cmds:gaps_cmd",
-        "freeze": "feedledger.cli.gap_cmds:freeze_cmd",
-        "thaw": "feedledger.cli.gap_cmds:thaw_cmd",
-        "scheduler": "feedledger.cli.scheduler_cmds:scheduler",
-        "health": "feedledger.cli.scheduler_cmds:health",
-        "doctor": "feedledger.cli.doctor_cmd:doctor",
-        "sync": "feedledger.cli.sync_cmds:sync",
-        "sync-explain": "feedledger.cli.sync_cmds:sync_explain",
-        "reconcile": "feedledger.cli.sync_cmds:reconcile",
-        "search": "feedledger.cli.search_cmd:search_cmd",
-        "demo": "feedledger.cli.demo_cmd:demo",
-        "init": "feedledger.cli.workspace_cmds:init",
-        "serve": "feedledger.cli.serve_cmd:serve_cmd",
+        "ingest": "feedledger.cli.commands.ledger_cmds:ingest_cmd",
+        "run": "feedledger.cli.commands.ledger_cmds:run_cmd",
+        "runs": "feedledger.cli.commands.ledger_cmds:runs_cmd",
+        "changes": "feedledger.cli.commands.ledger_cmds:changes_cmd",
+        "watermark": "feedledger.cli.commands.ledger_cmds:watermark_cmd",
+        "snapshot": "feedledger.cli.commands.ledger_cmds:snapshot_cmd",
+        "verify": "feedledger.cli.commands.ledger_cmds:verify_cmd",
+        "history": "feedledger.cli.commands.entity_cmds:history_cmd",
+        "asof": "feedledger.cli.commands.entity_cmds:asof_cmd",
+        "assess": "feedledger.cli.commands.recovery_cmds:assess_cmd",
+        "backfill": "feedledger.cli.commands.recovery_cmds:backfill_cmd",
+        "replay": "feedledger.cli.commands.recovery_cmds:replay_cmd",
+        "retract": "feedledger.cli.commands.recovery_cmds:retract_cmd",
+        "review": "feedledger.cli.commands.recovery_cmds:review_cmd",
+        "gaps": "feedledger.cli.commands.gap_cmds:gaps_cmd",
+        "freeze": "feedledger.cli.commands.gap_cmds:freeze_cmd",
+        "thaw": "feedledger.cli.commands.gap_cmds:thaw_cmd",
+        "scheduler": "feedledger.cli.commands.scheduler_cmds:scheduler",
+        "health": "feedledger.cli.commands.scheduler_cmds:health",
+        "doctor": "feedledger.cli.commands.doctor_cmd:doctor",
+        "sync": "feedledger.cli.commands.sync_cmds:sync",
+        "sync-explain": "feedledger.cli.commands.sync_cmds:sync_explain",
+        "reconcile": "feedledger.cli.commands.sync_cmds:reconcile",
+        "search": "feedledger.cli.commands.search_cmd:search_cmd",
+        "demo": "feedledger.cli.commands.demo_cmd:demo",
+        "init": "feedledger.cli.commands.workspace_cmds:init",
+        "serve": "feedledger.cli.commands.serve_cmd:serve_cmd",
     }
 
     def invoke(self, ctx: _click.Context) -> Any:
@@ -158,9 +158,9 @@ app = typer.Typer(
 source_app = typer.Typer(
     cls=lazy(
         {
-            "add": "feedledger.cli.workspace_cmds:source_add",
-            "list": "feedledger.cli.workspace_cmds:source_list",
-            "remove": "feedledger.cli.workspace_cmds:source_remove",
+            "add": "feedledger.cli.commands.workspace_cmds:source_add",
+            "list": "feedledger.cli.commands.workspace_cmds:source_list",
+            "remove": "feedledger.cli.commands.workspace_cmds:source_remove",
         }
     ),
     help="Declare and list sources (stored in feedledger.toml).",
@@ -169,8 +169,8 @@ source_app = typer.Typer(
 db_app = typer.Typer(
     cls=lazy(
         {
-            "upgrade": "feedledger.cli.workspace_cmds:db_upgrade",
-            "current": "feedledger.cli.workspace_cmds:db_current",
+            "upgrade": "feedledger.cli.commands.workspace_cmds:db_upgrade",
+            "current": "feedledger.cli.commands.workspace_cmds:db_current",
         }
     ),
     help="The store's schema (Alembic migrations).",
@@ -179,11 +179,11 @@ db_app = typer.Typer(
 archive_app = typer.Typer(
     cls=lazy(
         {
-            "add": "feedledger.cli.archive_cmds:add",
-            "list": "feedledger.cli.archive_cmds:list_",
-            "reindex": "feedledger.cli.archive_cmds:reindex_cmd",
-            "compact": "feedledger.cli.archive_cmds:compact_cmd",
-            "verify": "feedledger.cli.archive_cmds:verify_cmd",
+            "add": "feedledger.cli.commands.archive_cmds:add",
+            "list": "feedledger.cli.commands.archive_cmds:list_",
+            "reindex": "feedledger.cli.commands.archive_cmds:reindex_cmd",
+            "compact": "feedledger.cli.commands.archive_cmds:compact_cmd",
+            "verify": "feedledger.cli.commands.archive_cmds:verify_cmd",
         }
     ),
     help="The content-addressed payload archive.",
@@ -192,9 +192,9 @@ archive_app = typer.Typer(
 subscriber_app = typer.Typer(
     cls=lazy(
         {
-            "add": "feedledger.cli.notify_cmds:subscriber_add",
-            "list": "feedledger.cli.notify_cmds:subscriber_list",
-            "remove": "feedledger.cli.notify_cmds:subscriber_remove",
+            "add": "feedledger.cli.commands.notify_cmds:subscriber_add",
+            "list": "feedledger.cli.commands.notify_cmds:subscriber_list",
+            "remove": "feedledger.cli.commands.notify_cmds:subscriber_remove",
         }
     ),
     help="Who hears about changes (webhooks, JSON-lines files).",
@@ -202,24 +202,24 @@ subscriber_app = typer.Typer(
 notify_app = typer.Typer(
     cls=lazy(
         {
-            "dispatch": "feedledger.cli.notify_cmds:notify_dispatch",
-            "status": "feedledger.cli.notify_cmds:notify_status",
-            "retry": "feedledger.cli.notify_cmds:notify_retry",
-            "correction": "feedledger.cli.notify_cmds:notify_correction",
+            "dispatch": "feedledger.cli.commands.notify_cmds:notify_dispatch",
+            "status": "feedledger.cli.commands.notify_cmds:notify_status",
+            "retry": "feedledger.cli.commands.notify_cmds:notify_retry",
+            "correction": "feedledger.cli.commands.notify_cmds:notify_correction",
         }
     ),
     help="Deliver the outbox: at least once, signed, retried.",
 )
 gap_app = typer.Typer(
-    cls=lazy({"add": "feedledger.cli.gap_cmds:gap_add_cmd"}),
+    cls=lazy({"add": "feedledger.cli.commands.gap_cmds:gap_add_cmd"}),
     help="Record stretches in which a source was not observed.",
 )
 destination_app = typer.Typer(
     cls=lazy(
         {
-            "add": "feedledger.cli.sync_cmds:destination_add",
-            "list": "feedledger.cli.sync_cmds:destination_list",
-            "remove": "feedledger.cli.sync_cmds:destination_remove",
+            "add": "feedledger.cli.commands.sync_cmds:destination_add",
+            "list": "feedledger.cli.commands.sync_cmds:destination_list",
+            "remove": "feedledger.cli.commands.sync_cmds:destination_remove",
         }
     ),
     help="Downstream projections of a source's current state.",
@@ -228,9 +228,9 @@ destination_app = typer.Typer(
 manifest_app = typer.Typer(
     cls=lazy(
         {
-            "create": "feedledger.cli.sync_cmds:manifest_create",
-            "show": "feedledger.cli.sync_cmds:manifest_show",
-            "list": "feedledger.cli.sync_cmds:manifest_list",
+            "create": "feedledger.cli.commands.sync_cmds:manifest_create",
+            "show": "feedledger.cli.commands.sync_cmds:manifest_show",
+            "list": "feedledger.cli.commands.sync_cmds:manifest_list",
         }
     ),
     help="Frozen populations for destination rebuilds.",
@@ -239,8 +239,8 @@ manifest_app = typer.Typer(
 export_app = typer.Typer(
     cls=lazy(
         {
-            "delta": "feedledger.cli.export_cmds:delta_cmd",
-            "status": "feedledger.cli.export_cmds:status_cmd",
+            "delta": "feedledger.cli.commands.export_cmds:delta_cmd",
+            "status": "feedledger.cli.commands.export_cmds:status_cmd",
         }
     ),
     help="The history as a Delta Lake table (pip install 'feedledger[delta]').",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from feedledger.cli import sync_render as render
+from feedledger.cli.commands import sync_render as render
 from feedledger.cli.common import JSON_OPT, emit_json, err, ledger, out, table
 from feedledger.model.errors import ConfigError
 

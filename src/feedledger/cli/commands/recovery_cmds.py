@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from feedledger.cli.commands.sync_render import CountLog, rate_column
 from feedledger.cli.common import (
     JSON_OPT,
     emit_json,
@@ -26,7 +27,6 @@ from feedledger.cli.common import (
     warn_invalid_geometries,
     when,
 )
-from feedledger.cli.sync_render import CountLog, rate_column
 
 if TYPE_CHECKING:
     from feedledger.api.results import Assessment, NothingToDo, Payload, WindowRun

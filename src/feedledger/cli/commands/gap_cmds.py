@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import typer
 
+from feedledger.cli.commands.recovery_cmds import FROM_OPT, TO_OPT
 from feedledger.cli.common import JSON_OPT, emit_json, ledger, opt_instant, out, table, when
-from feedledger.cli.recovery_cmds import FROM_OPT, TO_OPT
 
 
 def gaps_cmd(
