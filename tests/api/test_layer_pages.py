@@ -192,3 +192,38 @@ def test_concurrent_first_pages_build_the_index_once(led: fl.Ledger) -> None:
         pages = list(pool.map(functools.partial(lambda o: layer.page(offset=o, limit=3)), range(4)))
     assert [p.matched for p in pages] == [12] * 4
     assert feature_index.CACHE.builds == before + 1
+
+
+@pytest.mark.parametrize("look", ["page", "extent"])
+def test_a_payload_committed_between_the_token_and_the_layout_builds_the_index_once(
+    led: fl.Ledger, monkeypatch: pytest.MonkeyPatch, look: str
+) -> None:
+    """A payload that commits after a look read the state token but before it read the
+    layout must not file the new state under the old token: the index of the new state
+    is built once, not once under each token."""
+    from feedledger.api import features
+
+    src = led.source("parcels")
+    layer = src.layer()
+    layer.page(limit=5)  # the current state's index, built
+    day4 = {k: v for k, v in DAYS[2].items() if k != "P000"}
+    landed: list[bool] = []
+    real_token = features.Layer._token
+
+    def token_then_payload(self: features.Layer) -> Any:
+        token = real_token(self)
+        if not landed:  # the first read of a look: then the payload commits
+            landed.append(True)
+            src.ingest(collection(day4), published_at=date(2026, 8, 6), name="p-4.geojson")
+        return token
+
+    monkeypatch.setattr(features.Layer, "_token", token_then_payload)
+    before = feature_index.CACHE.builds
+    if look == "page":
+        page = layer.page(limit=100)
+        assert "P000" not in {f.id for f in page.features} and page.matched == len(day4)
+    else:
+        assert layer.extent().count == len(day4)
+    assert landed and feature_index.CACHE.builds == before + 1
+    layer.page(limit=100)  # the next look finds it
+    assert feature_index.CACHE.builds == before + 1

@@ -140,6 +140,11 @@ class Layer:
             return LayerExtent(self.name, None, None, None, 0, None, self.config.is_geo)
         token = self._token()
         layout = self._layout(now_us(), known)  # the latest state, gap or not
+        for _attempt in range(5):  # the token read again: the layout stands for it
+            again = self._token()
+            if again == token:
+                break
+            token, layout = again, self._layout(now_us(), known)
         if layout is None:
             return LayerExtent(self.name, None, None, None, 0, None, self.config.is_geo)
         index = self._index(layout, known, token)
@@ -185,7 +190,7 @@ class Layer:
         since_us = opt_instant_us(since, tz, "since")
         token = self._token()
         for _attempt in range(3):
-            layout = self._observed(valid_us, known, token)
+            token, layout = self._consistent(valid_us, known, token)
             at = _state_at(layout)
             index = self._index(layout, known, token)
             matched, keys = index.select(bbox, since_us, offset, limit)
@@ -227,6 +232,25 @@ class Layer:
         from feedledger.ledger.readers import feature_rows  # lazy: SQLAlchemy
 
         return feature_rows.token(self.context.store, self.name)
+
+    def _consistent(
+        self, valid_us: int | None, known: int | None, token: Token
+    ) -> tuple[Token, PayloadLayout]:
+        """The layout at `valid_us` and the state token it stands for: the token read
+        again after the layout, and both read anew while they differ. A payload (or a
+        retraction, a gap) committed between the token's read and the layout's would
+        otherwise file the new state's layout, and the index built for it, under the old
+        token, and the next look would build that state's index a second time."""
+        for _attempt in range(5):
+            layout = self._observed(valid_us, known, token)
+            again = self._token()
+            if again == token:
+                break
+            _STATES.pop((self.context.store.url, self.name, token, valid_us, known), None)
+            token = again
+        else:
+            layout = self._observed(valid_us, known, token)
+        return token, layout
 
     def _observed(self, valid_us: int | None, known: int | None, token: Token) -> PayloadLayout:
         """The payload in force at `valid_us` (None: now), after refusing a valid time
