@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 
 import feedledger as fl
 from feedledger.config import Workspace
-from feedledger.server import routes_sources
 from feedledger.server.app import create_app
+from feedledger.server.routes import sources as routes_sources
 from helpers import migrate
 
 HANG_S = 20  # the slow read gives up waiting after this (only if the loop is blocked)

@@ -1,7 +1,7 @@
 """The demo: `feedledger demo`'s workspace and what it shows, and the project's one fake
 ArcGIS FeatureServer. A face, like the CLI and the HTTP server, not part of the core:
 nothing under it (api, pipeline, ledger, ...) imports it; the CLI's `demo` command calls
-it (cli/demo_cmd.py), the tests and benchmarks use its FeatureServer.
+it (cli/commands/demo_cmd.py), the tests and benchmarks use its FeatureServer.
 
 - `workspace`: `build_demo` -- a synthetic county parcel feed ingested payload by
   payload, then the zoning layer's runs; `Demo`.

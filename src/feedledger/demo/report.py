@@ -1,7 +1,7 @@
 """What `feedledger demo` shows, composed from the public API: the ingested payloads, a
 parcel's bitemporal history and as-of answers, the zoning layer's runs and a parcel's
 geometry change, then what to try next. Tables and paragraphs of text, in order; the CLI
-(cli/demo_cmd.py) renders them (a `datetime` cell as its compact UTC time)."""
+(cli/commands/demo_cmd.py) renders them (a `datetime` cell as its compact UTC time)."""
 
 from __future__ import annotations
 

@@ -24,18 +24,10 @@ from fastapi import FastAPI
 import feedledger as fl
 from feedledger.api.ledger import open_config
 from feedledger.api.snapshot_stream import warm_up
-from feedledger.server import (
-    docs,
-    ogc,
-    problems,
-    routes_destinations,
-    routes_runs,
-    routes_sources,
-    routes_writes,
-    streaming,
-)
+from feedledger.server import docs, ogc, problems
 from feedledger.server.auth import Token, parse_tokens
 from feedledger.server.fastpath import EntityFastPath
+from feedledger.server.routes import destinations, runs, sources, streaming, writes
 
 # what `feedledger serve` hands to the worker processes (uvicorn's factory takes no
 # arguments): the workspace's feedledger.toml and the name of the token variable
@@ -117,7 +109,7 @@ def create_app(
     app.state.scrub = problems.Scrubber(None, [t.secret for t in tokens])
     app.state.not_found_page = None
     problems.install(app)
-    for module in (routes_sources, streaming, routes_runs, routes_destinations, routes_writes):
+    for module in (sources, streaming, runs, destinations, writes):
         app.include_router(module.router)
     app.include_router(ogc.router)  # OGC API - Features (server/ogc.py)
     app.include_router(docs.router)

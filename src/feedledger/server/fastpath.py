@@ -4,7 +4,7 @@ itself, before FastAPI's routing, dependency solving and parameter validation (a
 half the CPU of such a request once the read itself is one indexed lookup: the routes
 are the HTTP API's hot path, `bench/http_bench.py`).
 
-The answer is the route's own (`routes_sources.asof_body` / `history_body`, the same
+The answer is the route's own (`routes/sources.asof_body` / `history_body`, the same
 `JSONText` bytes and headers), so nothing about it can differ. Anything else goes to
 the app untouched: another method or path, an unknown, repeated or boolean parameter
 (`all`, `with_gaps`), a missing `valid`, and ANY error while answering -- the app then
@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from feedledger.server.deps import JSONText, in_reader
-from feedledger.server.routes_sources import asof_body, history_body
+from feedledger.server.routes.sources import asof_body, history_body
 
 PREFIX = "/api/sources/"
 ASOF = frozenset({"valid", "known_at"})
