@@ -60,7 +60,7 @@ unit: $(DEVSTAMP)
 	exit $$status
 
 ## test-thorough: the suite with five times the examples of its heaviest property tests
-## (tests/example_budget.py): a deeper run before a release, ~5 minutes more
+## (tests/example_budget.py): a deeper run before a release (not timed here)
 test-thorough:
 	FEEDLEDGER_TEST_EXAMPLES=5 $(MAKE) unit
 
