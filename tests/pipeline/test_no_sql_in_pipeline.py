@@ -20,6 +20,7 @@ MODULES = [
     "doctor/store_checks",
     "health",
     "intake/ingest",
+    "intake/live_apply",
     "manual",
     "query",
     "retract",

@@ -1,5 +1,6 @@
 """A payload taken in as a live run: `run` (fetch, then ingest; or a recovery), `ingest`
-(archive, then apply: one payload, whole or within a budget) and `ingest_file` (a file
+(archive, then apply: one payload, whole or within a budget) with `live_apply` (the
+apply under the source's lease) and `ingest_file` (a file
 handed to the CLI), `archiving` (the one way a publication enters the archive and the
 index; `archive add`), `stages` (the work run ahead on threads: archive hashing and
 store opening beside the parse), `apply` (the diff and the payload's one transaction),

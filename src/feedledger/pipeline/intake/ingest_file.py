@@ -41,13 +41,13 @@ from feedledger.pipeline.intake.archiving import (
     resolve_published_at,
 )
 from feedledger.pipeline.intake.ingest import (
-    IngestResult,
     apply_bounded,
     ingest,
     open_store,
     unreachable,
     warm_store,
 )
+from feedledger.pipeline.intake.live_apply import IngestResult
 from feedledger.pipeline.intake.stages import Stages
 from feedledger.timing import stage
 

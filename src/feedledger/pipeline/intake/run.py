@@ -30,7 +30,8 @@ from feedledger.pipeline.catchup.recovery import recover as recover_days
 from feedledger.pipeline.catchup.recovery import waiting
 from feedledger.pipeline.catchup.served import offers
 from feedledger.pipeline.intake import observing
-from feedledger.pipeline.intake.ingest import IngestResult, ingest
+from feedledger.pipeline.intake.ingest import ingest
+from feedledger.pipeline.intake.live_apply import IngestResult
 from feedledger.pipeline.intake.observing import DateWentBackError
 from feedledger.sources import FetchState, fetch
 from feedledger.timing import stage
